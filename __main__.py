@@ -1,0 +1,3 @@
+from scribe.cli.app import main
+
+main()

@@ -1,0 +1,210 @@
+"""The event vocabulary of the observation log: one dataclass per line type.
+
+Every line of a session log is one of these. They are the only shape the writer, the reader,
+the renderer and `scribe log` know. Fields a newer scribe added, and whole types this version
+does not know, survive a read/write round trip (`extra`, `UnknownEvent`) so that an older
+reader never destroys what a newer writer recorded.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, ClassVar
+
+LOG_FORMAT_VERSION = 1
+
+# Wire-format content blocks (text, tool_use, ...) are kept exactly as the API defines them.
+Block = dict[str, Any]
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+@dataclass(frozen=True)
+class Event:
+    seq: int
+    ts: str
+    type: ClassVar[str] = ""
+    # Fields this version does not know, kept so a rewrite-free round trip loses nothing.
+    extra: dict[str, Any] = field(default_factory=dict, kw_only=True, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class SessionEvent(Event):
+    """First line of every log: what the session was started with.
+
+    `system` and `tools` are the exact instructions and tool definitions the session renders,
+    so a request can be rebuilt from the log alone even after scribe itself changes."""
+
+    type: ClassVar[str] = "session"
+    id: str
+    created: str
+    cwd: str
+    model: str
+    scribe_version: str
+    system: str
+    tools: list[dict[str, Any]]
+    prompt_hash: str
+    config: dict[str, Any]
+    git_head: str | None = None
+    git_branch: str | None = None
+
+
+@dataclass(frozen=True)
+class UserEvent(Event):
+    type: ClassVar[str] = "user"
+    text: str
+
+
+@dataclass(frozen=True)
+class AssistantEvent(Event):
+    type: ClassVar[str] = "assistant"
+    content: list[Block]
+    stop_reason: str | None
+    message_id: str | None = None
+    model: str | None = None
+
+
+@dataclass(frozen=True)
+class ToolResultEvent(Event):
+    type: ClassVar[str] = "tool_result"
+    tool_use_id: str
+    tool: str
+    output: str
+    is_error: bool = False
+    exit_code: int | None = None
+    duration_ms: int = 0
+    dropped_bytes: int = 0
+
+
+@dataclass(frozen=True)
+class UsageEvent(Event):
+    type: ClassVar[str] = "usage"
+    purpose: str  # agent | observer | reflector | curator
+    model: str
+    input: int
+    cache_read: int
+    cache_write: int
+    output: int
+    latency_ms: int = 0
+    message_id: str | None = None
+
+
+@dataclass(frozen=True)
+class ObservationEvent(Event):
+    type: ClassVar[str] = "observation"
+    text: str
+    seq_from: int
+    seq_to: int
+    tokens: int
+    model: str
+
+
+@dataclass(frozen=True)
+class ReflectionEvent(Event):
+    type: ClassVar[str] = "reflection"
+    text: str
+    # seq numbers of the observation (or earlier reflection) events this one replaces
+    supersedes: list[int]
+    tokens: int
+    model: str
+
+
+@dataclass(frozen=True)
+class FileChangeEvent(Event):
+    type: ClassVar[str] = "file_change"
+    path: str
+    kind: str  # created | modified | deleted | moved
+    hash: str | None = None
+    stale: bool = False
+    dest: str | None = None
+
+
+@dataclass(frozen=True)
+class InterruptEvent(Event):
+    type: ClassVar[str] = "interrupt"
+    tool_use_ids: list[str]
+    reason: str = "interrupted"
+
+
+@dataclass(frozen=True)
+class ErrorEvent(Event):
+    type: ClassVar[str] = "error"
+    kind: str  # api | tool | internal
+    message: str
+
+
+@dataclass(frozen=True)
+class UnknownEvent(Event):
+    """A line of a type this version does not know: kept, counted, never rendered."""
+
+    type_name: str = ""
+
+
+EVENT_CLASSES: dict[str, type[Event]] = {
+    cls.type: cls
+    for cls in (
+        SessionEvent,
+        UserEvent,
+        AssistantEvent,
+        ToolResultEvent,
+        UsageEvent,
+        ObservationEvent,
+        ReflectionEvent,
+        FileChangeEvent,
+        InterruptEvent,
+        ErrorEvent,
+    )
+}
+
+_BASE_KEYS = ("v", "seq", "ts", "type")
+
+
+class EventFormatError(ValueError):
+    """A line is JSON but not an event this reader can understand."""
+
+
+def _field_names(cls: type[Event]) -> set[str]:
+    return {f.name for f in dataclasses.fields(cls)} - {"seq", "ts", "extra"}
+
+
+_FIELDS = {name: _field_names(cls) for name, cls in EVENT_CLASSES.items()}
+
+
+def to_record(event: Event) -> dict[str, Any]:
+    """The JSON object for one log line, keys in a fixed order."""
+    if isinstance(event, UnknownEvent):
+        return {"v": LOG_FORMAT_VERSION, "seq": event.seq, "ts": event.ts, "type": event.type_name,
+                **event.extra}
+    record: dict[str, Any] = {"v": LOG_FORMAT_VERSION, "seq": event.seq, "ts": event.ts, "type": event.type}
+    for f in dataclasses.fields(event):
+        if f.name not in ("seq", "ts", "extra"):
+            record[f.name] = getattr(event, f.name)
+    record.update(event.extra)
+    return record
+
+
+def from_record(record: dict[str, Any]) -> Event:
+    """Build an event from a parsed log line. Raises EventFormatError on a malformed one."""
+    if not isinstance(record, dict):
+        raise EventFormatError("line is not a JSON object")
+    version = record.get("v")
+    if isinstance(version, int) and version > LOG_FORMAT_VERSION:
+        raise EventFormatError(f"log format v{version} is newer than this scribe understands (v{LOG_FORMAT_VERSION})")
+    seq, ts, type_name = record.get("seq"), record.get("ts"), record.get("type")
+    if not isinstance(seq, int) or not isinstance(ts, str) or not isinstance(type_name, str):
+        raise EventFormatError("line lacks an integer seq, a ts or a type")
+    cls = EVENT_CLASSES.get(type_name)
+    rest = {k: v for k, v in record.items() if k not in _BASE_KEYS}
+    if cls is None:
+        return UnknownEvent(seq=seq, ts=ts, type_name=type_name, extra=rest)
+    known = _FIELDS[type_name]
+    kwargs = {k: v for k, v in rest.items() if k in known}
+    extra = {k: v for k, v in rest.items() if k not in known}
+    try:
+        return cls(seq=seq, ts=ts, extra=extra, **kwargs)
+    except TypeError as exc:
+        raise EventFormatError(f"{type_name} event: {exc}") from None

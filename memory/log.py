@@ -1,0 +1,155 @@
+"""The session log on disk: one writer that appends, any number of readers.
+
+A line is acknowledged once `append` returns: it has been written and flushed to the OS, so a
+crash of scribe itself loses nothing acknowledged; `sync` (at turn ends) makes it durable
+against a crash of the machine. The writer holds an exclusive lock for its whole life, so a
+second process on the same session is refused instead of interleaving lines.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from .events import Event, EventFormatError, from_record, now_iso, to_record
+
+E = TypeVar("E", bound=Event)
+
+
+class LogError(Exception):
+    """The log cannot be opened, locked or read."""
+
+
+class SessionLocked(LogError):
+    pass
+
+
+@dataclass(frozen=True)
+class LogProblem:
+    line: int  # 1-based line number in the file
+    message: str
+
+
+@dataclass
+class LogRead:
+    events: list[Event] = field(default_factory=list)
+    problems: list[LogProblem] = field(default_factory=list)
+    # The file ended without a newline: a writer died mid-line. The fragment is not an event.
+    torn_tail: bytes = b""
+    size: int = 0
+
+
+def encode(event: Event) -> bytes:
+    return json.dumps(to_record(event), ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
+
+
+def read_log(path: Path) -> LogRead:
+    """Read every event. Malformed lines are reported, not fatal; a torn last line is set aside."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise LogError(f"cannot read {path}: {exc.strerror or exc}") from None
+    result = LogRead(size=len(data))
+    body, sep, tail = data.rpartition(b"\n")
+    if tail:
+        result.torn_tail = tail
+        result.problems.append(LogProblem(body.count(b"\n") + (2 if sep else 1), "torn last line (a writer stopped mid-line); skipped"))
+    if not sep:
+        return result
+    for number, raw in enumerate(body.split(b"\n"), start=1):
+        if not raw.strip():
+            continue
+        try:
+            record: Any = json.loads(raw)
+            result.events.append(from_record(record))
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            result.problems.append(LogProblem(number, "not valid JSON"))
+        except EventFormatError as exc:
+            result.problems.append(LogProblem(number, str(exc)))
+    return result
+
+
+def read_first_record(path: Path) -> dict[str, Any] | None:
+    """The first line only: listing sessions must not read whole logs."""
+    try:
+        with path.open("rb") as fh:
+            line = fh.readline()
+        record = json.loads(line)
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError):
+        return None
+    return record if isinstance(record, dict) else None
+
+
+class LogWriter:
+    """The single appender of one session log."""
+
+    def __init__(self, path: Path, *, next_seq: int) -> None:
+        self.path = path
+        self.next_seq = next_seq
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock_fd = _acquire_lock(path.with_suffix(".lock"))
+        self._fh = path.open("ab")
+
+    @classmethod
+    def create(cls, path: Path) -> LogWriter:
+        if path.exists():
+            raise LogError(f"{path} already exists")
+        return cls(path, next_seq=0)
+
+    @classmethod
+    def resume(cls, path: Path, read: LogRead) -> LogWriter:
+        """Reopen for appending after `read`. A torn tail (never acknowledged: its line was not
+        finished) is cut off so the file is whole lines again; the caller records the fragment."""
+        last = max((e.seq for e in read.events), default=-1)
+        writer = cls(path, next_seq=last + 1)
+        if read.torn_tail:
+            writer._fh.truncate(read.size - len(read.torn_tail))
+            writer._fh.seek(0, os.SEEK_END)
+        return writer
+
+    def append(self, cls: type[E], **fields: Any) -> E:
+        extra = fields.pop("extra", None) or {}
+        known = {k: v for k, v in fields.items() if k in cls.__dataclass_fields__}
+        extra.update({k: v for k, v in fields.items() if k not in cls.__dataclass_fields__})
+        event = cls(seq=self.next_seq, ts=now_iso(), extra=extra, **known)
+        self._fh.write(encode(event))
+        self._fh.flush()
+        self.next_seq += 1
+        return event
+
+    def sync(self) -> None:
+        self._fh.flush()
+        os.fsync(self._fh.fileno())
+
+    def close(self) -> None:
+        if self._fh.closed:
+            return
+        self.sync()
+        self._fh.close()
+        os.close(self._lock_fd)
+
+    def __enter__(self) -> LogWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _acquire_lock(lock_path: Path) -> int:
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.read(fd, 32).decode(errors="replace").strip() or "another process"
+        os.close(fd)
+        raise SessionLocked(
+            f"session {lock_path.stem} is being written by process {holder}; "
+            "wait for it to finish or start a new session"
+        ) from None
+    os.ftruncate(fd, 0)
+    os.write(fd, str(os.getpid()).encode())
+    return fd

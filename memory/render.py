@@ -1,0 +1,243 @@
+"""render(log) -> request: the one pure function between what happened and what the model sees.
+
+Order is the cache's order: tools, then system (instructions, then observation chunks), then the
+raw events not yet observed as messages. Nothing here reads a clock, a file or the environment:
+the same events give the same bytes, in any process, which is what keeps the prompt prefix
+cached from one call to the next.
+
+Breakpoints (at most four, as the API allows):
+  1. the instructions block: tools + instructions are cached for the whole session;
+  2. the last observation chunk: a new chunk appends, so older chunks stay a cached prefix;
+  3. the last block of the second-to-last user message: exactly where the previous call's
+     breakpoint 4 was, so each call reads the whole of the previous call's prompt;
+  4. the last block of the last user message: written for the next call to read.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .events import (
+    AssistantEvent,
+    Block,
+    Event,
+    FileChangeEvent,
+    InterruptEvent,
+    ObservationEvent,
+    ReflectionEvent,
+    SessionEvent,
+    ToolResultEvent,
+    UserEvent,
+)
+
+CACHE = {"type": "ephemeral"}
+# Stands first when the raw tail begins mid-conversation (after compression), since the API
+# requires messages to open with a user turn. Fixed text: it is part of the cached prefix.
+RESUME_NOTE = "(Earlier parts of this session are summarised in the observations above.)"
+INTERRUPTED = "[interrupted: this tool call did not finish; its result is unknown]"
+NO_OUTPUT = "(no output)"
+
+DEFAULT_MAX_TOKENS = 16384
+DEFAULT_OUTPUT_CHARS = 12_000
+
+
+class RenderError(ValueError):
+    """The events cannot form a request (no session event first)."""
+
+
+@dataclass(frozen=True)
+class Request:
+    model: str
+    max_tokens: int
+    tools: list[dict[str, Any]]
+    system: list[Block]
+    messages: list[dict[str, Any]]
+    # Bookkeeping for callers, not sent: the last seq the observation chunks cover.
+    observed_to: int = field(default=-1, compare=False)
+
+    def params(self) -> dict[str, Any]:
+        """Keyword arguments for `client.messages.stream`."""
+        return {"model": self.model, "max_tokens": self.max_tokens, "tools": self.tools,
+                "system": self.system, "messages": self.messages}
+
+    def body(self) -> dict[str, Any]:
+        """The JSON body as the API receives it from a streaming call."""
+        return {**self.params(), "stream": True}
+
+
+def canonical_json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+def prefix_blocks(request: Request) -> list[str]:
+    """The request as the cache sees it: one canonical string per block, in prefix order,
+    without cache_control (moving a breakpoint does not change the prefix)."""
+
+    def plain(block: Block) -> Block:
+        return {k: v for k, v in block.items() if k != "cache_control"}
+
+    out = [canonical_json(plain(t)) for t in request.tools]
+    out += [canonical_json(plain(b)) for b in request.system]
+    for message in request.messages:
+        out += [message["role"] + ":" + canonical_json(plain(b)) for b in message["content"]]
+    return out
+
+
+def render(events: Sequence[Event]) -> Request:
+    if not events or not isinstance(events[0], SessionEvent):
+        raise RenderError("a log must begin with a session event")
+    session = events[0]
+    config = session.config
+    chunks, observed_to = active_chunks(events)
+
+    system: list[Block] = [{"type": "text", "text": session.system, "cache_control": CACHE}]
+    system += [{"type": "text", "text": chunk_text(chunk)} for chunk in chunks]
+    if chunks:
+        system[-1]["cache_control"] = CACHE
+
+    output_chars = int(config.get("render_output_chars", DEFAULT_OUTPUT_CHARS))
+    messages = render_messages([e for e in events if e.seq > observed_to], output_chars)
+    if not messages or messages[0]["role"] != "user":
+        messages.insert(0, {"role": "user", "content": [{"type": "text", "text": RESUME_NOTE}]})
+    place_message_breakpoints(messages)
+
+    return Request(
+        model=str(config.get("model", session.model)),
+        max_tokens=int(config.get("max_tokens", DEFAULT_MAX_TOKENS)),
+        tools=[dict(t) for t in session.tools],
+        system=system,
+        messages=messages,
+        observed_to=observed_to,
+    )
+
+
+def active_chunks(events: Sequence[Event]) -> tuple[list[ObservationEvent | ReflectionEvent], int]:
+    """Observation chunks in prompt order and the last seq they cover.
+
+    A reflection takes the place of the oldest chunk it supersedes (it condenses the oldest
+    ones), and the chunks it supersedes drop out."""
+    chunks: list[ObservationEvent | ReflectionEvent] = []
+    covers: dict[int, int] = {}  # chunk seq -> last raw seq it covers
+    for event in events:
+        if isinstance(event, ObservationEvent):
+            chunks.append(event)
+            covers[event.seq] = event.seq_to
+        elif isinstance(event, ReflectionEvent):
+            gone = set(event.supersedes)
+            positions = [i for i, c in enumerate(chunks) if c.seq in gone]
+            if not positions:
+                continue
+            covers[event.seq] = max(covers.get(s, -1) for s in gone)
+            first = positions[0]
+            chunks = [c for c in chunks[:first] if c.seq not in gone] + [event] + [
+                c for c in chunks[first:] if c.seq not in gone
+            ]
+    observed_to = max((covers[c.seq] for c in chunks), default=-1)
+    return chunks, observed_to
+
+
+def chunk_text(chunk: ObservationEvent | ReflectionEvent) -> str:
+    if isinstance(chunk, ObservationEvent):
+        return f"<observations events=\"{chunk.seq_from}-{chunk.seq_to}\">\n{chunk.text.strip()}\n</observations>"
+    return f"<observations reflected=\"{chunk.seq}\">\n{chunk.text.strip()}\n</observations>"
+
+
+def render_messages(events: Sequence[Event], output_chars: int) -> list[dict[str, Any]]:
+    """Raw events as alternating turns. A user turn collects, in order: the results of the
+    previous assistant's tool calls (first, as the API requires, in call order; a call with no
+    result gets a fixed "interrupted" one), then text (file changes, the person's words)."""
+    messages: list[dict[str, Any]] = []
+    pending_ids: list[str] = []  # tool_use ids of the last assistant message
+    results: dict[str, Block] = {}
+    texts: list[Block] = []
+
+    def close_user_turn() -> None:
+        nonlocal pending_ids, results, texts
+        blocks = [results.get(i) or _tool_result(i, INTERRUPTED, True) for i in pending_ids]
+        blocks += texts
+        if blocks:
+            messages.append({"role": "user", "content": blocks})
+        pending_ids, results, texts = [], {}, []
+
+    for event in events:
+        if isinstance(event, AssistantEvent):
+            content = [b for b in event.content if not (b.get("type") == "text" and not str(b.get("text", "")).strip())]
+            if not content:
+                continue
+            close_user_turn()
+            messages.append({"role": "assistant", "content": content})
+            pending_ids = [b["id"] for b in content if b.get("type") == "tool_use"]
+        elif isinstance(event, ToolResultEvent):
+            if event.tool_use_id in pending_ids and event.tool_use_id not in results:
+                text = elide(event.output, output_chars, event.seq) if event.output else NO_OUTPUT
+                results[event.tool_use_id] = _tool_result(event.tool_use_id, text, event.is_error)
+        elif isinstance(event, InterruptEvent):
+            for tool_use_id in event.tool_use_ids:
+                if tool_use_id in pending_ids and tool_use_id not in results:
+                    results[tool_use_id] = _tool_result(tool_use_id, INTERRUPTED, True)
+        elif isinstance(event, UserEvent):
+            if event.text.strip():
+                texts.append({"type": "text", "text": event.text})
+        elif isinstance(event, FileChangeEvent):
+            texts.append({"type": "text", "text": file_change_text(event)})
+    close_user_turn()
+    return messages
+
+
+def _tool_result(tool_use_id: str, text: str, is_error: bool) -> Block:
+    block: Block = {"type": "tool_result", "tool_use_id": tool_use_id, "content": text}
+    if is_error:
+        block["is_error"] = True
+    return block
+
+
+def file_change_text(event: FileChangeEvent) -> str:
+    what = f"moved to {event.dest}" if event.kind == "moved" and event.dest else event.kind
+    note = "; it changed since you last read it" if event.stale else ""
+    return f"[outside scribe: {event.path} was {what}{note}]"
+
+
+def elide(text: str, limit: int, seq: int) -> str:
+    """Head and tail of a long output, with a line naming the event to `recall` for the rest."""
+    if len(text) <= limit:
+        return text
+    lines = text.splitlines(keepends=True)
+    head_budget, tail_budget = limit * 2 // 5, limit * 3 // 5
+    head: list[str] = []
+    used = 0
+    for line in lines:
+        if used + len(line) > head_budget:
+            break
+        head.append(line)
+        used += len(line)
+    tail: list[str] = []
+    used = 0
+    for line in reversed(lines[len(head):]):
+        if used + len(line) > tail_budget:
+            break
+        tail.append(line)
+        used += len(line)
+    tail.reverse()
+    if not head and not tail:  # one enormous line
+        head, tail = [text[:head_budget]], [text[-tail_budget:]]
+        hidden_lines = 0
+    else:
+        hidden_lines = len(lines) - len(head) - len(tail)
+    hidden_chars = len(text) - sum(map(len, head)) - sum(map(len, tail))
+    marker = (f"[… {hidden_lines} lines ({hidden_chars} characters) elided; "
+              f"recall(seq_from={seq}, seq_to={seq}) returns the whole output …]\n")
+    joined_head = "".join(head)
+    if joined_head and not joined_head.endswith("\n"):
+        joined_head += "\n"
+    return joined_head + marker + "".join(tail)
+
+
+def place_message_breakpoints(messages: list[dict[str, Any]]) -> None:
+    user_turns = [m for m in messages if m["role"] == "user"]
+    for message in user_turns[-2:]:
+        last = dict(message["content"][-1])
+        last["cache_control"] = CACHE
+        message["content"] = [*message["content"][:-1], last]
