@@ -1,0 +1,30 @@
+"""A fake Anthropic Messages API served over loopback HTTP for the real `anthropic` SDK.
+
+Tests, benchmarks and `scribe demo` point `anthropic.Anthropic(base_url=...)` at a
+`FakeMessagesServer` and script what the "model" answers: `Reply` items (built from
+`text_block` / `tool_use_block`) or `Fault` items (HTTP errors, dropped connections,
+streams cut mid-way). The server validates requests like the real API and bills
+them against a prompt cache that follows Anthropic's documented caching rules.
+"""
+
+from __future__ import annotations
+
+from .cache import CacheUsage, PromptCache
+from .script import EXHAUSTED_TEXT, Fault, Reply, Responder, ScriptItem, text_block, tool_use_block
+from .server import FakeMessagesServer, RecordedRequest
+from .tokens import count_tokens
+
+__all__ = [
+    "EXHAUSTED_TEXT",
+    "CacheUsage",
+    "FakeMessagesServer",
+    "Fault",
+    "PromptCache",
+    "RecordedRequest",
+    "Reply",
+    "Responder",
+    "ScriptItem",
+    "count_tokens",
+    "text_block",
+    "tool_use_block",
+]

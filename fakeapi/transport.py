@@ -1,0 +1,148 @@
+"""HTTP/1.1 plumbing: read a request, answer JSON, stream SSE, or hang up on purpose.
+
+Streams use chunked transfer encoding, like the real API behind its proxies. That
+matters for faults: with chunking, closing the socket mid-stream is a protocol
+error the client must notice, whereas a body delimited by connection close would
+just look like a short, successful stream.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import sys
+import threading
+from collections.abc import Callable, Iterable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+__all__ = ["ExchangeHandler", "MessagesHTTPServer"]
+
+
+class ExchangeHandler(BaseHTTPRequestHandler):
+    """One connection; each POST is passed to the server's `dispatch` callback."""
+
+    protocol_version = "HTTP/1.1"  # keep-alive, as the SDK's pooled client expects
+    # Headers and body go out in separate writes; with Nagle on, delayed ACKs cost
+    # ~40 ms per request on loopback.
+    disable_nagle_algorithm = True
+    server: MessagesHTTPServer
+
+    def log_message(self, format: str, *args: Any) -> None:
+        # Library code stays quiet; everything worth seeing is in server.requests.
+        return
+
+    def do_POST(self) -> None:
+        try:
+            self.server.dispatch(self)
+        except (BrokenPipeError, ConnectionResetError):
+            # The client went away (e.g. closed a stream early); nothing left to answer.
+            self.close_connection = True
+
+    def do_GET(self) -> None:
+        self.send_json(404, {"type": "error", "error": {"type": "not_found_error", "message": "Not Found"}})
+
+    def read_body(self) -> bytes:
+        if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
+            return self._read_chunked()
+        length = int(self.headers.get("Content-Length") or 0)
+        return self.rfile.read(length) if length > 0 else b""
+
+    def _read_chunked(self) -> bytes:
+        parts: list[bytes] = []
+        while True:
+            size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+            if size == 0:
+                # Skip trailers up to the blank line that ends the body.
+                while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                    pass
+                return b"".join(parts)
+            parts.append(self.rfile.read(size))
+            self.rfile.readline()
+
+    def send_json(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
+        data = json.dumps(payload, ensure_ascii=False).encode("utf-8")
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def send_truncated_json(self, payload: dict[str, Any], headers: dict[str, str]) -> None:
+        """Promise a full JSON body, send half, then hang up: a cut non-streamed reply."""
+        data = json.dumps(payload).encode("utf-8")
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for name, value in headers.items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(data[: len(data) // 2])
+        self.hang_up()
+
+    def send_stream(self, chunks: Iterable[bytes], headers: dict[str, str], cut_after: int | None) -> None:
+        """Send each chunk as one SSE event; with `cut_after`, hang up after that many."""
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream; charset=utf-8")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Transfer-Encoding", "chunked")
+        for name, value in headers.items():
+            self.send_header(name, value)
+        self.end_headers()
+        for sent, chunk in enumerate(chunks):
+            if cut_after is not None and sent >= cut_after:
+                break
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+        if cut_after is not None:
+            self.hang_up()
+            return
+        self.wfile.write(b"0\r\n\r\n")
+
+    def hang_up(self) -> None:
+        """Close the connection now, without the bytes that would end a response cleanly."""
+        self.close_connection = True
+        try:
+            self.connection.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+
+class MessagesHTTPServer(ThreadingHTTPServer):
+    """Threaded server that remembers open connections so `close_all` can end keep-alives."""
+
+    daemon_threads = True
+
+    def __init__(self, address: tuple[str, int], dispatch: Callable[[ExchangeHandler], None]) -> None:
+        super().__init__(address, ExchangeHandler)
+        self.dispatch = dispatch
+        self.errors: list[BaseException] = []
+        self._connections: set[socket.socket] = set()
+        self._conn_lock = threading.Lock()
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        with self._conn_lock:
+            self._connections.add(request)
+        super().process_request(request, client_address)
+
+    def shutdown_request(self, request: Any) -> None:
+        with self._conn_lock:
+            self._connections.discard(request)
+        super().shutdown_request(request)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # Keep unexpected handler failures for inspection instead of printing tracebacks.
+        exc = sys.exc_info()[1]
+        if exc is not None:
+            self.errors.append(exc)
+
+    def close_all(self) -> None:
+        """Unblock handler threads idling on keep-alive connections."""
+        with self._conn_lock:
+            connections = list(self._connections)
+        for conn in connections:
+            try:
+                conn.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass

@@ -1,0 +1,233 @@
+"""render(): pure, valid for the API, and prefix-stable as the log grows."""
+
+from __future__ import annotations
+
+import json
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from scribe.fakeapi.validate import validate_request
+from scribe.memory.events import (
+    AssistantEvent,
+    Event,
+    FileChangeEvent,
+    InterruptEvent,
+    ObservationEvent,
+    ReflectionEvent,
+    SessionEvent,
+    ToolResultEvent,
+    UsageEvent,
+    UserEvent,
+    from_record,
+    to_record,
+)
+from scribe.memory.pairing import unanswered_tool_uses
+from scribe.memory.render import INTERRUPTED, RESUME_NOTE, prefix_blocks, render
+
+TOOLS = [{"name": "read_file", "description": "Read a file.",
+          "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}}]
+
+
+def session_event(**config: object) -> SessionEvent:
+    return SessionEvent(seq=0, ts="t", id="s1", created="t", cwd="/w", model="m", scribe_version="0",
+                        system="You are scribe.", tools=TOOLS, prompt_hash="h", config=dict(config))
+
+
+class LogBuilder:
+    """Builds well-formed event sequences the way the agent loop appends them."""
+
+    def __init__(self, **config: object) -> None:
+        self.events: list[Event] = [session_event(**config)]
+        self.n = 0
+
+    def add(self, cls: type[Event], **fields: object) -> Event:
+        event = cls(seq=len(self.events), ts="t", **fields)  # type: ignore[arg-type]
+        self.events.append(event)
+        return event
+
+    def user(self, text: str) -> None:
+        self.add(UserEvent, text=text)
+
+    def tool_turn(self, outputs: list[str]) -> None:
+        ids = []
+        content: list[dict] = [{"type": "text", "text": "Let me look."}]
+        for _ in outputs:
+            self.n += 1
+            ids.append(f"toolu_{self.n}")
+            content.append({"type": "tool_use", "id": ids[-1], "name": "read_file", "input": {"path": "a"}})
+        self.add(AssistantEvent, content=content, stop_reason="tool_use")
+        self.add(UsageEvent, purpose="agent", model="m", input=1, cache_read=0, cache_write=0, output=1)
+        for tool_use_id, output in zip(ids, outputs, strict=True):
+            self.add(ToolResultEvent, tool_use_id=tool_use_id, tool="read_file", output=output)
+
+    def answer(self, text: str) -> None:
+        self.add(AssistantEvent, content=[{"type": "text", "text": text}], stop_reason="end_turn")
+
+
+def breakpoints(request) -> int:  # type: ignore[no-untyped-def]
+    blocks = request.tools + request.system + [b for m in request.messages for b in m["content"]]
+    return sum(1 for b in blocks if "cache_control" in b)
+
+
+def test_first_request_shape() -> None:
+    log = LogBuilder()
+    log.user("hello")
+    req = render(log.events)
+    assert req.tools == TOOLS
+    assert req.system == [{"type": "text", "text": "You are scribe.", "cache_control": {"type": "ephemeral"}}]
+    assert req.messages == [{"role": "user", "content": [
+        {"type": "text", "text": "hello", "cache_control": {"type": "ephemeral"}}]}]
+    assert validate_request(req.body()) is None
+
+
+def test_tool_results_come_first_and_breakpoints_sit_on_last_two_user_turns() -> None:
+    log = LogBuilder()
+    log.user("read it")
+    log.tool_turn(["one", "two"])
+    log.add(FileChangeEvent, path="b.py", kind="modified", stale=True)
+    req = render(log.events)
+    last = req.messages[-1]["content"]
+    assert [b["type"] for b in last] == ["tool_result", "tool_result", "text"]
+    assert "b.py was modified; it changed since you last read it" in last[2]["text"]
+    assert "cache_control" in last[-1] and "cache_control" in req.messages[0]["content"][-1]
+    assert breakpoints(req) == 3
+    assert validate_request(req.body()) is None
+
+
+def test_dangling_tool_use_is_closed_as_interrupted() -> None:
+    log = LogBuilder()
+    log.user("go")
+    log.add(AssistantEvent, content=[{"type": "tool_use", "id": "toolu_x", "name": "read_file", "input": {}}],
+            stop_reason="tool_use")
+    log.user("are you there?")
+    req = render(log.events)
+    blocks = req.messages[-1]["content"]
+    assert blocks[0] == {"type": "tool_result", "tool_use_id": "toolu_x", "content": INTERRUPTED, "is_error": True}
+    assert blocks[1]["text"] == "are you there?"
+    assert validate_request(req.body()) is None
+
+
+def test_interrupt_event_and_orphan_results() -> None:
+    log = LogBuilder()
+    log.user("go")
+    log.add(AssistantEvent, content=[{"type": "tool_use", "id": "a", "name": "read_file", "input": {}},
+                                     {"type": "tool_use", "id": "b", "name": "read_file", "input": {}}],
+            stop_reason="tool_use")
+    log.add(ToolResultEvent, tool_use_id="a", tool="read_file", output="ok")
+    log.add(ToolResultEvent, tool_use_id="zzz", tool="read_file", output="orphan")  # no such call
+    log.add(InterruptEvent, tool_use_ids=["b"])
+    req = render(log.events)
+    blocks = req.messages[-1]["content"]
+    assert [b["tool_use_id"] for b in blocks] == ["a", "b"]
+    assert blocks[1]["content"] == INTERRUPTED
+    assert validate_request(req.body()) is None
+
+
+def test_long_output_is_elided_with_recall_pointer() -> None:
+    log = LogBuilder(render_output_chars=2000)
+    log.user("run")
+    big = "".join(f"line {i}\n" for i in range(5000))
+    log.tool_turn([big])
+    result_seq = log.events[-1].seq
+    content = render(log.events).messages[-1]["content"][0]["content"]
+    assert len(content) < 2200
+    assert content.startswith("line 0\n") and content.rstrip().endswith("line 4999")
+    assert f"recall(seq_from={result_seq}, seq_to={result_seq})" in content
+
+
+def test_observations_replace_raw_events_and_reflection_takes_their_place() -> None:
+    log = LogBuilder()
+    log.user("first")
+    log.answer("ok")
+    log.user("second")
+    log.answer("ok2")
+    obs1 = log.add(ObservationEvent, text="🔴 user said first", seq_from=1, seq_to=2, tokens=5, model="h")
+    log.user("third")
+    req = render(log.events)
+    assert [b["text"] for b in req.system[1:]] == [
+        '<observations events="1-2">\n🔴 user said first\n</observations>']
+    assert req.messages[0]["content"][0]["text"] == "second"
+    obs2 = log.add(ObservationEvent, text="🟡 second", seq_from=3, seq_to=4, tokens=5, model="h")
+    obs3 = log.add(ObservationEvent, text="🟡 third", seq_from=6, seq_to=6, tokens=5, model="h")
+    log.add(ReflectionEvent, text="🔴 first and second", supersedes=[obs1.seq, obs2.seq], tokens=5, model="h")
+    req = render(log.events)
+    texts = [b["text"] for b in req.system[1:]]
+    assert len(texts) == 2 and "first and second" in texts[0] and "third" in texts[1]
+    assert obs3.seq_to == 6
+    assert req.messages == [{"role": "user", "content": [
+        {"type": "text", "text": RESUME_NOTE, "cache_control": {"type": "ephemeral"}}]}]
+    assert breakpoints(req) == 3
+
+
+def test_raw_tail_starting_with_assistant_gets_the_fixed_user_note() -> None:
+    log = LogBuilder()
+    log.user("a")
+    log.answer("b")
+    log.user("c")
+    log.answer("d")
+    log.add(ObservationEvent, text="x", seq_from=1, seq_to=1, tokens=1, model="h")
+    req = render(log.events)
+    assert req.messages[0]["content"][0]["text"] == RESUME_NOTE
+    assert req.messages[1]["role"] == "assistant"
+    assert validate_request(req.body()) is None
+
+
+def test_records_round_trip_and_keep_unknown_fields_and_types() -> None:
+    record = {"v": 1, "seq": 3, "ts": "t", "type": "user", "text": "hi", "mood": "curious"}
+    event = from_record(record)
+    assert isinstance(event, UserEvent) and event.extra == {"mood": "curious"}
+    assert to_record(event) == record
+    odd = {"v": 1, "seq": 4, "ts": "t", "type": "telepathy", "signal": [1, 2]}
+    assert to_record(from_record(odd)) == odd
+
+
+# --- the property: render(L) is a prefix of render(L + E) -----------------------------------
+
+actions = st.lists(
+    st.one_of(
+        st.tuples(st.just("user"), st.text(min_size=1, max_size=30).filter(str.strip)),
+        st.tuples(st.just("tools"), st.lists(st.text(max_size=200), min_size=1, max_size=3)),
+        st.tuples(st.just("answer"), st.text(min_size=1, max_size=30)),
+        st.tuples(st.just("change"), st.sampled_from(["a.py", "b/c.txt"])),
+        st.tuples(st.just("usage"), st.none()),
+    ),
+    min_size=1,
+    max_size=25,
+)
+
+
+def build(steps: list) -> LogBuilder:  # type: ignore[type-arg]
+    log = LogBuilder(render_output_chars=120)
+    log.user("start")
+    for kind, arg in steps:
+        if kind == "user":
+            log.user(arg)
+        elif kind == "tools":
+            log.tool_turn(arg)
+        elif kind == "answer":
+            log.answer(arg)
+        elif kind == "change":
+            log.add(FileChangeEvent, path=arg, kind="modified")
+        else:
+            log.add(UsageEvent, purpose="agent", model="m", input=1, cache_read=0, cache_write=0, output=1)
+    return log
+
+
+@settings(max_examples=300, deadline=None)
+@given(actions, st.integers(min_value=0, max_value=25))
+def test_render_is_a_prefix_of_render_after_appending(steps: list, cut: int) -> None:  # type: ignore[type-arg]
+    full = build(steps).events
+    # Calls happen once the first user message exists: cut at or after it.
+    cut = max(1, min(cut, len(full) - 1))
+    before = full[: cut + 1]
+    # A request is only ever made between whole tool batches: cut after a complete one.
+    while unanswered_tool_uses(before):
+        before = full[: len(before) + 1]
+    for prefix in (before, [from_record(json.loads(json.dumps(to_record(e)))) for e in before]):
+        old, new = prefix_blocks(render(prefix)), prefix_blocks(render(full))
+        assert new[: len(old)] == old
+    # At a call point the log ends with the user's side of the turn.
+    req = render([*full, UserEvent(seq=len(full), ts="t", text="next")])
+    assert validate_request(req.body()) is None
+    assert breakpoints(req) <= 4
