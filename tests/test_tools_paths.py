@@ -1,0 +1,126 @@
+"""Path safety: escapes through '..', absolute paths and symlinks are refused; .git is
+read-only and .scribe is off limits; allowed roots widen the reach."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from scribe.tools.base import PathRefused, ToolContext, ToolOutput
+from scribe.tools.paths import display_path, resolve_path
+from scribe.tools.registry import builtin_tools, run_tool
+
+
+@pytest.fixture
+def ctx(workspace: Path) -> ToolContext:
+    return ToolContext(workspace=workspace)
+
+
+def call(ctx: ToolContext, name: str, **args: Any) -> ToolOutput:
+    return run_tool(builtin_tools(), name, args, ctx)
+
+
+OUTSIDE = "is outside the workspace; allow it with allowed_paths in config"
+
+
+def test_dotdot_escape_is_refused_for_every_file_tool(ctx: ToolContext, workspace: Path) -> None:
+    (workspace.parent / "secret.txt").write_text("s3cret\n")
+    for name, args in [
+        ("read_file", {"path": "../secret.txt"}),
+        ("write_file", {"path": "../secret.txt", "content": "x"}),
+        ("edit_file", {"path": "../secret.txt", "old_text": "s3cret", "new_text": "x"}),
+        ("list_files", {"path": ".."}),
+        ("search_files", {"pattern": "s3cret", "path": ".."}),
+    ]:
+        out = call(ctx, name, **args)
+        assert out.is_error, name
+        assert out.text.endswith(OUTSIDE), out.text
+        assert "s3cret" not in out.text
+    assert (workspace.parent / "secret.txt").read_text() == "s3cret\n"
+    assert call(ctx, "read_file", path="../secret.txt").text == f"path '../secret.txt' {OUTSIDE}"
+
+
+def test_absolute_paths_inside_are_allowed_outside_refused(ctx: ToolContext, workspace: Path) -> None:
+    inside = call(ctx, "read_file", path=str(workspace / "README.md"))
+    assert not inside.is_error and "# test workspace" in inside.text
+    assert "README.md" in ctx.seen_hashes  # keyed by the workspace-relative name
+    outside = call(ctx, "read_file", path="/etc/hostname")
+    assert outside.is_error and OUTSIDE in outside.text
+    home = call(ctx, "write_file", path="~/scribe-should-not-exist.txt", content="x")
+    assert home.is_error and OUTSIDE in home.text
+
+
+def test_symlink_escaping_the_workspace_is_refused(ctx: ToolContext, workspace: Path) -> None:
+    outside_dir = workspace.parent / "elsewhere"
+    outside_dir.mkdir()
+    (outside_dir / "f.txt").write_text("outside\n")
+    (workspace / "link").symlink_to(outside_dir)
+    (workspace / "flink.txt").symlink_to(outside_dir / "f.txt")
+    for path in ("link/f.txt", "flink.txt"):
+        assert OUTSIDE in call(ctx, "read_file", path=path).text
+        assert OUTSIDE in call(ctx, "write_file", path=path, content="pwned").text
+    assert (outside_dir / "f.txt").read_text() == "outside\n"
+
+
+def test_symlink_inside_the_workspace_resolves_to_its_target(ctx: ToolContext, workspace: Path) -> None:
+    (workspace / "real.txt").write_text("real\n")
+    (workspace / "alias.txt").symlink_to("real.txt")
+    out = call(ctx, "read_file", path="alias.txt")
+    assert out.text == "     1\treal"
+    assert "real.txt" in ctx.seen_hashes
+
+
+def test_git_dir_is_readable_but_never_writable(ctx: ToolContext, workspace: Path) -> None:
+    config_before = (workspace / ".git/config").read_text()
+    out = call(ctx, "write_file", path=".git/config", content="broken")
+    assert out.is_error
+    assert (
+        out.text == "path '.git/config' is inside .git/; writing there is refused (use git via run_command)"
+    )
+    edit = call(ctx, "edit_file", path=".git/config", old_text="[core]", new_text="[x]")
+    assert edit.is_error and "inside .git/" in edit.text
+    assert (workspace / ".git/config").read_text() == config_before
+    # A nested repository's .git and a symlink into .git are refused the same way.
+    assert "inside .git/" in call(ctx, "write_file", path="vendor/lib/.git/HEAD", content="x").text
+    (workspace / "sneaky").symlink_to(".git")
+    assert "inside .git/" in call(ctx, "write_file", path="sneaky/config", content="x").text
+    assert not call(ctx, "read_file", path=".git/config").is_error
+
+
+def test_scribe_dir_is_neither_readable_nor_writable(ctx: ToolContext, workspace: Path) -> None:
+    (workspace / ".scribe").mkdir()
+    (workspace / ".scribe/log.jsonl").write_text("{}\n")
+    read = call(ctx, "read_file", path=".scribe/log.jsonl")
+    assert read.is_error
+    assert (
+        read.text
+        == "path '.scribe/log.jsonl' is inside .scribe/, scribe's own log; it cannot be read or written"
+    )
+    assert call(ctx, "write_file", path=".scribe/lock", content="x").is_error
+    assert call(ctx, "list_files", path=".scribe").is_error
+    assert not (workspace / ".scribe/lock").exists()
+
+
+def test_allowed_roots_open_an_outside_directory(workspace: Path, tmp_path: Path) -> None:
+    extra = tmp_path / "shared"
+    extra.mkdir()
+    (extra / "notes.txt").write_text("shared notes\n")
+    ctx = ToolContext(workspace=workspace, allowed_roots=(extra,))
+    out = call(ctx, "read_file", path=str(extra / "notes.txt"))
+    assert out.text == "     1\tshared notes"
+    assert ctx.seen_hashes[(extra / "notes.txt").resolve().as_posix()]
+    assert not call(ctx, "write_file", path=str(extra / "new.txt"), content="x").is_error
+    assert OUTSIDE in call(ctx, "read_file", path=str(tmp_path / "other.txt")).text
+
+
+def test_resolve_and_display_helpers(ctx: ToolContext, workspace: Path) -> None:
+    resolved = resolve_path(ctx, "a/../b/./c.py")
+    assert resolved == workspace.resolve() / "b" / "c.py"
+    assert display_path(ctx, resolved) == "b/c.py"
+    assert display_path(ctx, workspace.resolve()) == "."
+    with pytest.raises(PathRefused):
+        resolve_path(ctx, "../../etc/passwd")
+    empty = call(ctx, "read_file", path="  ")
+    assert empty.is_error and empty.text == "path is empty"

@@ -1,0 +1,59 @@
+"""The contract every tool keeps: its definition for the model, its kind for the permission
+policy, and the output it hands back to the agent loop."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+ToolKind = Literal["read", "edit", "command"]
+
+
+class ToolError(Exception):
+    """A tool refused or failed in a way the model should read as an error result."""
+
+
+class PathRefused(ToolError):
+    """A path resolves outside the workspace, or into `.git/` or `.scribe/`."""
+
+
+@dataclass(frozen=True)
+class ToolOutput:
+    """What one tool call produced. `text` is the full output the log keeps (already bounded
+    for runaway commands: `dropped_bytes` says how much was cut from the middle)."""
+
+    text: str
+    is_error: bool = False
+    exit_code: int | None = None
+    dropped_bytes: int = 0
+
+
+@dataclass
+class ToolContext:
+    """What a tool may use besides its input. Built once per session by the agent."""
+
+    workspace: Path
+    # Extra roots outside the workspace that config allows tools to touch.
+    allowed_roots: tuple[Path, ...] = ()
+    command_timeout_s: float = 120.0
+    # Bytes of command output kept in the log (head and tail); the rest is counted and dropped.
+    output_cap_bytes: int = 1_000_000
+    # Returns the session's raw events as JSON-ready records (for `recall`).
+    read_log: Callable[[], list[dict[str, Any]]] | None = None
+    # sha256 of each file as the agent last read or wrote it (workspace-relative posix path).
+    seen_hashes: dict[str, str] = field(default_factory=dict)
+
+
+class Tool(Protocol):
+    name: str
+    kind: ToolKind
+    description: str
+    input_schema: dict[str, Any]
+
+    def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput: ...
+
+    def summary(self, args: dict[str, Any]) -> str:
+        """One short line naming the call's main argument, for display and permission prompts."""
+        ...

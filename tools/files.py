@@ -1,0 +1,251 @@
+"""The file tools: read_file, write_file and edit_file. They own how a file is shown to the
+model (numbered lines, binary summaries) and the rule that an edit never lands on a file that
+changed since the model last saw it (tracked through `ctx.seen_hashes`)."""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+from pathlib import Path
+from typing import Any
+
+from scribe.tools.base import ToolContext, ToolError, ToolKind, ToolOutput
+from scribe.tools.paths import display_path, resolve_path
+from scribe.tools.textio import (
+    SNIFF_BYTES,
+    binary_kind,
+    count_lines,
+    human_bytes,
+    plural,
+    sha256_bytes,
+    sha256_file,
+)
+
+DEFAULT_LIMIT = 2000
+MAX_LINE_CHARS = 2000
+# Total characters one read returns, whatever the limit: 2000 very long lines would otherwise
+# flood the context. The "more lines" trailer tells the model where to continue.
+MAX_READ_CHARS = 250_000
+MAX_DIFF_LINES = 150
+
+
+def _path_arg(args: dict[str, Any]) -> str:
+    return str(args.get("path", ""))
+
+
+def _require_file(ctx: ToolContext, target: Path) -> str:
+    name = display_path(ctx, target)
+    if target.is_dir():
+        raise ToolError(f"{name} is a directory; use list_files to see its contents")
+    if not target.exists():
+        raise ToolError(f"file not found: {name}")
+    if not target.is_file():
+        raise ToolError(f"{name} is not a regular file")
+    return name
+
+
+def _check_not_stale(ctx: ToolContext, name: str, current_hash: str) -> None:
+    seen = ctx.seen_hashes.get(name)
+    if seen is not None and seen != current_hash:
+        raise ToolError(f"{name} changed since you last read it; read it again before editing")
+
+
+class ReadFile:
+    name = "read_file"
+    kind: ToolKind = "read"
+    description = (
+        "Read a text file in the workspace. Lines come numbered like `cat -n` (the number and tab "
+        "are not part of the file). Use offset (1-based first line) and limit to page through long "
+        f"files; at most {DEFAULT_LIMIT} lines per call. Binary files are summarised, not shown."
+    )
+
+    def __init__(self) -> None:
+        # Built per instance: a class-level dict would be shared, mutable state.
+        self.input_schema: dict[str, Any] = {
+            "type": "object",
+            "properties": {
+                "path": {"type": "string", "description": "File path, relative to the workspace root."},
+                "offset": {"type": "integer", "minimum": 1, "description": "First line to show (default 1)."},
+                "limit": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "description": f"Lines to show (default {DEFAULT_LIMIT}).",
+                },
+            },
+            "required": ["path"],
+            "additionalProperties": False,
+        }
+
+    def summary(self, args: dict[str, Any]) -> str:
+        path, first, limit = _path_arg(args), args.get("offset") or 1, args.get("limit")
+        if isinstance(first, int) and isinstance(limit, int):
+            return f"{path} (lines {first}-{first + limit - 1})"
+        return f"{path} (from line {first})" if args.get("offset") else path
+
+    def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+        target = resolve_path(ctx, args["path"])
+        name = _require_file(ctx, target)
+        offset = int(args.get("offset", 1))
+        limit = int(args.get("limit", DEFAULT_LIMIT))
+        with target.open("rb") as handle:
+            kind = binary_kind(handle.read(SNIFF_BYTES))
+        if kind is not None:
+            ctx.seen_hashes[name] = sha256_file(target)
+            size = human_bytes(target.stat().st_size)
+            return ToolOutput(f"{name} is a binary file ({kind}, {size}); its contents are not shown")
+        shown, total, crlf, digest = _numbered_lines(target, offset, limit)
+        ctx.seen_hashes[name] = digest
+        if total == 0:
+            return ToolOutput(f"{name} is empty")
+        if offset > total:
+            raise ToolError(f"offset {offset} is past the end of {name} ({total} lines)")
+        text = "\n".join(shown)
+        last = offset + len(shown) - 1
+        if last < total:
+            text += f"\n… {plural(total - last, 'more line')}; use offset={last + 1}"
+        if crlf:
+            text += "\n(file uses CRLF line endings)"
+        return ToolOutput(text)
+
+
+def _numbered_lines(target: Path, offset: int, limit: int) -> tuple[list[str], int, bool, str]:
+    """Stream the file once: format the requested window, count every line, hash every byte."""
+    digest = hashlib.sha256()
+    shown: list[str] = []
+    chars = 0
+    crlf = False
+    total = 0
+    with target.open("rb") as handle:
+        for raw in handle:
+            digest.update(raw)
+            total += 1
+            if total < offset or len(shown) >= limit or chars >= MAX_READ_CHARS:
+                continue
+            if raw.endswith(b"\r\n"):
+                crlf = True
+            line = raw.rstrip(b"\r\n").decode("utf-8", errors="replace")
+            if len(line) > MAX_LINE_CHARS:
+                line = f"{line[:MAX_LINE_CHARS]}… [line cut: {len(line) - MAX_LINE_CHARS} more chars]"
+            entry = f"{total:>6}\t{line}"
+            shown.append(entry)
+            chars += len(entry) + 1
+    return shown, total, crlf, digest.hexdigest()
+
+
+class WriteFile:
+    name = "write_file"
+    kind: ToolKind = "edit"
+    description = (
+        "Create a file, or overwrite one completely, with the given UTF-8 content; parent directories "
+        "are created. To change part of an existing file, prefer edit_file."
+    )
+
+    def __init__(self) -> None:
+        # Built per instance: a class-level dict would be shared, mutable state.
+        self.input_schema: dict[str, Any] = {
+            "type": "object",
+            "properties": {
+                "path": {"type": "string", "description": "File path, relative to the workspace root."},
+                "content": {"type": "string", "description": "The complete new content of the file."},
+            },
+            "required": ["path", "content"],
+            "additionalProperties": False,
+        }
+
+    def summary(self, args: dict[str, Any]) -> str:
+        return _path_arg(args)
+
+    def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+        target = resolve_path(ctx, args["path"], write=True)
+        name = display_path(ctx, target)
+        if target.is_dir():
+            raise ToolError(f"{name} is a directory; give a file path")
+        blocker = next((p for p in target.parents if p.exists() and not p.is_dir()), None)
+        if blocker is not None:
+            raise ToolError(f"cannot create {name}: {display_path(ctx, blocker)} is a file, not a directory")
+        existed = target.exists()
+        if existed:
+            # Overwriting must not silently discard changes made outside the agent either.
+            _check_not_stale(ctx, name, sha256_file(target))
+        data = args["content"].encode("utf-8")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+        ctx.seen_hashes[name] = sha256_bytes(data)
+        verb = "overwrote" if existed else "created"
+        return ToolOutput(
+            f"{verb} {name}: wrote {plural(count_lines(args['content']), 'line')} ({plural(len(data), 'byte')})"
+        )
+
+
+class EditFile:
+    name = "edit_file"
+    kind: ToolKind = "edit"
+    description = (
+        "Replace old_text with new_text in a file. old_text must occur exactly once and match the file "
+        "exactly, whitespace included (without read_file's line-number prefixes); add surrounding lines "
+        "to make it unique. Refused if the file changed since you last read it. Returns the diff."
+    )
+
+    def __init__(self) -> None:
+        # Built per instance: a class-level dict would be shared, mutable state.
+        self.input_schema: dict[str, Any] = {
+            "type": "object",
+            "properties": {
+                "path": {"type": "string", "description": "File path, relative to the workspace root."},
+                "old_text": {"type": "string", "description": "Exact text to replace; must occur once."},
+                "new_text": {"type": "string", "description": "Replacement text (may be empty to delete)."},
+            },
+            "required": ["path", "old_text", "new_text"],
+            "additionalProperties": False,
+        }
+
+    def summary(self, args: dict[str, Any]) -> str:
+        return _path_arg(args)
+
+    def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+        target = resolve_path(ctx, args["path"], write=True)
+        name = _require_file(ctx, target)
+        old_text: str = args["old_text"]
+        new_text: str = args["new_text"]
+        if not old_text:
+            raise ToolError("old_text is empty; to create or replace a whole file use write_file")
+        if old_text == new_text:
+            raise ToolError("old_text and new_text are identical; nothing to change")
+        data = target.read_bytes()
+        if binary_kind(data[:SNIFF_BYTES]) is not None:
+            raise ToolError(f"{name} is a binary file; edit_file only edits text")
+        _check_not_stale(ctx, name, sha256_bytes(data))
+        # surrogateescape carries undecodable bytes through the edit unchanged.
+        before = data.decode("utf-8", errors="surrogateescape")
+        old_text, new_text = _match_line_endings(before, old_text, new_text)
+        matches = before.count(old_text)
+        if matches == 0:
+            raise ToolError(f"old_text not found in {name}; read the file again and copy the text exactly")
+        if matches > 1:
+            raise ToolError(
+                f"old_text matches {matches} times in {name}; include more surrounding lines to make it unique"
+            )
+        after = before.replace(old_text, new_text, 1)
+        new_data = after.encode("utf-8", errors="surrogateescape")
+        target.write_bytes(new_data)
+        ctx.seen_hashes[name] = sha256_bytes(new_data)
+        return ToolOutput(_diff(name, before, after))
+
+
+def _match_line_endings(content: str, old_text: str, new_text: str) -> tuple[str, str]:
+    """The model writes "\\n"; a CRLF file needs "\\r\\n" for old_text to match and for the
+    replacement not to mix line endings."""
+    if "\r\n" in content and "\n" in old_text and "\r\n" not in old_text and old_text not in content:
+        return old_text.replace("\n", "\r\n"), new_text.replace("\r\n", "\n").replace("\n", "\r\n")
+    return old_text, new_text
+
+
+def _diff(name: str, before: str, after: str) -> str:
+    lines = difflib.unified_diff(
+        before.splitlines(), after.splitlines(), fromfile=f"a/{name}", tofile=f"b/{name}", n=3, lineterm=""
+    )
+    out = [line.rstrip("\r") for line in lines]
+    if len(out) > MAX_DIFF_LINES:
+        out = [*out[:MAX_DIFF_LINES], f"… {len(out) - MAX_DIFF_LINES} more diff lines"]
+    # Lone surrogates (undecodable bytes) cannot travel as JSON; show them as U+FFFD.
+    return "\n".join(out).encode("utf-8", errors="surrogateescape").decode("utf-8", errors="replace")

@@ -1,0 +1,120 @@
+"""The tool registry: the built-in tools in their fixed order, their definitions exactly as
+sent to the Anthropic API, and `run_tool`, the one door the agent loop calls tools through.
+It owns argument checking against each tool's input schema and turning every expected
+failure into a one-line error result, so nothing but a programming error escapes."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from scribe.tools.base import Tool, ToolContext, ToolError, ToolOutput
+from scribe.tools.command import RunCommand
+from scribe.tools.files import EditFile, ReadFile, WriteFile
+from scribe.tools.paths import display_path
+from scribe.tools.search import ListFiles, SearchFiles
+from scribe.tools.textio import one_line
+
+# JSON Schema type names -> Python types. bool is excluded from numbers explicitly below,
+# because in Python True is an int.
+_TYPES: dict[str, tuple[type, ...]] = {
+    "string": (str,),
+    "integer": (int,),
+    "number": (int, float),
+    "boolean": (bool,),
+    "object": (dict,),
+    "array": (list,),
+}
+
+
+def builtin_tools() -> list[Tool]:
+    """Fresh instances of the built-in tools, in the order the model sees them."""
+    return [ReadFile(), WriteFile(), EditFile(), RunCommand(), ListFiles(), SearchFiles()]
+
+
+def tool_definitions(tools: Sequence[Tool]) -> list[dict[str, Any]]:
+    """The `tools` parameter of an API request. Deterministic (same tools, same bytes), which
+    the prompt cache depends on; deep-copied so callers cannot mutate a tool's schema."""
+    return [
+        {"name": tool.name, "description": tool.description, "input_schema": copy.deepcopy(tool.input_schema)}
+        for tool in tools
+    ]
+
+
+def run_tool(tools: Sequence[Tool], name: str, args: Any, ctx: ToolContext) -> ToolOutput:
+    """Run one tool call. Unknown tools, bad arguments, refusals and OS failures come back as
+    an error ToolOutput with one line of text; they never raise."""
+    tool = next((t for t in tools if t.name == name), None)
+    if tool is None:
+        available = ", ".join(t.name for t in tools)
+        return _error(f"unknown tool '{name}'; available tools: {available}")
+    problem, clean = check_args(tool, args)
+    if problem is not None:
+        return _error(f"{tool.name}: {problem}")
+    try:
+        return tool.run(clean, ctx)
+    except ToolError as exc:
+        return _error(str(exc))
+    except OSError as exc:
+        return _error(_describe_os_error(tool, exc, ctx))
+    except UnicodeError as exc:  # e.g. content holding lone surrogates cannot be UTF-8
+        return _error(f"{tool.name}: text cannot be encoded as UTF-8 ({exc})")
+
+
+def check_args(tool: Tool, args: Any) -> tuple[str | None, dict[str, Any]]:
+    """Check `args` against the tool's schema (the subset our schemas use). Returns a problem
+    line or None, and the arguments cleaned up: optional nulls dropped, 3.0 made 3."""
+    if not isinstance(args, dict):
+        return f"arguments must be a JSON object, not {_json_type(args)}", {}
+    schema = tool.input_schema
+    properties: dict[str, Any] = schema.get("properties", {})
+    required: list[str] = schema.get("required", [])
+    # Models sometimes send null for an optional argument; treat it as absent.
+    clean = {key: value for key, value in args.items() if value is not None or key in required}
+    if schema.get("additionalProperties") is False:
+        unknown = sorted(set(clean) - set(properties))
+        if unknown:
+            expected = ", ".join(properties) or "none"
+            return f"unknown argument '{unknown[0]}' (expected: {expected})", {}
+    missing = [key for key in required if key not in clean]
+    if missing:
+        return f"missing required argument '{missing[0]}'", {}
+    for key, value in list(clean.items()):
+        spec = properties.get(key, {})
+        expected_type = spec.get("type")
+        if expected_type in ("integer", "number") and isinstance(value, float) and value.is_integer():
+            value = int(value) if expected_type == "integer" else value
+            clean[key] = value
+        if expected_type in _TYPES and (
+            not isinstance(value, _TYPES[expected_type])
+            or (isinstance(value, bool) and expected_type in ("integer", "number"))
+        ):
+            article = "an" if expected_type[0] in "aeiou" else "a"
+            return f"argument '{key}' must be {article} {expected_type}, not {_json_type(value)}", {}
+        minimum = spec.get("minimum")
+        if minimum is not None and isinstance(value, (int, float)) and value < minimum:
+            return f"argument '{key}' must be at least {minimum}, got {value}", {}
+    return None, clean
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    for name in ("boolean", "string", "integer", "number", "object", "array"):
+        if isinstance(value, _TYPES[name]):
+            return name
+    return type(value).__name__
+
+
+def _describe_os_error(tool: Tool, exc: OSError, ctx: ToolContext) -> str:
+    where = ""
+    if exc.filename:
+        path = Path(str(exc.filename))
+        where = f": {display_path(ctx, path) if path.is_absolute() else path}"
+    return f"{tool.name} failed: {exc.strerror or exc}{where}"
+
+
+def _error(message: str) -> ToolOutput:
+    return ToolOutput(text=one_line(message), is_error=True)
