@@ -1,0 +1,125 @@
+"""Effective settings: flags > SCRIBE_* environment > workspace config > user config > defaults.
+
+Each setting is one field of `Settings`; its environment variable is SCRIBE_<NAME> and its
+config-file key is <name>, so the three spellings never drift apart.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+# The current Sonnet and Haiku in the SDK's model list (anthropic 2.14).
+DEFAULT_MODEL = "claude-sonnet-5-5"
+DEFAULT_OBSERVER_MODEL = "claude-haiku-5-5"
+PERMISSION_MODES = ("read-only", "ask", "accept-edits", "full-auto")
+
+
+class ConfigError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class Settings:
+    model: str = DEFAULT_MODEL
+    observer_model: str = DEFAULT_OBSERVER_MODEL
+    max_tokens: int = 16384
+    permission_mode: str = "accept-edits"
+    max_turns: int = 50
+    observe_tokens: int = 30_000
+    reflect_tokens: int = 40_000
+    retention: float = 0.2
+    command_timeout_s: float = 120.0
+    render_output_chars: int = 12_000
+    output_cap_bytes: int = 1_000_000
+    max_retries: int = 4
+    stream_retries: int = 2
+    allowed_paths: tuple[str, ...] = ()
+    auto_commit: bool = False
+
+    def recorded(self) -> dict[str, Any]:
+        """What the session event keeps: everything, so a request is rebuilt from the log alone."""
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(self).items()}
+
+
+FIELDS = {f.name: f for f in dataclasses.fields(Settings)}
+
+
+def user_config_path() -> Path:
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "scribe" / "config.toml"
+
+
+def state_dir(workspace: Path) -> Path:
+    home = os.environ.get("SCRIBE_HOME")
+    return Path(home).expanduser().resolve() if home else workspace / ".scribe"
+
+
+def load_settings(workspace: Path, flags: Mapping[str, Any] | None = None,
+                  environ: Mapping[str, str] | None = None) -> Settings:
+    environ = os.environ if environ is None else environ
+    values: dict[str, Any] = {}
+    for path in (user_config_path(), state_dir(workspace) / "config.toml"):
+        values.update(_read_toml(path))
+    for name in FIELDS:
+        raw = environ.get(f"SCRIBE_{name.upper()}")
+        if raw is not None and raw != "":
+            values[name] = _coerce(name, raw, f"SCRIBE_{name.upper()}")
+    values.update({k: v for k, v in (flags or {}).items() if v is not None})
+    settings = Settings(**values)
+    if settings.permission_mode not in PERMISSION_MODES:
+        raise ConfigError(f"permission_mode '{settings.permission_mode}' is not one of {', '.join(PERMISSION_MODES)}")
+    return settings
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        return {}
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: not valid TOML ({exc})") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read ({exc.strerror})") from None
+    unknown = sorted(set(data) - set(FIELDS))
+    if unknown:
+        raise ConfigError(f"{path}: unknown setting {', '.join(unknown)} (known: {', '.join(FIELDS)})")
+    return {k: _coerce(k, v, f"{path}: {k}") for k, v in data.items()}
+
+
+def _coerce(name: str, value: Any, where: str) -> Any:
+    """Turn a TOML or environment value into the field's type, or say clearly why not."""
+    default = FIELDS[name].default
+    try:
+        if isinstance(default, bool):
+            if isinstance(value, bool):
+                return value
+            lowered = str(value).strip().lower()
+            if lowered in ("1", "true", "yes", "on"):
+                return True
+            if lowered in ("0", "false", "no", "off"):
+                return False
+            raise ValueError
+        if isinstance(default, int):
+            if isinstance(value, bool):
+                raise ValueError
+            return int(value)
+        if isinstance(default, float):
+            return float(value)
+        if isinstance(default, tuple):
+            if isinstance(value, str):
+                return tuple(p for p in value.split(os.pathsep) if p)
+            if isinstance(value, list) and all(isinstance(v, str) for v in value):
+                return tuple(value)
+            raise ValueError
+        if not isinstance(value, str):
+            raise ValueError
+        return value
+    except ValueError:
+        kind = type(default).__name__ if not isinstance(default, tuple) else "list of paths"
+        raise ConfigError(f"{where}: expected {kind}, got {value!r}") from None

@@ -1,0 +1,12 @@
+"""Failures the agent reports upward. Kept free of heavy imports so the CLI can name them
+without loading the SDK (which takes over a second to import)."""
+
+from __future__ import annotations
+
+
+class ModelError(Exception):
+    """A model call failed for good; the message is one line fit for the person."""
+
+
+class MissingCredentials(ModelError):
+    pass

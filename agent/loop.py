@@ -1,0 +1,144 @@
+"""The turn loop: render the log, call the model, run its tool calls, append everything.
+
+    user event -> { render -> model call -> assistant + usage -> tool results } -> compress?
+
+Every step appends to the log before the next one starts, so whatever stops the loop (the
+person, a crash, an API failure) leaves a log the next render can continue from.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+from scribe.memory.events import (
+    AssistantEvent,
+    ErrorEvent,
+    InterruptEvent,
+    ToolResultEvent,
+    UsageEvent,
+    UserEvent,
+)
+from scribe.memory.pairing import unanswered_tool_uses
+from scribe.memory.render import render
+from scribe.tools.base import Tool, ToolContext
+from scribe.tools.registry import run_tool
+
+from .errors import ModelError
+from .model import CallResult, ModelClient
+from .permissions import PermissionPolicy
+from .protocol import AgentEvent, AssistantMessage, ModelCallStarted, Notice, ToolCall, ToolDone, TurnEnded
+from .session import Session
+
+# Asked before a tool call that the mode does not allow outright: True allows it once,
+# "always" allows that tool for the rest of the session, False declines.
+Approver = Callable[[ToolCall], bool | str]
+# Runs after a turn: observation and reflection hook in here without the loop knowing them.
+AfterTurn = Callable[[Session], Iterator[AgentEvent]]
+
+
+@dataclass
+class Agent:
+    session: Session
+    model: ModelClient
+    tools: list[Tool]
+    context: ToolContext
+    policy: PermissionPolicy
+    max_turns: int = 50
+    approver: Approver | None = None
+    after_turn: list[AfterTurn] = field(default_factory=list)
+
+    def turn(self, prompt: str) -> Iterator[AgentEvent]:
+        """Run one user turn to its end, yielding what happens as it happens."""
+        self.session.append(UserEvent, text=prompt)
+        calls = 0
+        final_text = ""
+        try:
+            while True:
+                if calls >= self.max_turns:
+                    yield TurnEnded("max_turns", final_text, calls)
+                    return
+                calls += 1
+                yield ModelCallStarted(calls)
+                result = None
+                for item in self.model.stream(render(self.session.events)):
+                    if isinstance(item, CallResult):
+                        result = item
+                    else:
+                        yield item
+                assert result is not None
+                assistant, usage = self._record_call(result)
+                yield AssistantMessage(assistant, usage)
+                final_text = "".join(b["text"] for b in result.content if b.get("type") == "text")
+                tool_uses = [b for b in result.content if b.get("type") == "tool_use"]
+                for block in tool_uses:
+                    yield from self._run_tool_call(block)
+                if result.stop_reason != "tool_use" or not tool_uses:
+                    reason = result.stop_reason if result.stop_reason in ("refusal", "max_tokens") else "end_turn"
+                    yield from self._after_turn()
+                    yield TurnEnded(reason, final_text, calls)  # type: ignore[arg-type]
+                    return
+        except ModelError as exc:
+            self.session.append(ErrorEvent, kind="api", message=str(exc))
+            yield TurnEnded("error", final_text, calls, error=str(exc))
+        except KeyboardInterrupt:
+            dangling = unanswered_tool_uses(self.session.events)
+            self.session.append(InterruptEvent, tool_use_ids=dangling, reason="cancelled by the user")
+            yield TurnEnded("interrupted", final_text, calls)
+        finally:
+            self.session.sync()
+
+    def _record_call(self, result: CallResult) -> tuple[AssistantEvent, UsageEvent]:
+        assistant = self.session.append(
+            AssistantEvent, content=result.content, stop_reason=result.stop_reason,
+            message_id=result.message_id, model=result.model,
+        )
+        usage = self.session.append(
+            UsageEvent, purpose="agent", model=result.model, input=result.input, cache_read=result.cache_read,
+            cache_write=result.cache_write, output=result.output, latency_ms=result.latency_ms,
+            message_id=result.message_id,
+        )
+        return assistant, usage
+
+    def _run_tool_call(self, block: dict) -> Iterator[AgentEvent]:
+        name, args = block["name"], block.get("input") or {}
+        tool = next((t for t in self.tools if t.name == name), None)
+        summary = tool.summary(args) if tool else name
+        call = ToolCall(block["id"], name, args, summary)
+        yield call
+        denial = self._denial(call, tool) if tool else None
+        started = time.monotonic()
+        if denial is not None:
+            output, is_error, exit_code, dropped = denial, True, None, 0
+        else:
+            out = run_tool(self.tools, name, args, self.context)
+            output, is_error, exit_code, dropped = out.text, out.is_error, out.exit_code, out.dropped_bytes
+        result = self.session.append(
+            ToolResultEvent, tool_use_id=call.id, tool=name, output=output, is_error=is_error,
+            exit_code=exit_code, duration_ms=int((time.monotonic() - started) * 1000), dropped_bytes=dropped,
+        )
+        yield ToolDone(call, result, denied=denial is not None)
+
+    def _denial(self, call: ToolCall, tool: Tool) -> str | None:
+        verdict = self.policy.verdict(tool.name, tool.kind)
+        if verdict == "allow":
+            return None
+        if verdict == "ask" and self.approver is not None:
+            answer = self.approver(call)
+            if answer == "always":
+                self.policy.always.add(tool.name)
+                return None
+            if answer:
+                return None
+            return self.policy.refusal(tool.name, tool.kind, asked=True)
+        return self.policy.refusal(tool.name, tool.kind, asked=False)
+
+    def _after_turn(self) -> Iterator[AgentEvent]:
+        for hook in self.after_turn:
+            try:
+                yield from hook(self.session)
+            except ModelError as exc:
+                # Compression failing must not fail the turn that already succeeded.
+                self.session.append(ErrorEvent, kind="api", message=str(exc))
+                yield Notice(f"memory compression skipped: {exc}")

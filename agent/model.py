@@ -1,0 +1,130 @@
+"""The model client: one streamed Messages API call through the official SDK.
+
+The SDK retries 429, 5xx and 529 answers and failed connections itself (`max_retries`). What it
+cannot retry is a stream cut after it began: that call is retried here as a whole, and nothing
+is appended to the log until a call has completed, so a retry never duplicates an event.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import anthropic
+import httpx2
+
+from scribe.memory.events import Block
+from scribe.memory.render import Request
+
+from .errors import MissingCredentials, ModelError
+from .protocol import Retrying, TextDelta
+
+
+@dataclass(frozen=True)
+class CallResult:
+    content: list[Block]
+    stop_reason: str | None
+    message_id: str
+    model: str
+    input: int
+    cache_read: int
+    cache_write: int
+    output: int
+    latency_ms: int
+
+
+def check_credentials(environ: dict[str, str] | None = None) -> None:
+    env = os.environ if environ is None else environ
+    if not (env.get("ANTHROPIC_API_KEY") or env.get("ANTHROPIC_AUTH_TOKEN")):
+        raise MissingCredentials(
+            "no API key: set ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN for a compatible server; "
+            "ANTHROPIC_BASE_URL points scribe at one)"
+        )
+
+
+class ModelClient:
+    def __init__(self, *, max_retries: int = 4, stream_retries: int = 2, timeout_s: float = 600.0) -> None:
+        check_credentials()
+        self._client = anthropic.Anthropic(max_retries=max_retries, timeout=timeout_s)
+        self.stream_retries = stream_retries
+
+    def stream(self, request: Request) -> Iterator[TextDelta | Retrying | CallResult]:
+        """Yield text as it arrives, then the completed call. Raises ModelError."""
+        for attempt in range(self.stream_retries + 1):
+            started = time.monotonic()
+            try:
+                with self._client.messages.stream(**request.params()) as stream:
+                    for event in stream:
+                        if event.type == "text" and event.text:
+                            yield TextDelta(event.text)
+                    message = stream.get_final_message()
+            except (anthropic.APIConnectionError, httpx2.TransportError) as exc:
+                if attempt == self.stream_retries:
+                    raise ModelError(f"model call failed: connection lost ({_reason(exc)})") from None
+                yield Retrying(attempt + 1, f"stream interrupted ({_reason(exc)}); retrying the call")
+                continue
+            except anthropic.APIStatusError as exc:
+                raise ModelError(_status_message(exc)) from None
+            except anthropic.AnthropicError as exc:
+                raise ModelError(f"model call failed: {_reason(exc)}") from None
+            yield _result(message, started)
+            return
+
+    def complete(self, request: Request) -> CallResult:
+        """A whole call without the live text (observer, reflector)."""
+        for item in self.stream(request):
+            if isinstance(item, CallResult):
+                return item
+        raise ModelError("model call ended without a message")  # unreachable: stream raises or yields one
+
+
+def _result(message: Any, started: float) -> CallResult:
+    usage = message.usage
+    return CallResult(
+        content=[wire_block(b) for b in message.content],
+        stop_reason=message.stop_reason,
+        message_id=message.id,
+        model=message.model,
+        input=usage.input_tokens or 0,
+        cache_read=usage.cache_read_input_tokens or 0,
+        cache_write=usage.cache_creation_input_tokens or 0,
+        output=usage.output_tokens or 0,
+        latency_ms=int((time.monotonic() - started) * 1000),
+    )
+
+
+def wire_block(block: Any) -> Block:
+    """A response block in the form the API accepts back in a later request."""
+    if block.type == "text":
+        return {"type": "text", "text": block.text}
+    if block.type == "tool_use":
+        return {"type": "tool_use", "id": block.id, "name": block.name, "input": block.input}
+    if block.type == "thinking":
+        return {"type": "thinking", "thinking": block.thinking, "signature": block.signature}
+    return block.model_dump(mode="json", exclude_none=True)
+
+
+def _reason(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return text[:300]
+
+
+def _status_message(exc: anthropic.APIStatusError) -> str:
+    detail = ""
+    body = exc.body
+    if isinstance(body, dict):
+        error = body.get("error")
+        if isinstance(error, dict):
+            detail = str(error.get("message", ""))
+    detail = detail or _reason(exc)
+    hint = {
+        401: " (check ANTHROPIC_API_KEY)",
+        403: " (the key lacks permission for this)",
+        404: " (unknown model? set --model or SCRIBE_MODEL)",
+        429: " (rate limited; retries exhausted)",
+        529: " (the API is overloaded; retries exhausted)",
+    }.get(exc.status_code, "")
+    return f"model call failed: HTTP {exc.status_code}: {detail}{hint}"

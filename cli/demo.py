@@ -1,0 +1,106 @@
+"""`scribe demo`: the whole stack offline. A scripted model (served by the project's fake
+Messages API, with its prompt-cache accounting) drives real tools in a temporary git repository,
+through the real SDK, loop, log and renderer."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+GREET = 'def greet(name: str) -> str:\n    return f"Hello, {name}"\n'
+CHECK = "python3 -c 'from greet import greet; print(greet(\"Ada\"))'"
+
+PROMPTS = [
+    "Create greet.py with a greet(name) function, check that it works, then make the greeting friendlier.",
+    "Which files does the repository have now?",
+]
+
+
+def _script() -> list:  # type: ignore[type-arg]
+    from scribe.fakeapi import Reply, text_block, tool_use_block
+
+    return [
+        Reply([text_block("I'll create greet.py first."),
+               tool_use_block("write_file", {"path": "greet.py", "content": GREET})]),
+        Reply([text_block("Now a quick check that it runs."), tool_use_block("run_command", {"command": CHECK})]),
+        Reply([text_block("It prints the greeting. Reading it back before the edit."),
+               tool_use_block("read_file", {"path": "greet.py"})]),
+        Reply([tool_use_block("edit_file", {"path": "greet.py", "old_text": 'return f"Hello, {name}"',
+                                            "new_text": 'return f"Hello, {name}! Good to see you."'})]),
+        Reply([tool_use_block("run_command", {"command": CHECK})]),
+        Reply([text_block("Done. greet.py defines greet(name), which now answers "
+                          "\"Hello, Ada! Good to see you.\"; I ran it to check.")]),
+        Reply([tool_use_block("list_files", {})]),
+        Reply([text_block("The repository has README.md and greet.py.")]),
+    ]
+
+
+def demo(
+    keep: Annotated[bool, typer.Option(help="Keep the temporary repository (its path is printed).")] = True,
+) -> None:
+    """Run a short scripted session offline: no API key, no network.
+
+    The model is scripted; everything else is real: tools act on a temporary git repository,
+    every event goes to the log, requests go through the official SDK to a local fake API that
+    accounts for the prompt cache like the real one.
+    """
+    from scribe.agent.config import Settings
+    from scribe.agent.model import ModelClient
+    from scribe.agent.runtime import build_agent
+    from scribe.agent.session import start_session
+    from scribe.fakeapi import FakeMessagesServer
+    from scribe.memory.usage import usage_totals
+    from scribe.tools.registry import builtin_tools, tool_definitions
+
+    from .headless import TextSink
+
+    workspace = Path(tempfile.mkdtemp(prefix="scribe-demo-")).resolve()
+    _init_repo(workspace)
+    print("scribe demo: the model here is SCRIPTED (a local fake API); tools, log and cache accounting are real.")
+    print(f"workspace: {workspace}\n")
+    with FakeMessagesServer(_script()) as server:
+        os.environ["ANTHROPIC_BASE_URL"] = server.base_url
+        os.environ.setdefault("ANTHROPIC_API_KEY", "scribe-demo-no-key-needed")
+        settings = Settings(permission_mode="full-auto", max_retries=0)
+        session = start_session(workspace, settings, tool_definitions(builtin_tools()))
+        try:
+            agent = build_agent(workspace, settings, session, model=ModelClient(max_retries=0))
+            sink = TextSink(err=sys.stdout)
+            for prompt in PROMPTS:
+                print(f"> {prompt}")
+                for event in agent.turn(prompt):
+                    sink(event)
+                print()
+        finally:
+            session.close()
+        rejected = [r for r in server.requests if r.error]
+    totals = usage_totals(session.events)
+    later = usage_totals(session.events, skip_first=1)
+    print(f"log:       {session.path}")
+    print(f"requests:  {totals.calls} ({len(rejected)} rejected by the API's checks)")
+    print(f"tokens:    {totals.prompt_tokens} prompt ({totals.cache_read} cache read, {totals.cache_write} cache write, "
+          f"{totals.input} uncached), {totals.output} output")
+    print(f"cache:     {later.hit_rate:.0%} of prompt tokens read from the cache from the second request on")
+    print(f"inspect:   cd {workspace} && scribe log show")
+    if not keep:
+        import shutil
+
+        shutil.rmtree(workspace)
+
+
+def _init_repo(path: Path) -> None:
+    def git(*args: str) -> None:
+        subprocess.run(["git", *args], cwd=path, check=True, capture_output=True)
+
+    git("init", "-q")
+    git("config", "user.email", "demo@scribe.invalid")
+    git("config", "user.name", "scribe demo")
+    (path / "README.md").write_text("# demo\n")
+    git("add", "README.md")
+    git("commit", "-q", "-m", "initial")

@@ -1,0 +1,36 @@
+"""Known failures become one clear line on stderr and an exit code; nothing else is caught."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import typer
+
+from scribe.agent.config import ConfigError
+from scribe.agent.errors import MissingCredentials, ModelError
+from scribe.memory.log import LogError
+from scribe.memory.render import RenderError
+
+# Documented in the README ("Exit codes").
+EXIT_OK = 0
+EXIT_FAILED = 1  # the model call or the turn failed
+EXIT_USAGE = 2  # bad flags, config, credentials, or session choice
+EXIT_MAX_TURNS = 3
+EXIT_INTERRUPTED = 130
+
+
+def fail(message: str, code: int = EXIT_USAGE) -> typer.Exit:
+    print(f"scribe: {message}", file=sys.stderr)
+    return typer.Exit(code)
+
+
+@contextmanager
+def cli_errors() -> Iterator[None]:
+    try:
+        yield
+    except (ConfigError, LogError, RenderError, MissingCredentials) as exc:
+        raise fail(str(exc), EXIT_USAGE) from None
+    except ModelError as exc:
+        raise fail(str(exc), EXIT_FAILED) from None

@@ -1,0 +1,102 @@
+"""Output of a headless turn: plain text as it streams, one JSON summary, or a JSON event stream.
+
+Text mode keeps stdout for the assistant's words (so it pipes cleanly) and puts tool activity
+and notices on stderr."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+from typing import Any, TextIO
+
+from scribe.agent.pricing import call_cost
+from scribe.agent.protocol import (
+    AgentEvent,
+    AssistantMessage,
+    ModelCallStarted,
+    Notice,
+    Retrying,
+    TextDelta,
+    ToolCall,
+    ToolDone,
+    TurnEnded,
+)
+
+
+@dataclasses.dataclass
+class Totals:
+    calls: int = 0
+    input: int = 0
+    cache_read: int = 0
+    cache_write: int = 0
+    output: int = 0
+    cost_usd: float = 0.0
+
+    def add(self, message: AssistantMessage) -> None:
+        u = message.usage
+        self.calls += 1
+        self.input += u.input
+        self.cache_read += u.cache_read
+        self.cache_write += u.cache_write
+        self.output += u.output
+        self.cost_usd += call_cost(u.model, input=u.input, cache_read=u.cache_read,
+                                   cache_write=u.cache_write, output=u.output)
+
+    def as_dict(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        d["cost_usd"] = round(self.cost_usd, 6)
+        return d
+
+
+class TextSink:
+    def __init__(self, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> None:
+        self.out, self.err = out, err
+        self._midline = False
+
+    def __call__(self, event: AgentEvent) -> None:
+        if isinstance(event, TextDelta):
+            self.out.write(event.text)
+            self.out.flush()
+            self._midline = not event.text.endswith("\n")
+        elif isinstance(event, AssistantMessage) and self._midline:
+            self.out.write("\n")
+            self._midline = False
+        elif isinstance(event, Retrying):
+            self._note(f"retrying: {event.reason}")
+        elif isinstance(event, ToolCall):
+            self._note(f"→ {event.name} {event.summary}")
+        elif isinstance(event, ToolDone) and event.result.is_error:
+            first = event.result.output.strip().splitlines()[:1]
+            self._note(f"  ✗ {first[0] if first else 'error'}")
+        elif isinstance(event, Notice):
+            self._note(event.text)
+
+    def _note(self, text: str) -> None:
+        self.err.write(text + "\n")
+        self.err.flush()
+
+
+class StreamJsonSink:
+    """One JSON object per line for every agent event, for programs that follow a turn live."""
+
+    def __init__(self, out: TextIO = sys.stdout) -> None:
+        self.out = out
+
+    def __call__(self, event: AgentEvent) -> None:
+        record = {"event": type(event).__name__, **_jsonable(event)}
+        self.out.write(json.dumps(record, ensure_ascii=False) + "\n")
+        self.out.flush()
+
+
+def _jsonable(event: AgentEvent) -> dict[str, Any]:
+    if isinstance(event, AssistantMessage):
+        return {"content": event.event.content, "stop_reason": event.event.stop_reason, "seq": event.event.seq,
+                "usage": {k: getattr(event.usage, k) for k in ("input", "cache_read", "cache_write", "output")}}
+    if isinstance(event, ToolDone):
+        r = event.result
+        return {"id": event.call.id, "tool": r.tool, "is_error": r.is_error, "exit_code": r.exit_code,
+                "denied": event.denied, "seq": r.seq, "output": r.output}
+    if isinstance(event, (TextDelta, ModelCallStarted, Retrying, ToolCall, Notice, TurnEnded)):
+        return dataclasses.asdict(event)
+    return {}

@@ -1,0 +1,97 @@
+"""`scribe run`: one headless turn, scriptable, never prompts."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from scribe.agent.config import PERMISSION_MODES, load_settings
+from scribe.agent.protocol import AgentEvent, AssistantMessage, TurnEnded
+
+from .errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_MAX_TURNS, EXIT_OK, cli_errors, fail
+from .headless import StreamJsonSink, TextSink, Totals
+
+
+class OutputFormat(StrEnum):
+    text = "text"
+    json = "json"
+    stream_json = "stream-json"
+
+
+EXIT_FOR = {"end_turn": EXIT_OK, "max_tokens": EXIT_OK, "refusal": EXIT_FAILED, "error": EXIT_FAILED,
+            "max_turns": EXIT_MAX_TURNS, "interrupted": EXIT_INTERRUPTED}
+
+
+def run(
+    prompt: Annotated[str, typer.Argument(help="What to do. '-' reads the prompt from stdin.")],
+    continue_: Annotated[bool, typer.Option("--continue", "-c", help="Continue the latest session of this workspace.")] = False,
+    session: Annotated[str | None, typer.Option("--session", "-s", help="Continue this session (id or unique prefix).")] = None,
+    permission_mode: Annotated[str | None, typer.Option(
+        "--permission-mode", "-p",
+        help=f"What runs without asking: {', '.join(m for m in PERMISSION_MODES if m != 'ask')}. "
+             "Headless never prompts: a refused call goes back to the model as an error. [default: accept-edits]")] = None,
+    output: Annotated[OutputFormat, typer.Option("--output", "-o", help="text streams the answer; json prints one summary object; stream-json one object per event.")] = OutputFormat.text,
+    max_turns: Annotated[int | None, typer.Option("--max-turns", min=1, help="Most model calls in this run. [default: 50]")] = None,
+    model: Annotated[str | None, typer.Option("--model", "-m", help="Model for a new session. [default: claude-sonnet-5-5]")] = None,
+) -> None:
+    """Run one turn headless: the agent works until it answers, then exits.
+
+    Exit codes: 0 done, 1 the model call failed, 2 bad usage or configuration,
+    3 stopped at --max-turns, 130 interrupted.
+    """
+    # Imported here, not at the top: the SDK takes over a second to import and `--help` needn't pay.
+    from scribe.agent.runtime import SessionChoice, build_agent, choose_session, find_workspace
+
+    with cli_errors():
+        text = sys.stdin.read() if prompt == "-" else prompt
+        if not text.strip():
+            raise fail("the prompt is empty")
+        if continue_ and session:
+            raise fail("give --continue or --session, not both")
+        if permission_mode == "ask":
+            raise fail("permission mode 'ask' needs a person; headless runs use read-only, accept-edits or full-auto")
+        workspace = find_workspace(Path.cwd())
+        flags = {"permission_mode": permission_mode, "max_turns": max_turns, "model": model}
+        settings = load_settings(workspace, flags)
+        if settings.permission_mode == "ask":
+            settings = load_settings(workspace, {**flags, "permission_mode": "accept-edits"})
+        agent_session = choose_session(workspace, settings, SessionChoice(continue_, session))
+        try:
+            agent = build_agent(workspace, settings, agent_session)
+            for problem in agent_session.problems:
+                print(f"scribe: note: {agent_session.path.name} {problem}", file=sys.stderr)
+            ended, totals = _drive(agent.turn(text), output)
+        finally:
+            agent_session.close()
+        if output is OutputFormat.json:
+            print(json.dumps({
+                "session_id": agent_session.id, "log": str(agent_session.path),
+                "result": ended.text, "stop_reason": ended.reason, "error": ended.error,
+                "calls": ended.calls, "usage": totals.as_dict(),
+            }, ensure_ascii=False))
+        elif ended.error:
+            print(f"scribe: {ended.error}", file=sys.stderr)
+        elif ended.reason == "max_turns":
+            print(f"scribe: stopped after {ended.calls} model calls (--max-turns); "
+                  f"continue with: scribe run -c '...'", file=sys.stderr)
+        raise typer.Exit(EXIT_FOR.get(ended.reason, EXIT_FAILED))
+
+
+def _drive(events: Iterator[AgentEvent], output: OutputFormat) -> tuple[TurnEnded, Totals]:
+    sink = {OutputFormat.text: TextSink, OutputFormat.stream_json: StreamJsonSink}.get(output)
+    show = sink() if sink else None
+    totals = Totals()
+    for event in events:
+        if show is not None:
+            show(event)
+        if isinstance(event, AssistantMessage):
+            totals.add(event)
+        if isinstance(event, TurnEnded):
+            return event, totals
+    raise RuntimeError("the agent stopped without ending the turn")  # a bug in the loop, not a user error

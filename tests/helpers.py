@@ -1,0 +1,52 @@
+"""Shared pieces for end-to-end tests: running the real `scribe` executable against the fake API."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from scribe.memory.events import Event
+from scribe.memory.log import read_log
+
+SCRIBE = str(Path(sys.executable).parent / "scribe")
+
+
+@dataclass
+class Ran:
+    code: int
+    out: str
+    err: str
+
+    def json(self) -> Any:
+        return json.loads(self.out)
+
+
+def scribe_env(base_url: str, home: Path, **extra: str) -> dict[str, str]:
+    """The environment of a person with a key, pointed at the fake API, with no stray config."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SCRIBE_", "ANTHROPIC_"))}
+    env.update(ANTHROPIC_BASE_URL=base_url, ANTHROPIC_API_KEY="sk-test-secret-key", HOME=str(home),
+               XDG_CONFIG_HOME=str(home / ".config"), NO_COLOR="1")
+    env.update(extra)
+    return env
+
+
+def run_scribe(args: list[str], cwd: Path, env: dict[str, str], stdin: str | None = None,
+               timeout: float = 60) -> Ran:
+    proc = subprocess.run([SCRIBE, *args], cwd=cwd, env=env, input=stdin, capture_output=True, text=True,
+                          timeout=timeout)
+    return Ran(proc.returncode, proc.stdout, proc.stderr)
+
+
+def session_logs(workspace: Path) -> list[Path]:
+    return sorted((workspace / ".scribe" / "sessions").glob("*.jsonl"))
+
+
+def events_of(path: Path) -> list[Event]:
+    read = read_log(path)
+    assert not read.problems, read.problems
+    return read.events
