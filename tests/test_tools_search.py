@@ -3,7 +3,9 @@ Python back end (ripgrep is used when present; the fallback is what these tests 
 
 from __future__ import annotations
 
+import os
 import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -189,10 +191,18 @@ def test_search_caps_matches_and_long_lines(ctx: ToolContext, workspace: Path) -
     assert line == "long.txt:1:" + "x" * 300 + "…"
 
 
-@pytest.mark.skipif(shutil.which("rg") is None, reason="ripgrep not installed")
+# The test extra installs ripgrep into the environment's bin folder, which is on PATH only
+# when the environment is activated.
+RG_DIR = next((str(Path(p).parent) for p in (shutil.which("rg"), Path(sys.executable).parent / "rg")
+               if p and Path(p).is_file()), None)
+
+
+@pytest.mark.skipif(RG_DIR is None, reason="ripgrep not installed (the test extra installs it on x86_64 Linux)")
 def test_ripgrep_and_fallback_agree(
-    ctx: ToolContext, workspace: Path, request: pytest.FixtureRequest
+    ctx: ToolContext, workspace: Path, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setenv("PATH", f"{RG_DIR}{os.pathsep}{os.environ.get('PATH', '')}")
+    assert search.find_ripgrep() is not None
     (workspace / "blob.bin").write_bytes(b"main\x00\x01")
     (workspace / "name:with:colons.txt").write_text("x = main\n")
     for name in ("a.b/x.txt", "a/y.txt"):  # tree order: a/ before a.b/
