@@ -229,3 +229,36 @@ def test_cut_stream_is_retried_whole_and_overload_by_the_sdk_without_duplicate_e
     assert sum(isinstance(e, AssistantEvent) for e in events) == 2
     assert sum(isinstance(e, UsageEvent) for e in events) == 2
     assert all(r.error is None for r in server.requests)
+
+
+@pytest.mark.slow
+def test_ten_turns_across_ten_processes_read_the_cache_and_only_append(workspace: Path, home: Path) -> None:
+    """Issue 2's acceptance run: ten `scribe run` turns (the first new, nine with --continue),
+    each reading, writing or running something, against the fake API's cache accounting."""
+    script: list[Reply] = []
+    for i in range(10):
+        script.append(Reply([text_block(f"Step {i}."), tool_use_block("write_file", {
+            "path": f"step_{i}.py", "content": f"VALUE = {i}\nprint(VALUE * 2)\n"})]))
+        script.append(Reply([tool_use_block("run_command", {"command": f"python3 step_{i}.py"})]))
+        script.append(Reply([text_block(f"step_{i}.py prints {i * 2}.")]))
+    sizes: list[int] = []
+    with FakeMessagesServer(script) as server:
+        env = scribe_env(server.base_url, home)
+        for i in range(10):
+            args = ["run", "-p", "full-auto", f"turn {i}: write step_{i}.py and run it"]
+            ran = run_scribe(args if i == 0 else ["run", "-c", *args[1:]], workspace, env)
+            assert ran.code == 0, ran.err
+            assert f"prints {i * 2}" in ran.out
+            log = session_logs(workspace)[0]
+            sizes.append(log.stat().st_size)
+            if i:
+                assert log.read_bytes()[: sizes[-2]] == previous
+            previous = log.read_bytes()
+    assert len(server.requests) == 30 and all(r.status == 200 and r.error is None for r in server.requests)
+    billed = [r.usage for r in server.requests]
+    later = billed[1:]
+    prompt = sum(b["input_tokens"] + b["cache_read_input_tokens"] + b["cache_creation_input_tokens"] for b in later)
+    read = sum(b["cache_read_input_tokens"] for b in later)
+    print(f"\nrequests={len(billed)} hit_rate_from_2nd={read / prompt:.2%} prompt_tokens={prompt} "
+          f"cache_read={read} log_bytes={sizes[-1]}")
+    assert read / prompt >= 0.90
