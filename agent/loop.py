@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from scribe.memory.events import (
     AssistantEvent,
@@ -25,17 +25,16 @@ from scribe.memory.render import render
 from scribe.tools.base import Tool, ToolContext
 from scribe.tools.registry import run_tool
 
+from .compress import Compressor
 from .errors import ModelError
 from .model import CallResult, ModelClient
 from .permissions import PermissionPolicy
-from .protocol import AgentEvent, AssistantMessage, ModelCallStarted, Notice, ToolCall, ToolDone, TurnEnded
+from .protocol import AgentEvent, AssistantMessage, ModelCallStarted, ToolCall, ToolDone, TurnEnded
 from .session import Session
 
 # Asked before a tool call that the mode does not allow outright: True allows it once,
 # "always" allows that tool for the rest of the session, False declines.
 Approver = Callable[[ToolCall], bool | str]
-# Runs after a turn: observation and reflection hook in here without the loop knowing them.
-AfterTurn = Callable[[Session], Iterator[AgentEvent]]
 
 
 @dataclass
@@ -47,7 +46,7 @@ class Agent:
     policy: PermissionPolicy
     max_turns: int = 50
     approver: Approver | None = None
-    after_turn: list[AfterTurn] = field(default_factory=list)
+    memory: Compressor | None = None
 
     def turn(self, prompt: str) -> Iterator[AgentEvent]:
         """Run one user turn to its end, yielding what happens as it happens."""
@@ -60,15 +59,20 @@ class Agent:
                     yield TurnEnded("max_turns", final_text, calls)
                     return
                 calls += 1
+                if self.memory is not None:
+                    yield from self.memory.before_call(self.session)
                 yield ModelCallStarted(calls)
                 result = None
-                for item in self.model.stream(render(self.session.events)):
+                for item in self.model.stream(render(self.session.events, self.session.chunks)):
                     if isinstance(item, CallResult):
                         result = item
                     else:
                         yield item
                 assert result is not None
+                estimate = self.memory.request_estimate(self.session) if self.memory else 0
                 assistant, usage = self._record_call(result)
+                if self.memory is not None:
+                    self.memory.calibrate(estimate, usage)
                 yield AssistantMessage(assistant, usage)
                 final_text = "".join(b["text"] for b in result.content if b.get("type") == "text")
                 tool_uses = [b for b in result.content if b.get("type") == "tool_use"]
@@ -76,7 +80,6 @@ class Agent:
                     yield from self._run_tool_call(block)
                 if result.stop_reason != "tool_use" or not tool_uses:
                     reason = result.stop_reason if result.stop_reason in ("refusal", "max_tokens") else "end_turn"
-                    yield from self._after_turn()
                     yield TurnEnded(reason, final_text, calls)  # type: ignore[arg-type]
                     return
         except ModelError as exc:
@@ -133,12 +136,3 @@ class Agent:
                 return None
             return self.policy.refusal(tool.name, tool.kind, asked=True)
         return self.policy.refusal(tool.name, tool.kind, asked=False)
-
-    def _after_turn(self) -> Iterator[AgentEvent]:
-        for hook in self.after_turn:
-            try:
-                yield from hook(self.session)
-            except ModelError as exc:
-                # Compression failing must not fail the turn that already succeeded.
-                self.session.append(ErrorEvent, kind="api", message=str(exc))
-                yield Notice(f"memory compression skipped: {exc}")

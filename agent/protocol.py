@@ -53,6 +53,17 @@ class Notice:
     text: str
 
 
+@dataclass(frozen=True)
+class Compressed:
+    """Memory was compressed: raw events into an observation, or observations into a reflection."""
+
+    kind: Literal["observation", "reflection"]
+    tokens_before: int
+    tokens_after: int
+    seq_from: int
+    seq_to: int
+
+
 StopReason = Literal["end_turn", "max_turns", "interrupted", "error", "refusal", "max_tokens"]
 
 
@@ -64,4 +75,5 @@ class TurnEnded:
     error: str | None = None
 
 
-AgentEvent = TextDelta | ModelCallStarted | Retrying | AssistantMessage | ToolCall | ToolDone | Notice | TurnEnded
+AgentEvent = (TextDelta | ModelCallStarted | Retrying | AssistantMessage | ToolCall | ToolDone | Notice | Compressed
+              | TurnEnded)

@@ -5,9 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from scribe.memory.events import to_record
+from scribe.memory.tokens import TokenEstimator
 from scribe.tools.base import ToolContext
 from scribe.tools.registry import builtin_tools, tool_definitions
 
+from .compress import Compressor
 from .config import Settings
 from .loop import Agent, Approver
 from .model import ModelClient
@@ -49,13 +52,17 @@ def build_agent(workspace: Path, settings: Settings, session: Session, *,
         allowed_roots=tuple(Path(p).expanduser().resolve() for p in settings.allowed_paths),
         command_timeout_s=settings.command_timeout_s,
         output_cap_bytes=settings.output_cap_bytes,
+        read_log=lambda: [to_record(e) for e in session.events],
     )
+    client = model or ModelClient(max_retries=settings.max_retries, stream_retries=settings.stream_retries)
+    output_chars = int(session.header.config.get("render_output_chars", settings.render_output_chars))
     return Agent(
         session=session,
-        model=model or ModelClient(max_retries=settings.max_retries, stream_retries=settings.stream_retries),
+        model=client,
         tools=tools,
         context=context,
         policy=PermissionPolicy(settings.permission_mode),
         max_turns=settings.max_turns,
         approver=approver,
+        memory=Compressor(client, settings, TokenEstimator(output_chars=output_chars)),
     )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
 from typing import Any, TypeVar
@@ -17,6 +17,7 @@ from scribe.memory.events import (
 )
 from scribe.memory.log import LogError, LogWriter, read_log
 from scribe.memory.pairing import unanswered_tool_uses
+from scribe.memory.render import ChunkIndex
 from scribe.memory.store import SessionFile, SessionStore, exclude_from_git
 from scribe.tools.git import git_state
 
@@ -34,6 +35,8 @@ class Session:
     writer: LogWriter
     # Problems the reader met when the session was reopened (torn line, bad lines).
     problems: list[str]
+    # Observation chunks of this log, kept current as it grows (see ChunkIndex).
+    chunks: ChunkIndex = field(default_factory=ChunkIndex)
 
     @property
     def header(self) -> SessionEvent:

@@ -10,6 +10,7 @@ import typer
 from scribe import __version__
 
 from .demo import demo
+from .reflect import reflect
 from .run import run
 
 app = typer.Typer(
@@ -22,6 +23,7 @@ app = typer.Typer(
 )
 app.command()(run)
 app.command()(demo)
+app.command()(reflect)
 
 
 def _version(value: bool) -> None:

@@ -33,6 +33,7 @@ from .events import (
     UserEvent,
 )
 
+Chunk = ObservationEvent | ReflectionEvent
 CACHE = {"type": "ephemeral"}
 # Stands first when the raw tail begins mid-conversation (after compression), since the API
 # requires messages to open with a user turn. Fixed text: it is part of the cached prefix.
@@ -59,9 +60,11 @@ class Request:
     observed_to: int = field(default=-1, compare=False)
 
     def params(self) -> dict[str, Any]:
-        """Keyword arguments for `client.messages.stream`."""
-        return {"model": self.model, "max_tokens": self.max_tokens, "tools": self.tools,
-                "system": self.system, "messages": self.messages}
+        """Keyword arguments for `client.messages.stream` (no `tools` key when there are none)."""
+        params: dict[str, Any] = {"model": self.model, "max_tokens": self.max_tokens}
+        if self.tools:
+            params["tools"] = self.tools
+        return {**params, "system": self.system, "messages": self.messages}
 
     def body(self) -> dict[str, Any]:
         """The JSON body as the API receives it from a streaming call."""
@@ -86,12 +89,14 @@ def prefix_blocks(request: Request) -> list[str]:
     return out
 
 
-def render(events: Sequence[Event]) -> Request:
+def render(events: Sequence[Event], index: ChunkIndex | None = None) -> Request:
+    """The request for the next model call. `index` (a ChunkIndex kept for this log) saves
+    rescanning a long log for its observations; the result is the same with or without it."""
     if not events or not isinstance(events[0], SessionEvent):
         raise RenderError("a log must begin with a session event")
     session = events[0]
     config = session.config
-    chunks, observed_to = active_chunks(events)
+    chunks, observed_to = (index or ChunkIndex()).update(events)
 
     system: list[Block] = [{"type": "text", "text": session.system, "cache_control": CACHE}]
     system += [{"type": "text", "text": chunk_text(chunk)} for chunk in chunks]
@@ -99,7 +104,7 @@ def render(events: Sequence[Event]) -> Request:
         system[-1]["cache_control"] = CACHE
 
     output_chars = int(config.get("render_output_chars", DEFAULT_OUTPUT_CHARS))
-    messages = render_messages([e for e in events if e.seq > observed_to], output_chars)
+    messages = render_messages(tail_after(events, observed_to), output_chars)
     if not messages or messages[0]["role"] != "user":
         messages.insert(0, {"role": "user", "content": [{"type": "text", "text": RESUME_NOTE}]})
     place_message_breakpoints(messages)
@@ -114,29 +119,56 @@ def render(events: Sequence[Event]) -> Request:
     )
 
 
-def active_chunks(events: Sequence[Event]) -> tuple[list[ObservationEvent | ReflectionEvent], int]:
-    """Observation chunks in prompt order and the last seq they cover.
+def active_chunks(events: Sequence[Event]) -> tuple[list[Chunk], int]:
+    """Observation chunks in prompt order and the last seq they cover."""
+    return ChunkIndex().update(events)
+
+
+class ChunkIndex:
+    """`active_chunks`, kept up to date as the log grows: each call reads only the events added
+    since the last, so per-call bookkeeping grows with what is new, not with the whole log.
 
     A reflection takes the place of the oldest chunk it supersedes (it condenses the oldest
     ones), and the chunks it supersedes drop out."""
-    chunks: list[ObservationEvent | ReflectionEvent] = []
-    covers: dict[int, int] = {}  # chunk seq -> last raw seq it covers
-    for event in events:
-        if isinstance(event, ObservationEvent):
-            chunks.append(event)
-            covers[event.seq] = event.seq_to
-        elif isinstance(event, ReflectionEvent):
-            gone = set(event.supersedes)
-            positions = [i for i, c in enumerate(chunks) if c.seq in gone]
-            if not positions:
-                continue
-            covers[event.seq] = max(covers.get(s, -1) for s in gone)
-            first = positions[0]
-            chunks = [c for c in chunks[:first] if c.seq not in gone] + [event] + [
-                c for c in chunks[first:] if c.seq not in gone
-            ]
-    observed_to = max((covers[c.seq] for c in chunks), default=-1)
-    return chunks, observed_to
+
+    def __init__(self) -> None:
+        self._seen = 0
+        self._chunks: list[Chunk] = []
+        self._covers: dict[int, int] = {}  # chunk seq -> last raw seq it covers
+        # Coverage only grows: a reflection covers what its chunks covered, nothing less.
+        self._observed_to = -1
+
+    def update(self, events: Sequence[Event]) -> tuple[list[Chunk], int]:
+        if len(events) < self._seen:  # a different, shorter log: start over
+            self.__init__()  # type: ignore[misc]
+        for event in events[self._seen:]:
+            if isinstance(event, ObservationEvent):
+                self._chunks.append(event)
+                self._covers[event.seq] = event.seq_to
+                self._observed_to = max(self._observed_to, event.seq_to)
+            elif isinstance(event, ReflectionEvent):
+                self._reflect(event)
+        self._seen = len(events)
+        return list(self._chunks), self._observed_to
+
+    def _reflect(self, event: ReflectionEvent) -> None:
+        gone = set(event.supersedes)
+        positions = [i for i, c in enumerate(self._chunks) if c.seq in gone]
+        if not positions:
+            return
+        self._covers[event.seq] = max(self._covers.get(s, -1) for s in gone)
+        first = positions[0]
+        self._chunks = ([c for c in self._chunks[:first] if c.seq not in gone] + [event]
+                        + [c for c in self._chunks[first:] if c.seq not in gone])
+
+
+def tail_after(events: Sequence[Event], observed_to: int) -> Sequence[Event]:
+    """Events after `observed_to`. In a well-formed log seq equals list position, so this is a
+    slice, not a scan of the whole log; a log with gaps falls back to the scan."""
+    start = observed_to + 1
+    if 0 <= start < len(events) and events[start].seq == start:
+        return events[start:]
+    return [e for e in events if e.seq > observed_to]
 
 
 def chunk_text(chunk: ObservationEvent | ReflectionEvent) -> str:
@@ -172,7 +204,9 @@ def render_messages(events: Sequence[Event], output_chars: int) -> list[dict[str
             pending_ids = [b["id"] for b in content if b.get("type") == "tool_use"]
         elif isinstance(event, ToolResultEvent):
             if event.tool_use_id in pending_ids and event.tool_use_id not in results:
-                text = elide(event.output, output_chars, event.seq) if event.output else NO_OUTPUT
+                # recall answers are bounded by recall itself; eliding one would hide what was asked for
+                limit = len(event.output) if event.tool == "recall" else output_chars
+                text = elide(event.output, limit, event.seq) if event.output else NO_OUTPUT
                 results[event.tool_use_id] = _tool_result(event.tool_use_id, text, event.is_error)
         elif isinstance(event, InterruptEvent):
             for tool_use_id in event.tool_use_ids:

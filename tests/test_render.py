@@ -23,7 +23,7 @@ from scribe.memory.events import (
     to_record,
 )
 from scribe.memory.pairing import unanswered_tool_uses
-from scribe.memory.render import INTERRUPTED, RESUME_NOTE, prefix_blocks, render
+from scribe.memory.render import INTERRUPTED, RESUME_NOTE, ChunkIndex, active_chunks, prefix_blocks, render
 
 TOOLS = [{"name": "read_file", "description": "Read a file.",
           "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}}]
@@ -231,3 +231,32 @@ def test_render_is_a_prefix_of_render_after_appending(steps: list, cut: int) -> 
     req = render([*full, UserEvent(seq=len(full), ts="t", text="next")])
     assert validate_request(req.body()) is None
     assert breakpoints(req) <= 4
+
+
+@settings(max_examples=150, deadline=None)
+@given(actions, st.lists(st.integers(min_value=0, max_value=3), max_size=12))
+def test_incremental_chunk_index_matches_a_fresh_scan(steps: list, compressions: list[int]) -> None:  # type: ignore[type-arg]
+    """Observations and reflections appended at any point: the index kept across calls always
+    agrees with a fresh scan, and render with it equals render without."""
+    log = build(steps)
+    observed_to = 0
+    chunk_seqs: list[int] = []
+    for kind in compressions:
+        last = log.events[-1].seq
+        if kind < 3 and observed_to < last:
+            chunk = log.add(ObservationEvent, text=f"🔴 up to {last}", seq_from=observed_to + 1, seq_to=last,
+                            tokens=3, model="h")
+            chunk_seqs.append(chunk.seq)
+            observed_to = last
+        elif len(chunk_seqs) >= 2:
+            gone = chunk_seqs[:2]
+            chunk = log.add(ReflectionEvent, text="🔴 condensed", supersedes=gone, tokens=2, model="h")
+            chunk_seqs = [chunk.seq] + chunk_seqs[2:]
+        log.user("go on")
+    index = ChunkIndex()
+    for n in range(1, len(log.events) + 1):
+        prefix = log.events[:n]
+        assert index.update(prefix) == active_chunks(prefix)
+        assert render(prefix, index) == render(prefix)
+    chunks, _ = active_chunks(log.events)
+    assert [c.seq for c in chunks] == chunk_seqs

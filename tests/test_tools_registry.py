@@ -28,6 +28,7 @@ def test_builtin_tools_order_and_kinds() -> None:
         ("run_command", "command"),
         ("list_files", "read"),
         ("search_files", "read"),
+        ("recall", "read"),
     ]
     assert isinstance(tools[3], RunCommand)  # the REPL finds it here to cancel()
 
@@ -69,7 +70,7 @@ def test_unknown_tool_and_bad_arguments_are_one_line_errors(ctx: ToolContext) ->
             "delete_file",
             '{"path": "x"}',
         ): "unknown tool 'delete_file'; available tools: read_file, write_file, "
-        "edit_file, run_command, list_files, search_files",
+        "edit_file, run_command, list_files, search_files, recall",
         ("read_file", "{}"): "read_file: missing required argument 'path'",
         (
             "read_file",

@@ -14,6 +14,7 @@ from scribe.tools.base import Tool, ToolContext, ToolError, ToolOutput
 from scribe.tools.command import RunCommand
 from scribe.tools.files import EditFile, ReadFile, WriteFile
 from scribe.tools.paths import display_path
+from scribe.tools.recall import Recall
 from scribe.tools.search import ListFiles, SearchFiles
 from scribe.tools.textio import one_line
 
@@ -31,7 +32,7 @@ _TYPES: dict[str, tuple[type, ...]] = {
 
 def builtin_tools() -> list[Tool]:
     """Fresh instances of the built-in tools, in the order the model sees them."""
-    return [ReadFile(), WriteFile(), EditFile(), RunCommand(), ListFiles(), SearchFiles()]
+    return [ReadFile(), WriteFile(), EditFile(), RunCommand(), ListFiles(), SearchFiles(), Recall()]
 
 
 def tool_definitions(tools: Sequence[Tool]) -> list[dict[str, Any]]:

@@ -1,0 +1,202 @@
+"""Memory compression as the agent runs it: when the raw tail or the observations outgrow their
+thresholds, call the observer or reflector model and append what they produce.
+
+Checked before every model call, so a long tool-only turn is compressed like any other. All
+state that decides what happens next (what is observed, backoffs after failures) is read from
+the log, so a restarted process behaves as the one before it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from scribe.memory.events import ErrorEvent, Event, ObservationEvent, ReflectionEvent, UsageEvent
+from scribe.memory.observer import (
+    OBSERVER_MAX_TOKENS,
+    OBSERVER_SYSTEM,
+    UnusableAnswer,
+    choose_span,
+    clean_answer,
+    observer_input,
+)
+from scribe.memory.reflector import (
+    BACKOFF_GROWTH,
+    BACKOFF_KIND,
+    REFLECT_ATTEMPTS,
+    REFLECTOR_SYSTEM,
+    ReflectPlan,
+    accept_reflection,
+    backoff_until,
+    chunk_size,
+    plan_reflection,
+    reflector_input,
+)
+from scribe.memory.render import Request, tail_after
+from scribe.memory.tokens import TokenEstimator, estimate_text
+
+from .config import Settings
+from .errors import ModelError
+from .model import CallResult, ModelClient
+from .protocol import AgentEvent, Compressed, Notice
+from .session import Session
+
+CACHE_TTL_S = 300.0
+OBSERVE_FAILED_KIND = "observe_backoff"
+
+
+@dataclass(frozen=True)
+class ContextSize:
+    """Estimated tokens of the two parts of memory in the next request."""
+
+    raw: int
+    observations: int
+
+
+@dataclass
+class Compressor:
+    model: ModelClient
+    settings: Settings
+    estimator: TokenEstimator
+    now: Callable[[], datetime] = lambda: datetime.now(UTC)
+
+    # -- what the loop calls -------------------------------------------------------------
+
+    def before_call(self, session: Session) -> Iterator[AgentEvent]:
+        """Compress if a threshold is passed, or early when the cache has gone cold anyway."""
+        events = session.events
+        size = self.context(session)
+        threshold = self.settings.observe_tokens
+        if self._cache_is_cold(events):
+            threshold //= 2  # nothing cached to lose: compressing now costs nothing extra
+        if size.raw > threshold and size.raw > _backoff(events, OBSERVE_FAILED_KIND):
+            yield from self.observe(session)
+        yield from self.reflect(session)
+
+    def compress_now(self, session: Session) -> Iterator[AgentEvent]:
+        """`/reflect` and `scribe reflect`: observe what the retention floor allows, then reflect."""
+        yield from self.observe(session, force=True)
+        yield from self.reflect(session, force=True)
+
+    def calibrate(self, request_estimate: int, usage: UsageEvent) -> None:
+        """Learn this session's tokens-per-estimate from what the API reported for a request."""
+        self.estimator.calibrate(request_estimate, usage.input + usage.cache_read + usage.cache_write)
+
+    def context(self, session: Session) -> ContextSize:
+        chunks, observed_to = session.chunks.update(session.events)
+        raw = self.estimator.total(tail_after(session.events, observed_to))
+        return ContextSize(raw, sum(chunk_size(c) for c in chunks))
+
+    def request_estimate(self, session: Session) -> int:
+        """Uncalibrated estimate of a whole agent request, to compare with reported usage."""
+        events = session.events
+        header = events[0]
+        chunks, observed_to = session.chunks.update(events)
+        fixed = estimate_text(getattr(header, "system", "")) + estimate_text(str(getattr(header, "tools", "")))
+        return fixed + sum(chunk_size(c) for c in chunks) + sum(
+            self.estimator.of(e) for e in tail_after(events, observed_to))
+
+    # -- observer ------------------------------------------------------------------------
+
+    def observe(self, session: Session, *, force: bool = False) -> Iterator[AgentEvent]:
+        events = session.events
+        chunks, observed_to = session.chunks.update(events)
+        raw = tail_after(events, max(observed_to, 0))  # seq 0 is the session header, never observed
+        keep = int(self.settings.observe_tokens * self.settings.retention)
+        span = choose_span(raw, self.estimator, keep_tokens=keep)
+        if span is None:
+            if force:
+                yield Notice("nothing to observe: the raw tail is within the retention floor")
+            return
+        chosen = [e for e in raw if span.seq_from <= e.seq <= span.seq_to]
+        request = _request(self.settings.observer_model, OBSERVER_SYSTEM,
+                           observer_input([c.text for c in chunks], chosen))
+        try:
+            result = self._call(session, request, "observer")
+            text = clean_answer(_text(result))
+        except (ModelError, UnusableAnswer) as exc:
+            size = self.estimator.total(raw)
+            session.append(ErrorEvent, kind=OBSERVE_FAILED_KIND, message=f"observation failed: {exc}",
+                           until_tokens=int(size * BACKOFF_GROWTH))
+            yield Notice(f"memory: observation failed ({exc}); will try again when the log has grown")
+            return
+        event = session.append(ObservationEvent, text=text, seq_from=span.seq_from, seq_to=span.seq_to,
+                               tokens=estimate_text(text), model=result.model)
+        yield Compressed("observation", span.tokens, event.tokens, span.seq_from, span.seq_to)
+
+    # -- reflector -----------------------------------------------------------------------
+
+    def reflect(self, session: Session, *, force: bool = False) -> Iterator[AgentEvent]:
+        chunks, _ = session.chunks.update(session.events)
+        total = sum(chunk_size(c) for c in chunks)
+        plan = plan_reflection(chunks, self.settings.reflect_tokens, force=force)
+        if plan is None:
+            if force:
+                yield Notice("nothing to reflect: fewer than two observation chunks")
+            return
+        waiting = backoff_until(session.events)  # only looked up once a reflection is due
+        if waiting and total <= waiting and not force:
+            return
+        problems: list[str] = []
+        for attempt in range(REFLECT_ATTEMPTS):
+            try:
+                result = self._call(session, _reflect_request(self.settings, plan, attempt), "reflector")
+                text = accept_reflection(_text(result), plan)
+            except UnusableAnswer as exc:
+                problems.append(str(exc))
+                continue
+            except ModelError as exc:
+                problems.append(str(exc))
+                break
+            event = session.append(ReflectionEvent, text=text, supersedes=[c.seq for c in plan.condense],
+                                   tokens=estimate_text(text), model=result.model)
+            yield Compressed("reflection", plan.tokens, event.tokens, plan.condense[0].seq, plan.condense[-1].seq)
+            return
+        until = int(total * BACKOFF_GROWTH)
+        session.append(ErrorEvent, kind=BACKOFF_KIND, until_tokens=until,
+                       message=f"reflection refused after {len(problems)} attempts: {problems[-1]}")
+        yield Notice(f"memory: reflection did not shrink ({problems[-1]}); waiting until observations "
+                     f"pass {until} tokens")
+
+    # -- plumbing --------------------------------------------------------------------------
+
+    def _call(self, session: Session, request: Request, purpose: str) -> CallResult:
+        result = self.model.complete(request)
+        session.append(UsageEvent, purpose=purpose, model=result.model, input=result.input,
+                       cache_read=result.cache_read, cache_write=result.cache_write, output=result.output,
+                       latency_ms=result.latency_ms, message_id=result.message_id)
+        return result
+
+    def _cache_is_cold(self, events: Sequence[Event]) -> bool:
+        last = next((e for e in reversed(events) if isinstance(e, UsageEvent) and e.purpose == "agent"), None)
+        if last is None:
+            return False
+        try:
+            when = datetime.fromisoformat(last.ts.replace("Z", "+00:00"))
+        except ValueError:
+            return False
+        return (self.now() - when).total_seconds() > CACHE_TTL_S
+
+
+def _backoff(events: Sequence[Event], kind: str) -> int:
+    for event in reversed(events):
+        if isinstance(event, ObservationEvent):
+            return 0
+        if isinstance(event, ErrorEvent) and event.kind == kind:
+            return int(event.extra.get("until_tokens", 0))
+    return 0
+
+
+def _request(model: str, system: str, user: str) -> Request:
+    return Request(model=model, max_tokens=OBSERVER_MAX_TOKENS, tools=[],
+                   system=[{"type": "text", "text": system}],
+                   messages=[{"role": "user", "content": [{"type": "text", "text": user}]}])
+
+
+def _reflect_request(settings: Settings, plan: ReflectPlan, attempt: int) -> Request:
+    return _request(settings.observer_model, REFLECTOR_SYSTEM, reflector_input(plan, attempt))
+
+
+def _text(result: CallResult) -> str:
+    return "".join(b.get("text", "") for b in result.content if b.get("type") == "text")

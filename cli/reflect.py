@@ -1,0 +1,43 @@
+"""`scribe reflect`: compress a session's memory now (observe, then reflect), from the shell."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from .errors import cli_errors
+
+
+def reflect(
+    session_id: Annotated[str | None, typer.Argument(help="Session id or unique prefix. [default: the latest]")] = None,
+) -> None:
+    """Compress a session's memory now: observe the raw tail down to the retention floor, then
+    condense the observations. Prints the context size before and after."""
+    from scribe.agent.config import load_settings
+    from scribe.agent.protocol import Compressed, Notice
+    from scribe.agent.runtime import build_agent, find_workspace
+    from scribe.agent.session import open_session, store_for
+
+    with cli_errors():
+        workspace = find_workspace(Path.cwd())
+        settings = load_settings(workspace)
+        store = store_for(workspace)
+        found = store.find(session_id, workspace) if session_id else store.latest(workspace)
+        session = open_session(found)
+        try:
+            agent = build_agent(workspace, settings, session)
+            assert agent.memory is not None
+            before = agent.memory.context(session)
+            for event in agent.memory.compress_now(session):
+                if isinstance(event, Compressed):
+                    print(f"{event.kind}: events {event.seq_from}-{event.seq_to}, "
+                          f"{event.tokens_before:,} -> {event.tokens_after:,} tokens")
+                elif isinstance(event, Notice):
+                    print(event.text)
+            after = agent.memory.context(session)
+        finally:
+            session.close()
+        print(f"context of {session.id}: raw {before.raw:,} + observations {before.observations:,} "
+              f"-> raw {after.raw:,} + observations {after.observations:,} tokens (estimated)")

@@ -1,0 +1,164 @@
+"""The Observer's side of memory, without the model call: which raw events to compress, how
+they are shown to the observer model, and what counts as a usable answer.
+
+Compression takes the oldest raw events up to a safe boundary (never between a tool call and
+its result) and leaves a retention floor of recent events raw, so the model keeps the exact
+words of what just happened.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from .events import (
+    AssistantEvent,
+    Event,
+    FileChangeEvent,
+    InterruptEvent,
+    ToolResultEvent,
+    UserEvent,
+)
+from .tokens import TokenEstimator, estimate_text
+
+TAGS = ("🔴", "🟡", "🟢", "✅")
+# How much of each tool output the observer sees: enough for what it showed, not all of it
+# (the log keeps everything, and the observation names the seq to recall).
+OBSERVER_OUTPUT_CHARS = 2_000
+OBSERVER_MAX_TOKENS = 4_096
+
+OBSERVER_SYSTEM = """\
+You are the Observer for a coding agent. You turn a stretch of its session (the user's messages, \
+the agent's replies and tool calls, and tool outputs) into dense observations. They replace those \
+events in the agent's memory, so anything you leave out is gone from its view.
+
+Write one observation per line, each starting with a priority tag:
+🔴 must keep: the user's goals and requests, decisions, constraints, preferences, facts the user stated.
+🟡 useful: files read or changed (exact paths), what a command showed (exit status, key numbers, \
+error text), findings about the code.
+🟢 background: context that may help later.
+✅ done: a step or task that is finished, with its outcome.
+
+Rules:
+- Keep exact paths, identifiers, numbers, commands and error messages as written; never paraphrase them.
+- Do not repeat what the existing observations already say.
+- Where an exact detail may be needed later (a long output, a file's content), name its event \
+as (seq N): the agent can read any event back with its recall tool.
+- No headings, no bullets other than the tags, no commentary.
+- End with exactly two lines: "Current task: ..." and "Next step: ..."."""
+
+
+@dataclass(frozen=True)
+class Span:
+    """A run of raw events chosen for observation: seq_from..seq_to inclusive."""
+
+    seq_from: int
+    seq_to: int
+    tokens: int
+
+
+class UnusableAnswer(ValueError):
+    """The observer or reflector answered with nothing we can keep."""
+
+
+def safe_boundaries(events: Sequence[Event]) -> list[int]:
+    """Indexes i such that cutting after events[i] splits no tool call from its result."""
+    safe: list[int] = []
+    open_calls: set[str] = set()
+    for i, event in enumerate(events):
+        if isinstance(event, AssistantEvent):
+            open_calls = {b["id"] for b in event.content if b.get("type") == "tool_use"}
+        elif isinstance(event, ToolResultEvent):
+            open_calls.discard(event.tool_use_id)
+        elif isinstance(event, InterruptEvent):
+            open_calls.difference_update(event.tool_use_ids)
+        elif isinstance(event, UserEvent):
+            open_calls = set()  # a new user turn: earlier open calls are closed by render
+        if not open_calls:
+            safe.append(i)
+    return safe
+
+
+def choose_span(raw: Sequence[Event], estimator: TokenEstimator, *, keep_tokens: int) -> Span | None:
+    """The oldest raw events to observe, leaving at least `keep_tokens` of the newest raw.
+
+    Returns None when no safe boundary leaves enough raw behind (nothing to do yet)."""
+    sizes = [estimator.of(e) for e in raw]
+    keep_raw = keep_tokens / estimator.factor  # sizes are uncalibrated estimates
+    remaining = sum(sizes)
+    boundaries = set(safe_boundaries(raw))
+    best: int | None = None
+    for i, size in enumerate(sizes):
+        remaining -= size
+        if remaining < keep_raw:
+            break
+        if i in boundaries:
+            best = i
+    if best is None:
+        return None
+    return Span(raw[0].seq, raw[best].seq, estimator.total(raw[: best + 1]))
+
+
+def observer_input(previous: Sequence[str], events: Sequence[Event], *, tail_tokens: int = 2_000) -> str:
+    """The user message for the observer: the tail of existing observations, then the events."""
+    shown: list[str] = []
+    used = 0
+    for text in reversed(previous):
+        used += estimate_text(text)
+        if shown and used > tail_tokens:
+            break
+        shown.append(text)
+    shown.reverse()
+    parts = []
+    if shown:
+        parts.append("Existing observations (most recent last; do not repeat them):\n" + "\n".join(shown))
+    lines = "\n".join(filter(None, (event_line(e) for e in events)))
+    parts.append(f"Events to observe (seq {events[0].seq}-{events[-1].seq}):\n{lines}")
+    return "\n\n".join(parts)
+
+
+def event_line(event: Event) -> str:
+    """One event as the observer reads it; tool outputs capped (their seq says where the rest is)."""
+    if isinstance(event, UserEvent):
+        return f"[seq {event.seq}] user: {event.text}"
+    if isinstance(event, AssistantEvent):
+        parts = []
+        for block in event.content:
+            if block.get("type") == "text" and block.get("text", "").strip():
+                parts.append(block["text"])
+            elif block.get("type") == "tool_use":
+                parts.append(f"calls {block['name']} {json.dumps(block.get('input', {}), ensure_ascii=False)}")
+        return f"[seq {event.seq}] assistant: " + "\n  ".join(parts) if parts else ""
+    if isinstance(event, ToolResultEvent):
+        status = "error" if event.is_error else "ok"
+        if event.exit_code not in (None, 0):
+            status += f", exit {event.exit_code}"
+        output = event.output
+        if len(output) > OBSERVER_OUTPUT_CHARS:
+            half = OBSERVER_OUTPUT_CHARS // 2
+            output = f"{output[:half]}\n[… {len(output) - 2 * half} characters omitted; recall seq {event.seq} …]\n{output[-half:]}"
+        return f"[seq {event.seq}] {event.tool} result ({status}):\n{output}"
+    if isinstance(event, FileChangeEvent):
+        return f"[seq {event.seq}] outside change: {event.path} {event.kind}"
+    if isinstance(event, InterruptEvent):
+        return f"[seq {event.seq}] interrupted: {event.reason}"
+    return ""
+
+
+_FENCE = re.compile(r"^```\w*$")
+
+
+def clean_answer(text: str) -> str:
+    """Keep the observation lines of an answer; refuse an answer with none."""
+    lines = [line.rstrip() for line in text.strip().splitlines()]
+    lines = [line for line in lines if line.strip() and not _FENCE.match(line.strip())]
+    if not any(line.lstrip().startswith(TAGS) for line in lines):
+        raise UnusableAnswer("the answer has no tagged observation lines")
+    return "\n".join(lines)
+
+
+def chunk_tokens(chunk_texts: Sequence[str]) -> int:
+    return sum(estimate_text(t) for t in chunk_texts)
+

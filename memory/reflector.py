@@ -1,0 +1,102 @@
+"""The Reflector's side of memory, without the model call: which observation chunks to
+condense, the instructions for each attempt, what counts as a reflection worth keeping, and
+when to back off.
+
+A reflection must be non-empty and smaller than what it replaces; otherwise it is refused.
+After the retries fail, reflection waits until observations have grown by a margin (recorded
+in the log, so a restart does not retry in a loop either).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from .events import ErrorEvent, Event, ObservationEvent, ReflectionEvent
+from .observer import UnusableAnswer, clean_answer
+from .tokens import estimate_text
+
+REFLECT_ATTEMPTS = 3
+# Share of the reflection threshold kept verbatim as the newest chunks.
+KEEP_NEWEST_SHARE = 0.3
+# After a failed reflection, wait until observations grow by this factor before trying again.
+BACKOFF_GROWTH = 1.25
+BACKOFF_KIND = "reflect_backoff"
+
+Chunk = ObservationEvent | ReflectionEvent
+
+REFLECTOR_SYSTEM = """\
+You are the Reflector for a coding agent. Its long-term memory is a list of observations, one \
+per line, tagged 🔴 (must keep), 🟡 (useful), 🟢 (background), ✅ (done). You condense the \
+oldest of them into fewer lines that preserve what matters.
+
+Rules:
+- Keep every fact of the 🔴 lines that still holds: user goals, decisions, constraints, preferences. \
+Merge duplicates; when a later line supersedes an earlier one, keep only the later.
+- Keep 🟡 lines that are still relevant; fold related ones into one line.
+- Drop 🟢 lines that no longer matter. Collapse ✅ lines into short outcomes.
+- Keep exact paths, identifiers, numbers, commands, error text and (seq N) references as written.
+- Same format: one tagged line per observation, then "Current task: ..." and "Next step: ..." \
+taken from the most recent observations.
+- No headings, no commentary."""
+
+
+@dataclass(frozen=True)
+class ReflectPlan:
+    condense: list[Chunk]  # oldest chunks, to be replaced by one reflection
+    keep: list[Chunk]  # newest chunks, kept verbatim
+    tokens: int  # estimated tokens of `condense`
+
+
+def chunk_size(chunk: Chunk) -> int:
+    return chunk.tokens or estimate_text(chunk.text)
+
+
+def plan_reflection(chunks: Sequence[Chunk], reflect_tokens: int, *, force: bool = False) -> ReflectPlan | None:
+    """Condense the oldest chunks, keeping the newest ones that fit in a share of the threshold.
+    None when there is nothing worth condensing (under threshold, or fewer than two chunks)."""
+    total = sum(chunk_size(c) for c in chunks)
+    if len(chunks) < 2 or (total <= reflect_tokens and not force):
+        return None
+    keep: list[Chunk] = []
+    kept = 0
+    for chunk in reversed(chunks[1:]):
+        if kept + chunk_size(chunk) > reflect_tokens * KEEP_NEWEST_SHARE:
+            break
+        keep.insert(0, chunk)
+        kept += chunk_size(chunk)
+    condense = list(chunks[: len(chunks) - len(keep)])
+    if len(condense) < 2 and not (force and condense):
+        return None
+    return ReflectPlan(condense, keep, sum(chunk_size(c) for c in condense))
+
+
+def reflector_input(plan: ReflectPlan, attempt: int) -> str:
+    """Each retry asks for harder compression: a target of 1/2, 1/3, 1/4 of the input."""
+    target = max(50, plan.tokens // (attempt + 2))
+    body = "\n".join(c.text.strip() for c in plan.condense)
+    return (f"Condense these observations to at most about {target} tokens "
+            f"(they are about {plan.tokens} now).\n\n{body}")
+
+
+def accept_reflection(text: str, plan: ReflectPlan) -> str:
+    """The cleaned reflection, or UnusableAnswer when it is empty or does not shrink."""
+    cleaned = clean_answer(text)
+    if estimate_text(cleaned) >= plan.tokens:
+        raise UnusableAnswer(f"the reflection ({estimate_text(cleaned)} tokens) is not smaller than "
+                             f"what it replaces ({plan.tokens} tokens)")
+    return cleaned
+
+
+def backoff_until(events: Sequence[Event]) -> int:
+    """Observation tokens that must be exceeded before reflecting again (0: no backoff)."""
+    for event in reversed(events):
+        if isinstance(event, ReflectionEvent):
+            return 0
+        if isinstance(event, ErrorEvent) and event.kind == BACKOFF_KIND:
+            return int(event.extra.get("until_tokens", 0))
+    return 0
+
+
+__all__ = ["REFLECTOR_SYSTEM", "REFLECT_ATTEMPTS", "ReflectPlan", "UnusableAnswer", "accept_reflection",
+           "backoff_until", "plan_reflection", "reflector_input"]

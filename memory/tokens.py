@@ -1,0 +1,79 @@
+"""Token estimates: fast, local, and calibrated against what the API reports.
+
+A model call reports `input_tokens + cache_read + cache_write`: the true size of the prompt.
+Comparing that with our estimate of the same prompt gives a per-session factor that corrects
+the estimate for this model's tokenizer and this session's kind of text.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from .events import (
+    AssistantEvent,
+    Event,
+    FileChangeEvent,
+    ObservationEvent,
+    ReflectionEvent,
+    ToolResultEvent,
+    UserEvent,
+)
+
+# Characters per token for code and English with Claude's tokenizer, before calibration.
+CHARS_PER_TOKEN = 3.6
+# Per-block framing the API adds (role markers, block headers); small but not zero.
+BLOCK_OVERHEAD = 4
+
+
+def estimate_text(text: str) -> int:
+    return int(len(text) / CHARS_PER_TOKEN) + 1 if text else 0
+
+
+def event_tokens(event: Event, output_chars: int | None = None) -> int:
+    """Estimated tokens this event adds to a prompt when rendered raw (0 if it is not rendered).
+    With `output_chars`, a tool output counts only as much as the renderer shows of it."""
+    if isinstance(event, UserEvent):
+        return estimate_text(event.text) + BLOCK_OVERHEAD
+    if isinstance(event, AssistantEvent):
+        return sum(estimate_text(b.get("text") or json.dumps(b.get("input", b), ensure_ascii=False))
+                   + BLOCK_OVERHEAD for b in event.content)
+    if isinstance(event, ToolResultEvent):
+        size = len(event.output) if output_chars is None else min(len(event.output), output_chars + 120)
+        return int(size / CHARS_PER_TOKEN) + 1 + BLOCK_OVERHEAD
+    if isinstance(event, FileChangeEvent):
+        return estimate_text(event.path) + 16
+    if isinstance(event, (ObservationEvent, ReflectionEvent)):
+        return estimate_text(event.text) + BLOCK_OVERHEAD
+    return 0
+
+
+@dataclass
+class TokenEstimator:
+    """Per-session estimates: each event is estimated once (events never change), and the
+    factor learnt from reported usage scales the sum."""
+
+    output_chars: int | None = None
+    factor: float = 1.0
+    _cache: dict[int, int] = field(default_factory=dict)
+
+    def of(self, event: Event) -> int:
+        cached = self._cache.get(event.seq)
+        if cached is None:
+            cached = self._cache[event.seq] = event_tokens(event, self.output_chars)
+        return cached
+
+    def total(self, events: Iterable[Event]) -> int:
+        return int(sum(self.of(e) for e in events) * self.factor)
+
+    def calibrate(self, estimated_raw: int, reported: int) -> None:
+        """Move the factor toward reported/estimated (an average, so one odd call can't swing it)."""
+        if estimated_raw <= 0 or reported <= 0:
+            return
+        observed = reported / estimated_raw
+        self.factor = observed if self.factor == 1.0 else 0.7 * self.factor + 0.3 * observed
+
+
+def text_tokens(texts: Sequence[str]) -> int:
+    return sum(estimate_text(t) for t in texts)

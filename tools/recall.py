@@ -1,0 +1,130 @@
+"""recall: read the session's own raw log back, whole, by seq range or by search.
+
+Observations compress old events and the prompt shows long outputs only as head and tail; the
+log keeps everything. This tool is how an exact detail (a line of code written early on, an
+error message, the middle of a long output) comes back into view.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from scribe.tools.base import ToolContext, ToolError, ToolKind, ToolOutput
+
+# One answer is bounded like any tool output; a narrower query or range reads further.
+MAX_CHARS = 40_000
+MAX_MATCH_LINES = 200
+
+
+class Recall:
+    name = "recall"
+    kind: ToolKind = "read"
+    description = (
+        "Read this session's log back exactly, when an observation or an elided output lacks a "
+        "detail. seq_from/seq_to: those events whole (messages, tool calls, full outputs). query "
+        "(regex, or words that must all appear): matching lines with their seq; add a seq range to "
+        "search one long output."
+    )
+    input_schema: dict[str, Any] = {
+        "type": "object",
+        "properties": {
+            "query": {"type": "string", "description": "Regular expression or words to find."},
+            "seq_from": {"type": "integer", "minimum": 0, "description": "First event seq to read."},
+            "seq_to": {"type": "integer", "minimum": 0, "description": "Last event seq to read (inclusive)."},
+        },
+        "required": [],
+        "additionalProperties": False,
+    }
+
+    def summary(self, args: dict[str, Any]) -> str:
+        parts = []
+        if args.get("query"):
+            parts.append(repr(args["query"]))
+        if args.get("seq_from") is not None or args.get("seq_to") is not None:
+            parts.append(f"seq {args.get('seq_from', '')}-{args.get('seq_to', '')}")
+        return " ".join(parts) or "(nothing)"
+
+    def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+        if ctx.read_log is None:
+            raise ToolError("recall is not available: this session has no log")
+        query, lo, hi = args.get("query"), args.get("seq_from"), args.get("seq_to")
+        if not query and lo is None and hi is None:
+            raise ToolError("recall needs a query, a seq range (seq_from, seq_to), or both")
+        records = [r for r in ctx.read_log() if r.get("type") not in ("session", "usage")]
+        if lo is not None or hi is not None:
+            first, last = lo if lo is not None else 0, hi if hi is not None else (lo if lo is not None else 0)
+            if query is None and hi is None:
+                last = first
+            records = [r for r in records if first <= int(r.get("seq", -1)) <= last]
+        if not query:
+            if not records:
+                raise ToolError("no events in that seq range")
+            return ToolOutput(_bounded("\n\n".join(_whole(r) for r in records)))
+        return ToolOutput(_bounded(_search(records, _matcher(query))))
+
+
+def _matcher(query: str) -> re.Pattern[str] | list[str]:
+    try:
+        return re.compile(query)
+    except re.error:
+        return [w.lower() for w in query.split()]
+
+
+def _matches(line: str, matcher: re.Pattern[str] | list[str]) -> bool:
+    if isinstance(matcher, list):
+        lowered = line.lower()
+        return all(w in lowered for w in matcher)
+    return matcher.search(line) is not None
+
+
+def _search(records: list[dict[str, Any]], matcher: re.Pattern[str] | list[str]) -> str:
+    hits: list[str] = []
+    total = 0
+    for record in records:
+        for number, line in enumerate(_text_of(record).splitlines(), start=1):
+            if _matches(line, matcher):
+                total += 1
+                if len(hits) < MAX_MATCH_LINES:
+                    hits.append(f"[seq {record['seq']} {record['type']} line {number}] {line}")
+    if not hits:
+        return "no matches"
+    if total > len(hits):
+        hits.append(f"… {total - len(hits)} more matching lines; narrow the query or the seq range")
+    return "\n".join(hits)
+
+
+def _text_of(record: dict[str, Any]) -> str:
+    kind = record.get("type")
+    if kind == "user":
+        return str(record.get("text", ""))
+    if kind == "tool_result":
+        return str(record.get("output", ""))
+    if kind == "assistant":
+        parts = []
+        for block in record.get("content") or []:
+            if block.get("type") == "text":
+                parts.append(str(block.get("text", "")))
+            elif block.get("type") == "tool_use":
+                parts.append(f"{block.get('name')} {json.dumps(block.get('input', {}), ensure_ascii=False)}")
+        return "\n".join(parts)
+    if kind in ("observation", "reflection", "error"):
+        return str(record.get("text") or record.get("message") or "")
+    return json.dumps({k: v for k, v in record.items() if k not in ("v", "ts")}, ensure_ascii=False)
+
+
+def _whole(record: dict[str, Any]) -> str:
+    kind = record.get("type")
+    head = f"[seq {record['seq']}] {kind}"
+    if kind == "tool_result":
+        status = "error" if record.get("is_error") else "ok"
+        head += f" of {record.get('tool')} ({status})"
+    return f"{head}:\n{_text_of(record)}"
+
+
+def _bounded(text: str) -> str:
+    if len(text) <= MAX_CHARS:
+        return text
+    return (text[:MAX_CHARS] + f"\n[… recall answer cut at {MAX_CHARS} characters of {len(text)}; "
+            "use a query or a narrower seq range to read the rest …]")
