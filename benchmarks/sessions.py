@@ -57,7 +57,7 @@ def tool_heavy(turns: int = 14) -> ScriptedSession:
     return ScriptedSession("tool-heavy", script, facts)
 
 
-def chatty(turns: int = 30) -> ScriptedSession:
+def chatty(turns: int = 40) -> ScriptedSession:
     """A design conversation: long user and assistant messages, little tool output."""
     facts = ["port 8443", "Dana Whitfield", "retry budget of 7"]
     script = [Turn("Let's design the service. It listens on port 8443; the owner is Dana Whitfield; "
@@ -66,8 +66,12 @@ def chatty(turns: int = 30) -> ScriptedSession:
     for k in range(1, turns):
         question = (f"Question {k}: how should component {k} handle backpressure, timeouts and partial "
                     f"failure when the upstream is slow? Consider queue depth {k * 10} and explain. " * 3)
-        answer = (f"For component {k}: bound the queue at {k * 10}, shed load with 503 beyond it, use "
-                  f"deadlines propagated from the caller, and retry idempotent calls only. " * 6)
+        answer = "\n\n".join(
+            f"Part {p} for component {k}: bound the queue at {k * 10 + p}, shed load with 503 beyond it, "
+            f"propagate deadlines from the caller (budget {100 + p * k} ms), retry idempotent calls only, "
+            f"and record queue depth, shed count and p99 latency as metrics named comp{k}_part{p}. "
+            f"Partial failures return what completed with a warning listing the {p} missing shards."
+            for p in range(1, 13))
         replies = [Reply([text_block(answer)])]
         if k % 6 == 0:
             replies = [Reply([tool_use_block("list_files", {})]), *replies]
