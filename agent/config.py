@@ -38,9 +38,12 @@ class Settings:
     render_output_chars: int = 12_000
     output_cap_bytes: int = 1_000_000
     max_retries: int = 4
-    stream_retries: int = 2
+    retry_backoff_s: float = 1.0
     allowed_paths: tuple[str, ...] = ()
     auto_commit: bool = False
+    curate_notes: bool = True
+    notes_tokens: int = 2000
+    watch_files: bool = True
 
     def recorded(self) -> dict[str, Any]:
         """What the session event keeps: everything, so a request is rebuilt from the log alone."""
@@ -55,15 +58,27 @@ def user_config_path() -> Path:
     return Path(base) / "scribe" / "config.toml"
 
 
+def find_workspace(cwd: Path) -> Path:
+    """The repository root when inside one, else the folder itself."""
+    cwd = cwd.resolve()
+    for folder in (cwd, *cwd.parents):
+        if (folder / ".git").exists():
+            return folder
+    return cwd
+
+
 def state_dir(workspace: Path) -> Path:
     home = os.environ.get("SCRIBE_HOME")
     return Path(home).expanduser().resolve() if home else workspace / ".scribe"
 
 
 def load_settings(workspace: Path, flags: Mapping[str, Any] | None = None,
-                  environ: Mapping[str, str] | None = None) -> Settings:
+                  environ: Mapping[str, str] | None = None,
+                  defaults: Mapping[str, Any] | None = None) -> Settings:
+    """`defaults` replace the built-in defaults for one front end (the REPL asks by default),
+    below every file, variable and flag."""
     environ = os.environ if environ is None else environ
-    values: dict[str, Any] = {}
+    values: dict[str, Any] = dict(defaults or {})
     for path in (user_config_path(), state_dir(workspace) / "config.toml"):
         values.update(_read_toml(path))
     for name in FIELDS:

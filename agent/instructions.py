@@ -11,6 +11,7 @@ import json
 import platform
 from dataclasses import dataclass
 from datetime import date
+from pathlib import Path
 from typing import Any
 
 GUIDANCE = """\
@@ -42,8 +43,49 @@ class Environment:
         return "\n".join(lines)
 
 
-def system_text(env: Environment) -> str:
-    return f"{GUIDANCE}\n\nEnvironment at session start:\n{env.describe()}"
+# Instruction files a project keeps at its root, read in this order.
+PROJECT_FILES = ("AGENTS.md", "CLAUDE.md")
+MAX_FILE_CHARS = 40_000
+
+
+@dataclass(frozen=True)
+class ProjectText:
+    """A file read into the instructions: where it came from, and its text as read then."""
+
+    label: str
+    path: Path
+    text: str
+
+    def source(self) -> dict[str, str]:
+        return {"path": str(self.path), "sha256": hashlib.sha256(self.text.encode("utf-8")).hexdigest()}
+
+
+def read_project_texts(workspace: Path, notes_path: Path) -> list[ProjectText]:
+    """AGENTS.md and CLAUDE.md at the workspace root, then the curated notes, if present."""
+    found = []
+    for name in PROJECT_FILES:
+        path = workspace / name
+        if path.is_file():
+            found.append(ProjectText(f"Project instructions ({name})", path, _read(path)))
+    if notes_path.is_file():
+        found.append(ProjectText("Project notes (curated from earlier sessions; "
+                                 "read them back with `scribe notes show`)", notes_path, _read(notes_path)))
+    return [t for t in found if t.text.strip()]
+
+
+def _read(path: Path) -> str:
+    text = path.read_text(encoding="utf-8", errors="replace")
+    if len(text) > MAX_FILE_CHARS:
+        text = text[:MAX_FILE_CHARS] + f"\n[… cut at {MAX_FILE_CHARS} characters …]"
+    return text
+
+
+def system_text(env: Environment, project: list[ProjectText] | None = None) -> str:
+    """Guidance, environment, then the project's own texts. Part of the cached prefix, and recorded
+    in the session event: a file edited during the session takes effect in the next session."""
+    parts = [GUIDANCE, f"Environment at session start:\n{env.describe()}"]
+    parts += [f"{t.label}:\n{t.text.strip()}" for t in project or []]
+    return "\n\n".join(parts)
 
 
 def prompt_hash(system: str, tools: list[dict[str, Any]]) -> str:

@@ -9,27 +9,31 @@ person, a crash, an API failure) leaves a log the next render can continue from.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 
 from scribe.memory.events import (
     AssistantEvent,
     ErrorEvent,
+    FileChangeEvent,
     InterruptEvent,
     ToolResultEvent,
     UsageEvent,
     UserEvent,
 )
 from scribe.memory.pairing import unanswered_tool_uses
-from scribe.memory.render import render
+from scribe.memory.render import file_change_text, render
+from scribe.memory.watcher import ChangeSource
 from scribe.tools.base import Tool, ToolContext
 from scribe.tools.registry import run_tool
 
+from .autocommit import TurnCommitter
 from .compress import Compressor
 from .errors import ModelError
 from .model import CallResult, ModelClient
 from .permissions import PermissionPolicy
-from .protocol import AgentEvent, AssistantMessage, ModelCallStarted, ToolCall, ToolDone, TurnEnded
+from .protocol import AgentEvent, AssistantMessage, ModelCallStarted, Notice, ToolCall, ToolDone, TurnEnded
 from .session import Session
 
 # Asked before a tool call that the mode does not allow outright: True allows it once,
@@ -47,18 +51,38 @@ class Agent:
     max_turns: int = 50
     approver: Approver | None = None
     memory: Compressor | None = None
+    # Files changed outside the agent's tools, drained at safe points (memory/watcher.py).
+    watcher: ChangeSource | None = None
+    # Commits the files the turn's file tools wrote, at the turn's end (auto_commit).
+    committer: TurnCommitter | None = None
 
     def turn(self, prompt: str) -> Iterator[AgentEvent]:
         """Run one user turn to its end, yielding what happens as it happens."""
+        if self.committer is not None:
+            self.committer.begin_turn(self.session)
+        if self.watcher is not None and (problem := self.watcher.start()) is not None:
+            yield Notice(problem)
+            self.watcher = None
+        ended = yield from self._turn(prompt)
+        if self.committer is not None:
+            yield from self.committer.end_turn(self.session, self.context.seen_hashes, prompt)
+        yield ended
+
+    def close(self) -> None:
+        """Stop watching the workspace (the session is closed by its owner)."""
+        if self.watcher is not None:
+            self.watcher.stop()
+
+    def _turn(self, prompt: str) -> Generator[AgentEvent, None, TurnEnded]:
         self.session.append(UserEvent, text=prompt)
         calls = 0
         final_text = ""
         try:
             while True:
                 if calls >= self.max_turns:
-                    yield TurnEnded("max_turns", final_text, calls)
-                    return
+                    return TurnEnded("max_turns", final_text, calls)
                 calls += 1
+                yield from self._outside_changes()
                 if self.memory is not None:
                     yield from self.memory.before_call(self.session)
                 yield ModelCallStarted(calls)
@@ -80,17 +104,25 @@ class Agent:
                     yield from self._run_tool_call(block)
                 if result.stop_reason != "tool_use" or not tool_uses:
                     reason = result.stop_reason if result.stop_reason in ("refusal", "max_tokens") else "end_turn"
-                    yield TurnEnded(reason, final_text, calls)  # type: ignore[arg-type]
-                    return
+                    return TurnEnded(reason, final_text, calls)  # type: ignore[arg-type]
         except ModelError as exc:
             self.session.append(ErrorEvent, kind="api", message=str(exc))
-            yield TurnEnded("error", final_text, calls, error=str(exc))
+            return TurnEnded("error", final_text, calls, error=str(exc))
         except KeyboardInterrupt:
             dangling = unanswered_tool_uses(self.session.events)
             self.session.append(InterruptEvent, tool_use_ids=dangling, reason="cancelled by the user")
-            yield TurnEnded("interrupted", final_text, calls)
+            return TurnEnded("interrupted", final_text, calls)
         finally:
             self.session.sync()
+
+    def _outside_changes(self) -> Iterator[AgentEvent]:
+        """Append what changed outside the agent's tools since the last call: a safe point, as
+        every tool call so far has its result."""
+        if self.watcher is None:
+            return
+        for change in self.watcher.drain(self.context.seen_hashes):
+            event = self.session.append(FileChangeEvent, **change.fields())
+            yield Notice(file_change_text(event))
 
     def _record_call(self, result: CallResult) -> tuple[AssistantEvent, UsageEvent]:
         assistant = self.session.append(
@@ -115,13 +147,20 @@ class Agent:
         if denial is not None:
             output, is_error, exit_code, dropped = denial, True, None, 0
         else:
-            out = run_tool(self.tools, name, args, self.context)
+            with self._acting(tool):
+                out = run_tool(self.tools, name, args, self.context)
             output, is_error, exit_code, dropped = out.text, out.is_error, out.exit_code, out.dropped_bytes
         result = self.session.append(
             ToolResultEvent, tool_use_id=call.id, tool=name, output=output, is_error=is_error,
             exit_code=exit_code, duration_ms=int((time.monotonic() - started) * 1000), dropped_bytes=dropped,
         )
         yield ToolDone(call, result, denied=denial is not None)
+
+    def _acting(self, tool: Tool | None) -> AbstractContextManager[None]:
+        """What changes while the agent's own command runs is its doing, not an outside change."""
+        if self.watcher is not None and tool is not None and tool.kind == "command":
+            return self.watcher.command_running()
+        return nullcontext()
 
     def _denial(self, call: ToolCall, tool: Tool) -> str | None:
         verdict = self.policy.verdict(tool.name, tool.kind)

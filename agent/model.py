@@ -21,6 +21,7 @@ from scribe.memory.render import Request
 
 from .errors import MissingCredentials, ModelError
 from .protocol import Retrying, TextDelta
+from .retry import RetryPolicy, retry_after, should_retry
 
 
 @dataclass(frozen=True)
@@ -46,14 +47,15 @@ def check_credentials(environ: dict[str, str] | None = None) -> None:
 
 
 class ModelClient:
-    def __init__(self, *, max_retries: int = 4, stream_retries: int = 2, timeout_s: float = 600.0) -> None:
+    def __init__(self, *, retry: RetryPolicy | None = None, timeout_s: float = 600.0) -> None:
         check_credentials()
-        self._client = anthropic.Anthropic(max_retries=max_retries, timeout=timeout_s)
-        self.stream_retries = stream_retries
+        # max_retries=0: retries are ours (see retry.py), so every one is visible and configurable.
+        self._client = anthropic.Anthropic(max_retries=0, timeout=timeout_s)
+        self.retry = retry or RetryPolicy()
 
     def stream(self, request: Request) -> Iterator[TextDelta | Retrying | CallResult]:
         """Yield text as it arrives, then the completed call. Raises ModelError."""
-        for attempt in range(self.stream_retries + 1):
+        for attempt in range(self.retry.retries + 1):
             started = time.monotonic()
             try:
                 with self._client.messages.stream(**request.params()) as stream:
@@ -61,17 +63,30 @@ class ModelClient:
                         if event.type == "text" and event.text:
                             yield TextDelta(event.text)
                     message = stream.get_final_message()
-            except (anthropic.APIConnectionError, httpx2.TransportError) as exc:
-                if attempt == self.stream_retries:
-                    raise ModelError(f"model call failed: connection lost ({_reason(exc)})") from None
-                yield Retrying(attempt + 1, f"stream interrupted ({_reason(exc)}); retrying the call")
-                continue
             except anthropic.APIStatusError as exc:
-                raise ModelError(_status_message(exc)) from None
+                headers = {k.lower(): v for k, v in exc.response.headers.items()}
+                if attempt == self.retry.retries or not should_retry(exc.status_code, headers):
+                    raise ModelError(_status_message(exc, attempt)) from None
+                wait = self.retry.delay(attempt + 1, retry_after(headers))
+                yield Retrying(attempt + 1, f"HTTP {exc.status_code} {_short(exc)}; try {attempt + 2} of "
+                                            f"{self.retry.retries + 1} in {wait:.1f}s")
+                time.sleep(wait)
+                continue
+            except (anthropic.APIConnectionError, httpx2.TransportError) as exc:
+                # A connection that failed, or a stream cut after it began: the call is redone whole.
+                if attempt == self.retry.retries:
+                    raise ModelError(f"model call failed after {attempt + 1} tries: connection lost "
+                                     f"({_reason(exc)})") from None
+                wait = self.retry.delay(attempt + 1)
+                yield Retrying(attempt + 1, f"connection lost ({_reason(exc)}); try {attempt + 2} of "
+                                            f"{self.retry.retries + 1} in {wait:.1f}s")
+                time.sleep(wait)
+                continue
             except anthropic.AnthropicError as exc:
                 raise ModelError(f"model call failed: {_reason(exc)}") from None
             yield _result(message, started)
             return
+        raise AssertionError("unreachable: the last attempt returns or raises")
 
     def complete(self, request: Request) -> CallResult:
         """A whole call without the live text (observer, reflector)."""
@@ -112,7 +127,14 @@ def _reason(exc: BaseException) -> str:
     return text[:300]
 
 
-def _status_message(exc: anthropic.APIStatusError) -> str:
+def _short(exc: anthropic.APIStatusError) -> str:
+    body = exc.body
+    if isinstance(body, dict) and isinstance(body.get("error"), dict):
+        return str(body["error"].get("type", ""))
+    return ""
+
+
+def _status_message(exc: anthropic.APIStatusError, retries: int) -> str:
     detail = ""
     body = exc.body
     if isinstance(body, dict):
@@ -124,7 +146,8 @@ def _status_message(exc: anthropic.APIStatusError) -> str:
         401: " (check ANTHROPIC_API_KEY)",
         403: " (the key lacks permission for this)",
         404: " (unknown model? set --model or SCRIBE_MODEL)",
-        429: " (rate limited; retries exhausted)",
-        529: " (the API is overloaded; retries exhausted)",
+        429: " (rate limited)",
+        529: " (the API is overloaded)",
     }.get(exc.status_code, "")
-    return f"model call failed: HTTP {exc.status_code}: {detail}{hint}"
+    tries = f" after {retries + 1} tries" if retries else ""
+    return f"model call failed{tries}: HTTP {exc.status_code}: {detail}{hint}"

@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 
 from scribe.memory.events import to_record
 from scribe.memory.tokens import TokenEstimator
+from scribe.memory.watcher import WorkspaceWatcher
 from scribe.tools.base import ToolContext
 from scribe.tools.registry import builtin_tools, tool_definitions
 
+from .autocommit import TurnCommitter
 from .compress import Compressor
-from .config import Settings
+from .config import Settings, state_dir
 from .loop import Agent, Approver
 from .model import ModelClient
 from .permissions import PermissionPolicy
+from .retry import RetryPolicy
 from .session import Session, open_session, start_session, store_for
 
 
@@ -24,15 +28,6 @@ class SessionChoice:
 
     continue_latest: bool = False
     session_id: str | None = None
-
-
-def find_workspace(cwd: Path) -> Path:
-    """The repository root when inside one, else the folder itself."""
-    cwd = cwd.resolve()
-    for folder in (cwd, *cwd.parents):
-        if (folder / ".git").exists():
-            return folder
-    return cwd
 
 
 def choose_session(workspace: Path, settings: Settings, choice: SessionChoice) -> Session:
@@ -54,9 +49,12 @@ def build_agent(workspace: Path, settings: Settings, session: Session, *,
         output_cap_bytes=settings.output_cap_bytes,
         read_log=lambda: [to_record(e) for e in session.events],
     )
-    client = model or ModelClient(max_retries=settings.max_retries, stream_retries=settings.stream_retries)
+    client = model or ModelClient(retry=RetryPolicy(settings.max_retries, settings.retry_backoff_s))
     output_chars = int(session.header.config.get("render_output_chars", settings.render_output_chars))
-    return Agent(
+    # Watching starts with the first turn (`scribe reflect` never pays for it) and stops with
+    # agent.close(), or when the agent is garbage-collected.
+    watcher = WorkspaceWatcher(workspace, exclude=[state_dir(workspace)]) if settings.watch_files else None
+    agent = Agent(
         session=session,
         model=client,
         tools=tools,
@@ -65,4 +63,9 @@ def build_agent(workspace: Path, settings: Settings, session: Session, *,
         max_turns=settings.max_turns,
         approver=approver,
         memory=Compressor(client, settings, TokenEstimator(output_chars=output_chars)),
+        watcher=watcher,
+        committer=TurnCommitter(workspace, context) if settings.auto_commit else None,
     )
+    if watcher is not None:
+        weakref.finalize(agent, watcher.stop)
+    return agent

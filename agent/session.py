@@ -22,7 +22,7 @@ from scribe.memory.store import SessionFile, SessionStore, exclude_from_git
 from scribe.tools.git import git_state
 
 from .config import Settings, state_dir
-from .instructions import Environment, prompt_hash, system_text
+from .instructions import Environment, prompt_hash, read_project_texts, system_text
 
 E = TypeVar("E", bound=Event)
 
@@ -60,12 +60,17 @@ def store_for(workspace: Path) -> SessionStore:
     return SessionStore(state_dir(workspace))
 
 
+def notes_path(workspace: Path) -> Path:
+    return state_dir(workspace) / "notes.md"
+
+
 def start_session(workspace: Path, settings: Settings, tool_definitions: list[dict[str, Any]]) -> Session:
     store = store_for(workspace)
     exclude_from_git(workspace, store.root)
     state = git_state(workspace)
     env = Environment(cwd=str(workspace), git_branch=state.branch, git_head=state.head, started=date.today())
-    system = system_text(env)
+    project = read_project_texts(workspace, notes_path(workspace))
+    system = system_text(env, project)
     session_id = store.new_id()
     path = store.path_for(session_id)
     writer = LogWriter.create(path)
@@ -83,6 +88,7 @@ def start_session(workspace: Path, settings: Settings, tool_definitions: list[di
         config=settings.recorded(),
         git_head=state.head,
         git_branch=state.branch,
+        sources=[t.source() for t in project],
     )
     writer.sync()
     return session
@@ -92,6 +98,9 @@ def open_session(found: SessionFile) -> Session:
     """Reopen a session for appending. A tool call left without a result by a crash or a kill
     is closed with an `interrupt` event, so the log itself says what the next request shows."""
     read = read_log(found.path)
+    if any(p.kind == "newer" for p in read.problems):
+        raise LogError(f"session {found.id} was written by a newer scribe (a newer log format); "
+                       "upgrade scribe to continue it")
     if not read.events or not isinstance(read.events[0], SessionEvent):
         raise LogError(f"{found.path} does not begin with a session event; it cannot be continued")
     writer = LogWriter.resume(found.path, read)

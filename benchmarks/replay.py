@@ -15,6 +15,7 @@ from typing import Any
 from scribe.agent.config import Settings
 from scribe.agent.model import ModelClient
 from scribe.agent.protocol import TurnEnded
+from scribe.agent.retry import RetryPolicy
 from scribe.agent.runtime import build_agent
 from scribe.agent.session import start_session
 from scribe.fakeapi import FakeMessagesServer, RecordedRequest, tool_use_block
@@ -57,7 +58,7 @@ def replay(session: ScriptedSession, settings: Settings, *, recall_fact: str | N
         os.environ["SCRIBE_HOME"] = str(workspace / ".scribe")
         try:
             log = start_session(workspace, settings, tool_definitions(builtin_tools()))
-            agent = build_agent(workspace, settings, log, model=ModelClient(max_retries=0))
+            agent = build_agent(workspace, settings, log, model=ModelClient(retry=RetryPolicy(retries=0)))
             turns = [t.prompt for t in session.turns]
             if recall_fact is not None:
                 model.replies.append(Reply([tool_use_block("recall", {"query": recall_fact})]))

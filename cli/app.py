@@ -10,8 +10,12 @@ import typer
 from scribe import __version__
 
 from .demo import demo
+from .diff import diff
+from .log_app import log_app
+from .notes import notes_app
 from .reflect import reflect
 from .run import run
+from .undo import undo
 
 app = typer.Typer(
     name="scribe",
@@ -24,6 +28,10 @@ app = typer.Typer(
 app.command()(run)
 app.command()(demo)
 app.command()(reflect)
+app.command()(diff)
+app.command()(undo)
+app.add_typer(log_app, name="log")
+app.add_typer(notes_app, name="notes")
 
 
 def _version(value: bool) -> None:
@@ -37,16 +45,33 @@ def interactive(
     ctx: typer.Context,
     continue_: Annotated[bool, typer.Option("--continue", "-c", help="Continue the latest session of this workspace.")] = False,
     resume: Annotated[str | None, typer.Option("--resume", "-r", help="Continue the session with this id (or unique prefix).")] = None,
+    permission_mode: Annotated[str | None, typer.Option(
+        "--permission-mode", "-p",
+        help="What runs without asking: read-only, ask, accept-edits, full-auto. [default: ask]")] = None,
+    model: Annotated[str | None, typer.Option("--model", "-m", help="Model for a new session. [default: claude-sonnet-5-5]")] = None,
+    auto_commit: Annotated[bool | None, typer.Option(
+        "--auto-commit/--no-auto-commit",
+        help="Commit the files the agent wrote at the end of each turn (/undo takes it back). [default: off]")] = None,
     version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True, help="Show the version and exit.")] = False,
 ) -> None:
     """With no command, open the interactive session (REPL)."""
     if ctx.invoked_subcommand is not None:
+        given = [flag for flag, value in (("-c", continue_), ("--resume", resume), ("-p", permission_mode),
+                                          ("-m", model), ("--auto-commit", auto_commit is not None)) if value]
+        if given:  # `scribe -c run ...` would silently ignore -c: say where it belongs
+            print(f"scribe: {' '.join(given)} before a command opens the REPL; give it after the command "
+                  f"(scribe {ctx.invoked_subcommand} --help)", file=sys.stderr)
+            raise typer.Exit(2)
         return
     if not sys.stdin.isatty() or not sys.stdout.isatty():
         print("scribe: no terminal here; use `scribe run PROMPT` (or `scribe run -` to read stdin)", file=sys.stderr)
         raise typer.Exit(2)
-    print("scribe: the interactive session is not built yet; use `scribe run PROMPT`", file=sys.stderr)
-    raise typer.Exit(2)
+    # Imported here: the SDK and prompt-toolkit take over a second, and `scribe --help` needn't pay.
+    from .repl import start
+
+    # Passed only when given, until repl.start takes `auto_commit` as a flag (it belongs in its settings flags).
+    extra = {} if auto_commit is None else {"auto_commit": auto_commit}
+    start(continue_=continue_, resume=resume, permission_mode=permission_mode, model=model, **extra)
 
 
 def main() -> None:

@@ -52,6 +52,7 @@ def demo(
     """
     from scribe.agent.config import Settings
     from scribe.agent.model import ModelClient
+    from scribe.agent.retry import RetryPolicy
     from scribe.agent.runtime import build_agent
     from scribe.agent.session import start_session
     from scribe.fakeapi import FakeMessagesServer
@@ -70,7 +71,7 @@ def demo(
         settings = Settings(permission_mode="full-auto", max_retries=0)
         session = start_session(workspace, settings, tool_definitions(builtin_tools()))
         try:
-            agent = build_agent(workspace, settings, session, model=ModelClient(max_retries=0))
+            agent = build_agent(workspace, settings, session, model=ModelClient(retry=RetryPolicy(retries=0)))
             sink = TextSink(err=sys.stdout)
             for prompt in PROMPTS:
                 print(f"> {prompt}")

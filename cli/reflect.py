@@ -15,9 +15,9 @@ def reflect(
 ) -> None:
     """Compress a session's memory now: observe the raw tail down to the retention floor, then
     condense the observations. Prints the context size before and after."""
-    from scribe.agent.config import load_settings
+    from scribe.agent.config import find_workspace, load_settings
     from scribe.agent.protocol import Compressed, Notice
-    from scribe.agent.runtime import build_agent, find_workspace
+    from scribe.agent.runtime import build_agent
     from scribe.agent.session import open_session, store_for
 
     with cli_errors():

@@ -7,12 +7,16 @@ import sys
 from collections.abc import Iterator
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from scribe.agent.config import PERMISSION_MODES, load_settings
 from scribe.agent.protocol import AgentEvent, AssistantMessage, TurnEnded
+
+if TYPE_CHECKING:
+    from scribe.agent.config import Settings
+    from scribe.agent.loop import Agent
 
 from .errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_MAX_TURNS, EXIT_OK, cli_errors, fail
 from .headless import StreamJsonSink, TextSink, Totals
@@ -39,6 +43,9 @@ def run(
     output: Annotated[OutputFormat, typer.Option("--output", "-o", help="text streams the answer; json prints one summary object; stream-json one object per event.")] = OutputFormat.text,
     max_turns: Annotated[int | None, typer.Option("--max-turns", min=1, help="Most model calls in this run. [default: 50]")] = None,
     model: Annotated[str | None, typer.Option("--model", "-m", help="Model for a new session. [default: claude-sonnet-5-5]")] = None,
+    auto_commit: Annotated[bool | None, typer.Option(
+        "--auto-commit/--no-auto-commit",
+        help="Commit the files the agent wrote at the end of the turn (`scribe undo` takes it back). [default: off]")] = None,
 ) -> None:
     """Run one turn headless: the agent works until it answers, then exits.
 
@@ -46,7 +53,8 @@ def run(
     3 stopped at --max-turns, 130 interrupted.
     """
     # Imported here, not at the top: the SDK takes over a second to import and `--help` needn't pay.
-    from scribe.agent.runtime import SessionChoice, build_agent, choose_session, find_workspace
+    from scribe.agent.config import find_workspace
+    from scribe.agent.runtime import SessionChoice, build_agent, choose_session
 
     with cli_errors():
         text = sys.stdin.read() if prompt == "-" else prompt
@@ -57,30 +65,48 @@ def run(
         if permission_mode == "ask":
             raise fail("permission mode 'ask' needs a person; headless runs use read-only, accept-edits or full-auto")
         workspace = find_workspace(Path.cwd())
-        flags = {"permission_mode": permission_mode, "max_turns": max_turns, "model": model}
+        flags = {"permission_mode": permission_mode, "max_turns": max_turns, "model": model, "auto_commit": auto_commit}
         settings = load_settings(workspace, flags)
         if settings.permission_mode == "ask":
             settings = load_settings(workspace, {**flags, "permission_mode": "accept-edits"})
         agent_session = choose_session(workspace, settings, SessionChoice(continue_, session))
+        agent = None
         try:
             agent = build_agent(workspace, settings, agent_session)
             for problem in agent_session.problems:
                 print(f"scribe: note: {agent_session.path.name} {problem}", file=sys.stderr)
             ended, totals = _drive(agent.turn(text), output)
+            notes = _curate(agent, settings, workspace) if ended.reason in ("end_turn", "max_turns") else None
         finally:
+            if agent is not None:
+                agent.close()  # stops the file watcher
             agent_session.close()
         if output is OutputFormat.json:
             print(json.dumps({
                 "session_id": agent_session.id, "log": str(agent_session.path),
                 "result": ended.text, "stop_reason": ended.reason, "error": ended.error,
-                "calls": ended.calls, "usage": totals.as_dict(),
+                "calls": ended.calls, "usage": totals.as_dict(), "notes": notes,
             }, ensure_ascii=False))
         elif ended.error:
             print(f"scribe: {ended.error}", file=sys.stderr)
         elif ended.reason == "max_turns":
             print(f"scribe: stopped after {ended.calls} model calls (--max-turns); "
                   f"continue with: scribe run -c '...'", file=sys.stderr)
+        if notes and output is OutputFormat.text:
+            print(f"scribe: {notes}", file=sys.stderr)
         raise typer.Exit(EXIT_FOR.get(ended.reason, EXIT_FAILED))
+
+
+def _curate(agent: Agent, settings: Settings, workspace: Path) -> str | None:
+    """The end of a headless run is the end of a session: merge what it taught into the notes.
+    Returns a line worth showing, or None (curation off, or nothing new)."""
+    from scribe.agent.curator import curate
+    from scribe.agent.session import notes_path
+
+    if not settings.curate_notes:
+        return None
+    outcome = curate(agent.session, agent.model, settings, notes_path(workspace))
+    return outcome.message if outcome.noteworthy else None
 
 
 def _drive(events: Iterator[AgentEvent], output: OutputFormat) -> tuple[TurnEnded, Totals]:

@@ -51,6 +51,8 @@ class SessionEvent(Event):
     config: dict[str, Any]
     git_head: str | None = None
     git_branch: str | None = None
+    # Project files read into the instructions (AGENTS.md, CLAUDE.md, the notes): path and sha256.
+    sources: list[dict[str, str]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -115,12 +117,61 @@ class ReflectionEvent(Event):
 
 @dataclass(frozen=True)
 class FileChangeEvent(Event):
+    """A file changed, and not by the agent's own file tools (from the watcher).
+
+    `stale`: the agent had read or written the file, and what it saw is no longer what is there.
+    `during_command`: it changed while the agent's own command ran (reported only when stale:
+    who changed it cannot be told apart). kind "many" stands for `count` further changes too
+    numerous to list one by one (`path`: the folder they share, "." for the workspace)."""
+
     type: ClassVar[str] = "file_change"
     path: str
-    kind: str  # created | modified | deleted | moved
+    kind: str  # created | modified | deleted | moved | many
     hash: str | None = None
     stale: bool = False
     dest: str | None = None
+    during_command: bool = False
+    count: int = 0
+
+
+@dataclass(frozen=True)
+class GitCommitEvent(Event):
+    """scribe committed the files its file tools wrote in a turn (auto_commit).
+
+    `skipped`: files it wrote but left out, each with the reason (changed outside scribe,
+    uncommitted changes from before the turn, ignored by git, gone)."""
+
+    type: ClassVar[str] = "git_commit"
+    sha: str
+    message: str
+    files: list[str]
+    parent: str | None = None
+    skipped: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class GitUndoEvent(Event):
+    """A scribe commit was undone (`scribe undo`, `/undo`): HEAD went back to `head` (its
+    parent) and `files` are as they were before it."""
+
+    type: ClassVar[str] = "git_undo"
+    sha: str
+    files: list[str]
+    head: str
+
+
+@dataclass(frozen=True)
+class NotesEvent(Event):
+    """The project notes were curated from this session: `text` is the file as written, covering
+    the session's events up to `upto`; `before` is the sha256 of the file it replaced."""
+
+    type: ClassVar[str] = "notes"
+    path: str
+    text: str
+    upto: int
+    entries: int
+    model: str
+    before: str | None = None
 
 
 @dataclass(frozen=True)
@@ -155,6 +206,9 @@ EVENT_CLASSES: dict[str, type[Event]] = {
         ObservationEvent,
         ReflectionEvent,
         FileChangeEvent,
+        GitCommitEvent,
+        GitUndoEvent,
+        NotesEvent,
         InterruptEvent,
         ErrorEvent,
     )
@@ -165,6 +219,10 @@ _BASE_KEYS = ("v", "seq", "ts", "type")
 
 class EventFormatError(ValueError):
     """A line is JSON but not an event this reader can understand."""
+
+
+class NewerFormatError(EventFormatError):
+    """A line written by a newer scribe, in a format version this one does not know."""
 
 
 def _field_names(cls: type[Event]) -> set[str]:
@@ -193,7 +251,7 @@ def from_record(record: dict[str, Any]) -> Event:
         raise EventFormatError("line is not a JSON object")
     version = record.get("v")
     if isinstance(version, int) and version > LOG_FORMAT_VERSION:
-        raise EventFormatError(f"log format v{version} is newer than this scribe understands (v{LOG_FORMAT_VERSION})")
+        raise NewerFormatError(f"log format v{version} is newer than this scribe understands (v{LOG_FORMAT_VERSION})")
     seq, ts, type_name = record.get("seq"), record.get("ts"), record.get("type")
     if not isinstance(seq, int) or not isinstance(ts, str) or not isinstance(type_name, str):
         raise EventFormatError("line lacks an integer seq, a ts or a type")

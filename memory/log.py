@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from .events import Event, EventFormatError, from_record, now_iso, to_record
+from .events import Event, EventFormatError, NewerFormatError, from_record, now_iso, to_record
 
 E = TypeVar("E", bound=Event)
 
@@ -32,6 +32,7 @@ class SessionLocked(LogError):
 class LogProblem:
     line: int  # 1-based line number in the file
     message: str
+    kind: str = "invalid"  # invalid | torn | newer
 
 
 @dataclass
@@ -57,7 +58,8 @@ def read_log(path: Path) -> LogRead:
     body, sep, tail = data.rpartition(b"\n")
     if tail:
         result.torn_tail = tail
-        result.problems.append(LogProblem(body.count(b"\n") + (2 if sep else 1), "torn last line (a writer stopped mid-line); skipped"))
+        result.problems.append(LogProblem(body.count(b"\n") + (2 if sep else 1),
+                                          "torn last line (a writer stopped mid-line); skipped", "torn"))
     if not sep:
         return result
     for number, raw in enumerate(body.split(b"\n"), start=1):
@@ -68,6 +70,8 @@ def read_log(path: Path) -> LogRead:
             result.events.append(from_record(record))
         except (json.JSONDecodeError, UnicodeDecodeError):
             result.problems.append(LogProblem(number, "not valid JSON"))
+        except NewerFormatError as exc:
+            result.problems.append(LogProblem(number, str(exc), "newer"))
         except EventFormatError as exc:
             result.problems.append(LogProblem(number, str(exc)))
     return result

@@ -17,10 +17,12 @@ from .events import (
     AssistantEvent,
     Event,
     FileChangeEvent,
+    GitUndoEvent,
     InterruptEvent,
     ToolResultEvent,
     UserEvent,
 )
+from .render import file_change_text, git_undo_text
 from .tokens import TokenEstimator, estimate_text
 
 TAGS = ("🔴", "🟡", "🟢", "✅")
@@ -141,7 +143,9 @@ def event_line(event: Event) -> str:
             output = f"{output[:half]}\n[… {len(output) - 2 * half} characters omitted; recall seq {event.seq} …]\n{output[-half:]}"
         return f"[seq {event.seq}] {event.tool} result ({status}):\n{output}"
     if isinstance(event, FileChangeEvent):
-        return f"[seq {event.seq}] outside change: {event.path} {event.kind}"
+        return f"[seq {event.seq}] {file_change_text(event)}"
+    if isinstance(event, GitUndoEvent):
+        return f"[seq {event.seq}] {git_undo_text(event)}"
     if isinstance(event, InterruptEvent):
         return f"[seq {event.seq}] interrupted: {event.reason}"
     return ""

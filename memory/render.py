@@ -25,6 +25,7 @@ from .events import (
     Block,
     Event,
     FileChangeEvent,
+    GitUndoEvent,
     InterruptEvent,
     ObservationEvent,
     ReflectionEvent,
@@ -217,6 +218,8 @@ def render_messages(events: Sequence[Event], output_chars: int) -> list[dict[str
                 texts.append({"type": "text", "text": event.text})
         elif isinstance(event, FileChangeEvent):
             texts.append({"type": "text", "text": file_change_text(event)})
+        elif isinstance(event, GitUndoEvent):
+            texts.append({"type": "text", "text": git_undo_text(event)})
     close_user_turn()
     return messages
 
@@ -229,9 +232,21 @@ def _tool_result(tool_use_id: str, text: str, is_error: bool) -> Block:
 
 
 def file_change_text(event: FileChangeEvent) -> str:
+    if event.kind == "many":
+        where = "" if event.path in ("", ".") else f" under {event.path}"
+        return (f"[outside scribe: {event.count} more files changed{where}, too many to list; "
+                "list_files or git status shows them]")
     what = f"moved to {event.dest}" if event.kind == "moved" and event.dest else event.kind
     note = "; it changed since you last read it" if event.stale else ""
+    if event.during_command:
+        return f"[while your command ran: {event.path} was {what}{note}]"
     return f"[outside scribe: {event.path} was {what}{note}]"
+
+
+def git_undo_text(event: GitUndoEvent) -> str:
+    files = ", ".join(event.files) or "no files"
+    return (f"[the person undid scribe's commit {event.sha[:10]}: HEAD is back at {event.head[:10]}, "
+            f"and {files} are as they were before that commit]")
 
 
 def elide(text: str, limit: int, seq: int) -> str:

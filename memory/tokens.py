@@ -15,6 +15,7 @@ from .events import (
     AssistantEvent,
     Event,
     FileChangeEvent,
+    GitUndoEvent,
     ObservationEvent,
     ReflectionEvent,
     ToolResultEvent,
@@ -43,7 +44,9 @@ def event_tokens(event: Event, output_chars: int | None = None) -> int:
         size = len(event.output) if output_chars is None else min(len(event.output), output_chars + 120)
         return int(size / CHARS_PER_TOKEN) + 1 + BLOCK_OVERHEAD
     if isinstance(event, FileChangeEvent):
-        return estimate_text(event.path) + 16
+        return estimate_text(event.path) + estimate_text(event.dest or "") + 16
+    if isinstance(event, GitUndoEvent):
+        return estimate_text(" ".join(event.files)) + 40
     if isinstance(event, (ObservationEvent, ReflectionEvent)):
         return estimate_text(event.text) + BLOCK_OVERHEAD
     return 0

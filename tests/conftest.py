@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -33,3 +34,24 @@ def workspace(tmp_path: Path) -> Path:
     git(root, "add", "README.md")
     git(root, "commit", "--quiet", "-m", "initial commit")
     return root
+
+
+# Marks a sessions folder whose logs a test damages on purpose; the check below skips it.
+CORRUPT_ON_PURPOSE = ".corrupt-on-purpose"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def every_log_verifies(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """After the whole run: every session log any test produced passes `scribe log verify`'s
+    checks (warnings allowed: a torn last line, calls open at the end)."""
+    yield
+    from scribe.memory.verify import verify_bytes
+
+    failures = []
+    for path in tmp_path_factory.getbasetemp().rglob(".scribe/sessions/*.jsonl"):
+        if (path.parent / CORRUPT_ON_PURPOSE).exists():
+            continue
+        result = verify_bytes(path.read_bytes())
+        if not result.ok:
+            failures.append((str(path), [str(f) for f in result.findings]))
+    assert not failures, failures

@@ -30,7 +30,10 @@ def scribe_env(base_url: str, home: Path, **extra: str) -> dict[str, str]:
     """The environment of a person with a key, pointed at the fake API, with no stray config."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SCRIBE_", "ANTHROPIC_"))}
     env.update(ANTHROPIC_BASE_URL=base_url, ANTHROPIC_API_KEY="sk-test-secret-key", HOME=str(home),
-               XDG_CONFIG_HOME=str(home / ".config"), NO_COLOR="1")
+               XDG_CONFIG_HOME=str(home / ".config"), NO_COLOR="1",
+               # Curating notes adds a model call at the end of each run; tests that script
+               # exact calls leave it off, and the notes tests turn it on.
+               SCRIBE_CURATE_NOTES="false")
     env.update(extra)
     return env
 

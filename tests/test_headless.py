@@ -242,6 +242,7 @@ def test_ten_turns_across_ten_processes_read_the_cache_and_only_append(workspace
         script.append(Reply([tool_use_block("run_command", {"command": f"python3 step_{i}.py"})]))
         script.append(Reply([text_block(f"step_{i}.py prints {i * 2}.")]))
     sizes: list[int] = []
+    previous = b""
     with FakeMessagesServer(script) as server:
         env = scribe_env(server.base_url, home)
         for i in range(10):

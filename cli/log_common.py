@@ -1,0 +1,115 @@
+"""What every `scribe log` command shares: finding the session, reading it, printing.
+
+Nothing here imports the SDK (nor agent/runtime.py, which does): these commands never call a
+model, so they start in a fraction of a second.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from scribe.agent.config import find_workspace, state_dir
+from scribe.agent.pricing import call_cost, uncached_cost
+from scribe.memory.events import UsageEvent
+from scribe.memory.log import LogRead, read_first_record, read_log
+from scribe.memory.store import SessionFile, SessionStore
+
+from .errors import cli_errors
+
+SESSION_HELP = "Session id or unique prefix (or a path to a .jsonl log). [default: the latest of this workspace]"
+
+
+def workspace_store() -> tuple[Path, SessionStore]:
+    workspace = find_workspace(Path.cwd())
+    return workspace, SessionStore(state_dir(workspace))
+
+
+def resolve_session(ref: str | None) -> SessionFile:
+    """The latest session of the workspace, a session by id or unique prefix, or a log file."""
+    workspace, store = workspace_store()
+    if ref is None:
+        return store.latest(workspace)
+    candidate = Path(ref).expanduser()
+    if (ref.endswith(".jsonl") or os.sep in ref) and candidate.is_file():
+        first = read_first_record(candidate) or {}
+        return SessionFile(candidate.stem, candidate.resolve(), first.get("cwd"), first.get("created"))
+    return store.find(ref, workspace)
+
+
+def sessions_in_scope(all_sessions: bool) -> list[SessionFile]:
+    workspace, store = workspace_store()
+    return store.sessions(None if all_sessions else workspace)
+
+
+def load(found: SessionFile, *, notes: bool = True) -> LogRead:
+    """Read a session; what the reader skipped is noted on stderr (`verify` says more)."""
+    read = read_log(found.path)
+    if notes:
+        for problem in read.problems:
+            print(f"scribe: note: {found.path.name} line {problem.line}: {problem.message}", file=sys.stderr)
+    return read
+
+
+def price(usage: UsageEvent) -> tuple[float, float]:
+    """Dollars for one call as billed, and for the same call with no caching (agent/pricing.py)."""
+    counts = {"input": usage.input, "cache_read": usage.cache_read, "cache_write": usage.cache_write,
+              "output": usage.output}
+    return call_cost(usage.model, **counts), uncached_cost(usage.model, **counts)
+
+
+@contextmanager
+def log_command() -> Iterator[None]:
+    """Known failures as one line on stderr; a closed pipe (`| head`) ends the command quietly."""
+    try:
+        with cli_errors():
+            yield
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # so the interpreter's final flush does not fail again
+        raise typer.Exit(0) from None
+
+
+def print_json(value: Any) -> None:
+    sys.stdout.write(json.dumps(value, ensure_ascii=False, indent=2) + "\n")
+    sys.stdout.flush()
+
+
+def console() -> Any:
+    """A rich console for people: colour unless NO_COLOR or not a terminal; no markup, no
+    highlighting (log text is printed as it is); wide when piped, so tables do not squeeze."""
+    from rich.console import Console
+
+    class LogConsole(Console):
+        def on_broken_pipe(self) -> None:
+            raise BrokenPipeError  # `log_command` ends quietly with 0, as for plain writes
+
+    wide = not sys.stdout.isatty() and not os.environ.get("COLUMNS")
+    return LogConsole(highlight=False, markup=False, emoji=False, width=200 if wide else None)
+
+
+def local_time(ts: str | None, *, date: bool = True) -> str:
+    """An ISO timestamp from the log, in local time, to the second."""
+    if not ts:
+        return "-"
+    try:
+        moment = datetime.fromisoformat(ts.replace("Z", "+00:00")).astimezone()
+    except ValueError:
+        return ts
+    return moment.strftime("%Y-%m-%d %H:%M:%S" if date else "%H:%M:%S")
+
+
+def money(value: float) -> str:
+    return f"${value:,.4f}" if value >= 0.0001 or value == 0 else f"${value:.6f}"
+
+
+def percent(value: float) -> str:
+    return f"{value:.1%}"

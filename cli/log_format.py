@@ -1,0 +1,163 @@
+"""Events as a readable transcript, for `scribe log show` and `scribe log tail`.
+
+Each event is a header line `[seq] what` and, when it carries text, indented body lines. Tool
+outputs are folded to their first and last lines unless `full` is asked for.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from scribe.memory.events import (
+    AssistantEvent,
+    ErrorEvent,
+    Event,
+    FileChangeEvent,
+    InterruptEvent,
+    ObservationEvent,
+    ReflectionEvent,
+    SessionEvent,
+    ToolResultEvent,
+    UnknownEvent,
+    UsageEvent,
+    UserEvent,
+    to_record,
+)
+
+from .log_common import local_time
+
+FOLD_HEAD, FOLD_TAIL = 4, 4  # lines kept of a folded output
+LINE_CHARS = 400  # a longer line is cut when folding
+INDENT = "    "
+
+STYLE = {"user": "bold green", "assistant": "bold blue", "tool_use": "cyan", "tool_result": "cyan",
+         "error": "bold red", "interrupt": "yellow", "observation": "magenta", "reflection": "magenta",
+         "file_change": "yellow", "usage": "dim", "session": "bold", "dim": "dim"}
+
+
+def main_argument(name: str, args: Any) -> str:
+    """The argument that says what a tool call does: its path, command or pattern."""
+    if not isinstance(args, dict):
+        return ""
+    parts = []
+    for key in ("command", "path", "pattern"):
+        value = args.get(key)
+        if isinstance(value, str) and value:
+            first = value.strip().splitlines()[0] if value.strip() else value
+            parts.append(first[:120] + (" …" if len(first) > 120 or "\n" in value.strip() else ""))
+    if parts:
+        return " ".join(parts)
+    if not args:
+        return ""
+    text = json.dumps(args, ensure_ascii=False, separators=(",", ":"))
+    return text if len(text) <= 120 else text[:119] + "…"
+
+
+def fields_text(event: Event) -> str:
+    """An event with no display of its own (git_commit, ...): one `name: value` line per field."""
+    record = {k: v for k, v in to_record(event).items() if k not in ("v", "seq", "ts", "type")}
+    return "\n".join(f"{k}: {v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)}"
+                     for k, v in record.items())
+
+
+def fold(text: str, full: bool) -> list[str]:
+    """Lines of `text`; unless `full`, the first and last few with a count of the hidden ones."""
+    lines = text.splitlines() or [""]
+    if full:
+        return lines
+    if len(lines) > FOLD_HEAD + FOLD_TAIL + 1:
+        hidden = len(lines) - FOLD_HEAD - FOLD_TAIL
+        lines = [*lines[:FOLD_HEAD], f"… {hidden} more lines (--full shows all) …", *lines[-FOLD_TAIL:]]
+    return [line if len(line) <= LINE_CHARS else f"{line[:LINE_CHARS]}… ({len(line) - LINE_CHARS} more characters)"
+            for line in lines]
+
+
+class EventPrinter:
+    """Prints events to a rich console, one header line and an indented body each."""
+
+    def __init__(self, console: Any, *, full: bool = False) -> None:
+        self.console = console
+        self.full = full
+        self.tools: dict[str, str] = {}  # tool_use id -> tool name, to label results and interrupts
+
+    def learn(self, events: list[Event]) -> None:
+        """Note tool names from events that are not printed (filtered out, or before a tail)."""
+        for event in events:
+            if isinstance(event, AssistantEvent):
+                for block in event.content:
+                    if block.get("type") == "tool_use":
+                        self.tools[str(block.get("id"))] = str(block.get("name", "?"))
+
+    def __call__(self, event: Event) -> None:
+        from rich.text import Text
+
+        header, style, body = self.describe(event)
+        line = Text(f"[{event.seq}] ", style="dim")
+        line.append(header, style=STYLE.get(style, ""))
+        self.console.print(line, soft_wrap=True)
+        for text, body_style in body:
+            self.console.print(Text(INDENT + text, style=STYLE.get(body_style, "")), soft_wrap=True)
+
+    def describe(self, event: Event) -> tuple[str, str, list[tuple[str, str]]]:
+        """(header, its style, [(body line, style)])."""
+        when = local_time(event.ts, date=False)
+        if isinstance(event, SessionEvent):
+            where = f" · {event.git_branch or '?'} @ {(event.git_head or '?')[:10]}" if event.git_head else ""
+            return (f"session {event.id} · {event.model} · {event.cwd}{where} · scribe {event.scribe_version} · "
+                    f"{local_time(event.created)}", "session", [])
+        if isinstance(event, UserEvent):
+            return f"user · {when}", "user", [(t, "") for t in event.text.splitlines() or [""]]
+        if isinstance(event, AssistantEvent):
+            return self._assistant(event, when)
+        if isinstance(event, ToolResultEvent):
+            outcome = "error" if event.is_error else "ok"
+            if event.exit_code is not None:
+                outcome += f", exit {event.exit_code}"
+            dropped = f" · {event.dropped_bytes} bytes dropped from the middle" if event.dropped_bytes else ""
+            header = f"← {event.tool} {outcome} · {event.duration_ms} ms · {len(event.output)} chars{dropped}"
+            return header, "error" if event.is_error else "tool_result", [(t, "") for t in fold(event.output, self.full)]
+        if isinstance(event, UsageEvent):
+            return (f"usage · {event.purpose} · {event.model} · input {event.input} · cache read {event.cache_read}"
+                    f" · cache write {event.cache_write} · output {event.output} · {event.latency_ms} ms", "usage", [])
+        if isinstance(event, ObservationEvent):
+            return (f"observation of events {event.seq_from}-{event.seq_to} · {event.tokens} tokens · {event.model}",
+                    "observation", [(t, "") for t in event.text.splitlines()])
+        if isinstance(event, ReflectionEvent):
+            replaced = ", ".join(str(s) for s in event.supersedes)
+            return (f"reflection replacing {replaced} · {event.tokens} tokens · {event.model}", "reflection",
+                    [(t, "") for t in event.text.splitlines()])
+        if isinstance(event, FileChangeEvent):
+            what = f"moved to {event.dest}" if event.kind == "moved" and event.dest else event.kind
+            if event.kind == "many":
+                what = f"and {getattr(event, 'count', 0)} more changes under it"
+            stale = " (it changed since scribe last read it)" if event.stale else ""
+            during = " while scribe's command ran" if getattr(event, "during_command", False) else ""
+            return f"file changed outside scribe: {event.path} {what}{stale}{during}", "file_change", []
+        if isinstance(event, InterruptEvent):
+            calls = ", ".join(f"{self.tools.get(i, '?')} {i}" for i in event.tool_use_ids) or "no open tool calls"
+            return f"interrupt · {event.reason} · {calls}", "interrupt", []
+        if isinstance(event, ErrorEvent):
+            body = [(t, "dim") for t in fold(str(event.extra["torn"]), self.full)] if "torn" in event.extra else []
+            return f"error ({event.kind}) · {event.message}", "error", body
+        if isinstance(event, UnknownEvent):
+            text = json.dumps(event.extra, ensure_ascii=False)
+            return f"{event.type_name} (a type this scribe does not know)", "dim", [(t, "dim") for t in fold(text, self.full)]
+        return event.type, "", [(t, "") for t in fold(fields_text(event), self.full)]
+
+    def _assistant(self, event: AssistantEvent, when: str) -> tuple[str, str, list[tuple[str, str]]]:
+        body: list[tuple[str, str]] = []
+        for block in event.content:
+            kind = block.get("type")
+            if kind == "text":
+                body += [(t, "") for t in str(block.get("text", "")).splitlines()]
+            elif kind == "tool_use":
+                name = str(block.get("name", "?"))
+                self.tools[str(block.get("id"))] = name
+                body.append((f"→ {name} {main_argument(name, block.get('input'))}".rstrip(), "tool_use"))
+            elif kind == "thinking":
+                body += [(t, "dim") for t in fold(str(block.get("thinking", "")), self.full)]
+            else:
+                body.append((f"({kind} block)", "dim"))
+        stop = f" · {event.stop_reason}" if event.stop_reason not in ("tool_use", "end_turn", None) else ""
+        return f"assistant · {when}{stop}", "assistant", body

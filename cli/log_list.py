@@ -1,0 +1,68 @@
+"""`scribe log list`: the sessions of this workspace (or all of them), with their figures."""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated
+
+import typer
+
+from scribe.memory.log import LogError
+from scribe.memory.stats import SessionSummary, summarize
+
+from .log_common import (
+    console,
+    load,
+    local_time,
+    log_command,
+    money,
+    percent,
+    price,
+    print_json,
+    sessions_in_scope,
+)
+
+
+def list_sessions(
+    all_: Annotated[bool, typer.Option("--all", "-a", help="Every session under the state folder, "
+                                       "whatever workspace it was started in.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON array of sessions.")] = False,
+) -> None:
+    """List sessions, oldest first: id, started, last activity, turns, model calls, prompt tokens
+    (input + cache read + cache write), cache hit rate and cost."""
+    with log_command():
+        rows: list[SessionSummary] = []
+        for found in sessions_in_scope(all_):
+            try:
+                events = load(found, notes=False).events
+            except LogError as exc:  # one unreadable file must not hide the others
+                print(f"scribe: note: {exc}", file=sys.stderr)
+                continue
+            rows.append(summarize(found.id, events, price))
+        if as_json:
+            print_json([r.as_dict() for r in rows])
+            return
+        if not rows:
+            print("scribe: no sessions yet" + ("" if all_ else " in this workspace (--all lists every one)"),
+                  file=sys.stderr)
+            return
+        _print(rows, all_)
+
+
+def _print(rows: list[SessionSummary], with_cwd: bool) -> None:
+    from rich.table import Table
+
+    table = Table()
+    table.add_column("session", no_wrap=True)
+    table.add_column("started", no_wrap=True)
+    table.add_column("last activity", no_wrap=True)
+    for name in ("turns", "calls", "input tokens", "hit rate", "cost"):
+        table.add_column(name, justify="right", no_wrap=True)
+    if with_cwd:
+        table.add_column("workspace")
+    for r in rows:
+        f = r.figures
+        cells = [r.id, local_time(r.started), local_time(r.last_activity), str(r.turns), str(f.calls),
+                 f"{f.prompt_tokens:,}", percent(f.hit_rate), money(f.cost_usd)]
+        table.add_row(*cells, *([r.cwd or "?"] if with_cwd else []))
+    console().print(table)

@@ -1,0 +1,66 @@
+"""`scribe log search`: a regular expression across sessions, grep-like."""
+
+from __future__ import annotations
+
+import re
+import sys
+from typing import Annotated, Any
+
+import typer
+
+from scribe.memory.log import LogError
+from scribe.memory.search import Hit, search
+
+from .errors import EXIT_FAILED, EXIT_USAGE, fail
+from .log_common import console, load, log_command, print_json, resolve_session, sessions_in_scope
+
+
+def search_logs(
+    pattern: Annotated[str, typer.Argument(help="A Python regular expression, matched line by line.")],
+    all_: Annotated[bool, typer.Option("--all", "-a", help="Search every session under the state folder.")] = False,
+    session: Annotated[str | None, typer.Option("--session", "-s", help="Only this session (id or unique "
+                                                "prefix).")] = None,
+    ignore_case: Annotated[bool, typer.Option("--ignore-case", "-i", help="Match regardless of case.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON array of matching lines.")] = False,
+) -> None:
+    """Search user and assistant text, tool calls and outputs, observations, reflections, file
+    changes and errors. Prints session id, seq, event type and each matching line (trimmed).
+    Exit 0 when something matched, 1 when nothing did, 2 on a bad pattern."""
+    with log_command():
+        try:
+            regex = re.compile(pattern, re.IGNORECASE if ignore_case else 0)
+        except re.error as exc:
+            raise fail(f"invalid regular expression {pattern!r}: {exc}", EXIT_USAGE) from None
+        targets = [resolve_session(session)] if session else sessions_in_scope(all_)
+        rows: list[dict[str, Any]] = []
+        matched = 0
+        out = None if as_json else console()
+        for found in targets:
+            try:
+                events = load(found, notes=False).events
+            except LogError as exc:
+                print(f"scribe: note: {exc}", file=sys.stderr)
+                continue
+            for hit in search(events, regex):
+                matched += 1
+                if out is None:
+                    rows.append({"session_id": found.id, **hit.as_dict()})
+                else:
+                    _print_hit(out, found.id, hit)
+        if as_json:
+            print_json(rows)
+        if not matched:
+            raise typer.Exit(EXIT_FAILED)
+
+
+def _print_hit(out: Any, session_id: str, hit: Hit) -> None:
+    from rich.text import Text
+
+    line = Text(f"{session_id} ", style="dim")
+    line.append(f"{hit.seq:>5} ", style="bold")
+    where = hit.type if hit.field in ("text", "output") else f"{hit.type}:{hit.field.removeprefix('tool_use ')}"
+    line.append(f"{where:<12}", style="cyan")
+    start = len(line) + 1
+    line.append(" " + hit.line)
+    line.stylize("bold red", start + hit.start, start + hit.end)
+    out.print(line, soft_wrap=True)

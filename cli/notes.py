@@ -1,0 +1,74 @@
+"""`scribe notes show|edit|curate`: the project notes that carry facts from one session to the next."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from .errors import cli_errors, fail
+
+notes_app = typer.Typer(help="The project notes (.scribe/notes.md): curated facts that new sessions start with.",
+                        no_args_is_help=True, rich_markup_mode=None)
+
+
+def _path() -> Path:
+    from scribe.agent.config import find_workspace
+    from scribe.agent.session import notes_path
+
+    return notes_path(find_workspace(Path.cwd()))
+
+
+@notes_app.command()
+def show() -> None:
+    """Print the notes (they are plain markdown)."""
+    path = _path()
+    if not path.is_file():
+        print(f"no notes yet ({path}); they are curated when a session ends, or with `scribe notes curate`")
+        return
+    print(path.read_text(encoding="utf-8"), end="")
+
+
+@notes_app.command()
+def edit() -> None:
+    """Open the notes in $VISUAL or $EDITOR (new sessions read what you save)."""
+    path = _path()
+    if not path.is_file():
+        from scribe.memory.notes import HEADER
+
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(HEADER, encoding="utf-8")
+    editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
+    try:
+        code = subprocess.call([*shlex.split(editor), str(path)])
+    except FileNotFoundError:
+        raise fail(f"editor '{editor}' not found; set VISUAL or EDITOR") from None
+    raise typer.Exit(code)
+
+
+@notes_app.command()
+def curate(
+    session_id: Annotated[str | None, typer.Argument(help="Session id or unique prefix. [default: the latest]")] = None,
+) -> None:
+    """Merge what a session taught into the notes now (one call to the cheaper model)."""
+    from scribe.agent.config import find_workspace, load_settings
+    from scribe.agent.curator import curate as run_curation
+    from scribe.agent.model import ModelClient
+    from scribe.agent.retry import RetryPolicy
+    from scribe.agent.session import notes_path, open_session, store_for
+
+    with cli_errors():
+        workspace = find_workspace(Path.cwd())
+        settings = load_settings(workspace)
+        store = store_for(workspace)
+        session = open_session(store.find(session_id, workspace) if session_id else store.latest(workspace))
+        try:
+            model = ModelClient(retry=RetryPolicy(settings.max_retries, settings.retry_backoff_s))
+            outcome = run_curation(session, model, settings, notes_path(workspace))
+        finally:
+            session.close()
+        print(outcome.message)

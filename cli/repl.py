@@ -1,0 +1,279 @@
+"""`scribe` with no command: the interactive session.
+
+    read a line -> a slash command, or one agent turn shown as it happens -> read the next
+
+The agent runs in this (main) thread, so Ctrl-C during a turn raises KeyboardInterrupt wherever
+the turn is: in the model call or a running command, the agent records an `interrupt` event
+and ends the turn (run_command kills its process group on the way out); if it lands while an
+event is being drawn, `drive` hands it to the agent so the same happens. Either way the log
+stays whole and the session goes on.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import signal
+import sys
+import termios
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from types import FrameType
+
+from rich.text import Text
+
+from scribe import __version__
+from scribe.agent.config import Settings, find_workspace, load_settings, state_dir
+from scribe.agent.curator import curate
+from scribe.agent.loop import Agent
+from scribe.agent.model import ModelClient
+from scribe.agent.protocol import AgentEvent, TurnEnded
+from scribe.agent.retry import RetryPolicy
+from scribe.agent.runtime import SessionChoice, build_agent, choose_session
+from scribe.agent.session import Session, notes_path, open_session, store_for
+from scribe.memory.events import InterruptEvent
+from scribe.memory.pairing import unanswered_tool_uses
+from scribe.memory.tokens import TokenEstimator
+
+from .errors import cli_errors, fail
+from .repl_approve import Approver
+from .repl_commands import ExitRepl, command_help, dispatch, is_command
+from .repl_input import InputArea
+from .repl_records import last_exchanges
+from .repl_stats import Context, Numbers, context_of, numbers, toolbar_text
+from .repl_view import View, make_console
+
+# Further Ctrl-C presses this soon after the one that cancelled a turn are ignored: they would
+# otherwise land in the middle of recording the interrupt.
+REPEAT_WINDOW_S = 1.0
+
+
+@contextmanager
+def cancellable(window_s: float = REPEAT_WINDOW_S) -> Iterator[None]:
+    """Ctrl-C raises KeyboardInterrupt, but not twice within `window_s`."""
+    last = -window_s
+
+    def on_sigint(signum: int, frame: FrameType | None) -> None:
+        nonlocal last
+        now = time.monotonic()
+        if now - last < window_s:
+            return
+        last = now
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGINT, on_sigint)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+@contextmanager
+def no_echo() -> Iterator[None]:
+    """While a turn runs the terminal is in its normal (cooked) mode, which would echo keys typed
+    ahead into the middle of the output. Turn echo off meanwhile; the keys still wait in the
+    terminal's buffer and appear at the next prompt. Ctrl-C still signals."""
+    if not sys.stdin.isatty():
+        yield
+        return
+    fd = sys.stdin.fileno()
+    saved = termios.tcgetattr(fd)
+    quiet = termios.tcgetattr(fd)
+    quiet[3] &= ~termios.ECHO  # [3]: the local modes
+    termios.tcsetattr(fd, termios.TCSANOW, quiet)
+    try:
+        yield
+    finally:
+        termios.tcsetattr(fd, termios.TCSANOW, saved)
+
+
+def drive(turn: Iterator[AgentEvent], show: Callable[[AgentEvent], None]) -> TurnEnded:
+    """Run a turn to its end, showing each event. A KeyboardInterrupt raised while an event is
+    shown is thrown into the agent, which records it like one raised inside the agent."""
+    interrupted = False
+    try:
+        while True:
+            try:
+                event = turn.throw(KeyboardInterrupt()) if interrupted else next(turn)
+            except StopIteration:
+                raise RuntimeError("the agent stopped without ending the turn") from None
+            except KeyboardInterrupt:
+                # It escaped the agent (raised before its handler was in place, or inside it);
+                # Repl.run_turn closes whatever tool call it left open.
+                ended = TurnEnded("interrupted", "", 0)
+                show(ended)
+                return ended
+            interrupted = False
+            try:
+                show(event)
+            except KeyboardInterrupt:
+                interrupted = not isinstance(event, TurnEnded)
+            if isinstance(event, TurnEnded):
+                return event
+    finally:
+        turn.close()  # runs the agent's `finally` (fsync of the log) now, not at garbage collection
+
+
+class Repl:
+    def __init__(self, workspace: Path, settings: Settings, view: View, *, model: ModelClient | None = None,
+                 area: InputArea | None = None) -> None:
+        self.workspace, self.settings, self.view = workspace, settings, view
+        # One client for every session of this REPL: its connections stay open between turns.
+        self.model = model or ModelClient(retry=RetryPolicy(settings.max_retries, settings.retry_backoff_s))
+        self.area = area or InputArea(workspace, state_dir(workspace) / "history", command_help, self.toolbar)
+        self._agent: Agent | None = None
+        self._estimator = TokenEstimator()
+        self._toolbar = ""
+
+    @property
+    def agent(self) -> Agent:
+        assert self._agent is not None, "open() a session first"
+        return self._agent
+
+    @property
+    def session(self) -> Session:
+        return self.agent.session
+
+    # -- sessions -------------------------------------------------------------------------------
+
+    def open(self, session: Session, *, resumed: bool) -> None:
+        """Make `session` the current one (closing the previous) and greet it."""
+        approver = Approver(self.view, self.area, lambda: self.agent.context)
+        agent = build_agent(self.workspace, self.settings, session, approver=approver, model=self.model)
+        previous, self._agent = self._agent, agent
+        if previous is not None:
+            self._end(previous)
+        output_chars = session.header.config.get("render_output_chars")
+        self._estimator = TokenEstimator(output_chars=int(output_chars) if output_chars else None)
+        self.refresh()
+        self._greet(resumed)
+
+    def start_new(self) -> None:
+        # The old session ends first, so the new one starts with the notes it just curated.
+        if self._agent is not None:
+            self._end(self._agent)
+            self._agent = None
+        self.open(choose_session(self.workspace, self.settings, SessionChoice()), resumed=False)
+
+    def resume(self, id_or_prefix: str) -> None:
+        found = store_for(self.workspace).find(id_or_prefix, self.workspace)
+        if found.id == self.session.id:
+            self.view.note(f"already in session {found.id}")
+            return
+        self.open(open_session(found), resumed=True)
+
+    def set_mode(self, mode: str) -> None:
+        self.agent.policy.mode = mode
+        self.settings = dataclasses.replace(self.settings, permission_mode=mode)  # and for /clear
+        self.refresh()
+
+    def close(self) -> None:
+        if self._agent is not None:
+            self._end(self._agent)
+            self.view.note(f"session {self._agent.session.id} saved; `scribe -c` continues it")
+            self._agent = None
+
+    def _end(self, agent: Agent) -> None:
+        """A session ends: merge what it taught into the project notes, then release it."""
+        try:
+            if self.settings.curate_notes:
+                self.curate(agent)
+        finally:
+            agent.close()  # stops its file watcher
+            agent.session.close()
+
+    def curate(self, agent: Agent) -> None:
+        try:
+            outcome = curate(agent.session, self.model, self.settings, notes_path(self.workspace))
+        except KeyboardInterrupt:
+            self.view.note("notes: curation skipped (interrupted)")
+            return
+        if outcome.noteworthy:
+            self.view.note(outcome.message)
+
+    def _greet(self, resumed: bool) -> None:
+        n = self.numbers()
+        how = "continuing session" if resumed else "new session"
+        self.view.console.print(Text.assemble(
+            ("scribe ", "bold"), (__version__, "dim"), f" · {how} {self.session.id} · {n.model} · "
+            f"permission mode {n.mode}"))
+        self.view.note("/help lists commands · Alt-Enter adds a line · Ctrl-C cancels a turn · Ctrl-D exits")
+        for problem in self.session.problems:
+            self.view.warn(f"note: {self.session.path.name} {problem}")
+        pairs = last_exchanges(self.session.events) if resumed else []
+        if pairs:
+            self.view.note("── earlier in this session ──")
+            self.view.exchanges(pairs)
+
+    # -- numbers for the toolbar and /stats -------------------------------------------------------
+
+    def context(self) -> Context:
+        return context_of(self.session.events, self._estimator)
+
+    def numbers(self) -> Numbers:
+        return numbers(self.session.events, self.agent.policy.mode, self.context())
+
+    def refresh(self) -> None:
+        self._toolbar = toolbar_text(self.numbers())
+
+    def toolbar(self) -> str:
+        return self._toolbar  # computed after each turn: prompt-toolkit asks on every redraw
+
+    # -- the loop -------------------------------------------------------------------------------
+
+    def loop(self) -> None:
+        armed = False  # Ctrl-C was pressed on an empty line; a second one exits
+        while True:
+            try:
+                line = self.area.read()
+            except KeyboardInterrupt:
+                if armed:
+                    return
+                armed = True
+                self.view.note("(Ctrl-C again or Ctrl-D to exit)")
+                continue
+            except EOFError:
+                return
+            armed = False
+            if not line.strip():
+                continue
+            if is_command(line):
+                try:
+                    with cancellable(), no_echo():
+                        dispatch(self, line)
+                except ExitRepl:
+                    return
+                except KeyboardInterrupt:
+                    self.view.warn("cancelled")
+            else:
+                self.run_turn(line)
+            self.view.pause()
+            self.refresh()
+
+    def run_turn(self, text: str) -> TurnEnded:
+        with cancellable(), no_echo():
+            ended = drive(self.agent.turn(text), self.view.handle)
+            dangling = unanswered_tool_uses(self.session.events)
+            if dangling:  # only if an interrupt escaped the agent's own handler
+                self.session.append(InterruptEvent, tool_use_ids=dangling, reason="cancelled by the user")
+                self.session.sync()
+        self.view.console.print()
+        return ended
+
+
+def start(*, continue_: bool, resume: str | None, permission_mode: str | None, model: str | None) -> None:
+    """Open the REPL in the workspace of the current directory."""
+    with cli_errors():
+        if continue_ and resume:
+            raise fail("give --continue or --resume, not both")
+        workspace = find_workspace(Path.cwd())
+        settings = load_settings(workspace, {"permission_mode": permission_mode, "model": model},
+                                 defaults={"permission_mode": "ask"})
+        repl = Repl(workspace, settings, View(make_console()))
+        session = choose_session(workspace, settings, SessionChoice(continue_, resume))
+        try:
+            repl.open(session, resumed=continue_ or bool(resume))
+            repl.loop()
+        finally:
+            repl.close()

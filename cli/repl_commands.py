@@ -1,0 +1,219 @@
+"""Slash commands: a registry of name -> handler with its help line, and the dispatcher.
+
+A line is a command when its first word is `/` and a plain name (`/usr/bin/env is broken` is a
+message, not a command). Handlers get the REPL and the rest of the line; expected failures (a
+session that is locked or unknown, a bad config value, git missing) become one error line.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from scribe.agent.config import PERMISSION_MODES, ConfigError
+from scribe.agent.errors import MissingCredentials, ModelError
+from scribe.agent.protocol import AgentEvent
+from scribe.memory.log import LogError
+
+from .repl_records import event_line, git_changes, session_summaries
+from .repl_stats import stats_lines, tokens
+from .repl_view import diff_text
+
+if TYPE_CHECKING:
+    from scribe.agent.loop import Agent
+
+    from .repl import Repl
+
+Handler = Callable[["Repl", str], None]
+_COMMAND = re.compile(r"^/([a-z][a-z-]*)(?:\s+(.*))?$", re.DOTALL)
+EXPECTED = (LogError, ConfigError, ModelError, MissingCredentials, OSError)
+
+
+class ExitRepl(Exception):
+    """/exit: leave the loop normally."""
+
+
+@dataclass(frozen=True)
+class Command:
+    name: str
+    help: str
+    run: Handler
+    usage: str = ""
+
+
+COMMANDS: dict[str, Command] = {}
+
+
+def command(name: str, help: str, usage: str = "") -> Callable[[Handler], Handler]:
+    def register(handler: Handler) -> Handler:
+        COMMANDS[name] = Command(name, help, handler, usage)
+        return handler
+    return register
+
+
+def command_help() -> dict[str, str]:
+    """name -> help line, for completion."""
+    return {name: c.help for name, c in COMMANDS.items()}
+
+
+def is_command(line: str) -> bool:
+    return _COMMAND.match(line.strip()) is not None
+
+
+def dispatch(repl: Repl, line: str) -> None:
+    """Run one slash command. Raises ExitRepl for /exit."""
+    match = _COMMAND.match(line.strip())
+    assert match is not None, "dispatch() needs a line that is_command() accepted"
+    name, arg = match.group(1), (match.group(2) or "").strip()
+    found = COMMANDS.get(name)
+    if found is None:
+        close = difflib.get_close_matches(name, COMMANDS, n=3, cutoff=0.5)
+        hint = f"did you mean {', '.join('/' + c for c in close)}?" if close else "see /help"
+        repl.view.error(f"unknown command /{name}; {hint}")
+        return
+    try:
+        found.run(repl, arg)
+    except EXPECTED as exc:
+        repl.view.error(str(exc))
+
+
+def compress_now(agent: Agent) -> Iterator[AgentEvent] | None:
+    """The observational memory's on-demand compression (observe, then reflect), or None when
+    the agent runs without a memory compressor."""
+    return None if agent.memory is None else agent.memory.compress_now(agent.session)
+
+
+# -- the commands ---------------------------------------------------------------------------
+
+@command("help", "this list")
+def _help(repl: Repl, arg: str) -> None:
+    width = max(len(c.name) + len(c.usage) for c in COMMANDS.values()) + 3
+    lines = [f"  /{(c.name + ' ' + c.usage).strip():<{width}} {c.help}" for c in COMMANDS.values()]
+    lines += ["", "  Enter sends · Alt-Enter (or Esc Enter) adds a line · Tab completes · @path names a file",
+              "  Ctrl-C cancels the running turn (and its command) · Ctrl-C twice or Ctrl-D exits"]
+    repl.view.lines(lines)
+
+
+@command("stats", "calls, tokens, cache hit rate and cost of this session")
+def _stats(repl: Repl, arg: str) -> None:
+    repl.view.lines(stats_lines(repl.numbers()))
+
+
+@command("reflect", "compress memory now, showing the context before and after")
+def _reflect(repl: Repl, arg: str) -> None:
+    events = compress_now(repl.agent)
+    if events is None:
+        repl.view.note("memory compression lands with the observational-memory feature")
+        return
+    before = repl.context()
+    try:
+        for event in events:
+            repl.view.handle(event)
+    finally:
+        repl.session.sync()
+    after = repl.context()
+    repl.view.note(f"reflect: context ~{tokens(before.total)} → ~{tokens(after.total)} tokens "
+                   f"(observations {tokens(before.observations)} → {tokens(after.observations)}, "
+                   f"raw {tokens(before.raw)} → {tokens(after.raw)})")
+
+
+@command("log", "the log file and its last events", "[N]")
+def _log(repl: Repl, arg: str) -> None:
+    count = int(arg) if arg.isdigit() else 10
+    repl.view.lines([str(repl.session.path)], style="bold")
+    repl.view.lines((event_line(e) for e in repl.session.events[-count:]), style="dim")
+
+
+@command("diff", "what changed in the workspace since this session started (git)")
+def _diff(repl: Repl, arg: str) -> None:
+    changes = git_changes(repl.workspace, repl.session.header.git_head)
+    if changes.problem:
+        repl.view.note(changes.problem)
+        return
+    if not changes.diff and not changes.untracked:
+        repl.view.note(f"no changes since {changes.base_name}")
+        return
+    repl.view.note(f"changes since {changes.base_name}:")
+    if changes.diff:
+        repl.view.console.print(diff_text(changes.diff, indent="  "), end="")
+    if changes.untracked:
+        repl.view.lines(["  untracked (new since the session began, or before): " + ", ".join(changes.untracked)])
+
+
+@command("undo", "undo the agent's last change")
+def _undo(repl: Repl, arg: str) -> None:
+    repl.view.note("undo lands with auto-commit (issue 5); until then /diff shows what changed")
+
+
+@command("model", "show the model; /model NAME picks the model for new sessions", "[NAME]")
+def _model(repl: Repl, arg: str) -> None:
+    current = repl.numbers().model
+    if not arg:
+        repl.view.lines([f"model {current} (new sessions: {repl.settings.model})"])
+        return
+    repl.settings = dataclasses.replace(repl.settings, model=arg)
+    # The model is in the session's first line and in every request rendered from it (and the
+    # prompt cache is per model), so a session keeps its model; a new one starts with NAME.
+    repl.view.note(f"new sessions will use {arg}; this session stays on {current} "
+                   f"(its model is part of its log and its cached prompt). /clear starts one.")
+
+
+@command("mode", "show or set the permission mode for this session (" + ", ".join(PERMISSION_MODES) + ")",
+         "[MODE]")
+def _mode(repl: Repl, arg: str) -> None:
+    if not arg:
+        repl.view.lines([f"permission mode {repl.agent.policy.mode}  (modes: {', '.join(PERMISSION_MODES)})"])
+        return
+    if arg not in PERMISSION_MODES:
+        repl.view.error(f"unknown mode {arg!r}; one of {', '.join(PERMISSION_MODES)}")
+        return
+    repl.set_mode(arg)
+    repl.view.note(f"permission mode {arg}")
+
+
+@command("clear", "start a new session (this one stays in the log; /resume returns to it)")
+def _clear(repl: Repl, arg: str) -> None:
+    repl.start_new()
+
+
+@command("resume", "list recent sessions here, or switch to one", "[ID]")
+def _resume(repl: Repl, arg: str) -> None:
+    if arg:
+        repl.resume(arg)
+        return
+    summaries = session_summaries(repl.workspace, limit=10)
+    if not summaries:
+        repl.view.note("no sessions yet")
+        return
+    for s in summaries:
+        mark = "*" if s.id == repl.session.id else " "
+        turns = f"{s.turns} turn" + ("" if s.turns == 1 else "s")
+        repl.view.lines([f" {mark} {s.id}  {turns:>9}  {s.first_prompt}"])
+    repl.view.note("/resume ID (or a unique prefix) switches; * is this session")
+
+
+@command("notes", "the project notes new sessions start with; /notes curate merges this session in now",
+         "[curate]")
+def _notes(repl: Repl, arg: str) -> None:
+    from scribe.agent.session import notes_path
+
+    path = notes_path(repl.workspace)
+    if arg == "curate":
+        repl.curate(repl.agent)
+        return
+    if arg:
+        repl.view.error("usage: /notes or /notes curate")
+        return
+    if not path.is_file():
+        repl.view.note(f"no notes yet ({path}); they are curated when a session ends, or with /notes curate")
+        return
+    repl.view.lines([f"{path}:", *path.read_text(encoding="utf-8").rstrip().splitlines()])
+
+
+@command("exit", "leave (the session is saved; `scribe -c` continues it)")
+def _exit(repl: Repl, arg: str) -> None:
+    raise ExitRepl

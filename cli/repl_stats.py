@@ -1,0 +1,128 @@
+"""The numbers of a session as the REPL shows them: context size, cache hit rates, cost.
+
+Everything is computed from the log (usage events, observation chunks, raw tail), so the bottom
+bar and /stats survive a resume and agree with what the log says. Pure functions of the events.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from scribe.agent.pricing import call_cost
+from scribe.memory.events import Event, SessionEvent, UsageEvent
+from scribe.memory.render import active_chunks
+from scribe.memory.tokens import TokenEstimator, estimate_text
+from scribe.memory.usage import UsageTotals, usage_totals
+
+
+@dataclass(frozen=True)
+class Context:
+    """Estimated tokens of the next request, by part."""
+
+    fixed: int  # tools and instructions: the same for the whole session
+    observations: int
+    raw: int
+
+    @property
+    def total(self) -> int:
+        return self.fixed + self.observations + self.raw
+
+
+@dataclass(frozen=True)
+class Numbers:
+    model: str
+    mode: str
+    context: Context
+    totals: UsageTotals  # every call of the session, any purpose
+    agent_calls: int
+    last_hit: float | None  # cache hit rate of the last call; None before the first
+    cost: float
+
+    @property
+    def session_hit(self) -> float | None:
+        return self.totals.hit_rate if self.totals.calls else None
+
+
+def fixed_tokens(header: SessionEvent) -> int:
+    return estimate_text(header.system) + estimate_text(json.dumps(header.tools, ensure_ascii=False))
+
+
+def context_of(events: Sequence[Event], estimator: TokenEstimator | None = None) -> Context:
+    """The next request's size, estimated locally (no model call). `estimator` keeps its
+    per-event figures between calls, so this stays cheap as the session grows."""
+    header = events[0]
+    assert isinstance(header, SessionEvent)
+    chunks, observed_to = active_chunks(events)
+    estimator = estimator or TokenEstimator()
+    raw = estimator.total(e for e in events if e.seq > observed_to)
+    return Context(fixed_tokens(header), sum(estimate_text(c.text) for c in chunks), raw)
+
+
+def session_cost(events: Sequence[Event]) -> float:
+    return sum(call_cost(e.model, input=e.input, cache_read=e.cache_read, cache_write=e.cache_write,
+                         output=e.output) for e in events if isinstance(e, UsageEvent))
+
+
+def numbers(events: Sequence[Event], mode: str, context: Context) -> Numbers:
+    header = events[0]
+    assert isinstance(header, SessionEvent)
+    usages = [e for e in events if isinstance(e, UsageEvent)]
+    last_hit = None
+    if usages:
+        last = usages[-1]
+        prompt = last.input + last.cache_read + last.cache_write
+        last_hit = last.cache_read / prompt if prompt else 0.0
+    return Numbers(
+        model=str(header.config.get("model", header.model)),
+        mode=mode,
+        context=context,
+        totals=usage_totals(events),
+        agent_calls=sum(1 for u in usages if u.purpose == "agent"),
+        last_hit=last_hit,
+        cost=session_cost(events),
+    )
+
+
+def tokens(n: int) -> str:
+    """1234 -> 1.2k, 1234567 -> 1.23M: short enough for a status bar."""
+    if n < 1000:
+        return str(n)
+    if n < 1_000_000:
+        return f"{n / 1000:.1f}k"
+    return f"{n / 1_000_000:.2f}M"
+
+
+def percent(rate: float | None) -> str:
+    return "–" if rate is None else f"{rate:.0%}"
+
+
+def dollars(cost: float) -> str:
+    return f"${cost:.4f}" if cost < 1 else f"${cost:.2f}"
+
+
+def toolbar_text(n: Numbers) -> str:
+    """One line: model, mode, cost, context (observations and raw), cache hit rates."""
+    ctx = n.context
+    # Most wanted first: a narrow terminal cuts the bar from the right.
+    return (f" {n.model} │ {n.mode} │ {dollars(n.cost)} │ context ~{tokens(ctx.total)} "
+            f"(obs {tokens(ctx.observations)} · raw {tokens(ctx.raw)}) │ "
+            f"cache {percent(n.last_hit)} last · {percent(n.session_hit)} session ")
+
+
+def stats_lines(n: Numbers) -> list[str]:
+    """What /stats prints."""
+    t = n.totals
+    by_purpose = f" ({n.agent_calls} agent, {t.calls - n.agent_calls} memory)" if t.calls != n.agent_calls else ""
+    return [
+        f"model        {n.model}   permission mode {n.mode}",
+        f"calls        {t.calls}{by_purpose}",
+        f"tokens       {t.prompt_tokens:,} prompt = {t.cache_read:,} cache read + {t.cache_write:,} cache write "
+        f"+ {t.input:,} uncached; {t.output:,} output",
+        f"cache        {percent(n.session_hit)} of prompt tokens read from the cache "
+        f"(last call {percent(n.last_hit)})",
+        f"context      ~{n.context.total:,} tokens next call: {n.context.fixed:,} instructions and tools, "
+        f"{n.context.observations:,} observations, {n.context.raw:,} raw",
+        f"cost         {dollars(n.cost)}",
+    ]

@@ -1,0 +1,70 @@
+"""`scribe undo`: take back scribe's latest commit (auto_commit) while it is still HEAD.
+
+HEAD goes back to the commit's parent and the files it changed return to the parent's
+content; nothing else in the working tree or the index is touched. Refused, changing nothing,
+when HEAD moved on, when one of those files has uncommitted changes, or when the commit was
+pushed. The session's log records the undo (`git_undo`), so the model learns of it at its next
+call; a session open in another process is not written to (its file watcher sees the files
+change instead).
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated
+
+import typer
+
+from .errors import EXIT_FAILED, EXIT_USAGE, cli_errors, fail
+from .log_common import SESSION_HELP
+
+
+def undo(
+    session: Annotated[str | None, typer.Option("--session", "-s", help=SESSION_HELP)] = None,
+) -> None:
+    """Undo scribe's last commit in a session: HEAD back to its parent, its files restored.
+
+    Exit codes: 0 undone, 1 refused (HEAD moved, uncommitted changes to its files, pushed,
+    no scribe commit), 2 not a git repository or no session.
+    """
+    from pathlib import Path
+
+    from scribe.agent.autocommit import last_scribe_commit, record_undo
+    from scribe.agent.config import find_workspace
+    from scribe.agent.session import open_session
+    from scribe.memory.log import SessionLocked, read_log
+    from scribe.tools.git import GitRefused, GitUnavailable, is_repository, undo_commit
+
+    from .log_common import resolve_session
+
+    with cli_errors():
+        workspace = find_workspace(Path.cwd())
+        if not is_repository(workspace):
+            raise fail(f"{workspace} is not a git repository; scribe undo needs one", EXIT_USAGE)
+        found = resolve_session(session)
+        try:
+            agent_session = open_session(found)
+        except SessionLocked:
+            agent_session = None  # in use elsewhere: undo, but leave its log to its writer
+        try:
+            events = agent_session.events if agent_session is not None else read_log(found.path).events
+            sha = last_scribe_commit(events)
+            if sha is None:
+                raise fail(f"no scribe commit in session {found.id} to undo", EXIT_FAILED)
+            try:
+                result = undo_commit(workspace, sha, found.id)
+            except GitUnavailable as exc:
+                raise fail(f"{exc}; scribe undo needs one", EXIT_USAGE) from None
+            except GitRefused as exc:
+                raise fail(str(exc), EXIT_FAILED) from None
+            if not result.done:
+                raise fail(result.message, EXIT_FAILED)
+            if agent_session is not None:
+                record_undo(agent_session, result)
+        finally:
+            if agent_session is not None:
+                agent_session.close()
+    print(f"scribe: {result.message}", file=sys.stderr)
+    if agent_session is None:
+        print(f"scribe: note: session {found.id} is open in another process; its log does not record this undo",
+              file=sys.stderr)

@@ -1,0 +1,179 @@
+"""Figures of a session, all computed from its log: model calls, tokens, cost, compression.
+
+Pure: events in, figures out. Prices are not known here (they live in agent/pricing.py, above
+memory); the caller passes a `Pricer` that turns one usage event into dollars.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .events import Event, ObservationEvent, ReflectionEvent, SessionEvent, UsageEvent, UserEvent
+from .tokens import event_tokens
+
+# (cost, cost of the same call with no caching), in USD
+Pricer = Callable[[UsageEvent], tuple[float, float]]
+
+PURPOSES = ("agent", "observer", "reflector", "curator")
+
+
+@dataclass
+class Figures:
+    """The sum of some model calls, exactly as the server billed them."""
+
+    calls: int = 0
+    input: int = 0
+    cache_read: int = 0
+    cache_write: int = 0
+    output: int = 0
+    cost_usd: float = 0.0
+    uncached_cost_usd: float = 0.0
+
+    @property
+    def prompt_tokens(self) -> int:
+        """Every prompt token, however billed: input + cache read + cache write."""
+        return self.input + self.cache_read + self.cache_write
+
+    @property
+    def hit_rate(self) -> float:
+        return self.cache_read / self.prompt_tokens if self.prompt_tokens else 0.0
+
+    def add(self, usage: UsageEvent, cost: float, uncached: float) -> None:
+        self.calls += 1
+        self.input += usage.input
+        self.cache_read += usage.cache_read
+        self.cache_write += usage.cache_write
+        self.output += usage.output
+        self.cost_usd += cost
+        self.uncached_cost_usd += uncached
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"calls": self.calls, "input": self.input, "cache_read": self.cache_read,
+                "cache_write": self.cache_write, "output": self.output, "prompt_tokens": self.prompt_tokens,
+                "hit_rate": round(self.hit_rate, 6), "cost_usd": round(self.cost_usd, 6),
+                "uncached_cost_usd": round(self.uncached_cost_usd, 6),
+                "saved_usd": round(self.uncached_cost_usd - self.cost_usd, 6)}
+
+
+@dataclass(frozen=True)
+class CallFigures:
+    seq: int  # of the usage event
+    purpose: str
+    model: str
+    input: int
+    cache_read: int
+    cache_write: int
+    output: int
+    latency_ms: int
+    cost_usd: float
+    uncached_cost_usd: float
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"seq": self.seq, "purpose": self.purpose, "model": self.model, "input": self.input,
+                "cache_read": self.cache_read, "cache_write": self.cache_write, "output": self.output,
+                "latency_ms": self.latency_ms, "cost_usd": round(self.cost_usd, 8),
+                "uncached_cost_usd": round(self.uncached_cost_usd, 8)}
+
+
+@dataclass
+class Compression:
+    """How much raw log the observation chunks stand for (token estimates, memory/tokens.py)."""
+
+    observations: int = 0
+    raw_tokens: int = 0  # estimated tokens of the raw events the observations cover
+    observation_tokens: int = 0  # tokens the observations themselves hold
+    reflections: int = 0
+    reflection_tokens: int = 0
+
+    @property
+    def ratio(self) -> float | None:
+        return self.raw_tokens / self.observation_tokens if self.observation_tokens else None
+
+    def as_dict(self) -> dict[str, Any]:
+        ratio = self.ratio
+        return {"observations": self.observations, "raw_tokens": self.raw_tokens,
+                "observation_tokens": self.observation_tokens,
+                "ratio": round(ratio, 4) if ratio is not None else None,
+                "reflections": self.reflections, "reflection_tokens": self.reflection_tokens}
+
+
+@dataclass
+class SessionStats:
+    total: Figures = field(default_factory=Figures)
+    by_purpose: dict[str, Figures] = field(default_factory=dict)
+    calls: list[CallFigures] = field(default_factory=list)
+    compression: Compression = field(default_factory=Compression)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"total": self.total.as_dict(),
+                "by_purpose": {k: v.as_dict() for k, v in self.by_purpose.items()},
+                "per_call": [c.as_dict() for c in self.calls],
+                "compression": self.compression.as_dict()}
+
+
+def session_stats(events: Sequence[Event], price: Pricer) -> SessionStats:
+    stats = SessionStats()
+    for event in events:
+        if isinstance(event, UsageEvent):
+            cost, uncached = price(event)
+            stats.total.add(event, cost, uncached)
+            stats.by_purpose.setdefault(event.purpose, Figures()).add(event, cost, uncached)
+            stats.calls.append(CallFigures(event.seq, event.purpose, event.model, event.input, event.cache_read,
+                                           event.cache_write, event.output, event.latency_ms, cost, uncached))
+    order = {p: i for i, p in enumerate(PURPOSES)}
+    stats.by_purpose = dict(sorted(stats.by_purpose.items(), key=lambda kv: (order.get(kv[0], len(order)), kv[0])))
+    stats.compression = compression(events)
+    return stats
+
+
+def compression(events: Sequence[Event]) -> Compression:
+    tokens_at = {e.seq: event_tokens(e) for e in events}
+    result = Compression()
+    for event in events:
+        if isinstance(event, ObservationEvent):
+            result.observations += 1
+            result.observation_tokens += event.tokens
+            result.raw_tokens += sum(tokens_at.get(s, 0) for s in range(event.seq_from, event.seq_to + 1))
+        elif isinstance(event, ReflectionEvent):
+            result.reflections += 1
+            result.reflection_tokens += event.tokens
+    return result
+
+
+@dataclass(frozen=True)
+class SessionSummary:
+    """One row of `scribe log list`."""
+
+    id: str
+    cwd: str | None
+    started: str | None
+    last_activity: str | None
+    events: int
+    turns: int
+    figures: Figures
+
+    def as_dict(self) -> dict[str, Any]:
+        f = self.figures
+        return {"id": self.id, "cwd": self.cwd, "started": self.started, "last_activity": self.last_activity,
+                "events": self.events, "turns": self.turns, "calls": f.calls, "input_tokens": f.prompt_tokens,
+                "cache_read": f.cache_read, "cache_write": f.cache_write, "output": f.output,
+                "hit_rate": round(f.hit_rate, 6), "cost_usd": round(f.cost_usd, 6)}
+
+
+def summarize(session_id: str, events: Sequence[Event], price: Pricer) -> SessionSummary:
+    figures = Figures()
+    for event in events:
+        if isinstance(event, UsageEvent):
+            figures.add(event, *price(event))
+    head = events[0] if events and isinstance(events[0], SessionEvent) else None
+    return SessionSummary(
+        id=session_id,
+        cwd=head.cwd if head else None,
+        started=head.created if head else (events[0].ts if events else None),
+        last_activity=events[-1].ts if events else None,
+        events=len(events),
+        turns=sum(isinstance(e, UserEvent) for e in events),
+        figures=figures,
+    )

@@ -1,0 +1,517 @@
+"""Noticing files that change in the workspace while a session runs, when the agent's own file
+tools did not change them: a person editing in another window, a formatter, a `git pull`.
+
+    watchdog threads:        file system events -> PendingChanges (per path, time of the last event)
+    agent loop, safe point:  drain(seen) -> settled paths -> compared with what the agent saw -> FileChange
+
+Rules:
+- A burst of events on one path (an editor's write-to-temp-and-rename) settles into one change
+  once the path has been quiet for DEBOUNCE_S; a rename is one "moved" change.
+- The agent's own writes are not changes: their hash is the one in `seen` (ToolContext.seen_hashes,
+  which read_file, write_file and edit_file keep).
+- While the agent's own command runs (and briefly after), changes are the command's doing and are
+  not reported, except to a file the agent had read or written: its view of that file is stale,
+  whoever changed it.
+- Ignored: `.git/` and `.scribe/` at any depth, the state folder, and what git ignores (asked in
+  batches through gitpython, cached). Ignored top-level folders (`.venv/`, `node_modules/`) are
+  not even watched, so they cost nothing.
+
+This module knows nothing of the agent, its tools or a terminal; watchdog and gitpython are
+imported when watching starts, so importing it is free.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+DEBOUNCE_S = 0.15  # a path quiet this long has settled
+COMMAND_GRACE_S = 0.25  # events this soon after the agent's command ended are still its doing
+MAX_CHANGES = 40  # one drain lists this many; the rest become one "many" change
+HASH_LIMIT = 64 * 1024 * 1024  # larger files are not hashed (hash None)
+IGNORE_CACHE_MAX = 20_000
+SKIP_NAMES = frozenset({".git", ".scribe"})
+
+
+@dataclass(frozen=True)
+class FileChange:
+    """One settled change, ready to become a `file_change` event (same fields)."""
+
+    path: str
+    kind: str  # created | modified | deleted | moved | many
+    hash: str | None = None
+    stale: bool = False
+    dest: str | None = None
+    during_command: bool = False
+    count: int = 0
+
+    def fields(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class ChangeSource(Protocol):
+    """What the agent loop needs from a watcher (tests pass a fake)."""
+
+    def start(self) -> str | None:
+        """Begin watching (idempotent). None when watching, else one line saying why not."""
+        ...
+
+    def drain(self, seen: Mapping[str, str]) -> list[FileChange]:
+        """Settled changes not made by the agent's file tools, each reported once."""
+        ...
+
+    def command_running(self) -> AbstractContextManager[None]:
+        """Wraps the agent's own command: what changes meanwhile is its doing."""
+        ...
+
+    def stop(self) -> None: ...
+
+
+@dataclass
+class Pending:
+    """What happened to one path since it was last drained."""
+
+    existed: bool | None  # before the first event: from that event's kind; None = cannot tell
+    last: float  # clock of the latest event
+    during_command: bool = False
+    moved_to: str | None = None  # renamed away to this path
+    moved_from: str | None = None  # renamed here from this path
+
+
+class PendingChanges:
+    """Coalesces raw events per path. Thread-safe: watchdog notes, the agent loop takes."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self.clock = clock
+        self._lock = threading.Lock()
+        self._paths: dict[str, Pending] = {}
+        self.gone_dirs: dict[str, bool] = {}  # folders deleted or moved away whole -> during a command
+
+    def note(self, kind: str, path: str, dest: str | None = None, *, during_command: bool = False) -> None:
+        """kind: created | modified | deleted | moved (then `dest`) | dir_gone."""
+        now = self.clock()
+        with self._lock:
+            if kind == "dir_gone":
+                self.gone_dirs[path] = self.gone_dirs.get(path, False) or during_command
+                return
+            first = {"created": False, "modified": True, "deleted": True, "moved": True}[kind]
+            entry = self._touch(path, first, now, during_command)
+            if kind == "moved" and dest is not None:
+                entry.moved_to = dest
+                target = self._touch(dest, None, now, during_command)
+                target.moved_from = path
+
+    def _touch(self, path: str, existed: bool | None, now: float, during_command: bool) -> Pending:
+        entry = self._paths.get(path)
+        if entry is None:
+            entry = self._paths[path] = Pending(existed, now)
+        entry.last = now
+        entry.during_command = entry.during_command or during_command
+        return entry
+
+    def __bool__(self) -> bool:
+        return bool(self._paths) or bool(self.gone_dirs)
+
+    def take_settled(self, quiet_s: float) -> tuple[dict[str, Pending], dict[str, bool]]:
+        """Entries quiet for `quiet_s` (a rename's two ends only together), and gone folders."""
+        with self._lock:
+            if not self._paths and not self.gone_dirs:
+                return {}, {}
+            cutoff = self.clock() - quiet_s
+            taken: dict[str, Pending] = {}
+            for path, entry in self._paths.items():
+                partners = [p for p in (entry.moved_to, entry.moved_from) if p in self._paths]
+                if entry.last <= cutoff and all(self._paths[p].last <= cutoff for p in partners):
+                    taken[path] = entry
+            for path in taken:
+                del self._paths[path]
+            gone, self.gone_dirs = self.gone_dirs, {}
+            return taken, gone
+
+
+def file_hash(path: Path) -> str | None:
+    try:
+        if path.stat().st_size > HASH_LIMIT:
+            return None
+        with path.open("rb") as fh:
+            return hashlib.file_digest(fh, "sha256").hexdigest()
+    except OSError:
+        return None
+
+
+class GitIgnore:
+    """`git check-ignore` through gitpython, in batches, cached per path. No repository: nothing
+    is ignored."""
+
+    def __init__(self, workspace: Path) -> None:
+        self.workspace = workspace
+        self._repo: Any = None
+        self._cache: dict[str, bool] = {}
+        self._lock = threading.Lock()  # asked from watchdog's thread (new folders) and the agent's
+        try:
+            import git
+
+            self._repo = git.Repo(workspace, search_parent_directories=False)
+        except Exception:  # not a repository, or git missing: nothing to ask
+            self._repo = None
+
+    def clear(self) -> None:
+        self._cache.clear()
+
+    def ignored(self, paths: Sequence[str]) -> set[str]:
+        """The subset of `paths` (workspace-relative posix; a trailing / for a folder) git ignores."""
+        if self._repo is None or not paths:
+            return set()
+        unknown = [p for p in dict.fromkeys(paths) if p not in self._cache]
+        if len(self._cache) + len(unknown) > IGNORE_CACHE_MAX:
+            self._cache.clear()
+        for start in range(0, len(unknown), 200):
+            batch = unknown[start:start + 200]
+            hits = set(self._git("check-ignore", "--", *batch))
+            self._cache.update((p, p in hits) for p in batch)
+        return {p for p in paths if self._cache.get(p)}
+
+    def tracked(self, paths: Sequence[str]) -> set[str]:
+        if self._repo is None or not paths:
+            return set()
+        return set(self._git("ls-files", "-z", "--", *paths))
+
+    def _git(self, *args: str) -> list[str]:
+        # Exit 1 from check-ignore means "none ignored": not an error here.
+        try:
+            with self._lock:
+                status, out, _ = self._repo.git.execute(
+                    ["git", "-c", "core.quotepath=off", *args], with_extended_output=True, with_exceptions=False,
+                    strip_newline_in_stdout=False)
+        except Exception:  # git itself missing or broken: treat as "nothing ignored, nothing tracked"
+            return []
+        sep = "\0" if "-z" in args else "\n"
+        return [p for p in out.split(sep) if p] if status in (0, 1) else []
+
+    def close(self) -> None:
+        if self._repo is not None:
+            self._repo.close()
+
+
+class WorkspaceWatcher:
+    """A watchdog observer over the workspace, feeding PendingChanges; `drain` turns settled
+    paths into FileChange records."""
+
+    def __init__(self, workspace: Path, exclude: Sequence[Path] = (), *,
+                 clock: Callable[[], float] = time.monotonic, debounce_s: float = DEBOUNCE_S) -> None:
+        self.root = workspace.resolve()
+        self._prefix = str(self.root) + os.sep
+        # folders inside the workspace never reported (the state folder, wherever SCRIBE_HOME puts it)
+        self._excluded = tuple(Path(p).resolve().relative_to(self.root).as_posix() for p in exclude
+                               if Path(p).resolve().is_relative_to(self.root) and Path(p).resolve() != self.root)
+        self.clock = clock
+        self.debounce_s = debounce_s
+        self.pending = PendingChanges(clock)
+        self._commands = 0
+        self._command_until = float("-inf")
+        self._known: dict[str, tuple[str, str | None]] = {}  # path -> (kind, hash) last settled
+        self._observer: Any = None
+        self._watches: dict[str, Any] = {}  # top-level folder name -> its recursive watch
+        self._handler: Any = None
+        self._ignore: GitIgnore | None = None
+        self._problem: str | None = None
+
+    # -- life ------------------------------------------------------------------------------------
+
+    def start(self) -> str | None:
+        if self._observer is not None or self._problem is not None:
+            return self._problem
+        try:
+            from watchdog.observers import Observer
+
+            self._ignore = GitIgnore(self.root)
+            self._handler = _handler_for(self)
+            self._observer = Observer()
+            self._observer.schedule(self._handler, str(self.root), recursive=False, event_filter=_event_filter())
+            for name in self._top_folders():
+                self._watch_folder(name)
+            self._observer.start()
+        except (OSError, ImportError, RuntimeError) as exc:  # e.g. the inotify watch limit
+            observer, self._observer = self._observer, None
+            if observer is not None:
+                observer.stop()  # emitters that did start
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:  # what inotify says at its limit
+                reason = "too many folders for the inotify watch limit, fs.inotify.max_user_watches"
+            self._problem = f"file watcher off ({reason}); outside changes will not be noticed"
+        return self._problem
+
+    def stop(self) -> None:
+        observer, self._observer = self._observer, None
+        if observer is not None:
+            observer.stop()
+            if observer.is_alive():
+                observer.join(timeout=5)
+        if self._ignore is not None:
+            self._ignore.close()
+
+    @property
+    def watching(self) -> bool:
+        return self._observer is not None
+
+    @contextmanager
+    def command_running(self) -> Iterator[None]:
+        self._commands += 1
+        try:
+            yield
+        finally:
+            self._commands -= 1
+            self._command_until = self.clock() + COMMAND_GRACE_S
+
+    # -- what watchdog tells -------------------------------------------------------------------
+
+    def _relative(self, path: Path | str) -> str | None:
+        """Workspace-relative posix path, or None when outside the workspace or excluded."""
+        text = str(path)
+        if not text.startswith(self._prefix):
+            return None
+        rel = text[len(self._prefix):].replace(os.sep, "/")
+        parts = rel.split("/")
+        if SKIP_NAMES.intersection(parts):
+            return None
+        for excluded in self._excluded:
+            if rel == excluded or rel.startswith(excluded + "/"):
+                return None
+        return rel
+
+    def _during_command(self) -> bool:
+        return self._commands > 0 or self.clock() < self._command_until
+
+    def on_event(self, event: Any) -> None:
+        """Called on watchdog's dispatch thread for every event that passed the filter."""
+        kind = event.event_type
+        src = self._relative(os.fsdecode(event.src_path))
+        dest = self._relative(os.fsdecode(event.dest_path)) if getattr(event, "dest_path", "") else None
+        during = self._during_command()
+        if event.is_directory:
+            self._on_folder(kind, src, dest, during)
+            return
+        if src is not None and src.rsplit("/", 1)[-1] == ".gitignore" and self._ignore is not None:
+            self._ignore.clear()
+        if kind == "moved":
+            if src is not None and dest is not None:
+                self.pending.note("moved", src, dest, during_command=during)
+            elif src is not None:
+                self.pending.note("deleted", src, during_command=during)
+            elif dest is not None:
+                self.pending.note("created", dest, during_command=during)
+        elif src is not None:
+            self.pending.note("modified" if kind == "closed" else kind, src, during_command=during)
+
+    def _on_folder(self, kind: str, src: str | None, dest: str | None, during: bool) -> None:
+        if kind in ("deleted", "moved") and src is not None:
+            self.pending.note("dir_gone", src, during_command=during)
+            if "/" not in src and src in self._watches:
+                self._unwatch_folder(src)
+        if kind == "moved" and src is not None and dest is not None and "/" not in src:
+            # a top-level folder renamed: its watch followed the old name; watch the new one
+            if "/" not in dest and self._watch_folder(dest):
+                for rel in self._files_under(dest):
+                    self.pending.note("moved", src + rel[len(dest):], rel, during_command=during)
+        elif kind in ("created", "moved") and (dest or src) is not None:
+            new = dest if kind == "moved" else src
+            assert new is not None
+            if "/" not in new and self._watch_folder(new):
+                # files written before the watch existed would otherwise go unseen
+                for rel in self._files_under(new):
+                    self.pending.note("created", rel, during_command=during)
+
+    # -- watches -------------------------------------------------------------------------------
+
+    def _top_folders(self) -> list[str]:
+        names = []
+        with os.scandir(self.root) as entries:
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False) and self._relative(entry.path) is not None:
+                    names.append(entry.name)
+        assert self._ignore is not None
+        ignored = self._ignore.ignored([n + "/" for n in names])
+        return sorted(n for n in names if n + "/" not in ignored)
+
+    def _watch_folder(self, name: str) -> bool:
+        if self._observer is None:
+            return False
+        if name in self._watches or self._relative(self._prefix + name) is None:
+            return False
+        assert self._ignore is not None
+        if self._ignore.ignored([name + "/"]):
+            return False
+        path = self.root / name
+        if not path.is_dir() or path.is_symlink():
+            return False
+        self._watches[name] = self._observer.schedule(self._handler, str(path), recursive=True,
+                                                      event_filter=_event_filter())
+        return True
+
+    def _unwatch_folder(self, name: str) -> None:
+        watch = self._watches.pop(name, None)
+        if watch is not None and self._observer is not None:
+            try:
+                self._observer.unschedule(watch)
+            except (KeyError, OSError):
+                pass
+
+    def _files_under(self, folder: str) -> list[str]:
+        found = []
+        for dirpath, dirnames, filenames in os.walk(self.root / folder):
+            dirnames[:] = [d for d in dirnames if d not in SKIP_NAMES]
+            for name in filenames:
+                rel = self._relative(os.path.join(dirpath, name))
+                if rel is not None:
+                    found.append(rel)
+        return found
+
+    # -- drain ---------------------------------------------------------------------------------
+
+    def drain(self, seen: Mapping[str, str]) -> list[FileChange]:
+        if not self.pending:
+            return []
+        entries, gone_dirs = self.pending.take_settled(self.debounce_s)
+        candidates = self._candidates(entries, gone_dirs, seen)
+        if not candidates:
+            return []
+        candidates = self._without_ignored(candidates)
+        changes: list[FileChange] = []
+        overflow: list[str] = []
+        for cand in sorted(candidates, key=lambda c: (c.path not in seen, c.path)):
+            target = cand.dest if cand.kind == "moved" else cand.path
+            assert target is not None
+            stale = cand.path in seen
+            if cand.during_command and not stale:
+                self._known.pop(target, None)
+                continue  # the agent's command did it (or cannot be told apart from it)
+            if len(changes) >= MAX_CHANGES and not stale:
+                overflow.append(target)
+                continue
+            digest = file_hash(self.root / target) if cand.kind != "deleted" else None
+            if digest is not None and seen.get(cand.path) == digest and cand.kind in ("created", "modified"):
+                self._known[target] = (cand.kind, digest)
+                continue  # the agent's own write, or a save that changed nothing
+            if self._known.get(target) == (cand.kind, digest) and cand.kind != "deleted":
+                continue  # already reported exactly this
+            if cand.kind == "deleted" and self._known.get(cand.path, ("",))[0] == "deleted":
+                continue
+            self._known[target] = (cand.kind, digest)
+            if cand.kind == "moved":
+                self._known[cand.path] = ("deleted", None)
+            changes.append(FileChange(cand.path, cand.kind, digest, stale, cand.dest, cand.during_command))
+        if overflow:
+            where = os.path.commonpath(overflow) if len(overflow) > 1 else os.path.dirname(overflow[0])
+            changes.append(FileChange(where or ".", "many", count=len(overflow)))
+        return changes
+
+    def _candidates(self, entries: dict[str, Pending], gone_dirs: dict[str, bool],
+                    seen: Mapping[str, str]) -> list[_Candidate]:
+        out: list[_Candidate] = []
+        consumed: set[str] = set()
+        unknown: list[str] = []
+        exists = {p: (self.root / p).is_file() for p in entries}
+        for path, entry in sorted(entries.items()):
+            dest = entry.moved_to
+            partner = entries.get(dest) if dest else None
+            # a rename: the old name is gone, the new one holds it (a temporary file renamed over
+            # a real one is an editor's save, not a move: the target counts as modified below)
+            if (dest and partner is not None and partner.moved_from == path and entry.existed
+                    and not exists[path] and exists.get(dest) and dest not in consumed):
+                consumed.update((path, dest))
+                out.append(_Candidate("moved", path, dest, entry.during_command or partner.during_command))
+        for path, entry in sorted(entries.items()):
+            if path in consumed:
+                continue
+            if exists[path]:
+                if entry.existed is None and path not in seen:
+                    known = self._known.get(path)
+                    if known is not None and known[0] != "deleted":
+                        out.append(_Candidate("modified", path, None, entry.during_command))
+                    else:
+                        unknown.append(path)
+                    continue
+                # created and rewritten within one burst, but the agent had it: modified, to the agent
+                kind = "created" if entry.existed is False and path not in seen else "modified"
+            elif entry.existed:
+                kind = "deleted"
+            else:
+                continue  # came and went within the burst (a temporary file)
+            out.append(_Candidate(kind, path, None, entry.during_command))
+        if unknown:
+            assert self._ignore is not None
+            tracked = self._ignore.tracked(unknown)
+            out += [_Candidate("modified" if p in tracked else "created", p, None, entries[p].during_command)
+                    for p in unknown]
+        # a folder deleted or moved away whole: the files the agent had seen in it are gone
+        for folder, during in gone_dirs.items():
+            for path in seen:
+                if (path.startswith(folder + "/") and path not in entries and path not in consumed
+                        and not (self.root / path).exists()):
+                    out.append(_Candidate("deleted", path, None, during))
+        return out
+
+    def _without_ignored(self, candidates: list[_Candidate]) -> list[_Candidate]:
+        assert self._ignore is not None
+        names = [c.path for c in candidates] + [c.dest for c in candidates if c.dest]
+        ignored = self._ignore.ignored(names)
+        if not ignored:
+            return candidates
+        kept = []
+        for c in candidates:
+            src_out, dest_out = c.path in ignored, c.dest in ignored
+            if c.kind == "moved" and c.dest is not None:
+                if src_out and dest_out:
+                    continue
+                if src_out:
+                    c = _Candidate("created", c.dest, None, c.during_command)
+                elif dest_out:
+                    c = _Candidate("deleted", c.path, None, c.during_command)
+            elif src_out:
+                continue
+            kept.append(c)
+        return kept
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    kind: str
+    path: str
+    dest: str | None
+    during_command: bool
+
+
+def _event_filter() -> list[type]:
+    """Only what can change a file's content or existence: no opens, reads or attribute changes.
+    On Linux a modification is reported once, when the writer closes the file (not per write)."""
+    import sys
+
+    from watchdog import events as ev
+
+    wanted: list[type] = [ev.FileCreatedEvent, ev.FileDeletedEvent, ev.FileMovedEvent,
+                          ev.DirCreatedEvent, ev.DirDeletedEvent, ev.DirMovedEvent]
+    wanted.append(ev.FileClosedEvent if sys.platform.startswith("linux") else ev.FileModifiedEvent)
+    return wanted
+
+
+def _handler_for(watcher: WorkspaceWatcher) -> Any:
+    from watchdog.events import FileSystemEventHandler
+
+    class Handler(FileSystemEventHandler):
+        errors = 0
+
+        def dispatch(self, event: Any) -> None:
+            try:
+                watcher.on_event(event)
+            except Exception:  # an exception here would end the observer thread: count it, go on
+                Handler.errors += 1
+
+    return Handler()

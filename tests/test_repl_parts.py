@@ -1,0 +1,201 @@
+"""Pieces of the REPL on their own: completion, the turn driver's Ctrl-C forwarding, the
+command tool under a real SIGINT, the previews and the numbers."""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from prompt_toolkit.completion import CompleteEvent
+from prompt_toolkit.document import Document
+from rich.console import Console
+
+from helpers import SCRIBE, events_of
+from scribe.agent.config import Settings
+from scribe.agent.model import ModelClient
+from scribe.agent.protocol import (
+    AgentEvent,
+    AssistantMessage,
+    ModelCallStarted,
+    TextDelta,
+    ToolCall,
+    ToolDone,
+    TurnEnded,
+)
+from scribe.agent.retry import RetryPolicy
+from scribe.agent.runtime import build_agent
+from scribe.agent.session import start_session
+from scribe.cli.repl import drive
+from scribe.cli.repl_approve import preview
+from scribe.cli.repl_input import ReplCompleter
+from scribe.cli.repl_records import last_exchanges
+from scribe.cli.repl_stats import Context, numbers, toolbar_text
+from scribe.cli.repl_view import View, fold, tail_source
+from scribe.fakeapi import FakeMessagesServer, Reply, text_block, tool_use_block
+from scribe.memory.events import AssistantEvent, InterruptEvent, ToolResultEvent, UsageEvent
+from scribe.tools.base import ToolContext
+from scribe.tools.command import RunCommand
+from scribe.tools.registry import builtin_tools, tool_definitions
+
+
+def completions(workspace: Path, text: str, tab: bool = False) -> list[str]:
+    completer = ReplCompleter(workspace, lambda: {"stats": "numbers", "resume": "sessions", "reflect": "memory"})
+    found = completer.get_completions(Document(text), CompleteEvent(completion_requested=tab))
+    return [c.text for c in found]
+
+
+def test_completion_of_commands_and_paths(workspace: Path) -> None:
+    (workspace / "src").mkdir()
+    (workspace / "src" / "main.py").write_text("")
+    (workspace / "src" / "make.py").write_text("")
+    (workspace / ".env").write_text("")
+    assert completions(workspace, "/re") == ["/resume", "/reflect"]
+    assert completions(workspace, "/stats now") == []
+    assert completions(workspace, "look at @sr") == ["src/"]
+    assert completions(workspace, "look at @src/ma") == ["src/main.py", "src/make.py"]
+    assert completions(workspace, "@") == ["README.md", "src/"]  # no .git, .scribe or dot-files
+    assert completions(workspace, "@.") == [".env"]
+    assert completions(workspace, "open ./sr") == []  # a bare path waits for Tab
+    assert completions(workspace, "open ./sr", tab=True) == ["./src/"]
+    assert completions(workspace, "fix src/m", tab=True) == ["src/main.py", "src/make.py"]
+    assert completions(workspace, "@nowhere/x") == []
+
+
+def _agent(workspace: Path, base_url: str, mode: str = "full-auto"):  # type: ignore[no-untyped-def]
+    os.environ["ANTHROPIC_BASE_URL"] = base_url
+    settings = Settings(permission_mode=mode, max_retries=0)
+    session = start_session(workspace, settings, tool_definitions(builtin_tools()))
+    return build_agent(workspace, settings, session, model=ModelClient(retry=RetryPolicy(retries=0)))
+
+
+def test_ctrl_c_while_an_event_is_shown_is_recorded_by_the_agent(
+        workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+    script = [Reply([tool_use_block("write_file", {"path": "never.txt", "content": "x"})])]
+    with FakeMessagesServer(script) as server:
+        agent = _agent(workspace, server.base_url)
+        shown: list[AgentEvent] = []
+
+        def show(event: AgentEvent) -> None:
+            shown.append(event)
+            if isinstance(event, ToolCall):
+                raise KeyboardInterrupt  # as if Ctrl-C landed while the tool line was drawn
+
+        try:
+            ended = drive(agent.turn("write it"), show)
+        finally:
+            agent.session.close()
+    assert ended.reason == "interrupted" and isinstance(shown[-1], TurnEnded)
+    assert not (workspace / "never.txt").exists()
+    events = events_of(agent.session.path)
+    interrupt = next(e for e in events if isinstance(e, InterruptEvent))
+    assert interrupt.tool_use_ids == [script[0].blocks[0]["id"]]
+    assert not any(isinstance(e, ToolResultEvent) for e in events)
+
+
+def test_sigint_while_a_command_runs_kills_its_process_group(workspace: Path) -> None:
+    """The command runs in its own session, so the terminal's Ctrl-C never reaches it: the
+    KeyboardInterrupt in scribe's main thread must take the whole group down."""
+    pidfile = workspace / "pid"
+    timer = threading.Timer(0.6, os.kill, (os.getpid(), signal.SIGINT))
+    started = time.monotonic()
+    timer.start()
+    with pytest.raises(KeyboardInterrupt):
+        RunCommand().run({"command": "echo $$ > pid; sleep 30 & sleep 30"}, ToolContext(workspace=workspace))
+    timer.join()
+    assert time.monotonic() - started < 5
+    pgid = int(pidfile.read_text())
+    deadline = time.monotonic() + 3
+    while _group_alive(pgid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _group_alive(pgid)
+
+
+def _group_alive(pgid: int) -> bool:
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            return True
+    return False
+
+
+def test_previews_show_what_a_call_would_do(workspace: Path) -> None:
+    ctx = ToolContext(workspace=workspace)
+    edit = ToolCall("t1", "edit_file", {"path": "README.md", "old_text": "test", "new_text": "real"}, "README.md")
+    shown = preview(edit, ctx)
+    assert shown is not None and "-# test workspace" in shown.plain and "+# real workspace" in shown.plain
+    missing = ToolCall("t2", "edit_file", {"path": "README.md", "old_text": "absent", "new_text": "x"}, "README.md")
+    assert "old_text matches 0 times" in str(preview(missing, ctx))
+    write = ToolCall("t3", "write_file", {"path": "README.md", "content": "a\nb\n"}, "README.md")
+    assert "overwrites README.md: 2 lines, 4 bytes" in str(preview(write, ctx))
+    outside = ToolCall("t4", "write_file", {"path": "/etc/passwd", "content": ""}, "/etc/passwd")
+    assert "the write will fail: path '/etc/passwd' is outside the workspace" in str(preview(outside, ctx))
+    assert preview(ToolCall("t5", "run_command", {"command": "ls"}, "ls"), ctx) is None
+    long = preview(ToolCall("t6", "run_command", {"command": "ls\npwd"}, "ls …"), ctx)
+    assert long is not None and "$ ls" in long.plain and "$ pwd" in long.plain
+
+
+def test_fold_keeps_head_and_tail() -> None:
+    assert fold("a\nb\nc\n") == (["a", "b", "c"], [], 0)
+    head, tail, hidden = fold("\n".join(str(n) for n in range(1, 101)))
+    assert head == ["1", "2", "3", "4"] and tail == ["97", "98", "99", "100"] and hidden == 92
+
+
+def test_toolbar_numbers_come_from_the_log(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+    with FakeMessagesServer([Reply.text("one"), Reply.text("two")]) as server:
+        agent = _agent(workspace, server.base_url)
+        for prompt in ("first", "second"):
+            drive(agent.turn(prompt), lambda event: None)
+        agent.session.close()
+    n = numbers(agent.session.events, "ask", Context(1000, 0, 20))
+    billed = server.requests[-1].usage
+    prompt = billed["input_tokens"] + billed["cache_read_input_tokens"] + billed["cache_creation_input_tokens"]
+    assert n.totals.calls == 2 and n.last_hit == billed["cache_read_input_tokens"] / prompt
+    assert n.cost > 0 and 0 < n.session_hit < n.last_hit  # type: ignore[operator]
+    bar = toolbar_text(n)
+    assert bar.startswith(" claude-sonnet-5-5 │ ask │ $0.0")
+    assert "│ context ~1.0k (obs 0 · raw 20) │ cache " in bar
+    assert last_exchanges(agent.session.events, 1) == [("second", "two")]
+
+
+def test_without_a_terminal_scribe_points_to_run(tmp_path: Path) -> None:
+    done = subprocess.run([SCRIBE], cwd=tmp_path, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                          timeout=30)
+    assert done.returncode == 2 and "use `scribe run PROMPT`" in done.stderr
+
+
+def test_the_streaming_tail_keeps_code_fenced() -> None:
+    text = "intro\n\n```python\n" + "".join(f"line_{n} = {n}\n" for n in range(500)) + "```\n"
+    assert tail_source(text, len(text)) == text
+    tail = tail_source(text, 100)
+    assert tail.startswith("```\nline_") and len(tail) < 120
+    assert tail_source("para one\n\n" + "word " * 100, 50).startswith("word")
+
+
+def test_the_view_on_a_live_terminal_streams_then_prints_markdown_once() -> None:
+    out = io.StringIO()
+    view = View(Console(file=out, width=80, height=24, force_terminal=True, force_interactive=True, no_color=True))
+    assistant = AssistantEvent(seq=2, ts="t", content=[text_block("# Title\n\nSome **bold** words.")],
+                               stop_reason="tool_use")
+    usage = UsageEvent(seq=3, ts="t", purpose="agent", model="m", input=1, cache_read=0, cache_write=0, output=1)
+    call = ToolCall("t1", "run_command", {"command": "seq 20"}, "seq 20")
+    result = ToolResultEvent(seq=4, ts="t", tool_use_id="t1", tool="run_command",
+                             output="".join(f"{n}\n" for n in range(1, 21)))
+    for event in [ModelCallStarted(1), TextDelta("# Title\n\nSome **bo"), TextDelta("ld** words."),
+                  AssistantMessage(assistant, usage), call, ToolDone(call, result), TurnEnded("end_turn", "", 1)]:
+        view.handle(event)
+    plain = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", out.getvalue())
+    assert plain.count("Some bold words.") >= 1 and "**" not in plain.split("Some bold words.")[-1]
+    assert "│ … 12 more lines …" in plain and "│ 20" in plain
+    assert view._live is None  # nothing left animating
