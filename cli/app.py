@@ -69,9 +69,7 @@ def interactive(
     # Imported here: the SDK and prompt-toolkit take over a second, and `scribe --help` needn't pay.
     from .repl import start
 
-    # Passed only when given, until repl.start takes `auto_commit` as a flag (it belongs in its settings flags).
-    extra = {} if auto_commit is None else {"auto_commit": auto_commit}
-    start(continue_=continue_, resume=resume, permission_mode=permission_mode, model=model, **extra)
+    start(continue_=continue_, resume=resume, permission_mode=permission_mode, model=model, auto_commit=auto_commit)
 
 
 def main() -> None:

@@ -262,13 +262,15 @@ class Repl:
         return ended
 
 
-def start(*, continue_: bool, resume: str | None, permission_mode: str | None, model: str | None) -> None:
+def start(*, continue_: bool, resume: str | None, permission_mode: str | None, model: str | None,
+          auto_commit: bool | None = None) -> None:
     """Open the REPL in the workspace of the current directory."""
     with cli_errors():
         if continue_ and resume:
             raise fail("give --continue or --resume, not both")
         workspace = find_workspace(Path.cwd())
-        settings = load_settings(workspace, {"permission_mode": permission_mode, "model": model},
+        flags = {"permission_mode": permission_mode, "model": model, "auto_commit": auto_commit}
+        settings = load_settings(workspace, flags,
                                  defaults={"permission_mode": "ask"})
         repl = Repl(workspace, settings, View(make_console()))
         session = choose_session(workspace, settings, SessionChoice(continue_, resume))

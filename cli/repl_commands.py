@@ -19,7 +19,7 @@ from scribe.agent.errors import MissingCredentials, ModelError
 from scribe.agent.protocol import AgentEvent
 from scribe.memory.log import LogError
 
-from .repl_records import event_line, git_changes, session_summaries
+from .repl_records import event_line, session_summaries
 from .repl_stats import stats_lines, tokens
 from .repl_view import diff_text
 
@@ -107,7 +107,7 @@ def _stats(repl: Repl, arg: str) -> None:
 def _reflect(repl: Repl, arg: str) -> None:
     events = compress_now(repl.agent)
     if events is None:
-        repl.view.note("memory compression lands with the observational-memory feature")
+        repl.view.note("this session runs without memory compression")
         return
     before = repl.context()
     try:
@@ -130,23 +130,31 @@ def _log(repl: Repl, arg: str) -> None:
 
 @command("diff", "what changed in the workspace since this session started (git)")
 def _diff(repl: Repl, arg: str) -> None:
-    changes = git_changes(repl.workspace, repl.session.header.git_head)
-    if changes.problem:
-        repl.view.note(changes.problem)
+    from scribe.tools.git import GitRefused, GitUnavailable, session_diff
+
+    try:
+        changes = session_diff(repl.workspace, repl.session.header.git_head)
+    except (GitUnavailable, GitRefused) as exc:
+        repl.view.note(f"{exc}; /diff needs a git repository")
         return
-    if not changes.diff and not changes.untracked:
+    if not changes.text.strip():
         repl.view.note(f"no changes since {changes.base_name}")
         return
     repl.view.note(f"changes since {changes.base_name}:")
-    if changes.diff:
-        repl.view.console.print(diff_text(changes.diff, indent="  "), end="")
-    if changes.untracked:
-        repl.view.lines(["  untracked (new since the session began, or before): " + ", ".join(changes.untracked)])
+    repl.view.console.print(diff_text(changes.text, indent="  "), end="")
 
 
-@command("undo", "undo the agent's last change")
+@command("undo", "take back the agent's last auto-commit (while it is still HEAD)")
 def _undo(repl: Repl, arg: str) -> None:
-    repl.view.note("undo lands with auto-commit (issue 5); until then /diff shows what changed")
+    from scribe.agent.autocommit import undo_last
+    from scribe.tools.git import GitRefused, GitUnavailable
+
+    try:
+        result = undo_last(repl.session, repl.workspace)
+    except (GitUnavailable, GitRefused) as exc:
+        repl.view.note(f"{exc}; /undo needs a git repository")
+        return
+    (repl.view.note if result.done else repl.view.error)(result.message)
 
 
 @command("model", "show the model; /model NAME picks the model for new sessions", "[NAME]")

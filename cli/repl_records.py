@@ -4,9 +4,8 @@ workspace's sessions, and what changed in git since a session began. Read-only."
 from __future__ import annotations
 
 import json
-import subprocess
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from scribe.agent.session import store_for
@@ -23,11 +22,6 @@ from scribe.memory.events import (
     UsageEvent,
     UserEvent,
 )
-
-# `git hash-object -t tree /dev/null`: the tree of a repository with no commit yet.
-EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
-# Untracked files shown whole in /diff; past this many they are only listed.
-MAX_NEW_FILES = 20
 
 
 def _first(text: str, width: int = 90) -> str:
@@ -104,36 +98,3 @@ def session_summaries(workspace: Path, limit: int = 10) -> list[SessionSummary]:
                         first = "(unreadable line)"
         found.append(SessionSummary(s.id, turns, first))
     return found
-
-
-@dataclass(frozen=True)
-class Changes:
-    base_name: str = ""
-    diff: str = ""
-    untracked: list[str] = field(default_factory=list)
-    problem: str = ""  # why there is nothing to show (not a repository, git missing)
-
-
-def _git(workspace: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["git", "-c", "core.quotepath=off", *args], cwd=workspace, capture_output=True,
-                          text=True, errors="replace")
-
-
-def git_changes(workspace: Path, head: str | None) -> Changes:
-    """Tracked changes (staged or not) against the commit the session started at, then the files
-    git does not track, shown whole (new since then, or untracked before: git cannot tell which)."""
-    inside = _git(workspace, "rev-parse", "--is-inside-work-tree")
-    if inside.returncode != 0 or inside.stdout.strip() != "true":
-        return Changes(problem=f"{workspace} is not a git repository; /diff needs one")
-    base = head or EMPTY_TREE
-    diff = _git(workspace, "diff", "--no-color", "--no-ext-diff", base, "--")
-    if diff.returncode != 0:
-        return Changes(problem=f"git diff failed: {_first(diff.stderr)}")
-    listed = _git(workspace, "ls-files", "--others", "--exclude-standard").stdout
-    untracked = listed.split("\n")[:-1] if listed else []
-    text = diff.stdout
-    for path in untracked[:MAX_NEW_FILES]:
-        # Exit status 1 means "they differ", which a new file always does.
-        text += _git(workspace, "diff", "--no-color", "--no-index", "--", "/dev/null", path).stdout
-    name = f"{head[:10]} (where this session started)" if head else "the start (the repository had no commit)"
-    return Changes(name, text, untracked)

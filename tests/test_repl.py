@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import os
+import subprocess
 import signal
 import threading
 import time
@@ -125,7 +126,7 @@ def test_slash_commands(workspace: Path) -> None:
     assert "calls        1" in out and "cost         $0.0" in out  # /stats
     assert str(session_logs(workspace)[0]) in out and "usage" in out  # /log
     assert "no changes since" in out  # /diff in a clean repository
-    assert "undo lands with auto-commit (issue 5)" in out
+    assert "no scribe commit in this session to undo" in out  # /undo without auto-commit
     assert "model claude-sonnet-5-5 (new sessions: claude-sonnet-5-5)" in out
     assert "new sessions will use claude-opus-5; this session stays on claude-sonnet-5-5" in out
     assert "permission mode ask  (modes:" in out and "permission mode full-auto" in out
@@ -141,20 +142,24 @@ def test_diff_shows_changes_since_the_session_started(workspace: Path) -> None:
               Reply.text("ok")]
     ran = run_repl(workspace, script, "change things\r/diff\r", mode="full-auto")
     assert "-# test workspace" in ran.out and "+# changed" in ran.out
-    assert "+fresh" in ran.out and "untracked (new since the session began, or before): new.txt" in ran.out
+    assert "+fresh" in ran.out and "b/new.txt" in ran.out  # untracked files count as additions
+
+
+def test_undo_takes_back_the_auto_commit(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SCRIBE_AUTO_COMMIT", "true")
+    script = [Reply([tool_use_block("write_file", {"path": "made.txt", "content": "by scribe\n"})]), Reply.text("ok")]
+    ran = run_repl(workspace, script, "make a file\r/undo\r/undo\r", mode="full-auto")
+    assert "undid " in ran.out and "HEAD is back at" in ran.out, ran.out
+    assert not (workspace / "made.txt").exists()
+    assert "no scribe commit in this session to undo" in ran.out  # the second /undo has none left
+    log = subprocess.run(["git", "log", "--format=%s"], cwd=workspace, capture_output=True, text=True).stdout
+    assert log.strip().splitlines() == ["initial commit"]
 
 
 def test_reflect_reports_the_context_before_and_after(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     ran = run_repl(workspace, [Reply.text("Hi.")], "hello\r/reflect\r")
-    has_memory = "memory compression lands" not in ran.out
-    if has_memory:
-        assert "reflect: context ~" in ran.out
-    # Without a compressor the command says what it waits for.
-    from scribe.cli import repl_commands
-
-    monkeypatch.setattr(repl_commands, "compress_now", lambda agent: None)
-    stub = run_repl(workspace, [], "/reflect\r")
-    assert "memory compression lands with the observational-memory feature" in stub.out
+    assert "reflect: context ~" in ran.out
+    assert "nothing to observe: the raw tail is within the retention floor" in ran.out
 
 
 def test_clear_and_resume_switch_sessions(workspace: Path) -> None:
