@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import io
 import os
-import subprocess
 import signal
+import subprocess
 import threading
 import time
 from collections.abc import Iterator
