@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from scribe.memory.events import UsageEvent
+
 CACHE_WRITE_5M = 1.25
 CACHE_WRITE_1H = 2.0
 CACHE_READ = 0.1
@@ -42,6 +44,13 @@ def call_cost(model: str, *, input: int, cache_read: int, cache_write: int, outp
     p = price_for(model)
     billed_input = input + cache_read * CACHE_READ + cache_write * write_multiplier
     return (billed_input * p.input + output * p.output) / 1_000_000
+
+
+def price_usage(usage: UsageEvent) -> tuple[float, float]:
+    """Dollars for one logged call as billed, and for the same call with no caching."""
+    counts = {"input": usage.input, "cache_read": usage.cache_read, "cache_write": usage.cache_write,
+              "output": usage.output}
+    return call_cost(usage.model, **counts), uncached_cost(usage.model, **counts)
 
 
 def uncached_cost(model: str, *, input: int, cache_read: int, cache_write: int, output: int) -> float:

@@ -56,7 +56,7 @@ def demo(
     from scribe.agent.runtime import build_agent
     from scribe.agent.session import start_session
     from scribe.fakeapi import FakeMessagesServer
-    from scribe.memory.usage import usage_totals
+    from scribe.memory.stats import figures_of
     from scribe.tools.registry import builtin_tools, tool_definitions
 
     from .headless import TextSink
@@ -81,8 +81,8 @@ def demo(
         finally:
             session.close()
         rejected = [r for r in server.requests if r.error]
-    totals = usage_totals(session.events)
-    later = usage_totals(session.events, skip_first=1)
+    totals = figures_of(session.events)
+    later = figures_of(session.events, skip_first=1)
     print(f"log:       {session.path}")
     print(f"requests:  {totals.calls} ({len(rejected)} rejected by the API's checks)")
     print(f"tokens:    {totals.prompt_tokens} prompt ({totals.cache_read} cache read, {totals.cache_write} cache write, "

@@ -10,7 +10,6 @@ import json
 import sys
 from typing import Any, TextIO
 
-from scribe.agent.pricing import call_cost
 from scribe.agent.protocol import (
     AgentEvent,
     AssistantMessage,
@@ -22,31 +21,6 @@ from scribe.agent.protocol import (
     ToolDone,
     TurnEnded,
 )
-
-
-@dataclasses.dataclass
-class Totals:
-    calls: int = 0
-    input: int = 0
-    cache_read: int = 0
-    cache_write: int = 0
-    output: int = 0
-    cost_usd: float = 0.0
-
-    def add(self, message: AssistantMessage) -> None:
-        u = message.usage
-        self.calls += 1
-        self.input += u.input
-        self.cache_read += u.cache_read
-        self.cache_write += u.cache_write
-        self.output += u.output
-        self.cost_usd += call_cost(u.model, input=u.input, cache_read=u.cache_read,
-                                   cache_write=u.cache_write, output=u.output)
-
-    def as_dict(self) -> dict[str, Any]:
-        d = dataclasses.asdict(self)
-        d["cost_usd"] = round(self.cost_usd, 6)
-        return d
 
 
 class TextSink:

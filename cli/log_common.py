@@ -18,8 +18,6 @@ from typing import Any
 import typer
 
 from scribe.agent.config import find_workspace, state_dir
-from scribe.agent.pricing import call_cost, uncached_cost
-from scribe.memory.events import UsageEvent
 from scribe.memory.log import LogRead, read_first_record, read_log
 from scribe.memory.store import SessionFile, SessionStore
 
@@ -57,13 +55,6 @@ def load(found: SessionFile, *, notes: bool = True) -> LogRead:
         for problem in read.problems:
             print(f"scribe: note: {found.path.name} line {problem.line}: {problem.message}", file=sys.stderr)
     return read
-
-
-def price(usage: UsageEvent) -> tuple[float, float]:
-    """Dollars for one call as billed, and for the same call with no caching (agent/pricing.py)."""
-    counts = {"input": usage.input, "cache_read": usage.cache_read, "cache_write": usage.cache_write,
-              "output": usage.output}
-    return call_cost(usage.model, **counts), uncached_cost(usage.model, **counts)
 
 
 @contextmanager

@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from scribe.agent.pricing import price_usage
 from scribe.memory.log import LogError
 from scribe.memory.stats import SessionSummary, summarize
 
@@ -17,7 +18,6 @@ from .log_common import (
     log_command,
     money,
     percent,
-    price,
     print_json,
     sessions_in_scope,
 )
@@ -38,7 +38,7 @@ def list_sessions(
             except LogError as exc:  # one unreadable file must not hide the others
                 print(f"scribe: note: {exc}", file=sys.stderr)
                 continue
-            rows.append(summarize(found.id, events, price))
+            rows.append(summarize(found.id, events, price_usage))
         if as_json:
             print_json([r.as_dict() for r in rows])
             return

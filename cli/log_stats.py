@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from scribe.agent.pricing import CACHE_WRITE_5M
+from scribe.agent.pricing import CACHE_WRITE_5M, price_usage
 from scribe.memory.stats import Figures, SessionStats, session_stats
 
 from .log_common import (
@@ -16,7 +16,6 @@ from .log_common import (
     log_command,
     money,
     percent,
-    price,
     print_json,
     resolve_session,
 )
@@ -31,7 +30,7 @@ def stats(
     the observations. Every figure comes from the log's usage events, as the server billed them."""
     with log_command():
         found = resolve_session(session)
-        figures = session_stats(load(found).events, price)
+        figures = session_stats(load(found).events, price_usage)
         if as_json:
             print_json({"session_id": found.id, "log": str(found.path), **figures.as_dict()})
             return

@@ -10,11 +10,11 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from scribe.agent.pricing import call_cost
+from scribe.agent.pricing import price_usage
 from scribe.memory.events import Event, SessionEvent, UsageEvent
 from scribe.memory.render import active_chunks
+from scribe.memory.stats import Figures, figures_of
 from scribe.memory.tokens import TokenEstimator, estimate_text
-from scribe.memory.usage import UsageTotals, usage_totals
 
 
 @dataclass(frozen=True)
@@ -35,10 +35,13 @@ class Numbers:
     model: str
     mode: str
     context: Context
-    totals: UsageTotals  # every call of the session, any purpose
+    totals: Figures  # every call of the session, any purpose, priced
     agent_calls: int
     last_hit: float | None  # cache hit rate of the last call; None before the first
-    cost: float
+
+    @property
+    def cost(self) -> float:
+        return self.totals.cost_usd
 
     @property
     def session_hit(self) -> float | None:
@@ -60,11 +63,6 @@ def context_of(events: Sequence[Event], estimator: TokenEstimator | None = None)
     return Context(fixed_tokens(header), sum(estimate_text(c.text) for c in chunks), raw)
 
 
-def session_cost(events: Sequence[Event]) -> float:
-    return sum(call_cost(e.model, input=e.input, cache_read=e.cache_read, cache_write=e.cache_write,
-                         output=e.output) for e in events if isinstance(e, UsageEvent))
-
-
 def numbers(events: Sequence[Event], mode: str, context: Context) -> Numbers:
     header = events[0]
     assert isinstance(header, SessionEvent)
@@ -78,10 +76,9 @@ def numbers(events: Sequence[Event], mode: str, context: Context) -> Numbers:
         model=str(header.config.get("model", header.model)),
         mode=mode,
         context=context,
-        totals=usage_totals(events),
+        totals=figures_of(events, price_usage),
         agent_calls=sum(1 for u in usages if u.purpose == "agent"),
         last_hit=last_hit,
-        cost=session_cost(events),
     )
 
 

@@ -12,14 +12,16 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from scribe.agent.config import PERMISSION_MODES, load_settings
+from scribe.agent.pricing import price_usage
 from scribe.agent.protocol import AgentEvent, AssistantMessage, TurnEnded
+from scribe.memory.stats import Figures
 
 if TYPE_CHECKING:
     from scribe.agent.config import Settings
     from scribe.agent.loop import Agent
 
 from .errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_MAX_TURNS, EXIT_OK, cli_errors, fail
-from .headless import StreamJsonSink, TextSink, Totals
+from .headless import StreamJsonSink, TextSink
 
 
 class OutputFormat(StrEnum):
@@ -109,15 +111,15 @@ def _curate(agent: Agent, settings: Settings, workspace: Path) -> str | None:
     return outcome.message if outcome.noteworthy else None
 
 
-def _drive(events: Iterator[AgentEvent], output: OutputFormat) -> tuple[TurnEnded, Totals]:
+def _drive(events: Iterator[AgentEvent], output: OutputFormat) -> tuple[TurnEnded, Figures]:
     sink = {OutputFormat.text: TextSink, OutputFormat.stream_json: StreamJsonSink}.get(output)
     show = sink() if sink else None
-    totals = Totals()
+    totals = Figures()
     for event in events:
         if show is not None:
             show(event)
         if isinstance(event, AssistantMessage):
-            totals.add(event)
+            totals.add(event.usage, *price_usage(event.usage))
         if isinstance(event, TurnEnded):
             return event, totals
     raise RuntimeError("the agent stopped without ending the turn")  # a bug in the loop, not a user error

@@ -6,7 +6,7 @@ memory); the caller passes a `Pricer` that turns one usage event into dollars.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,7 +40,7 @@ class Figures:
     def hit_rate(self) -> float:
         return self.cache_read / self.prompt_tokens if self.prompt_tokens else 0.0
 
-    def add(self, usage: UsageEvent, cost: float, uncached: float) -> None:
+    def add(self, usage: UsageEvent, cost: float = 0.0, uncached: float = 0.0) -> None:
         self.calls += 1
         self.input += usage.input
         self.cache_read += usage.cache_read
@@ -111,6 +111,20 @@ class SessionStats:
                 "by_purpose": {k: v.as_dict() for k, v in self.by_purpose.items()},
                 "per_call": [c.as_dict() for c in self.calls],
                 "compression": self.compression.as_dict()}
+
+
+def figures_of(events: Iterable[Event], price: Pricer | None = None, *, purpose: str | None = None,
+               skip_first: int = 0) -> Figures:
+    """The sum of the usage events (of one purpose, if given), leaving out the first `skip_first`
+    calls; priced when a Pricer is given."""
+    figures = Figures()
+    seen = 0
+    for event in events:
+        if isinstance(event, UsageEvent) and (purpose is None or event.purpose == purpose):
+            seen += 1
+            if seen > skip_first:
+                figures.add(event, *(price(event) if price else (0.0, 0.0)))
+    return figures
 
 
 def session_stats(events: Sequence[Event], price: Pricer) -> SessionStats:
