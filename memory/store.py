@@ -39,13 +39,18 @@ class SessionStore:
         return self.sessions_dir / f"{session_id}.jsonl"
 
     def sessions(self, cwd: Path | None = None) -> list[SessionFile]:
-        """All sessions, oldest first; with `cwd`, only those started in that workspace."""
+        """All sessions, oldest first; with `cwd`, only those started in that workspace.
+
+        Ordered by the creation time recorded in each log (milliseconds), then by id: ids only
+        have seconds, and two sessions can start within one."""
         if not self.sessions_dir.is_dir():
             return []
         found = []
-        for path in sorted(self.sessions_dir.glob("*.jsonl")):
+        for path in self.sessions_dir.glob("*.jsonl"):
             first = read_first_record(path) or {}
-            found.append(SessionFile(path.stem, path, first.get("cwd"), first.get("created")))
+            created = first.get("created")
+            found.append(SessionFile(path.stem, path, first.get("cwd"), created if isinstance(created, str) else None))
+        found.sort(key=lambda s: (s.created or "", s.id))
         if cwd is not None:
             found = [s for s in found if s.cwd == str(cwd)]
         return found

@@ -89,3 +89,14 @@ def test_state_folder_is_excluded_through_info_exclude_once(workspace: Path) -> 
     status = subprocess.run(["git", "status", "--porcelain"], cwd=workspace, capture_output=True, text=True).stdout
     assert ".scribe" not in status
     assert not (workspace / ".gitignore").exists()
+
+
+def test_latest_follows_creation_time_within_one_second(tmp_path: Path) -> None:
+    """Ids carry seconds and a random part: the later of two sessions started within one second
+    can have the smaller id; the recorded creation time decides."""
+    store = SessionStore(tmp_path)
+    for sid, created in (("20260101-000000-ffffff", "2026-01-01T00:00:00.100Z"),
+                         ("20260101-000000-000000", "2026-01-01T00:00:00.900Z")):
+        with LogWriter.create(store.path_for(sid)) as w:
+            w.append(UserEvent, text="x", created=created)
+    assert store.latest().id == "20260101-000000-000000"
