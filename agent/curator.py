@@ -56,7 +56,7 @@ def curate(session: Session, model: ModelClient, settings: Settings, path: Path)
                    latency_ms=result.latency_ms, message_id=result.message_id)
     answer = "".join(b.get("text", "") for b in result.content if b.get("type") == "text")
     try:
-        notes = accept_notes(answer, settings.notes_tokens)
+        notes = accept_notes(answer, settings.notes_tokens, current=current, session_id=session.id)
     except NotesRefused as exc:
         session.append(ErrorEvent, kind="notes", message=f"notes curation refused: {exc}")
         return Curation(False, f"notes: {exc}; the notes are unchanged")

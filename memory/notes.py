@@ -30,7 +30,8 @@ pitfalls met with their fixes. Leave out what only mattered for that session's t
 Rules:
 - Answer with the complete new notes: markdown bullets ("- ..."), optionally under "## " headings.
 - Every bullet ends with its source as [from SESSION#SEQ]: keep the source of entries you keep; \
-a new entry takes the session and seq of the fact it comes from.
+a new entry takes the session and seq of the fact it comes from. Keep lines the person wrote \
+without a source exactly as they are, unless a newer fact contradicts them.
 - When a newer fact contradicts an entry, replace the entry (new text, new source); never keep both.
 - Remove entries that no longer hold. Merge duplicates.
 - Keep exact commands, paths, names and numbers as written.
@@ -78,8 +79,14 @@ def curator_input(notes: str, session_id: str, facts: Sequence[Fact], budget: in
             f"(source in brackets):\n{listed}\n\nWrite the complete new notes, under {budget} tokens.")
 
 
-def accept_notes(answer: str, budget: int) -> CuratedNotes:
-    """Keep headings and sourced bullets; drop unsourced bullets; cut to the budget from the end."""
+def accept_notes(answer: str, budget: int, *, current: str = "", session_id: str | None = None) -> CuratedNotes:
+    """Keep headings and the bullets that can be trusted; cut to the budget from the end.
+
+    A bullet is kept when its source names this session or a session the notes already cite, or
+    when it stands word for word in the current notes (a line the person wrote by hand, which
+    has no source and must not be lost). Anything else is dropped and reported."""
+    known = {sid for sid, _ in sources(current)} | ({session_id} if session_id else set())
+    written = {line.strip() for line in entries(current)}
     kept: list[str] = []
     dropped: list[str] = []
     for line in answer.strip().splitlines():
@@ -89,7 +96,9 @@ def accept_notes(answer: str, budget: int) -> CuratedNotes:
         if stripped.startswith("#"):
             kept.append(stripped)
         elif ENTRY.match(stripped):
-            (kept if PROVENANCE.search(stripped) else dropped).append(stripped)
+            source = PROVENANCE.search(stripped)
+            trusted = (source is not None and (not known or source.group(1) in known)) or stripped.strip() in written
+            (kept if trusted else dropped).append(stripped)
     if not any(ENTRY.match(line) for line in kept):
         raise NotesRefused("the curator's answer has no sourced entries")
     while estimate_text("\n".join(kept)) > budget and kept:

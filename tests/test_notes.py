@@ -137,3 +137,12 @@ def test_curated_answers_are_checked() -> None:
     assert sources(notes.text)[0] == ("s1", 3)
     with pytest.raises(NotesRefused):
         accept_notes("I have no notes to add.", budget=300)
+
+
+def test_sources_must_be_real_and_hand_written_lines_survive() -> None:
+    current = "# Project notes\n\n- Deploys go to staging-2 [from old#4]\n- Always use tabs\n"
+    answer = ("- Deploys go to staging-2 [from old#4]\n- Always use tabs\n- Tests: make check [from new#2]\n"
+              "- Invented fact [from nowhere#9]\n- Another unsourced claim\n")
+    notes = accept_notes(answer, budget=500, current=current, session_id="new")
+    assert "staging-2" in notes.text and "Always use tabs" in notes.text and "make check" in notes.text
+    assert notes.dropped == ["- Invented fact [from nowhere#9]", "- Another unsourced claim"]
