@@ -13,6 +13,7 @@ from collections.abc import Callable, Generator, Iterator
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 
+from scribe.memory.changes import ChangeSource
 from scribe.memory.events import (
     AssistantEvent,
     ErrorEvent,
@@ -24,7 +25,6 @@ from scribe.memory.events import (
 )
 from scribe.memory.pairing import unanswered_tool_uses
 from scribe.memory.render import file_change_text, render
-from scribe.memory.watcher import ChangeSource
 from scribe.tools.base import Tool, ToolContext
 from scribe.tools.registry import run_tool
 
@@ -123,6 +123,10 @@ class Agent:
         for change in self.watcher.drain(self.context.seen_hashes):
             event = self.session.append(FileChangeEvent, **change.fields())
             yield Notice(file_change_text(event))
+        failure = self.watcher.take_failure()
+        if failure is not None:
+            self.session.append(ErrorEvent, kind="watcher", message=f"watching the workspace: {failure}")
+            yield Notice(f"watcher: {failure}; some outside changes may go unreported")
 
     def _record_call(self, result: CallResult) -> tuple[AssistantEvent, UsageEvent]:
         assistant = self.session.append(

@@ -23,182 +23,21 @@ imported when watching starts, so importing it is free.
 from __future__ import annotations
 
 import errno
-import hashlib
 import os
-import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager, contextmanager
-from dataclasses import asdict, dataclass
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
+
+from .changes import FileChange, Pending, PendingChanges, file_hash
+from .gitignore import GitIgnore
 
 DEBOUNCE_S = 0.15  # a path quiet this long has settled
 COMMAND_GRACE_S = 0.25  # events this soon after the agent's command ended are still its doing
 MAX_CHANGES = 40  # one drain lists this many; the rest become one "many" change
-HASH_LIMIT = 64 * 1024 * 1024  # larger files are not hashed (hash None)
-IGNORE_CACHE_MAX = 20_000
 SKIP_NAMES = frozenset({".git", ".scribe"})
-
-
-@dataclass(frozen=True)
-class FileChange:
-    """One settled change, ready to become a `file_change` event (same fields)."""
-
-    path: str
-    kind: str  # created | modified | deleted | moved | many
-    hash: str | None = None
-    stale: bool = False
-    dest: str | None = None
-    during_command: bool = False
-    count: int = 0
-
-    def fields(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-class ChangeSource(Protocol):
-    """What the agent loop needs from a watcher (tests pass a fake)."""
-
-    def start(self) -> str | None:
-        """Begin watching (idempotent). None when watching, else one line saying why not."""
-        ...
-
-    def drain(self, seen: Mapping[str, str]) -> list[FileChange]:
-        """Settled changes not made by the agent's file tools, each reported once."""
-        ...
-
-    def command_running(self) -> AbstractContextManager[None]:
-        """Wraps the agent's own command: what changes meanwhile is its doing."""
-        ...
-
-    def stop(self) -> None: ...
-
-
-@dataclass
-class Pending:
-    """What happened to one path since it was last drained."""
-
-    existed: bool | None  # before the first event: from that event's kind; None = cannot tell
-    last: float  # clock of the latest event
-    during_command: bool = False
-    moved_to: str | None = None  # renamed away to this path
-    moved_from: str | None = None  # renamed here from this path
-
-
-class PendingChanges:
-    """Coalesces raw events per path. Thread-safe: watchdog notes, the agent loop takes."""
-
-    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
-        self.clock = clock
-        self._lock = threading.Lock()
-        self._paths: dict[str, Pending] = {}
-        self.gone_dirs: dict[str, bool] = {}  # folders deleted or moved away whole -> during a command
-
-    def note(self, kind: str, path: str, dest: str | None = None, *, during_command: bool = False) -> None:
-        """kind: created | modified | deleted | moved (then `dest`) | dir_gone."""
-        now = self.clock()
-        with self._lock:
-            if kind == "dir_gone":
-                self.gone_dirs[path] = self.gone_dirs.get(path, False) or during_command
-                return
-            first = {"created": False, "modified": True, "deleted": True, "moved": True}[kind]
-            entry = self._touch(path, first, now, during_command)
-            if kind == "moved" and dest is not None:
-                entry.moved_to = dest
-                target = self._touch(dest, None, now, during_command)
-                target.moved_from = path
-
-    def _touch(self, path: str, existed: bool | None, now: float, during_command: bool) -> Pending:
-        entry = self._paths.get(path)
-        if entry is None:
-            entry = self._paths[path] = Pending(existed, now)
-        entry.last = now
-        entry.during_command = entry.during_command or during_command
-        return entry
-
-    def __bool__(self) -> bool:
-        return bool(self._paths) or bool(self.gone_dirs)
-
-    def take_settled(self, quiet_s: float) -> tuple[dict[str, Pending], dict[str, bool]]:
-        """Entries quiet for `quiet_s` (a rename's two ends only together), and gone folders."""
-        with self._lock:
-            if not self._paths and not self.gone_dirs:
-                return {}, {}
-            cutoff = self.clock() - quiet_s
-            taken: dict[str, Pending] = {}
-            for path, entry in self._paths.items():
-                partners = [p for p in (entry.moved_to, entry.moved_from) if p in self._paths]
-                if entry.last <= cutoff and all(self._paths[p].last <= cutoff for p in partners):
-                    taken[path] = entry
-            for path in taken:
-                del self._paths[path]
-            gone, self.gone_dirs = self.gone_dirs, {}
-            return taken, gone
-
-
-def file_hash(path: Path) -> str | None:
-    try:
-        if path.stat().st_size > HASH_LIMIT:
-            return None
-        with path.open("rb") as fh:
-            return hashlib.file_digest(fh, "sha256").hexdigest()
-    except OSError:
-        return None
-
-
-class GitIgnore:
-    """`git check-ignore` through gitpython, in batches, cached per path. No repository: nothing
-    is ignored."""
-
-    def __init__(self, workspace: Path) -> None:
-        self.workspace = workspace
-        self._repo: Any = None
-        self._cache: dict[str, bool] = {}
-        self._lock = threading.Lock()  # asked from watchdog's thread (new folders) and the agent's
-        try:
-            import git
-
-            self._repo = git.Repo(workspace, search_parent_directories=False)
-        except Exception:  # not a repository, or git missing: nothing to ask
-            self._repo = None
-
-    def clear(self) -> None:
-        self._cache.clear()
-
-    def ignored(self, paths: Sequence[str]) -> set[str]:
-        """The subset of `paths` (workspace-relative posix; a trailing / for a folder) git ignores."""
-        if self._repo is None or not paths:
-            return set()
-        unknown = [p for p in dict.fromkeys(paths) if p not in self._cache]
-        if len(self._cache) + len(unknown) > IGNORE_CACHE_MAX:
-            self._cache.clear()
-        for start in range(0, len(unknown), 200):
-            batch = unknown[start:start + 200]
-            hits = set(self._git("check-ignore", "--", *batch))
-            self._cache.update((p, p in hits) for p in batch)
-        return {p for p in paths if self._cache.get(p)}
-
-    def tracked(self, paths: Sequence[str]) -> set[str]:
-        if self._repo is None or not paths:
-            return set()
-        return set(self._git("ls-files", "-z", "--", *paths))
-
-    def _git(self, *args: str) -> list[str]:
-        # Exit 1 from check-ignore means "none ignored": not an error here.
-        try:
-            with self._lock:
-                status, out, _ = self._repo.git.execute(
-                    ["git", "-c", "core.quotepath=off", *args], with_extended_output=True, with_exceptions=False,
-                    strip_newline_in_stdout=False)
-        except Exception:  # git itself missing or broken: treat as "nothing ignored, nothing tracked"
-            return []
-        sep = "\0" if "-z" in args else "\n"
-        return [p for p in out.split(sep) if p] if status in (0, 1) else []
-
-    def close(self) -> None:
-        if self._repo is not None:
-            self._repo.close()
 
 
 class WorkspaceWatcher:
@@ -223,6 +62,7 @@ class WorkspaceWatcher:
         self._handler: Any = None
         self._ignore: GitIgnore | None = None
         self._problem: str | None = None
+        self._failure: str | None = None  # the last exception an event handler met, until taken
 
     # -- life ------------------------------------------------------------------------------------
 
@@ -376,6 +216,11 @@ class WorkspaceWatcher:
 
     # -- drain ---------------------------------------------------------------------------------
 
+    def take_failure(self) -> str | None:
+        """The last error met while handling file system events (once), so it can be reported."""
+        failure, self._failure = self._failure, None
+        return failure
+
     def drain(self, seen: Mapping[str, str]) -> list[FileChange]:
         if not self.pending:
             return []
@@ -506,12 +351,10 @@ def _handler_for(watcher: WorkspaceWatcher) -> Any:
     from watchdog.events import FileSystemEventHandler
 
     class Handler(FileSystemEventHandler):
-        errors = 0
-
         def dispatch(self, event: Any) -> None:
             try:
                 watcher.on_event(event)
-            except Exception:  # an exception here would end the observer thread: count it, go on
-                Handler.errors += 1
+            except Exception as exc:  # raised here it would end the observer thread: keep it to report
+                watcher._failure = f"{type(exc).__name__}: {exc}"
 
     return Handler()

@@ -26,9 +26,10 @@ from scribe.agent.protocol import Notice, TurnEnded
 from scribe.agent.runtime import build_agent
 from scribe.agent.session import start_session
 from scribe.fakeapi import FakeMessagesServer, Reply, text_block, tool_use_block
+from scribe.memory.changes import FileChange
 from scribe.memory.events import AssistantEvent, FileChangeEvent, ToolResultEvent, UserEvent
 from scribe.memory.render import file_change_text, render
-from scribe.memory.watcher import MAX_CHANGES, FileChange, WorkspaceWatcher
+from scribe.memory.watcher import MAX_CHANGES, WorkspaceWatcher
 from scribe.tools.registry import builtin_tools, tool_definitions
 
 WAIT_S = 5.0
@@ -82,7 +83,7 @@ class Clock:
 def manual(tmp_path: Path) -> tuple[WorkspaceWatcher, Clock]:
     clock = Clock()
     watcher = WorkspaceWatcher(tmp_path, clock=clock)  # never started: the test plays watchdog
-    from scribe.memory.watcher import GitIgnore
+    from scribe.memory.gitignore import GitIgnore
 
     watcher._ignore = GitIgnore(tmp_path)
     return watcher, clock
@@ -268,6 +269,10 @@ class RecordingSource:
             return [FileChange("notes.txt", "modified", "h", stale="notes.txt" in seen)]
         return []
 
+    def take_failure(self) -> str | None:
+        # one handler error, met before the first drain: reported once, then never again
+        return "OSError: inotify read failed" if len(self.drains) == 1 else None
+
     @contextmanager
     def command_running(self) -> Iterator[None]:
         self.in_command = True
@@ -302,6 +307,10 @@ def test_the_loop_drains_after_the_user_event_and_after_each_batch_of_results(
     assert source.drains == ["user", "tool_result"] and source.commands == 1 and source.started == 1
     assert isinstance(out[-1], TurnEnded) and out[-1].reason == "end_turn"
     assert Notice("[outside scribe: notes.txt was modified; it changed since you last read it]") in out
+    failures = [n for n in out if isinstance(n, Notice) and n.text.startswith("watcher:")]
+    assert failures == [Notice("watcher: OSError: inotify read failed; some outside changes may go unreported")]
+    assert [e.message for e in session.events if e.type == "error"] == [
+        "watching the workspace: OSError: inotify read failed"]
     kinds = [e.type for e in session.events]
     change = kinds.index("file_change")
     assert kinds[change - 2:change + 2] == ["tool_result", "tool_result", "file_change", "assistant"]
@@ -374,3 +383,23 @@ def test_past_the_inotify_watch_limit_watching_is_off_with_one_clear_line(tmp_pa
     while set(threading.enumerate()) - before and time.monotonic() < deadline:
         time.sleep(0.02)
     assert not set(threading.enumerate()) - before  # no emitter thread left behind
+
+
+def test_a_handler_error_is_kept_for_the_loop_not_lost(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    watcher = WorkspaceWatcher(workspace)
+    assert watcher.start() is None
+    try:
+        def broken(event: object) -> None:
+            raise OSError("disk went away")
+
+        monkeypatch.setattr(watcher, "on_event", broken)
+        (workspace / "poke.txt").write_text("x\n")
+        deadline = time.monotonic() + 5
+        failure = None
+        while failure is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+            failure = watcher.take_failure()
+        assert failure == "OSError: disk went away"
+        assert watcher.take_failure() is None  # reported once
+    finally:
+        watcher.stop()
