@@ -19,7 +19,9 @@ from .undo import undo
 
 app = typer.Typer(
     name="scribe",
-    help="A coding agent whose memory is an append-only log of what it has seen and done.",
+    help="A coding agent whose memory is an append-only log of what it has seen and done.\n\n"
+         "Without a command, scribe opens an interactive session in this workspace (the git "
+         "repository around the current folder). `scribe demo` tries it offline.",
     add_completion=False,
     no_args_is_help=False,
     pretty_exceptions_enable=False,
