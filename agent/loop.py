@@ -25,7 +25,7 @@ from scribe.memory.events import (
 )
 from scribe.memory.pairing import unanswered_tool_uses
 from scribe.memory.render import file_change_text, render
-from scribe.tools.base import Tool, ToolContext
+from scribe.tools.base import CommandInterrupted, Tool, ToolContext, ToolOutput
 from scribe.tools.registry import run_tool
 
 from .autocommit import TurnCommitter
@@ -149,16 +149,23 @@ class Agent:
         denial = self._denial(call, tool) if tool else None
         started = time.monotonic()
         if denial is not None:
-            output, is_error, exit_code, dropped = denial, True, None, 0
+            out = ToolOutput(denial, is_error=True)
         else:
             with self._acting(tool):
-                out = run_tool(self.tools, name, args, self.context)
-            output, is_error, exit_code, dropped = out.text, out.is_error, out.exit_code, out.dropped_bytes
-        result = self.session.append(
-            ToolResultEvent, tool_use_id=call.id, tool=name, output=output, is_error=is_error,
-            exit_code=exit_code, duration_ms=int((time.monotonic() - started) * 1000), dropped_bytes=dropped,
+                try:
+                    out = run_tool(self.tools, name, args, self.context)
+                except CommandInterrupted as stop:
+                    # The call keeps its real, partial result; the turn then ends as cancelled.
+                    self._append_result(call, stop.output, started)
+                    raise KeyboardInterrupt from None
+        yield ToolDone(call, self._append_result(call, out, started), denied=denial is not None)
+
+    def _append_result(self, call: ToolCall, out: ToolOutput, started: float) -> ToolResultEvent:
+        return self.session.append(
+            ToolResultEvent, tool_use_id=call.id, tool=call.name, output=out.text, is_error=out.is_error,
+            exit_code=out.exit_code, duration_ms=int((time.monotonic() - started) * 1000),
+            dropped_bytes=out.dropped_bytes,
         )
-        yield ToolDone(call, result, denied=denial is not None)
 
     def _acting(self, tool: Tool | None) -> AbstractContextManager[None]:
         """What changes while the agent's own command runs is its doing, not an outside change."""

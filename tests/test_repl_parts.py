@@ -40,7 +40,7 @@ from scribe.cli.repl_stats import Context, numbers, toolbar_text
 from scribe.cli.repl_view import View, fold, tail_source
 from scribe.fakeapi import FakeMessagesServer, Reply, text_block, tool_use_block
 from scribe.memory.events import AssistantEvent, InterruptEvent, ToolResultEvent, UsageEvent
-from scribe.tools.base import ToolContext
+from scribe.tools.base import CommandInterrupted, ToolContext
 from scribe.tools.command import RunCommand
 from scribe.tools.registry import builtin_tools, tool_definitions
 
@@ -107,9 +107,13 @@ def test_sigint_while_a_command_runs_kills_its_process_group(workspace: Path) ->
     timer = threading.Timer(0.6, os.kill, (os.getpid(), signal.SIGINT))
     started = time.monotonic()
     timer.start()
-    with pytest.raises(KeyboardInterrupt):
-        RunCommand().run({"command": "echo $$ > pid; sleep 30 & sleep 30"}, ToolContext(workspace=workspace))
+    with pytest.raises(CommandInterrupted) as stopped:
+        RunCommand().run({"command": "echo $$ > pid; echo started; sleep 30 & sleep 30"},
+                         ToolContext(workspace=workspace))
     timer.join()
+    # what it printed before Ctrl-C is kept, and says how it ended
+    assert stopped.value.output.text.startswith("started\n")
+    assert "[cancelled; process group killed]" in stopped.value.output.text
     assert time.monotonic() - started < 5
     pgid = int(pidfile.read_text())
     deadline = time.monotonic() + 3
@@ -199,3 +203,27 @@ def test_the_view_on_a_live_terminal_streams_then_prints_markdown_once() -> None
     assert plain.count("Some bold words.") >= 1 and "**" not in plain.split("Some bold words.")[-1]
     assert "│ … 12 more lines …" in plain and "│ 20" in plain
     assert view._live is None  # nothing left animating
+
+
+def test_a_cancelled_command_keeps_what_it_printed_as_its_result(workspace: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+    script = [Reply([tool_use_block("run_command", {"command": "echo starting; sleep 30"}),
+                     tool_use_block("list_files", {})])]
+    with FakeMessagesServer(script) as server:
+        agent = _agent(workspace, server.base_url)
+        timer = threading.Timer(1.5, os.kill, (os.getpid(), signal.SIGINT))
+        timer.start()
+        try:
+            ended = [e for e in agent.turn("run it") if isinstance(e, TurnEnded)][-1]
+        finally:
+            timer.join()
+            agent.session.close()
+    assert ended.reason == "interrupted"
+    events = events_of(agent.session.path)
+    result = next(e for e in events if isinstance(e, ToolResultEvent))
+    assert result.output.startswith("starting\n") and "[cancelled; process group killed]" in result.output
+    assert result.is_error
+    # the call that never ran is closed by the interrupt; nothing is left open
+    interrupt = next(e for e in events if isinstance(e, InterruptEvent))
+    assert interrupt.tool_use_ids == [script[0].blocks[1]["id"]]

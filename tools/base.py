@@ -30,6 +30,15 @@ class ToolOutput:
     dropped_bytes: int = 0
 
 
+class CommandInterrupted(KeyboardInterrupt):
+    """Ctrl-C reached a running command: its process group was killed, and `output` is what it
+    printed until then (kept, so the log and the model see how far it got)."""
+
+    def __init__(self, output: ToolOutput) -> None:
+        super().__init__()
+        self.output = output
+
+
 @dataclass
 class ToolContext:
     """What a tool may use besides its input. Built once per session by the agent."""

@@ -13,7 +13,7 @@ import time
 from collections import deque
 from typing import Any
 
-from scribe.tools.base import ToolContext, ToolError, ToolKind, ToolOutput
+from scribe.tools.base import CommandInterrupted, ToolContext, ToolError, ToolKind, ToolOutput
 from scribe.tools.textio import human_bytes
 
 MAX_TIMEOUT_S = 1800.0
@@ -154,8 +154,11 @@ class RunCommand:
         output = _CappedOutput(ctx.output_cap_bytes)
         try:
             reason = _pump(run, output, timeout)
+        except KeyboardInterrupt:
+            _signal_group(proc.pid, signal.SIGKILL)  # leave nothing behind, keep what it printed
+            raise CommandInterrupted(_result(proc, "cancelled", timeout, output)) from None
         except BaseException:
-            _signal_group(proc.pid, signal.SIGKILL)  # e.g. KeyboardInterrupt: leave nothing behind
+            _signal_group(proc.pid, signal.SIGKILL)
             raise
         finally:
             self._running.pop(id(run), None)
