@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Generator, Iterator
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from scribe.memory.changes import ChangeSource
 from scribe.memory.events import (
@@ -51,6 +51,7 @@ class Agent:
     max_turns: int = 50
     approver: Approver | None = None
     memory: Compressor | None = None
+    _seen_before: dict[str, str] = field(default_factory=dict, init=False, repr=False)
     # Files changed outside the agent's tools, drained at safe points (memory/watcher.py).
     watcher: ChangeSource | None = None
     # Commits the files the turn's file tools wrote, at the turn's end (auto_commit).
@@ -148,6 +149,7 @@ class Agent:
         yield call
         denial = self._denial(call, tool) if tool else None
         started = time.monotonic()
+        self._seen_before = dict(self.context.seen_hashes)
         if denial is not None:
             out = ToolOutput(denial, is_error=True)
         else:
@@ -161,10 +163,12 @@ class Agent:
         yield ToolDone(call, self._append_result(call, out, started), denied=denial is not None)
 
     def _append_result(self, call: ToolCall, out: ToolOutput, started: float) -> ToolResultEvent:
+        seen = {path: digest for path, digest in self.context.seen_hashes.items()
+                if self._seen_before.get(path) != digest}
         return self.session.append(
             ToolResultEvent, tool_use_id=call.id, tool=call.name, output=out.text, is_error=out.is_error,
             exit_code=out.exit_code, duration_ms=int((time.monotonic() - started) * 1000),
-            dropped_bytes=out.dropped_bytes,
+            dropped_bytes=out.dropped_bytes, seen=seen,
         )
 
     def _acting(self, tool: Tool | None) -> AbstractContextManager[None]:

@@ -6,7 +6,7 @@ import weakref
 from dataclasses import dataclass
 from pathlib import Path
 
-from scribe.memory.events import to_record
+from scribe.memory.events import Event, ToolResultEvent, to_record
 from scribe.memory.tokens import TokenEstimator
 from scribe.memory.watcher import WorkspaceWatcher
 from scribe.tools.base import ToolContext
@@ -39,6 +39,16 @@ def choose_session(workspace: Path, settings: Settings, choice: SessionChoice) -
     return start_session(workspace, settings, tool_definitions(builtin_tools()))
 
 
+def last_seen(events: list[Event]) -> dict[str, str]:
+    """What the agent last saw of each file, from the log: a continued session refuses to edit a
+    file changed since, just as the process that read it would have."""
+    seen: dict[str, str] = {}
+    for event in events:
+        if isinstance(event, ToolResultEvent):
+            seen.update(event.seen)
+    return seen
+
+
 def build_agent(workspace: Path, settings: Settings, session: Session, *,
                 approver: Approver | None = None, model: ModelClient | None = None) -> Agent:
     tools = builtin_tools()
@@ -48,6 +58,7 @@ def build_agent(workspace: Path, settings: Settings, session: Session, *,
         command_timeout_s=settings.command_timeout_s,
         output_cap_bytes=settings.output_cap_bytes,
         read_log=lambda: [to_record(e) for e in session.events],
+        seen_hashes=last_seen(session.events),
     )
     client = model or ModelClient(retry=RetryPolicy(settings.max_retries, settings.retry_backoff_s))
     output_chars = int(session.header.config.get("render_output_chars", settings.render_output_chars))

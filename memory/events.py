@@ -80,6 +80,9 @@ class ToolResultEvent(Event):
     exit_code: int | None = None
     duration_ms: int = 0
     dropped_bytes: int = 0
+    # sha256 of the files this call read or wrote, as it saw them (path -> hash): a continued
+    # session rebuilds from these what the agent last saw, so stale edits stay refused.
+    seen: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

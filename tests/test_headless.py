@@ -263,3 +263,22 @@ def test_ten_turns_across_ten_processes_read_the_cache_and_only_append(workspace
     print(f"\nrequests={len(billed)} hit_rate_from_2nd={read / prompt:.2%} prompt_tokens={prompt} "
           f"cache_read={read} log_bytes={sizes[-1]}")
     assert read / prompt >= 0.90
+
+
+def test_a_continued_session_still_refuses_to_edit_a_file_changed_since_it_was_read(
+        workspace: Path, home: Path) -> None:
+    (workspace / "notes.txt").write_text("one\n")
+    script = [Reply([tool_use_block("read_file", {"path": "notes.txt"})]), Reply.text("It says one."),
+              Reply([tool_use_block("edit_file", {"path": "notes.txt", "old_text": "one", "new_text": "two"})]),
+              Reply.text("Refused, as it should be.")]
+    with FakeMessagesServer(script) as server:
+        env = scribe_env(server.base_url, home, SCRIBE_WATCH_FILES="0")  # only the log can know
+        assert run_scribe(["run", "read notes"], workspace, env).code == 0
+        (workspace / "notes.txt").write_text("one, and the person's edit\n")  # between the runs
+        ran = run_scribe(["run", "-c", "now change it"], workspace, env)
+    assert ran.code == 0, ran.err
+    assert (workspace / "notes.txt").read_text() == "one, and the person's edit\n"
+    result = server.requests[3].json["messages"][-1]["content"][0]
+    assert result["is_error"] is True and "changed since you last read it" in result["content"]
+    first = [e for e in events_of(session_logs(workspace)[0]) if isinstance(e, ToolResultEvent)][0]
+    assert list(first.seen) == ["notes.txt"]
