@@ -77,19 +77,33 @@ def load_settings(workspace: Path, flags: Mapping[str, Any] | None = None,
                   defaults: Mapping[str, Any] | None = None) -> Settings:
     """`defaults` replace the built-in defaults for one front end (the REPL asks by default),
     below every file, variable and flag."""
+    return explain_settings(workspace, flags, environ, defaults)[0]
+
+
+def explain_settings(workspace: Path, flags: Mapping[str, Any] | None = None,
+                     environ: Mapping[str, str] | None = None,
+                     defaults: Mapping[str, Any] | None = None) -> tuple[Settings, dict[str, str]]:
+    """The effective settings, and where each came from (`scribe config` shows both)."""
     environ = os.environ if environ is None else environ
     values: dict[str, Any] = dict(defaults or {})
+    origin = {name: "default" for name in FIELDS}
     for path in (user_config_path(), state_dir(workspace) / "config.toml"):
-        values.update(_read_toml(path))
+        found = _read_toml(path)
+        values.update(found)
+        origin.update({name: str(path) for name in found})
     for name in FIELDS:
-        raw = environ.get(f"SCRIBE_{name.upper()}")
+        variable = f"SCRIBE_{name.upper()}"
+        raw = environ.get(variable)
         if raw is not None and raw != "":
-            values[name] = _coerce(name, raw, f"SCRIBE_{name.upper()}")
-    values.update({k: v for k, v in (flags or {}).items() if v is not None})
+            values[name] = _coerce(name, raw, variable)
+            origin[name] = variable
+    given = {k: v for k, v in (flags or {}).items() if v is not None}
+    values.update(given)
+    origin.update({name: "flag" for name in given})
     settings = Settings(**values)
     if settings.permission_mode not in PERMISSION_MODES:
         raise ConfigError(f"permission_mode '{settings.permission_mode}' is not one of {', '.join(PERMISSION_MODES)}")
-    return settings
+    return settings, origin
 
 
 def _read_toml(path: Path) -> dict[str, Any]:

@@ -9,6 +9,7 @@ import typer
 
 from scribe import __version__
 
+from .config import config
 from .demo import demo
 from .diff import diff
 from .log_app import log_app
@@ -32,6 +33,7 @@ app.command()(demo)
 app.command()(reflect)
 app.command()(diff)
 app.command()(undo)
+app.command()(config)
 app.add_typer(log_app, name="log")
 app.add_typer(notes_app, name="notes")
 

@@ -166,3 +166,17 @@ def test_unknown_event_types_and_fields_survive_a_continue(workspace: Path, home
     text = log.read_text()
     assert '"type":"telemetry","beam":[1,2]' in text
     assert all(r.error is None for r in server.requests)
+
+
+def test_scribe_config_shows_each_setting_and_its_source(workspace: Path, home: Path) -> None:
+    (workspace / ".scribe").mkdir(exist_ok=True)
+    (workspace / ".scribe" / "config.toml").write_text("max_turns = 7\ncommand_timeout_s = 30\n")
+    env = scribe_env("http://127.0.0.1:9", home, SCRIBE_MAX_TURNS="9")
+    ran = run_scribe(["config", "--json"], workspace, env)
+    assert ran.code == 0, ran.err
+    shown = ran.json()
+    assert shown["max_turns"] == {"value": 9, "source": "SCRIBE_MAX_TURNS"}  # environment beats the file
+    assert shown["command_timeout_s"] == {"value": 30.0, "source": str(workspace / ".scribe" / "config.toml")}
+    assert shown["model"]["source"] == "default"
+    text = run_scribe(["config"], workspace, env)
+    assert text.code == 0 and "SCRIBE_MAX_TURNS" in text.out
