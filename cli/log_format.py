@@ -14,7 +14,10 @@ from scribe.memory.events import (
     ErrorEvent,
     Event,
     FileChangeEvent,
+    GitCommitEvent,
+    GitUndoEvent,
     InterruptEvent,
+    NotesEvent,
     ObservationEvent,
     ReflectionEvent,
     SessionEvent,
@@ -127,12 +130,22 @@ class EventPrinter:
             replaced = ", ".join(str(s) for s in event.supersedes)
             return (f"reflection replacing {replaced} · {event.tokens} tokens · {event.model}", "reflection",
                     [(t, "") for t in event.text.splitlines()])
+        if isinstance(event, GitCommitEvent):
+            subject = event.message.strip().splitlines()[0] if event.message.strip() else ""
+            skipped = [(f"left out {path}: {why}", "dim") for path, why in event.skipped.items()]
+            return (f"git commit {event.sha[:10]} · {subject} · {', '.join(event.files)}", "session", skipped)
+        if isinstance(event, GitUndoEvent):
+            return (f"git undo of {event.sha[:10]} · HEAD back at {event.head[:10]} · {', '.join(event.files)}",
+                    "session", [])
+        if isinstance(event, NotesEvent):
+            return (f"notes curated · {event.entries} entries · {event.path} · {event.model}", "observation",
+                    [(t, "") for t in fold(event.text, self.full)])
         if isinstance(event, FileChangeEvent):
             what = f"moved to {event.dest}" if event.kind == "moved" and event.dest else event.kind
             if event.kind == "many":
-                what = f"and {getattr(event, 'count', 0)} more changes under it"
+                what = f"and {event.count} more changes under it"
             stale = " (it changed since scribe last read it)" if event.stale else ""
-            during = " while scribe's command ran" if getattr(event, "during_command", False) else ""
+            during = " while scribe's command ran" if event.during_command else ""
             return f"file changed outside scribe: {event.path} {what}{stale}{during}", "file_change", []
         if isinstance(event, InterruptEvent):
             calls = ", ".join(f"{self.tools.get(i, '?')} {i}" for i in event.tool_use_ids) or "no open tool calls"
