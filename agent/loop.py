@@ -1,6 +1,7 @@
 """The turn loop: render the log, call the model, run its tool calls, append everything.
 
-    user event -> { render -> model call -> assistant + usage -> tool results } -> compress?
+    user event -> { outside changes, compress? -> render -> model call -> assistant + usage
+                    -> tool results } until the model stops calling tools -> auto-commit?
 
 Every step appends to the log before the next one starts, so whatever stops the loop (the
 person, a crash, an API failure) leaves a log the next render can continue from.
@@ -11,7 +12,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Generator, Iterator
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from scribe.memory.changes import ChangeSource
 from scribe.memory.events import (
@@ -51,7 +52,6 @@ class Agent:
     max_turns: int = 50
     approver: Approver | None = None
     memory: Compressor | None = None
-    _seen_before: dict[str, str] = field(default_factory=dict, init=False, repr=False)
     # Files changed outside the agent's tools, drained at safe points (memory/watcher.py).
     watcher: ChangeSource | None = None
     # Commits the files the turn's file tools wrote, at the turn's end (auto_commit).
@@ -149,7 +149,7 @@ class Agent:
         yield call
         denial = self._denial(call, tool) if tool else None
         started = time.monotonic()
-        self._seen_before = dict(self.context.seen_hashes)
+        before = dict(self.context.seen_hashes)
         if denial is not None:
             out = ToolOutput(denial, is_error=True)
         else:
@@ -158,13 +158,15 @@ class Agent:
                     out = run_tool(self.tools, name, args, self.context)
                 except CommandInterrupted as stop:
                     # The call keeps its real, partial result; the turn then ends as cancelled.
-                    self._append_result(call, stop.output, started)
+                    self._append_result(call, stop.output, started, before)
                     raise KeyboardInterrupt from None
-        yield ToolDone(call, self._append_result(call, out, started), denied=denial is not None)
+        yield ToolDone(call, self._append_result(call, out, started, before), denied=denial is not None)
 
-    def _append_result(self, call: ToolCall, out: ToolOutput, started: float) -> ToolResultEvent:
+    def _append_result(self, call: ToolCall, out: ToolOutput, started: float,
+                       seen_before: dict[str, str]) -> ToolResultEvent:
+        """The call's result, with the file hashes it newly saw (rebuilt from the log on -c)."""
         seen = {path: digest for path, digest in self.context.seen_hashes.items()
-                if self._seen_before.get(path) != digest}
+                if seen_before.get(path) != digest}
         return self.session.append(
             ToolResultEvent, tool_use_id=call.id, tool=call.name, output=out.text, is_error=out.is_error,
             exit_code=out.exit_code, duration_ms=int((time.monotonic() - started) * 1000),
