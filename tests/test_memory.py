@@ -184,6 +184,7 @@ def test_observer_and_reflector_run_keep_the_cache_prefix_and_the_log_append_onl
     # around each observation: the request after it keeps the request before it as a prefix up to
     # the older chunks (tools, instructions, earlier observations), and reads that from the cache
     agent_requests = [r for r in server.requests if r.json["system"][0]["text"].startswith("You are scribe")]
+    checked = 0
     for earlier, later in zip(agent_requests, agent_requests[1:], strict=False):
         old_system, new_system = earlier.json["system"], later.json["system"]
         if len(new_system) == len(old_system) + 1:  # an observation was appended in between
@@ -191,6 +192,8 @@ def test_observer_and_reflector_run_keep_the_cache_prefix_and_the_log_append_onl
             old_blocks = _blocks(earlier.json)[:shared]
             assert _blocks(later.json)[:shared] == old_blocks
             assert later.usage["cache_read_input_tokens"] > 0
+            checked += 1
+    assert checked >= 1  # the property above was exercised, not skipped
 
 
 def _blocks(body: dict[str, Any]) -> list[str]:
