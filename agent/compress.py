@@ -17,6 +17,7 @@ from scribe.memory.observer import (
     OBSERVER_MAX_TOKENS,
     OBSERVER_SYSTEM,
     UnusableAnswer,
+    backoff_until,
     choose_span,
     clean_answer,
     observer_input,
@@ -28,13 +29,12 @@ from scribe.memory.reflector import (
     REFLECTOR_SYSTEM,
     ReflectPlan,
     accept_reflection,
-    backoff_until,
     chunk_size,
     plan_reflection,
     reflector_input,
 )
 from scribe.memory.render import Request, tail_after
-from scribe.memory.tokens import TokenEstimator, estimate_text
+from scribe.memory.tokens import TokenEstimator, estimate_text, fixed_tokens
 
 from .config import Settings
 from .errors import ModelError
@@ -48,10 +48,15 @@ OBSERVE_FAILED_KIND = "observe_backoff"
 
 @dataclass(frozen=True)
 class ContextSize:
-    """Estimated tokens of the two parts of memory in the next request."""
+    """Estimated tokens of the next request, by part."""
 
-    raw: int
+    fixed: int  # instructions and tools: the same for the whole session
     observations: int
+    raw: int  # calibrated against the API's counts
+
+    @property
+    def total(self) -> int:
+        return self.fixed + self.observations + self.raw
 
 
 @dataclass
@@ -70,7 +75,7 @@ class Compressor:
         threshold = self.settings.observe_tokens
         if self._cache_is_cold(events):
             threshold //= 2  # nothing cached to lose: compressing now costs nothing extra
-        if size.raw > threshold and size.raw > _backoff(events, OBSERVE_FAILED_KIND):
+        if size.raw > threshold and size.raw > backoff_until(events, OBSERVE_FAILED_KIND, ObservationEvent):
             yield from self.observe(session)
         yield from self.reflect(session)
 
@@ -86,16 +91,13 @@ class Compressor:
     def context(self, session: Session) -> ContextSize:
         chunks, observed_to = session.chunks.update(session.events)
         raw = self.estimator.total(tail_after(session.events, observed_to))
-        return ContextSize(raw, sum(chunk_size(c) for c in chunks))
+        return ContextSize(fixed_tokens(session.header), sum(chunk_size(c) for c in chunks), raw)
 
     def request_estimate(self, session: Session) -> int:
         """Uncalibrated estimate of a whole agent request, to compare with reported usage."""
-        events = session.events
-        header = events[0]
-        chunks, observed_to = session.chunks.update(events)
-        fixed = estimate_text(getattr(header, "system", "")) + estimate_text(str(getattr(header, "tools", "")))
-        return fixed + sum(chunk_size(c) for c in chunks) + sum(
-            self.estimator.of(e) for e in tail_after(events, observed_to))
+        chunks, observed_to = session.chunks.update(session.events)
+        return fixed_tokens(session.header) + sum(chunk_size(c) for c in chunks) + sum(
+            self.estimator.of(e) for e in tail_after(session.events, observed_to))
 
     # -- observer ------------------------------------------------------------------------
 
@@ -110,8 +112,8 @@ class Compressor:
                 yield Notice("nothing to observe: the raw tail is within the retention floor")
             return
         chosen = [e for e in raw if span.seq_from <= e.seq <= span.seq_to]
-        request = _request(self.settings.observer_model, OBSERVER_SYSTEM,
-                           observer_input([c.text for c in chunks], chosen))
+        request = Request.one_shot(self.settings.observer_model, OBSERVER_SYSTEM,
+                                   observer_input([c.text for c in chunks], chosen), OBSERVER_MAX_TOKENS)
         try:
             result = self._call(session, request, "observer")
             text = clean_answer(_text(result))
@@ -135,7 +137,7 @@ class Compressor:
             if force:
                 yield Notice("nothing to reflect: fewer than two observation chunks")
             return
-        waiting = backoff_until(session.events)  # only looked up once a reflection is due
+        waiting = backoff_until(session.events, BACKOFF_KIND, ReflectionEvent)  # looked up once one is due
         if waiting and total <= waiting and not force:
             return
         problems: list[str] = []
@@ -179,23 +181,9 @@ class Compressor:
         return (self.now() - when).total_seconds() > CACHE_TTL_S
 
 
-def _backoff(events: Sequence[Event], kind: str) -> int:
-    for event in reversed(events):
-        if isinstance(event, ObservationEvent):
-            return 0
-        if isinstance(event, ErrorEvent) and event.kind == kind:
-            return int(event.extra.get("until_tokens", 0))
-    return 0
-
-
-def _request(model: str, system: str, user: str) -> Request:
-    return Request(model=model, max_tokens=OBSERVER_MAX_TOKENS, tools=[],
-                   system=[{"type": "text", "text": system}],
-                   messages=[{"role": "user", "content": [{"type": "text", "text": user}]}])
-
-
 def _reflect_request(settings: Settings, plan: ReflectPlan, attempt: int) -> Request:
-    return _request(settings.observer_model, REFLECTOR_SYSTEM, reflector_input(plan, attempt))
+    return Request.one_shot(settings.observer_model, REFLECTOR_SYSTEM, reflector_input(plan, attempt),
+                            OBSERVER_MAX_TOKENS)
 
 
 def _text(result: CallResult) -> str:

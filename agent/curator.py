@@ -40,12 +40,8 @@ def curate(session: Session, model: ModelClient, settings: Settings, path: Path)
     if not facts:
         return Curation(False, "notes: nothing new to curate from this session", noteworthy=False)
     current = path.read_text(encoding="utf-8") if path.is_file() else ""
-    request = Request(
-        model=settings.observer_model, max_tokens=CURATOR_MAX_TOKENS, tools=[],
-        system=[{"type": "text", "text": CURATOR_SYSTEM.format(budget=settings.notes_tokens)}],
-        messages=[{"role": "user", "content": [{"type": "text", "text": curator_input(
-            current, session.id, facts, settings.notes_tokens)}]}],
-    )
+    request = Request.one_shot(settings.observer_model, CURATOR_SYSTEM.format(budget=settings.notes_tokens),
+                               curator_input(current, session.id, facts, settings.notes_tokens), CURATOR_MAX_TOKENS)
     try:
         result = model.complete(request)
     except ModelError as exc:

@@ -32,9 +32,6 @@ class ScriptedModel:
         self.calls["agent"] += 1
         return self.replies.pop(0) if self.replies else Reply.text("(end of script)")
 
-    def push_front(self, reply: Reply) -> None:
-        self.replies.insert(0, reply)
-
 
 def observe(prompt: str) -> str:
     """One tagged line per event: the user's words whole (they carry goals and facts), the first

@@ -24,6 +24,7 @@ from types import FrameType
 from rich.text import Text
 
 from scribe import __version__
+from scribe.agent.compress import ContextSize
 from scribe.agent.config import Settings, find_workspace, load_settings, state_dir
 from scribe.agent.curator import curate
 from scribe.agent.loop import Agent
@@ -34,14 +35,13 @@ from scribe.agent.runtime import SessionChoice, build_agent, choose_session
 from scribe.agent.session import Session, notes_path, open_session, store_for
 from scribe.memory.events import InterruptEvent
 from scribe.memory.pairing import unanswered_tool_uses
-from scribe.memory.tokens import TokenEstimator
 
 from .errors import cli_errors, fail
 from .repl_approve import Approver
 from .repl_commands import ExitRepl, command_help, dispatch, is_command
 from .repl_input import InputArea
 from .repl_records import last_exchanges
-from .repl_stats import Context, Numbers, context_of, numbers, toolbar_text
+from .repl_stats import Numbers, numbers, toolbar_text
 from .repl_view import View, make_console
 
 # Further Ctrl-C presses this soon after the one that cancelled a turn are ignored: they would
@@ -123,7 +123,6 @@ class Repl:
         self.model = model or ModelClient(retry=RetryPolicy(settings.max_retries, settings.retry_backoff_s))
         self.area = area or InputArea(workspace, state_dir(workspace) / "history", command_help, self.toolbar)
         self._agent: Agent | None = None
-        self._estimator = TokenEstimator()
         self._toolbar = ""
 
     @property
@@ -144,8 +143,6 @@ class Repl:
         previous, self._agent = self._agent, agent
         if previous is not None:
             self._end(previous)
-        output_chars = session.header.config.get("render_output_chars")
-        self._estimator = TokenEstimator(output_chars=int(output_chars) if output_chars else None)
         self.refresh()
         self._greet(resumed)
 
@@ -208,8 +205,10 @@ class Repl:
 
     # -- numbers for the toolbar and /stats -------------------------------------------------------
 
-    def context(self) -> Context:
-        return context_of(self.session.events, self._estimator)
+    def context(self) -> ContextSize:
+        memory = self.agent.memory
+        assert memory is not None, "build_agent always gives the agent a compressor"
+        return memory.context(self.session)
 
     def numbers(self) -> Numbers:
         return numbers(self.session.events, self.agent.policy.mode, self.context())

@@ -6,35 +6,20 @@ bar and /stats survive a resume and agree with what the log says. Pure functions
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from scribe.agent.compress import ContextSize
 from scribe.agent.pricing import price_usage
 from scribe.memory.events import Event, SessionEvent, UsageEvent
-from scribe.memory.render import active_chunks
 from scribe.memory.stats import Figures, figures_of
-from scribe.memory.tokens import TokenEstimator, estimate_text
-
-
-@dataclass(frozen=True)
-class Context:
-    """Estimated tokens of the next request, by part."""
-
-    fixed: int  # tools and instructions: the same for the whole session
-    observations: int
-    raw: int
-
-    @property
-    def total(self) -> int:
-        return self.fixed + self.observations + self.raw
 
 
 @dataclass(frozen=True)
 class Numbers:
     model: str
     mode: str
-    context: Context
+    context: ContextSize
     totals: Figures  # every call of the session, any purpose, priced
     agent_calls: int
     last_hit: float | None  # cache hit rate of the last call; None before the first
@@ -48,22 +33,7 @@ class Numbers:
         return self.totals.hit_rate if self.totals.calls else None
 
 
-def fixed_tokens(header: SessionEvent) -> int:
-    return estimate_text(header.system) + estimate_text(json.dumps(header.tools, ensure_ascii=False))
-
-
-def context_of(events: Sequence[Event], estimator: TokenEstimator | None = None) -> Context:
-    """The next request's size, estimated locally (no model call). `estimator` keeps its
-    per-event figures between calls, so this stays cheap as the session grows."""
-    header = events[0]
-    assert isinstance(header, SessionEvent)
-    chunks, observed_to = active_chunks(events)
-    estimator = estimator or TokenEstimator()
-    raw = estimator.total(e for e in events if e.seq > observed_to)
-    return Context(fixed_tokens(header), sum(estimate_text(c.text) for c in chunks), raw)
-
-
-def numbers(events: Sequence[Event], mode: str, context: Context) -> Numbers:
+def numbers(events: Sequence[Event], mode: str, context: ContextSize) -> Numbers:
     header = events[0]
     assert isinstance(header, SessionEvent)
     usages = [e for e in events if isinstance(e, UsageEvent)]

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from .events import (
     AssistantEvent,
+    ErrorEvent,
     Event,
     FileChangeEvent,
     GitUndoEvent,
@@ -59,6 +60,18 @@ class Span:
     seq_from: int
     seq_to: int
     tokens: int
+
+
+def backoff_until(events: Sequence[Event], kind: str, cleared_by: type[Event]) -> int:
+    """Tokens to exceed before trying a failed memory step again: the `until_tokens` of the last
+    error of `kind`, unless a `cleared_by` event (a success) came after it. 0: no backoff. Read
+    from the log, so a restarted process waits just as the one before would have."""
+    for event in reversed(events):
+        if isinstance(event, cleared_by):
+            return 0
+        if isinstance(event, ErrorEvent) and event.kind == kind:
+            return int(event.extra.get("until_tokens", 0))
+    return 0
 
 
 class UnusableAnswer(ValueError):
@@ -161,8 +174,3 @@ def clean_answer(text: str) -> str:
     if not any(line.lstrip().startswith(TAGS) for line in lines):
         raise UnusableAnswer("the answer has no tagged observation lines")
     return "\n".join(lines)
-
-
-def chunk_tokens(chunk_texts: Sequence[str]) -> int:
-    return sum(estimate_text(t) for t in chunk_texts)
-

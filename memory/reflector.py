@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .events import ErrorEvent, Event, ObservationEvent, ReflectionEvent
+from .events import ObservationEvent, ReflectionEvent
 from .observer import UnusableAnswer, clean_answer
 from .tokens import estimate_text
 
@@ -88,15 +88,5 @@ def accept_reflection(text: str, plan: ReflectPlan) -> str:
     return cleaned
 
 
-def backoff_until(events: Sequence[Event]) -> int:
-    """Observation tokens that must be exceeded before reflecting again (0: no backoff)."""
-    for event in reversed(events):
-        if isinstance(event, ReflectionEvent):
-            return 0
-        if isinstance(event, ErrorEvent) and event.kind == BACKOFF_KIND:
-            return int(event.extra.get("until_tokens", 0))
-    return 0
-
-
 __all__ = ["REFLECTOR_SYSTEM", "REFLECT_ATTEMPTS", "ReflectPlan", "UnusableAnswer", "accept_reflection",
-           "backoff_until", "plan_reflection", "reflector_input"]
+           "plan_reflection", "reflector_input"]

@@ -60,6 +60,13 @@ class Request:
     # Bookkeeping for callers, not sent: the last seq the observation chunks cover.
     observed_to: int = field(default=-1, compare=False)
 
+    @classmethod
+    def one_shot(cls, model: str, system: str, user: str, max_tokens: int) -> Request:
+        """A request with no tools and one user message: the observer's, reflector's and
+        curator's calls (their prompts are built from the log, not rendered from it)."""
+        return cls(model=model, max_tokens=max_tokens, tools=[], system=[{"type": "text", "text": system}],
+                   messages=[{"role": "user", "content": [{"type": "text", "text": user}]}])
+
     def params(self) -> dict[str, Any]:
         """Keyword arguments for `client.messages.stream` (no `tools` key when there are none)."""
         params: dict[str, Any] = {"model": self.model, "max_tokens": self.max_tokens}

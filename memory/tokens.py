@@ -8,7 +8,7 @@ the estimate for this model's tokenizer and this session's kind of text.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from .events import (
@@ -18,6 +18,7 @@ from .events import (
     GitUndoEvent,
     ObservationEvent,
     ReflectionEvent,
+    SessionEvent,
     ToolResultEvent,
     UserEvent,
 )
@@ -78,5 +79,6 @@ class TokenEstimator:
         self.factor = observed if self.factor == 1.0 else 0.7 * self.factor + 0.3 * observed
 
 
-def text_tokens(texts: Sequence[str]) -> int:
-    return sum(estimate_text(t) for t in texts)
+def fixed_tokens(header: SessionEvent) -> int:
+    """Instructions and tool definitions: the part of every request that never changes."""
+    return estimate_text(header.system) + estimate_text(json.dumps(header.tools, ensure_ascii=False))

@@ -18,6 +18,7 @@ from prompt_toolkit.document import Document
 from rich.console import Console
 
 from helpers import SCRIBE, events_of
+from scribe.agent.compress import ContextSize
 from scribe.agent.config import Settings
 from scribe.agent.model import ModelClient
 from scribe.agent.protocol import (
@@ -36,7 +37,7 @@ from scribe.cli.repl import drive
 from scribe.cli.repl_approve import preview
 from scribe.cli.repl_input import ReplCompleter
 from scribe.cli.repl_records import last_exchanges
-from scribe.cli.repl_stats import Context, numbers, toolbar_text
+from scribe.cli.repl_stats import numbers, toolbar_text
 from scribe.cli.repl_view import View, fold, tail_source
 from scribe.fakeapi import FakeMessagesServer, Reply, text_block, tool_use_block
 from scribe.memory.events import AssistantEvent, InterruptEvent, ToolResultEvent, UsageEvent
@@ -162,7 +163,7 @@ def test_toolbar_numbers_come_from_the_log(workspace: Path, monkeypatch: pytest.
         for prompt in ("first", "second"):
             drive(agent.turn(prompt), lambda event: None)
         agent.session.close()
-    n = numbers(agent.session.events, "ask", Context(1000, 0, 20))
+    n = numbers(agent.session.events, "ask", ContextSize(fixed=1000, observations=0, raw=20))
     billed = server.requests[-1].usage
     prompt = billed["input_tokens"] + billed["cache_read_input_tokens"] + billed["cache_creation_input_tokens"]
     assert n.totals.calls == 2 and n.last_hit == billed["cache_read_input_tokens"] / prompt
