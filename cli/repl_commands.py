@@ -19,7 +19,7 @@ from scribe.agent.errors import MissingCredentials, ModelError
 from scribe.agent.protocol import AgentEvent
 from scribe.memory.log import LogError
 
-from .repl_records import event_line, session_summaries
+from .repl_records import session_summaries
 from .repl_stats import stats_lines, tokens
 from .repl_view import diff_text
 
@@ -123,9 +123,14 @@ def _reflect(repl: Repl, arg: str) -> None:
 
 @command("log", "the log file and its last events", "[N]")
 def _log(repl: Repl, arg: str) -> None:
+    from .log_format import EventPrinter
+
     count = int(arg) if arg.isdigit() else 10
     repl.view.lines([str(repl.session.path)], style="bold")
-    repl.view.lines((event_line(e) for e in repl.session.events[-count:]), style="dim")
+    printer = EventPrinter(repl.view.console)  # the same view as `scribe log tail`
+    printer.learn(repl.session.events)
+    for event in repl.session.events[-count:]:
+        printer(event)
 
 
 @command("diff", "what changed in the workspace since this session started (git)")

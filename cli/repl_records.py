@@ -11,15 +11,8 @@ from pathlib import Path
 from scribe.agent.session import store_for
 from scribe.memory.events import (
     AssistantEvent,
-    ErrorEvent,
     Event,
     InterruptEvent,
-    ObservationEvent,
-    ReflectionEvent,
-    SessionEvent,
-    ToolResultEvent,
-    UnknownEvent,
-    UsageEvent,
     UserEvent,
 )
 
@@ -27,34 +20,6 @@ from scribe.memory.events import (
 def _first(text: str, width: int = 90) -> str:
     line = text.strip().splitlines()[0] if text.strip() else ""
     return line if len(line) <= width else line[: width - 1] + "…"
-
-
-def event_line(e: Event) -> str:
-    """`seq type detail`: enough to recognise an event; `scribe log show` has the whole of it."""
-    kind = e.type_name if isinstance(e, UnknownEvent) else e.type
-    detail = ""
-    if isinstance(e, SessionEvent):
-        detail = f"{e.id} model {e.model}"
-    elif isinstance(e, UserEvent):
-        detail = _first(e.text)
-    elif isinstance(e, AssistantEvent):
-        parts = [_first(b.get("text", ""), 60) for b in e.content if b.get("type") == "text"]
-        parts += [f"[{b.get('name')}]" for b in e.content if b.get("type") == "tool_use"]
-        detail = " ".join(p for p in parts if p)
-    elif isinstance(e, ToolResultEvent):
-        detail = f"{e.tool} {'error' if e.is_error else 'ok'}: {_first(e.output, 70)}"
-    elif isinstance(e, UsageEvent):
-        detail = (f"{e.purpose} in {e.input} read {e.cache_read} write {e.cache_write} "
-                  f"out {e.output} ({e.latency_ms} ms)")
-    elif isinstance(e, InterruptEvent):
-        detail = f"{len(e.tool_use_ids)} tool call(s) closed: {e.reason}"
-    elif isinstance(e, ErrorEvent):
-        detail = f"{e.kind}: {_first(e.message, 80)}"
-    elif isinstance(e, ObservationEvent):
-        detail = f"events {e.seq_from}–{e.seq_to}, {e.tokens} tokens"
-    elif isinstance(e, ReflectionEvent):
-        detail = f"replaces {len(e.supersedes)} chunks, {e.tokens} tokens"
-    return f"{e.seq:>5}  {kind:<12} {detail}"
 
 
 def last_exchanges(events: Sequence[Event], count: int = 3) -> list[tuple[str, str]]:
