@@ -9,17 +9,20 @@ the log, so a restarted process behaves as the one before it.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from scribe.memory.events import ErrorEvent, Event, ObservationEvent, ReflectionEvent, UsageEvent
 from scribe.memory.observer import (
+    OBSERVATIONS_SHOWN,
     OBSERVER_MAX_TOKENS,
     OBSERVER_SYSTEM,
+    Span,
     UnusableAnswer,
     backoff_until,
     choose_span,
     clean_answer,
+    event_line,
     observer_input,
 )
 from scribe.memory.reflector import (
@@ -39,11 +42,13 @@ from scribe.memory.tokens import TokenEstimator, estimate_text, fixed_tokens
 from .config import Settings
 from .errors import ModelError
 from .model import CallResult, ModelClient
+from .payback import Rates, paid_off, turn_start
 from .protocol import AgentEvent, Compressed, Notice
 from .session import Session
 
 CACHE_TTL_S = 300.0
 OBSERVE_FAILED_KIND = "observe_backoff"
+OBSERVER_OVERHEAD = estimate_text(OBSERVER_SYSTEM) + 40  # instructions and framing of its input
 
 
 @dataclass(frozen=True)
@@ -65,18 +70,27 @@ class Compressor:
     settings: Settings
     estimator: TokenEstimator
     now: Callable[[], datetime] = lambda: datetime.now(UTC)
+    _observer_sizes: dict[int, int] = field(default_factory=dict, init=False, repr=False)
+
+    @property
+    def rates(self) -> Rates:
+        return Rates.of(self.settings.model, self.settings.observer_model)
 
     # -- what the loop calls -------------------------------------------------------------
 
     def before_call(self, session: Session) -> Iterator[AgentEvent]:
-        """Compress if a threshold is passed, or early when the cache has gone cold anyway."""
+        """Compress if a threshold is passed, early when the cache has gone cold anyway, or, at a
+        turn start, when finished turns have cost as much in cache reads as observing them would."""
         events = session.events
         size = self.context(session)
         threshold = self.settings.observe_tokens
         if self._cache_is_cold(events):
             threshold //= 2  # nothing cached to lose: compressing now costs nothing extra
-        if size.raw > threshold and size.raw > backoff_until(events, OBSERVE_FAILED_KIND, ObservationEvent):
-            yield from self.observe(session)
+        if size.raw > backoff_until(events, OBSERVE_FAILED_KIND, ObservationEvent):
+            if size.raw > threshold:
+                yield from self.observe(session)
+            elif self.settings.observe_on_payback and (span := self.paid_off_span(session)) is not None:
+                yield from self.observe(session, span=span)
         yield from self.reflect(session)
 
     def compress_now(self, session: Session) -> Iterator[AgentEvent]:
@@ -101,12 +115,14 @@ class Compressor:
 
     # -- observer ------------------------------------------------------------------------
 
-    def observe(self, session: Session, *, force: bool = False) -> Iterator[AgentEvent]:
+    def observe(self, session: Session, *, force: bool = False, span: Span | None = None) -> Iterator[AgentEvent]:
+        """Observe `span`, or by default the oldest raw events down to the retention floor."""
         events = session.events
         chunks, observed_to = session.chunks.update(events)
         raw = tail_after(events, max(observed_to, 0))  # seq 0 is the session header, never observed
-        keep = int(self.settings.observe_tokens * self.settings.retention)
-        span = choose_span(raw, self.estimator, keep_tokens=keep)
+        if span is None:
+            keep = int(self.settings.observe_tokens * self.settings.retention)
+            span = choose_span(raw, self.estimator, keep_tokens=keep)
         if span is None:
             if force:
                 yield Notice("nothing to observe: the raw tail is within the retention floor")
@@ -126,6 +142,27 @@ class Compressor:
         event = session.append(ObservationEvent, text=text, seq_from=span.seq_from, seq_to=span.seq_to,
                                tokens=estimate_text(text), model=result.model)
         yield Compressed("observation", span.tokens, event.tokens, span.seq_from, span.seq_to)
+
+    def paid_off_span(self, session: Session) -> Span | None:
+        """At a turn start: the finished turns whose cache reads have paid for observing them."""
+        chunks, observed_to = session.chunks.update(session.events)
+        raw = tail_after(session.events, max(observed_to, 0))
+        if turn_start(raw) is None:
+            return None
+        factor = self.estimator.factor
+        prompt = [self.estimator.of(e) * factor for e in raw]
+        observer = [self._observer_view(e) * factor for e in raw]
+        overhead = OBSERVER_OVERHEAD + min(sum(chunk_size(c) for c in chunks), OBSERVATIONS_SHOWN)
+        quote = paid_off(raw, prompt, observer, overhead * factor, self.rates)
+        if quote is None:
+            return None
+        return Span(raw[0].seq, raw[quote.last].seq, self.estimator.total(raw[: quote.last + 1]))
+
+    def _observer_view(self, event: Event) -> int:
+        size = self._observer_sizes.get(event.seq)
+        if size is None:
+            size = self._observer_sizes[event.seq] = estimate_text(event_line(event))
+        return size
 
     # -- reflector -----------------------------------------------------------------------
 

@@ -34,6 +34,7 @@ class Settings:
     observe_tokens: int = 30_000
     reflect_tokens: int = 40_000
     retention: float = 0.2
+    observe_on_payback: bool = True
     command_timeout_s: float = 120.0
     render_output_chars: int = 12_000
     output_cap_bytes: int = 1_000_000

@@ -31,6 +31,8 @@ TAGS = ("🔴", "🟡", "🟢", "✅")
 # (the log keeps everything, and the observation names the seq to recall).
 OBSERVER_OUTPUT_CHARS = 2_000
 OBSERVER_MAX_TOKENS = 4_096
+# How much of the existing observations the observer is shown, so it does not repeat them.
+OBSERVATIONS_SHOWN = 2_000
 
 OBSERVER_SYSTEM = """\
 You are the Observer for a coding agent. You turn a stretch of its session (the user's messages, \
@@ -116,7 +118,7 @@ def choose_span(raw: Sequence[Event], estimator: TokenEstimator, *, keep_tokens:
     return Span(raw[0].seq, raw[best].seq, estimator.total(raw[: best + 1]))
 
 
-def observer_input(previous: Sequence[str], events: Sequence[Event], *, tail_tokens: int = 2_000) -> str:
+def observer_input(previous: Sequence[str], events: Sequence[Event], *, tail_tokens: int = OBSERVATIONS_SHOWN) -> str:
     """The user message for the observer: the tail of existing observations, then the events."""
     shown: list[str] = []
     used = 0

@@ -1,0 +1,108 @@
+"""When observing finished turns pays for itself: the rent-or-buy rule.
+
+The raw events of a turn that has ended ("settled") stay in the prompt, and every later model
+call reads them again from the cache: that is rent. Observing them costs one observer call,
+writing the chunk it produces into the cache, and writing again whatever settled events stay raw
+behind the new chunk: that is the price. Paying rent until it has added up to the price, then
+buying, never costs more than twice what the best choice in hindsight would have (the ski-rental
+rule), and it needs no guess at how long the session will go on. A big tool output that later
+calls keep re-reading is observed soon; a short exchange in a session of one call per turn waits.
+
+Pure functions over the raw tail, in US dollars at list prices (the observer runs on a cheaper
+model than the agent, so tokens alone would misjudge it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from itertools import accumulate
+
+from scribe.memory.events import AssistantEvent, Event, UsageEvent, UserEvent
+from scribe.memory.observer import safe_boundaries
+
+from .pricing import CACHE_READ, CACHE_WRITE_5M, price_for
+
+# Observation lines come out at about a tenth of what the observer reads (it keeps facts and
+# exact identifiers, not output): the expected size of the answer and of the chunk it becomes.
+OBSERVATION_YIELD = 0.1
+
+
+@dataclass(frozen=True)
+class Rates:
+    """USD per token for what observing buys and what keeping raw rents."""
+
+    read: float  # the agent's cache read
+    write: float  # the agent's 5-minute cache write
+    observer_input: float
+    observer_output: float
+
+    @classmethod
+    def of(cls, model: str, observer_model: str) -> Rates:
+        agent, observer = price_for(model), price_for(observer_model)
+        return cls(read=agent.input * CACHE_READ / 1e6, write=agent.input * CACHE_WRITE_5M / 1e6,
+                   observer_input=observer.input / 1e6, observer_output=observer.output / 1e6)
+
+
+@dataclass(frozen=True)
+class Quote:
+    """The settled events worth observing now: raw[0..last], with what they cost and saved."""
+
+    last: int  # index into the raw tail
+    rent_paid: float
+    price: float
+
+
+def turn_start(raw: Sequence[Event]) -> int | None:
+    """Index of the current turn's user message, if no model call of that turn has happened yet."""
+    for i in range(len(raw) - 1, -1, -1):
+        if isinstance(raw[i], AssistantEvent):
+            return None
+        if isinstance(raw[i], UserEvent):
+            return i
+    return None
+
+
+def calls_since_settled(raw: Sequence[Event]) -> list[int]:
+    """For each event, how many agent calls have read it since its turn ended."""
+    calls = [0] * len(raw)
+    seen = 0  # agent calls after the event being looked at
+    at_next_user = 0  # agent calls after the next user message: after the event's turn ended
+    for i in range(len(raw) - 1, -1, -1):
+        event = raw[i]
+        calls[i] = at_next_user
+        if isinstance(event, UserEvent):
+            at_next_user = seen
+        elif isinstance(event, UsageEvent) and event.purpose == "agent":
+            seen += 1
+    return calls
+
+
+def paid_off(raw: Sequence[Event], prompt_tokens: Sequence[float], observer_tokens: Sequence[float],
+             observer_overhead: float, rates: Rates) -> Quote | None:
+    """The longest run of settled events, from the oldest, whose rent has paid for observing it.
+
+    `prompt_tokens[i]`: what raw[i] adds to the agent's prompt; `observer_tokens[i]`: what it adds
+    to the observer's input; `observer_overhead`: the observer's instructions and the earlier
+    observations it is shown. Called at a turn start (the current turn is never observed here);
+    None when nothing has paid off yet. The new chunk's own rent, about a tenth of what it
+    replaces, is left out of the price."""
+    current = turn_start(raw)
+    if current is None or current == 0:
+        return None
+    calls = calls_since_settled(raw)
+    rent = list(accumulate(c * t * rates.read for c, t in zip(calls[:current], prompt_tokens[:current], strict=True)))
+    read_by_observer = list(accumulate(observer_tokens[:current]))
+    kept_raw = list(accumulate(reversed(prompt_tokens[:current])))[::-1]  # kept_raw[i]: tokens of raw[i:current]
+    best: Quote | None = None
+    users = [i for i, e in enumerate(raw[:current]) if isinstance(e, UserEvent)]
+    keep_from = users[-1] if users else current  # the last finished exchange stays word for word
+    for i in safe_boundaries(raw[:keep_from]):
+        answer = OBSERVATION_YIELD * read_by_observer[i]
+        rewrite = kept_raw[i + 1] if i + 1 < current else 0
+        price = ((observer_overhead + read_by_observer[i]) * rates.observer_input
+                 + answer * (rates.observer_output + rates.write)
+                 + rewrite * (rates.write - rates.read))
+        if rent[i] >= price:
+            best = Quote(i, rent[i], price)
+    return best

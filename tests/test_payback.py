@@ -1,0 +1,169 @@
+"""Observing finished turns once their cache reads have paid for it (the rent-or-buy rule):
+the pure rule over synthetic tails, and the agent against the fake API, where it must lower
+what the session is billed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from scribe.agent.config import Settings
+from scribe.agent.payback import Rates, calls_since_settled, paid_off, turn_start
+from scribe.agent.pricing import call_cost
+from scribe.agent.protocol import TurnEnded
+from scribe.agent.runtime import build_agent
+from scribe.agent.session import start_session
+from scribe.fakeapi import FakeMessagesServer, Reply, text_block, tool_use_block
+from scribe.memory.events import (
+    AssistantEvent,
+    Event,
+    ObservationEvent,
+    ToolResultEvent,
+    UsageEvent,
+    UserEvent,
+)
+from scribe.memory.log import read_log
+from scribe.memory.observer import OBSERVER_SYSTEM, safe_boundaries
+from scribe.tools.registry import builtin_tools, tool_definitions
+
+RATES = Rates.of("claude-sonnet-4-5", "claude-haiku-4-5")
+
+
+def ev(cls: type[Event], seq: int, **fields: Any) -> Event:
+    return cls(seq=seq, ts="t", **fields)  # type: ignore[call-arg]
+
+
+def turn(seq: int, calls: int, output: str = "x" * 8000) -> list[Event]:
+    """A user message, then `calls` model calls; all but the last run a command."""
+    events: list[Event] = [ev(UserEvent, seq, text=f"turn at {seq}")]
+    for k in range(calls):
+        n = seq + len(events)
+        last = k == calls - 1
+        content = [{"type": "text", "text": "done"}] if last else [
+            {"type": "tool_use", "id": f"t{n}", "name": "run_command", "input": {"command": "make"}}]
+        events.append(ev(AssistantEvent, n, content=content, stop_reason="end_turn" if last else "tool_use"))
+        events.append(ev(UsageEvent, n + 1, purpose="agent", model="m", input=0, cache_read=0, cache_write=0,
+                         output=1, latency_ms=1))
+        if not last:
+            events.append(ev(ToolResultEvent, n + 2, tool_use_id=f"t{n}", tool="run_command", output=output))
+    return events
+
+
+def session_of(turns: list[int]) -> list[Event]:
+    """Finished turns with the given numbers of calls, then the next user message (a turn start)."""
+    events: list[Event] = []
+    for calls in turns:
+        events += turn(len(events) + 1, calls)
+    return [*events, ev(UserEvent, len(events) + 1, text="next")]
+
+
+def sizes(events: list[Event], tool_tokens: int = 2000) -> list[int]:
+    return [tool_tokens if isinstance(e, ToolResultEvent) else 10 for e in events]
+
+
+def test_rent_counts_only_the_calls_made_after_a_turn_ended() -> None:
+    events = session_of([3, 2])
+    calls = calls_since_settled(events)
+    second = next(i for i, e in enumerate(events) if isinstance(e, UserEvent) and i > 0)
+    assert calls[:second] == [2] * second  # turn 1 was read by the two calls of turn 2
+    assert calls[second:] == [0] * (len(events) - second)  # turn 2 has ended, but nothing read it since
+
+
+def test_a_turn_start_is_a_user_message_no_model_call_has_answered_yet() -> None:
+    events = session_of([2])
+    assert turn_start(events) == len(events) - 1
+    assert turn_start(events[:-1]) is None  # the last turn's calls came after its user message
+    assert turn_start([]) is None
+
+
+def test_nothing_is_observed_until_the_reads_have_paid_for_the_observer_call() -> None:
+    quote = None
+    calls_in_later_turns = 0
+    for later in range(1, 40):  # one finished turn, then more and more later turns of 4 calls
+        events = session_of([4] + [4] * later)
+        quote = paid_off(events, sizes(events), sizes(events), 600, RATES)
+        if quote is not None:
+            calls_in_later_turns = 4 * later
+            break
+        assert later < 39
+    assert quote is not None and quote.rent_paid >= quote.price
+    assert calls_in_later_turns >= 4  # it took some calls: an observer call is not free
+
+
+def test_big_outputs_pay_off_sooner_than_small_ones() -> None:
+    def calls_needed(tool_tokens: int) -> int:
+        for later in range(1, 60):
+            events = session_of([4] * (later + 1))
+            if paid_off(events, sizes(events, tool_tokens), sizes(events, 200), 600, RATES):
+                return later
+        return 60
+    assert calls_needed(8000) < calls_needed(500)
+
+
+def test_the_current_turn_and_the_last_finished_exchange_stay_raw_and_cuts_are_safe() -> None:
+    events = session_of([4] * 12)
+    quote = paid_off(events, sizes(events), sizes(events), 600, RATES)
+    assert quote is not None
+    users = [i for i, e in enumerate(events) if isinstance(e, UserEvent)]
+    assert quote.last < users[-2]  # before the last finished exchange began
+    assert quote.last in safe_boundaries(events[: quote.last + 1])
+    assert paid_off(events[:-1], sizes(events[:-1]), sizes(events[:-1]), 600, RATES) is None  # not mid-turn
+
+
+# --- the agent against the fake API ---------------------------------------------------------
+
+class Script:
+    """Agent turns: a command with a big output, a file read, an answer. Observer: one line per call."""
+
+    def __init__(self, turns: int) -> None:
+        self.replies: list[Reply] = []
+        for k in range(turns):
+            self.replies += [
+                Reply([text_block(f"Run {k}."), tool_use_block("run_command", {
+                    "command": f"for i in $(seq 1 300); do echo \"run {k} row $i value $((i * 7919))\"; done"})]),
+                Reply([tool_use_block("read_file", {"path": "README.md"})]),
+                Reply([text_block(f"Run {k} printed 300 rows.")])]
+
+    def __call__(self, request: dict[str, Any]) -> Reply:
+        if request["system"][0]["text"] == OBSERVER_SYSTEM:
+            return Reply.text("🟡 runs printed 300 rows each\nCurrent task: runs\nNext step: more runs")
+        return self.replies.pop(0) if self.replies else Reply.text("done")
+
+
+def billed(workspace: Path, payback: bool, monkeypatch: pytest.MonkeyPatch) -> tuple[float, list[Event]]:
+    turns = 10
+    settings = Settings(permission_mode="full-auto", observe_tokens=200_000, observe_on_payback=payback,
+                        curate_notes=False, watch_files=False)
+    with FakeMessagesServer(Script(turns)) as server:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.base_url)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+        session = start_session(workspace, settings, tool_definitions(builtin_tools()))
+        agent = build_agent(workspace, settings, session)
+        for k in range(turns):
+            assert [e for e in agent.turn(f"do run {k}") if isinstance(e, TurnEnded)][-1].reason == "end_turn"
+        session.close()
+        assert all(r.status == 200 and r.error is None for r in server.requests)
+        cost = sum(call_cost(r.json["model"], input=r.usage["input_tokens"],
+                             cache_read=r.usage["cache_read_input_tokens"],
+                             cache_write=r.usage["cache_creation_input_tokens"], output=0)
+                   for r in server.requests)
+    return cost, read_log(session.path).events
+
+
+def test_observing_paid_off_turns_lowers_the_bill_and_keeps_the_last_exchange(
+        workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    plain, plain_events = billed(workspace, False, monkeypatch)
+    assert not [e for e in plain_events if isinstance(e, ObservationEvent)]  # far below observe_tokens
+
+    cost, events = billed(workspace, True, monkeypatch)
+    observations = [e for e in events if isinstance(e, ObservationEvent)]
+    assert observations
+    assert cost < plain * 0.9, (cost, plain)
+    users = [e.seq for e in events if isinstance(e, UserEvent)]
+    for obs in observations:
+        before = [e for e in events if e.seq < obs.seq and not isinstance(e, UsageEvent)]
+        assert isinstance(before[-1], UserEvent)  # made at a turn start, before its first call
+        previous_turn = [u for u in users if u < before[-1].seq][-1]
+        assert obs.seq_to < previous_turn  # the last finished exchange was left raw
