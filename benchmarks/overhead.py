@@ -1,5 +1,5 @@
 """What the harness itself costs: appending to the log, the bookkeeping before each model call
-(render, token estimates, threshold checks), reopening a long session, and start-up."""
+(render, token estimates, threshold and payback checks), reopening a long session, and start-up."""
 
 from __future__ import annotations
 
@@ -50,6 +50,8 @@ def synthetic_log(path: Path, events: int) -> None:
                                                  "input": {"command": "pytest -q"}}], stop_reason="tool_use")
             log.append(UsageEvent, purpose="agent", model="m", input=10, cache_read=1000, cache_write=50, output=20)
             log.append(ToolResultEvent, tool_use_id=f"t{n}", tool="run_command", output="ok\n" * 200)
+        # Ends at a turn start, where a call's bookkeeping does the most: the payback check too.
+        log.append(UserEvent, text="next step: please run the tests")
 
 
 def timed(fn: Callable[[], Any], repeat: int) -> float:
@@ -74,9 +76,9 @@ def measure(sizes: tuple[int, ...] = (1_000, 10_000, 100_000)) -> dict[str, Any]
             memory = Compressor(model=None, settings=Settings(), estimator=TokenEstimator(12_000))  # type: ignore[arg-type]
 
             def bookkeeping(session: Session = session, memory: Compressor = memory) -> None:
-                """Per call: context size, threshold check, render, estimate for calibration."""
+                """Per call: context size, threshold and payback checks, render, estimate for calibration."""
                 size_now = memory.context(session)
-                _ = size_now.raw > memory.settings.observe_tokens
+                _ = size_now.raw > memory.settings.observe_tokens or memory.paid_off_span(session)
                 render(session.events, session.chunks)
                 memory.request_estimate(session)
 

@@ -8,6 +8,7 @@ prompt cache. Same turns, same tool outputs; only the memory strategy differs.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from collections import Counter
@@ -180,6 +181,13 @@ def _summary(name: str, billed: list[dict[str, Any]], baseline: float, final_pro
     )
 
 
+def _scribe(name: str, run: Replay, baseline: float, log_text: str) -> StrategyResult:
+    last_agent_request = [r.json for r in run.requests if purpose_of(r) == "agent"][-1]
+    facts = run.session.facts
+    return _summary(name, [_billed(r) for r in run.requests], baseline, str(last_agent_request), facts,
+                    {f for f in facts if f in log_text})
+
+
 def compare(session: ScriptedSession, settings: Settings) -> list[StrategyResult]:
     run: Replay = replay(session, settings)
     raw = raw_events(run.events)
@@ -190,16 +198,20 @@ def compare(session: ScriptedSession, settings: Settings) -> list[StrategyResult
         "full history, breakpoint on last message": full_last_breakpoint,
         f"rolling window ({budget // 1000}k tokens)": rolling_window(budget),
         f"retrieval (top {RETRIEVAL_K} similar messages)": retrieval(),
+        # Not a strategy anyone would ship: the model sees only its current turn. Every output is
+        # still written to the cache once and re-read within its turn, which any strategy pays, so
+        # this is close to the least a session can be billed: the cost of memory is what is above it.
+        "current turn only (no memory)": retrieval(k=0),
     }
     billed = {name: bill([build(raw[:i]) for i in calls]) for name, build in others.items()}
     baseline_usage = billed["full history, no caching"]
     baseline = sum(b["usage"]["input_tokens"] for b in baseline_usage)
     # What the last call of each strategy showed the model (plus, for scribe, its log via recall).
     log_text = "\n".join(str(e) for e in raw)
-    results = [_summary("scribe (observations, reflections, breakpoints)",
-                        [_billed(r) for r in run.requests],
-                        baseline, str([r.json for r in run.requests if purpose_of(r) == "agent"][-1]),
-                        session.facts, {f for f in session.facts if f in log_text})]
+    results = [_scribe("scribe (observations, reflections, breakpoints)", run, baseline, log_text)]
+    # The same, with compression decided by the threshold alone: what observing on payback buys.
+    threshold_only = replay(session, dataclasses.replace(settings, observe_on_payback=False))
+    results.append(_scribe("scribe, threshold only (`observe_on_payback = false`)", threshold_only, baseline, log_text))
     for name, build in others.items():
         final = str(build(raw[: calls[-1]]))
         results.append(_summary(name, billed[name], baseline, final, session.facts, set()))
