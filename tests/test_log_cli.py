@@ -11,7 +11,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -565,7 +564,7 @@ def test_verify_warns_but_passes_on_a_torn_line_and_an_open_call_at_the_end(reco
 # -- startup -------------------------------------------------------------------------------------
 
 
-def test_log_commands_never_import_the_sdk_and_start_fast(recorded: Recorded) -> None:
+def test_log_commands_never_import_the_sdk(recorded: Recorded) -> None:
     code = (
         "import sys\n"
         "from scribe.cli.app import app\n"
@@ -578,12 +577,6 @@ def test_log_commands_never_import_the_sdk_and_start_fast(recorded: Recorded) ->
                          capture_output=True, text=True, timeout=60)
     assert ran.returncode == 0, ran.stderr
     assert ran.stderr.strip().splitlines()[-1] == "no sdk"
-    took = []
-    for _ in range(2):
-        started = time.monotonic()
-        assert recorded.log_cmd("list").code == 0
-        took.append(time.monotonic() - started)
-    assert min(took) < 1.0, took
 
 
 def test_show_gives_git_and_notes_events_one_readable_line(workspace: Path, tmp_path: Path) -> None:

@@ -7,6 +7,7 @@ import json
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -85,8 +86,14 @@ def test_the_key_never_reaches_the_log_or_the_commands(workspace: Path, home: Pa
 
 
 def test_one_writer_per_session_and_two_sessions_side_by_side(workspace: Path, home: Path) -> None:
-    script = [Reply([tool_use_block("run_command", {"command": "sleep 4"})]), Reply.text("slept"),
-              Reply.text("second session"), Reply.text("continued")]
+    def script(request: dict[str, Any]) -> Reply:
+        """Answers by what was asked, not by arrival order: the two processes' calls interleave."""
+        last = request["messages"][-1]["content"][-1]
+        if last.get("type") == "tool_result":
+            return Reply.text("slept")
+        return {"sleep": Reply([tool_use_block("run_command", {"command": "sleep 4"})]),
+                "another session": Reply.text("second session")}.get(last.get("text", ""), Reply.text("continued"))
+
     with FakeMessagesServer(script) as server:
         env = fast_retries(server.base_url, home)
         first = subprocess.Popen([SCRIBE, "run", "-p", "full-auto", "sleep"], cwd=workspace, env=env,
