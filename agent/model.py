@@ -1,20 +1,26 @@
 """The model client: one streamed Messages API call through the official SDK.
 
-The SDK retries 429, 5xx and 529 answers and failed connections itself (`max_retries`). What it
-cannot retry is a stream cut after it began: that call is retried here as a whole, and nothing
-is appended to the log until a call has completed, so a retry never duplicates an event.
+Retries are ours (see retry.py): 429, 5xx and 529 answers, failed connections, and a stream cut
+after it began are retried as a whole call, and nothing is appended to the log until a call has
+completed, so a retry never duplicates an event.
+
+The SDK takes about two seconds to import, longer than everything else scribe loads. It is
+imported when the first call needs it; `preload_sdk` starts that import in a thread, so an
+interactive session can show its prompt at once and import while the person types.
 """
 
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
-import anthropic
-import httpx2
+if TYPE_CHECKING:
+    import anthropic
 
 from scribe.memory.events import Block
 from scribe.memory.render import Request
@@ -46,19 +52,42 @@ def check_credentials(environ: dict[str, str] | None = None) -> None:
         )
 
 
+def preload_sdk() -> None:
+    """Import the SDK in a background thread. Not a daemon: an exit waits for the import to
+    finish rather than tearing down an interpreter mid-import."""
+    threading.Thread(target=_sdk, name="scribe-sdk-import").start()
+
+
+def _sdk() -> ModuleType:
+    import anthropic  # noqa: PLC0415 - deferred on purpose, see the module docstring
+
+    return anthropic
+
+
 class ModelClient:
     def __init__(self, *, retry: RetryPolicy | None = None, timeout_s: float = 600.0) -> None:
         check_credentials()
-        # max_retries=0: retries are ours (see retry.py), so every one is visible and configurable.
-        self._client = anthropic.Anthropic(max_retries=0, timeout=timeout_s)
         self.retry = retry or RetryPolicy()
+        self._timeout_s = timeout_s
+        self._client: anthropic.Anthropic | None = None
+
+    @property
+    def client(self) -> anthropic.Anthropic:
+        if self._client is None:
+            # max_retries=0: retries are ours (see retry.py), so every one is visible and configurable.
+            self._client = _sdk().Anthropic(max_retries=0, timeout=self._timeout_s)
+        return self._client
 
     def stream(self, request: Request) -> Iterator[TextDelta | Retrying | CallResult]:
         """Yield text as it arrives, then the completed call. Raises ModelError."""
+        client = self.client
+        anthropic = _sdk()
+        import httpx2  # noqa: PLC0415 - the SDK's HTTP layer, loaded with it
+
         for attempt in range(self.retry.retries + 1):
             started = time.monotonic()
             try:
-                with self._client.messages.stream(**request.params()) as stream:
+                with client.messages.stream(**request.params()) as stream:
                     for event in stream:
                         if event.type == "text" and event.text:
                             yield TextDelta(event.text)
@@ -75,8 +104,7 @@ class ModelClient:
             except (anthropic.APIConnectionError, httpx2.TransportError) as exc:
                 # A connection that failed, or a stream cut after it began: the call is redone whole.
                 if attempt == self.retry.retries:
-                    raise ModelError(f"model call failed after {attempt + 1} tries: connection lost "
-                                     f"({_reason(exc)})") from None
+                    raise ModelError(f"model call failed{_after(attempt)}: connection lost ({_reason(exc)})") from None
                 wait = self.retry.delay(attempt + 1)
                 yield Retrying(attempt + 1, f"connection lost ({_reason(exc)}); try {attempt + 2} of "
                                             f"{self.retry.retries + 1} in {wait:.1f}s")
@@ -149,5 +177,8 @@ def _status_message(exc: anthropic.APIStatusError, retries: int) -> str:
         429: " (rate limited)",
         529: " (the API is overloaded)",
     }.get(exc.status_code, "")
-    tries = f" after {retries + 1} tries" if retries else ""
-    return f"model call failed{tries}: HTTP {exc.status_code}: {detail}{hint}"
+    return f"model call failed{_after(retries)}: HTTP {exc.status_code}: {detail}{hint}"
+
+
+def _after(retries: int) -> str:
+    return f" after {retries + 1} tries" if retries else ""

@@ -28,7 +28,7 @@ from scribe.agent.compress import ContextSize
 from scribe.agent.config import Settings, find_workspace, load_settings, state_dir
 from scribe.agent.curator import curate
 from scribe.agent.loop import Agent
-from scribe.agent.model import ModelClient
+from scribe.agent.model import ModelClient, preload_sdk
 from scribe.agent.protocol import AgentEvent, TurnEnded
 from scribe.agent.retry import RetryPolicy
 from scribe.agent.runtime import SessionChoice, build_agent, choose_session
@@ -271,6 +271,7 @@ def start(*, continue_: bool, resume: str | None, permission_mode: str | None, m
         flags = {"permission_mode": permission_mode, "model": model, "auto_commit": auto_commit}
         settings = load_settings(workspace, flags,
                                  defaults={"permission_mode": "ask"})
+        preload_sdk()  # while the person types the first message
         repl = Repl(workspace, settings, View(make_console()))
         session = choose_session(workspace, settings, SessionChoice(continue_, resume))
         try:

@@ -8,6 +8,7 @@ import os
 import re
 import signal
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -228,3 +229,21 @@ def test_a_cancelled_command_keeps_what_it_printed_as_its_result(workspace: Path
     # the call that never ran is closed by the interrupt; nothing is left open
     interrupt = next(e for e in events if isinstance(e, InterruptEvent))
     assert interrupt.tool_use_ids == [script[0].blocks[1]["id"]]
+
+
+def test_the_repl_and_the_agent_load_without_the_sdk_until_a_call_needs_it() -> None:
+    """The SDK's import takes seconds: the prompt must not wait for it. A client made before it
+    is loaded imports it on its first call."""
+    code = (
+        "import sys\n"
+        "import scribe.cli.repl, scribe.agent.loop, scribe.agent.runtime\n"
+        "from scribe.agent.model import ModelClient\n"
+        "client = ModelClient()\n"
+        "print('anthropic' in sys.modules)\n"
+        "client.client\n"
+        "print('anthropic' in sys.modules)\n"
+    )
+    env = {**os.environ, "ANTHROPIC_API_KEY": "sk-test", "ANTHROPIC_BASE_URL": "http://127.0.0.1:9"}
+    ran = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.split() == ["False", "True"]
