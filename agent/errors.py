@@ -8,5 +8,13 @@ class ModelError(Exception):
     """A model call failed for good; the message is one line fit for the person."""
 
 
-class MissingCredentials(ModelError):
+class ClientSetupError(ModelError):
+    """The model client cannot be set up from the environment: fix it and run again."""
+
+
+class MissingCredentials(ClientSetupError):
+    pass
+
+
+class BadBaseUrl(ClientSetupError):
     pass

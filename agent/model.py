@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 if TYPE_CHECKING:
     import anthropic
@@ -25,7 +26,7 @@ if TYPE_CHECKING:
 from scribe.memory.events import Block
 from scribe.memory.render import Request
 
-from .errors import MissingCredentials, ModelError
+from .errors import BadBaseUrl, MissingCredentials, ModelError
 from .protocol import Retrying, TextDelta
 from .retry import RetryPolicy, retry_after, should_retry
 
@@ -44,12 +45,23 @@ class CallResult:
 
 
 def check_credentials(environ: dict[str, str] | None = None) -> None:
+    """Refuse, before any call, an environment the SDK would fail on: no key, or a base URL
+    that is not an http(s) address (the SDK would retry a misspelt one as a lost connection)."""
     env = os.environ if environ is None else environ
     if not (env.get("ANTHROPIC_API_KEY") or env.get("ANTHROPIC_AUTH_TOKEN")):
         raise MissingCredentials(
             "no API key: set ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN for a compatible server; "
             "ANTHROPIC_BASE_URL points scribe at one)"
         )
+    base_url = env.get("ANTHROPIC_BASE_URL")
+    if base_url:
+        try:
+            parts = urlsplit(base_url)
+            parts.port  # noqa: B018 - parsing the port is the check
+        except ValueError as exc:
+            raise BadBaseUrl(f"ANTHROPIC_BASE_URL {base_url!r} is not a valid URL: {exc}") from None
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise BadBaseUrl(f"ANTHROPIC_BASE_URL {base_url!r} is not an http:// or https:// address")
 
 
 def preload_sdk() -> None:

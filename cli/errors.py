@@ -9,7 +9,7 @@ from contextlib import contextmanager
 import typer
 
 from scribe.agent.config import ConfigError
-from scribe.agent.errors import MissingCredentials, ModelError
+from scribe.agent.errors import ClientSetupError, ModelError
 from scribe.memory.log import LogError
 from scribe.memory.render import RenderError
 
@@ -30,7 +30,7 @@ def fail(message: str, code: int = EXIT_USAGE) -> typer.Exit:
 def cli_errors() -> Iterator[None]:
     try:
         yield
-    except (ConfigError, LogError, RenderError, MissingCredentials) as exc:
+    except (ConfigError, LogError, RenderError, ClientSetupError) as exc:
         raise fail(str(exc), EXIT_USAGE) from None
     except ModelError as exc:
         raise fail(str(exc), EXIT_FAILED) from None

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from scribe.agent.config import PERMISSION_MODES, ConfigError
-from scribe.agent.errors import MissingCredentials, ModelError
+from scribe.agent.errors import ClientSetupError, ModelError
 from scribe.agent.protocol import AgentEvent
 from scribe.memory.log import LogError
 
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
 Handler = Callable[["Repl", str], None]
 _COMMAND = re.compile(r"^/([a-z][a-z-]*)(?:\s+(.*))?$", re.DOTALL)
-EXPECTED = (LogError, ConfigError, ModelError, MissingCredentials, OSError)
+EXPECTED = (LogError, ConfigError, ModelError, ClientSetupError, OSError)
 
 
 class ExitRepl(Exception):

@@ -197,6 +197,14 @@ def test_missing_key_is_one_line_and_nonzero(workspace: Path, home: Path) -> Non
     assert "Traceback" not in ran.err
 
 
+@pytest.mark.parametrize("base_url", ["notaurl", "http://[::1", "ftp://example.com"])
+def test_a_bad_base_url_is_one_line_before_any_call(workspace: Path, home: Path, base_url: str) -> None:
+    ran = run_scribe(["run", "hello"], workspace, scribe_env(base_url, home))
+    assert ran.code == 2, ran.err
+    assert ran.err.strip().count("\n") == 0 and "ANTHROPIC_BASE_URL" in ran.err and base_url in ran.err
+    assert "Traceback" not in ran.err and "retrying" not in ran.err
+
+
 def test_api_failure_ends_the_turn_with_one_line_and_an_intact_log(workspace: Path, home: Path) -> None:
     with FakeMessagesServer([Fault(status=400, message="prompt is too long")]) as server:
         ran = run_scribe(["run", "hello"], workspace, scribe_env(server.base_url, home))
