@@ -36,7 +36,7 @@ from scribe.memory.reflector import (
     plan_reflection,
     reflector_input,
 )
-from scribe.memory.render import Request, tail_after
+from scribe.memory.render import Chunk, Request, tail_after
 from scribe.memory.tokens import TokenEstimator, estimate_text, fixed_tokens
 
 from .config import Settings
@@ -103,13 +103,13 @@ class Compressor:
         self.estimator.calibrate(request_estimate, usage.input + usage.cache_read + usage.cache_write)
 
     def context(self, session: Session) -> ContextSize:
-        chunks, observed_to = session.chunks.update(session.events)
+        chunks, observed_to = self._update(session)
         raw = self.estimator.total(tail_after(session.events, observed_to))
         return ContextSize(fixed_tokens(session.header), sum(chunk_size(c) for c in chunks), raw)
 
     def request_estimate(self, session: Session) -> int:
         """Uncalibrated estimate of a whole agent request, to compare with reported usage."""
-        chunks, observed_to = session.chunks.update(session.events)
+        chunks, observed_to = self._update(session)
         return fixed_tokens(session.header) + sum(chunk_size(c) for c in chunks) + sum(
             self.estimator.of(e) for e in tail_after(session.events, observed_to))
 
@@ -118,7 +118,7 @@ class Compressor:
     def observe(self, session: Session, *, force: bool = False, span: Span | None = None) -> Iterator[AgentEvent]:
         """Observe `span`, or by default the oldest raw events down to the retention floor."""
         events = session.events
-        chunks, observed_to = session.chunks.update(events)
+        chunks, observed_to = self._update(session)
         raw = tail_after(events, max(observed_to, 0))  # seq 0 is the session header, never observed
         if span is None:
             keep = int(self.settings.observe_tokens * self.settings.retention)
@@ -145,15 +145,16 @@ class Compressor:
 
     def paid_off_span(self, session: Session) -> Span | None:
         """At a turn start: the finished turns whose cache reads have paid for observing them."""
-        chunks, observed_to = session.chunks.update(session.events)
+        chunks, observed_to = self._update(session)
         raw = tail_after(session.events, max(observed_to, 0))
         if turn_start(raw) is None:
             return None
         factor = self.estimator.factor
         prompt = [self.estimator.of(e) * factor for e in raw]
+        kept = [self.estimator.settled(e) * factor for e in raw]  # behind the new chunk, all are settled
         observer = [self._observer_view(e) * factor for e in raw]
         overhead = OBSERVER_OVERHEAD + min(sum(chunk_size(c) for c in chunks), OBSERVATIONS_SHOWN)
-        quote = paid_off(raw, prompt, observer, overhead * factor, self.rates)
+        quote = paid_off(raw, prompt, observer, overhead * factor, self.rates, kept)
         if quote is None:
             return None
         return Span(raw[0].seq, raw[quote.last].seq, self.estimator.total(raw[: quote.last + 1]))
@@ -167,7 +168,7 @@ class Compressor:
     # -- reflector -----------------------------------------------------------------------
 
     def reflect(self, session: Session, *, force: bool = False) -> Iterator[AgentEvent]:
-        chunks, _ = session.chunks.update(session.events)
+        chunks, _ = self._update(session)
         total = sum(chunk_size(c) for c in chunks)
         plan = plan_reflection(chunks, self.settings.reflect_tokens, force=force)
         if plan is None:
@@ -199,6 +200,11 @@ class Compressor:
                      f"pass {until} tokens")
 
     # -- plumbing --------------------------------------------------------------------------
+
+    def _update(self, session: Session) -> tuple[list[Chunk], int]:
+        chunks, observed_to = session.chunks.update(session.events)
+        self.estimator.settled_before = session.chunks.settled_before
+        return chunks, observed_to
 
     def _call(self, session: Session, request: Request, purpose: str) -> CallResult:
         result = self.model.complete(request)

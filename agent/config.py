@@ -37,6 +37,7 @@ class Settings:
     observe_on_payback: bool = True
     command_timeout_s: float = 120.0
     render_output_chars: int = 12_000
+    settled_output_chars: int = 2_000
     output_cap_bytes: int = 1_000_000
     max_retries: int = 4
     retry_backoff_s: float = 1.0

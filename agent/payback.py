@@ -79,12 +79,13 @@ def calls_since_settled(raw: Sequence[Event]) -> list[int]:
 
 
 def paid_off(raw: Sequence[Event], prompt_tokens: Sequence[float], observer_tokens: Sequence[float],
-             observer_overhead: float, rates: Rates) -> Quote | None:
+             observer_overhead: float, rates: Rates, kept_tokens: Sequence[float] | None = None) -> Quote | None:
     """The longest run of settled events, from the oldest, whose rent has paid for observing it.
 
-    `prompt_tokens[i]`: what raw[i] adds to the agent's prompt; `observer_tokens[i]`: what it adds
-    to the observer's input; `observer_overhead`: the observer's instructions and the earlier
-    observations it is shown. Called at a turn start (the current turn is never observed here);
+    `prompt_tokens[i]`: what raw[i] adds to the agent's prompt now; `kept_tokens[i]`: what it
+    will add if it stays raw behind the new chunk (tool outputs are shown shorter then; by
+    default the same); `observer_tokens[i]`: what it adds to the observer's input;
+    `observer_overhead`: the observer's instructions and the earlier observations it is shown. Called at a turn start (the current turn is never observed here);
     None when nothing has paid off yet. The new chunk's own rent, about a tenth of what it
     replaces, is left out of the price."""
     current = turn_start(raw)
@@ -93,7 +94,8 @@ def paid_off(raw: Sequence[Event], prompt_tokens: Sequence[float], observer_toke
     calls = calls_since_settled(raw)
     rent = list(accumulate(c * t * rates.read for c, t in zip(calls[:current], prompt_tokens[:current], strict=True)))
     read_by_observer = list(accumulate(observer_tokens[:current]))
-    kept_raw = list(accumulate(reversed(prompt_tokens[:current])))[::-1]  # kept_raw[i]: tokens of raw[i:current]
+    kept = prompt_tokens if kept_tokens is None else kept_tokens
+    kept_raw = list(accumulate(reversed(kept[:current])))[::-1]  # kept_raw[i]: tokens of raw[i:current]
     best: Quote | None = None
     users = [i for i, e in enumerate(raw[:current]) if isinstance(e, UserEvent)]
     keep_from = users[-1] if users else current  # the last finished exchange stays word for word

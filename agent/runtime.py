@@ -62,6 +62,7 @@ def build_agent(workspace: Path, settings: Settings, session: Session, *,
     )
     client = model or ModelClient(retry=RetryPolicy(settings.max_retries, settings.retry_backoff_s))
     output_chars = int(session.header.config.get("render_output_chars", settings.render_output_chars))
+    settled_chars = int(session.header.config.get("settled_output_chars", output_chars))  # as render reads it
     # Watching starts with the first turn (`scribe reflect` never pays for it) and stops with
     # agent.close(), or when the agent is garbage-collected.
     watcher = WorkspaceWatcher(workspace, exclude=[state_dir(workspace)]) if settings.watch_files else None
@@ -73,7 +74,7 @@ def build_agent(workspace: Path, settings: Settings, session: Session, *,
         policy=PermissionPolicy(settings.permission_mode),
         max_turns=settings.max_turns,
         approver=approver,
-        memory=Compressor(client, settings, TokenEstimator(output_chars=output_chars)),
+        memory=Compressor(client, settings, TokenEstimator(output_chars=output_chars, settled_chars=settled_chars)),
         watcher=watcher,
         committer=TurnCommitter(workspace, context) if settings.auto_commit else None,
     )

@@ -11,6 +11,10 @@ Breakpoints (at most four, as the API allows):
   3. the last block of the second-to-last user message: exactly where the previous call's
      breakpoint 4 was, so each call reads the whole of the previous call's prompt;
   4. the last block of the last user message: written for the next call to read.
+
+Tool outputs are shown up to `render_output_chars`, except those of turns that had ended when
+the latest observation chunk was made, shown up to `settled_output_chars` (see Settled): what
+a request shows of an event changes only when a chunk is added, which rewrites the tail anyway.
 """
 
 from __future__ import annotations
@@ -104,7 +108,8 @@ def render(events: Sequence[Event], index: ChunkIndex | None = None) -> Request:
         raise RenderError("a log must begin with a session event")
     session = events[0]
     config = session.config
-    chunks, observed_to = (index or ChunkIndex()).update(events)
+    index = index or ChunkIndex()
+    chunks, observed_to = index.update(events)
 
     system: list[Block] = [{"type": "text", "text": session.system, "cache_control": CACHE}]
     system += [{"type": "text", "text": chunk_text(chunk)} for chunk in chunks]
@@ -112,7 +117,9 @@ def render(events: Sequence[Event], index: ChunkIndex | None = None) -> Request:
         system[-1]["cache_control"] = CACHE
 
     output_chars = int(config.get("render_output_chars", DEFAULT_OUTPUT_CHARS))
-    messages = render_messages(tail_after(events, observed_to), output_chars)
+    # A session recorded before this setting existed keeps rendering as it did: nothing shortened.
+    settled = Settled(index.settled_before, int(config.get("settled_output_chars", output_chars)))
+    messages = render_messages(tail_after(events, observed_to), output_chars, settled)
     if not messages or messages[0]["role"] != "user":
         messages.insert(0, {"role": "user", "content": [{"type": "text", "text": RESUME_NOTE}]})
     place_message_breakpoints(messages)
@@ -141,6 +148,8 @@ class ChunkIndex:
 
     def __init__(self) -> None:
         self._seen = 0
+        self._last_user = -1
+        self.settled_before = -1  # see Settled: the last user message before the latest chunk
         self._chunks: list[Chunk] = []
         self._covers: dict[int, int] = {}  # chunk seq -> last raw seq it covers
         # Coverage only grows: a reflection covers what its chunks covered, nothing less.
@@ -150,24 +159,29 @@ class ChunkIndex:
         if len(events) < self._seen:  # a different, shorter log: start over
             self.__init__()  # type: ignore[misc]
         for event in events[self._seen:]:
+            if isinstance(event, UserEvent):
+                self._last_user = event.seq
             if isinstance(event, ObservationEvent):
                 self._chunks.append(event)
                 self._covers[event.seq] = event.seq_to
                 self._observed_to = max(self._observed_to, event.seq_to)
-            elif isinstance(event, ReflectionEvent):
-                self._reflect(event)
+                self.settled_before = self._last_user
+            elif isinstance(event, ReflectionEvent) and self._reflect(event):
+                self.settled_before = self._last_user
         self._seen = len(events)
         return list(self._chunks), self._observed_to
 
-    def _reflect(self, event: ReflectionEvent) -> None:
+    def _reflect(self, event: ReflectionEvent) -> bool:
+        """Put the reflection in place of the chunks it supersedes; False if it supersedes none."""
         gone = set(event.supersedes)
         positions = [i for i, c in enumerate(self._chunks) if c.seq in gone]
         if not positions:
-            return
+            return False
         self._covers[event.seq] = max(self._covers.get(s, -1) for s in gone)
         first = positions[0]
         self._chunks = ([c for c in self._chunks[:first] if c.seq not in gone] + [event]
                         + [c for c in self._chunks[first:] if c.seq not in gone])
+        return True
 
 
 def tail_after(events: Sequence[Event], observed_to: int) -> Sequence[Event]:
@@ -185,7 +199,23 @@ def chunk_text(chunk: ObservationEvent | ReflectionEvent) -> str:
     return f"<observations reflected=\"{chunk.seq}\">\n{chunk.text.strip()}\n</observations>"
 
 
-def render_messages(events: Sequence[Event], output_chars: int) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class Settled:
+    """Tool outputs before seq `before` had settled (their turn had ended) when the latest
+    observation or reflection was made; they are shown as head and tail of `chars`.
+
+    That chunk rewrote everything after it in the cache anyway, so shortening them then costs
+    nothing extra, and it holds until the next chunk: between chunks the bytes do not change.
+    Their turn is over, the observations say what they showed, and `recall` has them whole."""
+
+    before: int = -1
+    chars: int = DEFAULT_OUTPUT_CHARS
+
+    def limit(self, event: ToolResultEvent, limit: int) -> int:
+        return min(limit, self.chars) if event.seq < self.before else limit
+
+
+def render_messages(events: Sequence[Event], output_chars: int, settled: Settled = Settled()) -> list[dict[str, Any]]:
     """Raw events as alternating turns. A user turn collects, in order: the results of the
     previous assistant's tool calls (first, as the API requires, in call order; a call with no
     result gets a fixed "interrupted" one), then text (file changes, the person's words)."""
@@ -213,7 +243,7 @@ def render_messages(events: Sequence[Event], output_chars: int) -> list[dict[str
         elif isinstance(event, ToolResultEvent):
             if event.tool_use_id in pending_ids and event.tool_use_id not in results:
                 # recall answers are bounded by recall itself; eliding one would hide what was asked for
-                limit = len(event.output) if event.tool == "recall" else output_chars
+                limit = settled.limit(event, len(event.output) if event.tool == "recall" else output_chars)
                 text = elide(event.output, limit, event.seq) if event.output else NO_OUTPUT
                 results[event.tool_use_id] = _tool_result(event.tool_use_id, text, event.is_error)
         elif isinstance(event, InterruptEvent):

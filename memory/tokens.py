@@ -60,13 +60,31 @@ class TokenEstimator:
 
     output_chars: int | None = None
     factor: float = 1.0
+    # Tool outputs before this seq are rendered short (render.Settled), at most settled_chars.
+    settled_before: int = -1
+    settled_chars: int = 12_000
     _cache: dict[int, int] = field(default_factory=dict)
+    _settled: dict[int, int] = field(default_factory=dict)
 
     def of(self, event: Event) -> int:
-        cached = self._cache.get(event.seq)
-        if cached is None:
-            cached = self._cache[event.seq] = event_tokens(event, self.output_chars)
-        return cached
+        """What `event` adds to the next request, as render shows it now."""
+        return self.settled(event) if event.seq < self.settled_before else self._shown(event)
+
+    def settled(self, event: Event) -> int:
+        """What `event` adds once settled: a tool output is shown at most `settled_chars`."""
+        if not isinstance(event, ToolResultEvent):
+            return self._shown(event)
+        size = self._settled.get(event.seq)
+        if size is None:
+            limit = min(self.output_chars or self.settled_chars, self.settled_chars)  # as Settled.limit
+            size = self._settled[event.seq] = event_tokens(event, limit)
+        return size
+
+    def _shown(self, event: Event) -> int:
+        size = self._cache.get(event.seq)
+        if size is None:
+            size = self._cache[event.seq] = event_tokens(event, self.output_chars)
+        return size
 
     def total(self, events: Iterable[Event]) -> int:
         return int(sum(self.of(e) for e in events) * self.factor)

@@ -66,6 +66,17 @@ def test_choose_span_keeps_the_retention_floor_and_a_safe_boundary() -> None:
     assert choose_span(events, est, keep_tokens=total) is None
 
 
+def test_a_settled_output_is_estimated_at_the_size_render_shows_it() -> None:
+    est = TokenEstimator(output_chars=6000, settled_chars=500)
+    output = ev(ToolResultEvent, 5, tool_use_id="t", tool="run_command", output="row\n" * 5000)
+    shown = est.of(output)
+    est.settled_before = 9  # a chunk was made after the turn of seq 5 ended
+    settled = est.of(output)
+    assert 120 < settled < 250 and shown > 1500, (settled, shown)
+    est.settled_before = 5  # seq 5 is in the current turn: shown as before
+    assert est.of(output) == shown
+
+
 def test_answers_without_tagged_lines_are_refused() -> None:
     assert clean_answer("```\n🔴 keep me\nCurrent task: x\n```") == "🔴 keep me\nCurrent task: x"
     with pytest.raises(UnusableAnswer):

@@ -136,6 +136,36 @@ def test_long_output_is_elided_with_recall_pointer() -> None:
     assert f"recall(seq_from={result_seq}, seq_to={result_seq})" in content
 
 
+def _results(req: object) -> dict[str, str]:
+    return {b["tool_use_id"]: b["content"] for m in req.messages for b in m["content"]  # type: ignore[attr-defined]
+            if b.get("type") == "tool_result"}
+
+
+def test_outputs_of_turns_ended_before_the_latest_chunk_are_shown_short() -> None:
+    big = "".join(f"row {i}\n" for i in range(2000))
+    log = LogBuilder(render_output_chars=6000, settled_output_chars=500)
+    log.user("one")
+    log.tool_turn([big])  # toolu_1
+    log.answer("done one")
+    log.user("two")
+    log.tool_turn([big])  # toolu_2
+    log.answer("done two")
+    log.user("three")
+    before = _results(render(log.events))
+    assert len(before["toolu_1"]) > 5000 and len(before["toolu_2"]) > 5000  # no chunk yet: nothing shortened
+
+    log.add(ObservationEvent, text="🟡 turn one ran", seq_from=1, seq_to=6, tokens=5, model="h")
+    log.tool_turn([big])  # toolu_3, in the current turn
+    after = _results(render(log.events))
+    assert "toolu_1" not in after  # observed
+    assert len(after["toolu_2"]) < 700 and "recall(seq_from=" in after["toolu_2"]  # settled: short
+    assert len(after["toolu_3"]) > 5000  # the current turn is shown as before
+
+    # A session recorded before the setting existed renders as it always did.
+    old = [session_event(render_output_chars=6000), *log.events[1:]]
+    assert len(_results(render(old))["toolu_2"]) > 5000
+
+
 def test_observations_replace_raw_events_and_reflection_takes_their_place() -> None:
     log = LogBuilder()
     log.user("first")
@@ -198,8 +228,13 @@ actions = st.lists(
 
 
 def build(steps: list) -> LogBuilder:  # type: ignore[type-arg]
-    log = LogBuilder(render_output_chars=120)
+    # Settled outputs shorter than the rest, so a chunk changes what render shows of them.
+    log = LogBuilder(render_output_chars=120, settled_output_chars=5)
     log.user("start")
+    return grow(log, steps)
+
+
+def grow(log: LogBuilder, steps: list) -> LogBuilder:  # type: ignore[type-arg]
     for kind, arg in steps:
         if kind == "user":
             log.user(arg)
@@ -260,3 +295,22 @@ def test_incremental_chunk_index_matches_a_fresh_scan(steps: list, compressions:
         assert render(prefix, index) == render(prefix)
     chunks, _ = active_chunks(log.events)
     assert [c.seq for c in chunks] == chunk_seqs
+
+
+@settings(max_examples=150, deadline=None)
+@given(actions, st.integers(min_value=0, max_value=25), actions)
+def test_after_a_chunk_the_request_stays_a_prefix_as_raw_events_are_appended(
+        before_chunk: list, cut: int, after_chunk: list) -> None:  # type: ignore[type-arg]
+    log = build(before_chunk)  # tool turns come with their results: no call is left open
+    # As the agent makes one: at a turn start, after the user's message, covering older events.
+    log.user("next")
+    log.add(ObservationEvent, text="🔴 observed", seq_from=1, seq_to=max(1, len(log.events) // 3), tokens=3,
+            model="h")
+    chunk_at = len(log.events)
+    grow(log, after_chunk)
+    full = log.events
+    prefix = full[: min(len(full), chunk_at + cut)]
+    while unanswered_tool_uses(prefix):
+        prefix = full[: len(prefix) + 1]
+    old, new = prefix_blocks(render(prefix)), prefix_blocks(render(full))
+    assert new[: len(old)] == old
