@@ -36,7 +36,7 @@ from scribe.memory.reflector import (
     plan_reflection,
     reflector_input,
 )
-from scribe.memory.render import Chunk, Request, tail_after
+from scribe.memory.render import Chunk, Request, current_model, tail_after
 from scribe.memory.tokens import TokenEstimator, estimate_text, fixed_tokens
 
 from .config import Settings
@@ -72,9 +72,6 @@ class Compressor:
     now: Callable[[], datetime] = lambda: datetime.now(UTC)
     _observer_sizes: dict[int, int] = field(default_factory=dict, init=False, repr=False)
 
-    @property
-    def rates(self) -> Rates:
-        return Rates.of(self.settings.model, self.settings.observer_model)
 
     # -- what the loop calls -------------------------------------------------------------
 
@@ -154,7 +151,8 @@ class Compressor:
         kept = [self.estimator.settled(e) * factor for e in raw]  # behind the new chunk, all are settled
         observer = [self._observer_view(e) * factor for e in raw]
         overhead = OBSERVER_OVERHEAD + min(sum(chunk_size(c) for c in chunks), OBSERVATIONS_SHOWN)
-        quote = paid_off(raw, prompt, observer, overhead * factor, self.rates, kept)
+        rates = Rates.of(current_model(session.events, session.chunks), self.settings.observer_model)
+        quote = paid_off(raw, prompt, observer, overhead * factor, rates, kept)
         if quote is None:
             return None
         return Span(raw[0].seq, raw[quote.last].seq, self.estimator.total(raw[: quote.last + 1]))

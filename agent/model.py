@@ -185,7 +185,7 @@ def _status_message(exc: anthropic.APIStatusError, retries: int) -> str:
     hint = {
         401: " (check ANTHROPIC_API_KEY)",
         403: " (the key lacks permission for this)",
-        404: " (unknown model? set --model or SCRIBE_MODEL)",
+        404: " (unknown model? --model, /model or SCRIBE_MODEL picks another)",
         429: " (rate limited)",
         529: " (the API is overloaded)",
     }.get(exc.status_code, "")

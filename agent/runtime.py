@@ -6,7 +6,8 @@ import weakref
 from dataclasses import dataclass
 from pathlib import Path
 
-from scribe.memory.events import Event, ToolResultEvent, to_record
+from scribe.memory.events import Event, ModelSwitchEvent, ToolResultEvent, to_record
+from scribe.memory.render import current_model
 from scribe.memory.tokens import TokenEstimator
 from scribe.memory.watcher import WorkspaceWatcher
 from scribe.tools.base import ToolContext
@@ -28,15 +29,27 @@ class SessionChoice:
 
     continue_latest: bool = False
     session_id: str | None = None
+    # A model asked for by name (--model): a continued session switches to it.
+    model: str | None = None
 
 
 def choose_session(workspace: Path, settings: Settings, choice: SessionChoice) -> Session:
     store = store_for(workspace)
-    if choice.session_id:
-        return open_session(store.find(choice.session_id, workspace))
-    if choice.continue_latest:
-        return open_session(store.latest(workspace))
+    if choice.session_id or choice.continue_latest:
+        found = store.find(choice.session_id, workspace) if choice.session_id else store.latest(workspace)
+        session = open_session(found)
+        if choice.model:
+            switch_model(session, choice.model)
+        return session
     return start_session(workspace, settings, tool_definitions(builtin_tools()))
+
+
+def switch_model(session: Session, model: str) -> bool:
+    """Make `model` the session's model from its next call on; False if it already is."""
+    if current_model(session.events, session.chunks) == model:
+        return False
+    session.append(ModelSwitchEvent, model=model)
+    return True
 
 
 def last_seen(events: list[Event]) -> dict[str, str]:

@@ -52,7 +52,7 @@ def interactive(
     permission_mode: Annotated[str | None, typer.Option(
         "--permission-mode", "-p",
         help="What runs without asking: read-only, ask, accept-edits, full-auto. [default: ask]")] = None,
-    model: Annotated[str | None, typer.Option("--model", "-m", help="Model for a new session. [default: claude-sonnet-5-5]")] = None,
+    model: Annotated[str | None, typer.Option("--model", "-m", help="Model to use; a continued session switches to it. [default: claude-sonnet-5-5]")] = None,
     auto_commit: Annotated[bool | None, typer.Option(
         "--auto-commit/--no-auto-commit",
         help="Commit the files the agent wrote at the end of each turn (/undo takes it back). [default: off]")] = None,

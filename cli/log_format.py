@@ -17,6 +17,7 @@ from scribe.memory.events import (
     GitCommitEvent,
     GitUndoEvent,
     InterruptEvent,
+    ModelSwitchEvent,
     NotesEvent,
     ObservationEvent,
     ReflectionEvent,
@@ -147,6 +148,8 @@ class EventPrinter:
             stale = " (it changed since scribe last read it)" if event.stale else ""
             during = " while scribe's command ran" if event.during_command else ""
             return f"file changed outside scribe: {event.path} {what}{stale}{during}", "file_change", []
+        if isinstance(event, ModelSwitchEvent):
+            return f"model switched to {event.model} (the next call writes its prompt cache anew)", "session", []
         if isinstance(event, InterruptEvent):
             calls = ", ".join(f"{self.tools.get(i, '?')} {i}" for i in event.tool_use_ids) or "no open tool calls"
             return f"interrupt · {event.reason} · {calls}", "interrupt", []

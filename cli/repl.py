@@ -273,7 +273,7 @@ def start(*, continue_: bool, resume: str | None, permission_mode: str | None, m
                                  defaults={"permission_mode": "ask"})
         preload_sdk()  # while the person types the first message
         repl = Repl(workspace, settings, View(make_console()))
-        session = choose_session(workspace, settings, SessionChoice(continue_, resume))
+        session = choose_session(workspace, settings, SessionChoice(continue_, resume, model))
         try:
             repl.open(session, resumed=continue_ or bool(resume))
             repl.loop()

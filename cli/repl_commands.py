@@ -162,17 +162,23 @@ def _undo(repl: Repl, arg: str) -> None:
     (repl.view.note if result.done else repl.view.error)(result.message)
 
 
-@command("model", "show the model; /model NAME picks the model for new sessions", "[NAME]")
+@command("model", "show the model; /model NAME switches this session, and new ones, to NAME", "[NAME]")
 def _model(repl: Repl, arg: str) -> None:
+    from scribe.agent.runtime import switch_model
+
     current = repl.numbers().model
     if not arg:
         repl.view.lines([f"model {current} (new sessions: {repl.settings.model})"])
         return
     repl.settings = dataclasses.replace(repl.settings, model=arg)
-    # The model is in the session's first line and in every request rendered from it (and the
-    # prompt cache is per model), so a session keeps its model; a new one starts with NAME.
-    repl.view.note(f"new sessions will use {arg}; this session stays on {current} "
-                   f"(its model is part of its log and its cached prompt). /clear starts one.")
+    if not switch_model(repl.session, arg):
+        repl.view.note(f"already on {arg}")
+        return
+    repl.session.sync()
+    repl.refresh()
+    # The prompt cache is per model: the first call on the new one writes the whole prompt.
+    repl.view.note(f"model {arg} from the next call (was {current}); its first call writes the prompt "
+                   "cache anew")
 
 
 @command("mode", "show or set the permission mode for this session (" + ", ".join(PERMISSION_MODES) + ")",

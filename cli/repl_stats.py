@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from scribe.agent.compress import ContextSize
 from scribe.agent.pricing import price_usage
 from scribe.memory.events import Event, SessionEvent, UsageEvent
+from scribe.memory.render import current_model
 from scribe.memory.stats import Figures, figures_of
 
 
@@ -43,7 +44,7 @@ def numbers(events: Sequence[Event], mode: str, context: ContextSize) -> Numbers
         prompt = last.input + last.cache_read + last.cache_write
         last_hit = last.cache_read / prompt if prompt else 0.0
     return Numbers(
-        model=str(header.config.get("model", header.model)),
+        model=current_model(events),
         mode=mode,
         context=context,
         totals=figures_of(events, price_usage),

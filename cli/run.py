@@ -44,7 +44,7 @@ def run(
              "Headless never prompts: a refused call goes back to the model as an error. [default: accept-edits]")] = None,
     output: Annotated[OutputFormat, typer.Option("--output", "-o", help="text streams the answer; json prints one summary object; stream-json one object per event.")] = OutputFormat.text,
     max_turns: Annotated[int | None, typer.Option("--max-turns", min=1, help="Most model calls in this run. [default: 50]")] = None,
-    model: Annotated[str | None, typer.Option("--model", "-m", help="Model for a new session. [default: claude-sonnet-5-5]")] = None,
+    model: Annotated[str | None, typer.Option("--model", "-m", help="Model to use; a continued session switches to it. [default: claude-sonnet-5-5]")] = None,
     auto_commit: Annotated[bool | None, typer.Option(
         "--auto-commit/--no-auto-commit",
         help="Commit the files the agent wrote at the end of the turn (`scribe undo` takes it back). [default: off]")] = None,
@@ -71,7 +71,7 @@ def run(
         settings = load_settings(workspace, flags)
         if settings.permission_mode == "ask":
             settings = load_settings(workspace, {**flags, "permission_mode": "accept-edits"})
-        agent_session = choose_session(workspace, settings, SessionChoice(continue_, session))
+        agent_session = choose_session(workspace, settings, SessionChoice(continue_, session, model))
         agent = None
         try:
             agent = build_agent(workspace, settings, agent_session)

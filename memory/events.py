@@ -178,6 +178,15 @@ class NotesEvent(Event):
 
 
 @dataclass(frozen=True)
+class ModelSwitchEvent(Event):
+    """The person switched the session's model (`/model NAME`, or `--model` with `--continue`):
+    calls from here on use `model`. The prompt cache is per model, so the next call writes anew."""
+
+    type: ClassVar[str] = "model_switch"
+    model: str
+
+
+@dataclass(frozen=True)
 class InterruptEvent(Event):
     type: ClassVar[str] = "interrupt"
     tool_use_ids: list[str]
@@ -212,6 +221,7 @@ EVENT_CLASSES: dict[str, type[Event]] = {
         GitCommitEvent,
         GitUndoEvent,
         NotesEvent,
+        ModelSwitchEvent,
         InterruptEvent,
         ErrorEvent,
     )

@@ -31,6 +31,7 @@ from .events import (
     FileChangeEvent,
     GitUndoEvent,
     InterruptEvent,
+    ModelSwitchEvent,
     ObservationEvent,
     ReflectionEvent,
     SessionEvent,
@@ -125,7 +126,7 @@ def render(events: Sequence[Event], index: ChunkIndex | None = None) -> Request:
     place_message_breakpoints(messages)
 
     return Request(
-        model=str(config.get("model", session.model)),
+        model=current_model(events, index),
         max_tokens=int(config.get("max_tokens", DEFAULT_MAX_TOKENS)),
         tools=[dict(t) for t in session.tools],
         system=system,
@@ -134,14 +135,24 @@ def render(events: Sequence[Event], index: ChunkIndex | None = None) -> Request:
     )
 
 
+def current_model(events: Sequence[Event], index: ChunkIndex | None = None) -> str:
+    """The model of the next call: the latest switch, else the one the session began with."""
+    index = index or ChunkIndex()
+    index.update(events)
+    header = events[0]
+    assert isinstance(header, SessionEvent)
+    return index.model or str(header.config.get("model", header.model))
+
+
 def active_chunks(events: Sequence[Event]) -> tuple[list[Chunk], int]:
     """Observation chunks in prompt order and the last seq they cover."""
     return ChunkIndex().update(events)
 
 
 class ChunkIndex:
-    """`active_chunks`, kept up to date as the log grows: each call reads only the events added
-    since the last, so per-call bookkeeping grows with what is new, not with the whole log.
+    """`active_chunks`, and the rest render needs from the whole log (where settled outputs end,
+    the model switched to), kept up to date as the log grows: each call reads only the events
+    added since the last, so per-call bookkeeping grows with what is new, not with the whole log.
 
     A reflection takes the place of the oldest chunk it supersedes (it condenses the oldest
     ones), and the chunks it supersedes drop out."""
@@ -150,6 +161,7 @@ class ChunkIndex:
         self._seen = 0
         self._last_user = -1
         self.settled_before = -1  # see Settled: the last user message before the latest chunk
+        self.model: str | None = None  # the latest ModelSwitchEvent's model, if any
         self._chunks: list[Chunk] = []
         self._covers: dict[int, int] = {}  # chunk seq -> last raw seq it covers
         # Coverage only grows: a reflection covers what its chunks covered, nothing less.
@@ -161,6 +173,8 @@ class ChunkIndex:
         for event in events[self._seen:]:
             if isinstance(event, UserEvent):
                 self._last_user = event.seq
+            elif isinstance(event, ModelSwitchEvent):
+                self.model = event.model
             if isinstance(event, ObservationEvent):
                 self._chunks.append(event)
                 self._covers[event.seq] = event.seq_to

@@ -11,6 +11,7 @@ from scribe.fakeapi import FakeMessagesServer, Fault, Reply, text_block, tool_us
 from scribe.memory.events import (
     AssistantEvent,
     ErrorEvent,
+    ModelSwitchEvent,
     SessionEvent,
     ToolResultEvent,
     UsageEvent,
@@ -186,6 +187,19 @@ def test_max_turns_stops_with_exit_3_and_a_continuable_log(workspace: Path, home
         again = run_scribe(["run", "-c", "go on"], workspace, env)
     assert again.code == 0, again.err
     assert all(r.error is None for r in server.requests)
+
+
+def test_model_flag_with_continue_switches_the_session(workspace: Path, home: Path) -> None:
+    with FakeMessagesServer([Reply.text("one"), Reply.text("two"), Reply.text("three"), Reply.text("four")]) as server:
+        env = scribe_env(server.base_url, home)
+        assert run_scribe(["run", "hello"], workspace, env).code == 0
+        assert run_scribe(["run", "-c", "-m", "claude-opus-test", "harder now"], workspace, env).code == 0
+        assert run_scribe(["run", "-c", "and still"], workspace, env).code == 0  # the switch is kept
+        assert run_scribe(["run", "-c", "-m", "claude-opus-test", "same"], workspace, env).code == 0
+        models = [r.json["model"] for r in server.requests]
+    assert models[0] != "claude-opus-test" and models[1:] == ["claude-opus-test"] * 3
+    switches = [e for e in events_of(session_logs(workspace)[0]) if isinstance(e, ModelSwitchEvent)]
+    assert [e.model for e in switches] == ["claude-opus-test"]  # asking again for the same model adds none
 
 
 def test_missing_key_is_one_line_and_nonzero(workspace: Path, home: Path) -> None:

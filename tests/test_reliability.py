@@ -69,7 +69,7 @@ def test_bad_request_is_not_retried(workspace: Path, home: Path) -> None:
     with FakeMessagesServer([Fault(status=404, message="model: claude-nope")]) as server:
         ran = run_scribe(["run", "-m", "claude-nope", "hi"], workspace, fast_retries(server.base_url, home))
     assert ran.code == 1 and len(server.requests) == 1
-    assert "HTTP 404: model: claude-nope (unknown model? set --model or SCRIBE_MODEL)" in ran.err
+    assert "HTTP 404: model: claude-nope (unknown model? --model, /model or SCRIBE_MODEL picks another)" in ran.err
     no_traceback(ran.err)
 
 

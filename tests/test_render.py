@@ -13,6 +13,7 @@ from scribe.memory.events import (
     Event,
     FileChangeEvent,
     InterruptEvent,
+    ModelSwitchEvent,
     ObservationEvent,
     ReflectionEvent,
     SessionEvent,
@@ -23,7 +24,15 @@ from scribe.memory.events import (
     to_record,
 )
 from scribe.memory.pairing import unanswered_tool_uses
-from scribe.memory.render import INTERRUPTED, RESUME_NOTE, ChunkIndex, active_chunks, prefix_blocks, render
+from scribe.memory.render import (
+    INTERRUPTED,
+    RESUME_NOTE,
+    ChunkIndex,
+    active_chunks,
+    current_model,
+    prefix_blocks,
+    render,
+)
 
 TOOLS = [{"name": "read_file", "description": "Read a file.",
           "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}}]
@@ -164,6 +173,18 @@ def test_outputs_of_turns_ended_before_the_latest_chunk_are_shown_short() -> Non
     # A session recorded before the setting existed renders as it always did.
     old = [session_event(render_output_chars=6000), *log.events[1:]]
     assert len(_results(render(old))["toolu_2"]) > 5000
+
+
+def test_a_model_switch_applies_from_the_next_request() -> None:
+    log = LogBuilder(model="claude-sonnet-test")
+    log.user("one")
+    log.answer("ok")
+    index = ChunkIndex()
+    assert render(log.events, index).model == "claude-sonnet-test"
+    log.add(ModelSwitchEvent, model="claude-opus-test")
+    log.user("two")
+    assert render(log.events, index).model == render(log.events).model == "claude-opus-test"
+    assert current_model(log.events) == "claude-opus-test"
 
 
 def test_observations_replace_raw_events_and_reflection_takes_their_place() -> None:

@@ -128,7 +128,10 @@ def test_slash_commands(workspace: Path) -> None:
     assert "no changes since" in out  # /diff in a clean repository
     assert "no scribe commit in this session to undo" in out  # /undo without auto-commit
     assert "model claude-sonnet-5-5 (new sessions: claude-sonnet-5-5)" in out
-    assert "new sessions will use claude-opus-5; this session stays on claude-sonnet-5-5" in out
+    assert "model claude-opus-5 from the next call (was claude-sonnet-5-5)" in out
+    # the switch holds for this session: the turn after it went to the new model
+    assert [r.json["model"] for r in ran.server.requests] == ["claude-sonnet-5-5", "claude-opus-5"]
+    assert "claude-opus-5 │" in ran.toolbar
     assert "permission mode ask  (modes:" in out and "permission mode full-auto" in out
     assert "unknown mode 'sideways'" in out
     assert "unknown command /stat; did you mean /stats?" in out
