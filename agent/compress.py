@@ -81,12 +81,13 @@ class Compressor:
         events = session.events
         size = self.context(session)
         threshold = self.settings.observe_tokens
-        if self._cache_is_cold(events):
+        cold = self._cache_is_cold(events)
+        if cold:
             threshold //= 2  # nothing cached to lose: compressing now costs nothing extra
         if size.raw > backoff_until(events, OBSERVE_FAILED_KIND, ObservationEvent):
             if size.raw > threshold:
                 yield from self.observe(session)
-            elif self.settings.observe_on_payback and (span := self.paid_off_span(session)) is not None:
+            elif self.settings.observe_on_payback and (span := self.paid_off_span(session, cold=cold)) is not None:
                 yield from self.observe(session, span=span)
         yield from self.reflect(session)
 
@@ -140,7 +141,7 @@ class Compressor:
                                tokens=estimate_text(text), model=result.model)
         yield Compressed("observation", span.tokens, event.tokens, span.seq_from, span.seq_to)
 
-    def paid_off_span(self, session: Session) -> Span | None:
+    def paid_off_span(self, session: Session, *, cold: bool = False) -> Span | None:
         """At a turn start: the finished turns whose cache reads have paid for observing them."""
         chunks, observed_to = self._update(session)
         raw = tail_after(session.events, max(observed_to, 0))
@@ -152,7 +153,7 @@ class Compressor:
         observer = [self._observer_view(e) * factor for e in raw]
         overhead = OBSERVER_OVERHEAD + min(sum(chunk_size(c) for c in chunks), OBSERVATIONS_SHOWN)
         rates = Rates.of(current_model(session.events, session.chunks), self.settings.observer_model)
-        quote = paid_off(raw, prompt, observer, overhead * factor, rates, kept)
+        quote = paid_off(raw, prompt, observer, overhead * factor, rates, kept, cold=cold)
         if quote is None:
             return None
         return Span(raw[0].seq, raw[quote.last].seq, self.estimator.total(raw[: quote.last + 1]))

@@ -79,20 +79,27 @@ def calls_since_settled(raw: Sequence[Event]) -> list[int]:
 
 
 def paid_off(raw: Sequence[Event], prompt_tokens: Sequence[float], observer_tokens: Sequence[float],
-             observer_overhead: float, rates: Rates, kept_tokens: Sequence[float] | None = None) -> Quote | None:
+             observer_overhead: float, rates: Rates, kept_tokens: Sequence[float] | None = None, *,
+             cold: bool = False) -> Quote | None:
     """The longest run of settled events, from the oldest, whose rent has paid for observing it.
 
     `prompt_tokens[i]`: what raw[i] adds to the agent's prompt now; `kept_tokens[i]`: what it
     will add if it stays raw behind the new chunk (tool outputs are shown shorter then; by
     default the same); `observer_tokens[i]`: what it adds to the observer's input;
-    `observer_overhead`: the observer's instructions and the earlier observations it is shown. Called at a turn start (the current turn is never observed here);
-    None when nothing has paid off yet. The new chunk's own rent, about a tenth of what it
-    replaces, is left out of the price."""
+    `observer_overhead`: the observer's instructions and the earlier observations it is shown.
+    `cold`: the prompt cache has expired, so the next call writes the whole prompt whatever
+    happens: nothing kept raw is rewritten because of the chunk, and what is observed is not
+    written at all, which counts toward the price like rent already paid.
+
+    Called at a turn start (the current turn is never observed here); None when nothing has
+    paid off yet. The new chunk's own rent, about a tenth of what it replaces, is left out."""
     current = turn_start(raw)
     if current is None or current == 0:
         return None
     calls = calls_since_settled(raw)
     rent = list(accumulate(c * t * rates.read for c, t in zip(calls[:current], prompt_tokens[:current], strict=True)))
+    if cold:  # observing spares writing these events again at the next call
+        rent = [r + t * rates.write for r, t in zip(rent, accumulate(prompt_tokens[:current]), strict=True)]
     read_by_observer = list(accumulate(observer_tokens[:current]))
     kept = prompt_tokens if kept_tokens is None else kept_tokens
     kept_raw = list(accumulate(reversed(kept[:current])))[::-1]  # kept_raw[i]: tokens of raw[i:current]
@@ -101,7 +108,7 @@ def paid_off(raw: Sequence[Event], prompt_tokens: Sequence[float], observer_toke
     keep_from = users[-1] if users else current  # the last finished exchange stays word for word
     for i in safe_boundaries(raw[:keep_from]):
         answer = OBSERVATION_YIELD * read_by_observer[i]
-        rewrite = kept_raw[i + 1] if i + 1 < current else 0
+        rewrite = kept_raw[i + 1] if i + 1 < current and not cold else 0
         price = ((observer_overhead + read_by_observer[i]) * rates.observer_input
                  + answer * (rates.observer_output + rates.write)
                  + rewrite * (rates.write - rates.read))

@@ -4,6 +4,7 @@ what the session is billed."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -167,3 +168,36 @@ def test_observing_paid_off_turns_lowers_the_bill_and_keeps_the_last_exchange(
         assert isinstance(before[-1], UserEvent)  # made at a turn start, before its first call
         previous_turn = [u for u in users if u < before[-1].seq][-1]
         assert obs.seq_to < previous_turn  # the last finished exchange was left raw
+
+
+def test_a_cold_cache_makes_observing_worth_it_without_rent() -> None:
+    """After an idle spell the next call writes the whole prompt anyway: a big finished turn
+    is worth observing at once, a small one still is not."""
+    events = session_of([2, 1])  # a turn with one big output, then a short exchange (kept raw)
+    big = sizes(events, tool_tokens=3000)
+    assert paid_off(events, big, sizes(events, 500), 600, RATES) is None  # warm: its rent is too little yet
+    quote = paid_off(events, big, sizes(events, 500), 600, RATES, cold=True)
+    assert quote is not None and quote.last < [i for i, e in enumerate(events) if isinstance(e, UserEvent)][-2]
+    small = sizes(events, tool_tokens=50)
+    assert paid_off(events, small, small, 600, RATES, cold=True) is None
+
+
+@pytest.mark.parametrize("idle_minutes", [0, 10])
+def test_after_an_idle_spell_a_finished_turn_is_observed_at_once(
+        workspace: Path, monkeypatch: pytest.MonkeyPatch, idle_minutes: int) -> None:
+    settings = Settings(permission_mode="full-auto", observe_tokens=200_000, curate_notes=False, watch_files=False)
+    with FakeMessagesServer(Script(3)) as server:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.base_url)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+        session = start_session(workspace, settings, tool_definitions(builtin_tools()))
+        agent = build_agent(workspace, settings, session)
+        for k in range(2):
+            list(agent.turn(f"do run {k}"))
+        assert agent.memory is not None
+        later = datetime.now(UTC) + timedelta(minutes=idle_minutes)
+        agent.memory.now = lambda: later  # the person comes back after `idle_minutes`
+        list(agent.turn("do run 2"))
+        session.close()
+    observations = [e for e in read_log(session.path).events if isinstance(e, ObservationEvent)]
+    # Warm, one turn of rent does not pay for observing and rewriting the kept exchange; cold, it does.
+    assert len(observations) == (1 if idle_minutes else 0)
