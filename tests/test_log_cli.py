@@ -579,8 +579,8 @@ def test_log_commands_never_import_the_sdk(recorded: Recorded) -> None:
     assert ran.stderr.strip().splitlines()[-1] == "no sdk"
 
 
-def test_show_gives_git_and_notes_events_one_readable_line(workspace: Path, tmp_path: Path) -> None:
-    from scribe.memory.events import GitCommitEvent, GitUndoEvent, NotesEvent, SessionEvent
+def test_show_gives_git_notes_and_model_events_one_readable_line(workspace: Path, tmp_path: Path) -> None:
+    from scribe.memory.events import GitCommitEvent, GitUndoEvent, ModelSwitchEvent, NotesEvent, SessionEvent
 
     path = workspace / ".scribe" / "sessions" / "20260101-000000-abcdef.jsonl"
     with LogWriter.create(path) as log:
@@ -590,9 +590,11 @@ def test_show_gives_git_and_notes_events_one_readable_line(workspace: Path, tmp_
                    files=["greet.py"], parent="b" * 40, skipped={"notes.txt": "changed outside scribe"})
         log.append(GitUndoEvent, sha="a" * 40, files=["greet.py"], head="b" * 40)
         log.append(NotesEvent, path=".scribe/notes.md", text="- tabs [from x#1]\n", upto=1, entries=1, model="h")
+        log.append(ModelSwitchEvent, model="claude-opus-test")
     ran = run_scribe(["log", "show"], workspace, scribe_env("http://127.0.0.1:9", tmp_path))
     assert ran.code == 0, ran.err
     assert "git commit aaaaaaaaaa · scribe: add greet · greet.py" in ran.out
     assert "left out notes.txt: changed outside scribe" in ran.out
     assert "git undo of aaaaaaaaaa · HEAD back at bbbbbbbbbb · greet.py" in ran.out
     assert "notes curated · 1 entries" in ran.out and "- tabs [from x#1]" in ran.out
+    assert "model switched to claude-opus-test" in ran.out
