@@ -1,5 +1,6 @@
 """Memory compression as the agent runs it: when the raw tail or the observations outgrow their
-thresholds, call the observer or reflector model and append what they produce.
+thresholds, or at a turn start when finished turns have paid for observing them (payback.py),
+call the observer or reflector model and append what they produce.
 
 Checked before every model call, so a long tool-only turn is compressed like any other. All
 state that decides what happens next (what is observed, backoffs after failures) is read from
@@ -71,7 +72,6 @@ class Compressor:
     estimator: TokenEstimator
     now: Callable[[], datetime] = lambda: datetime.now(UTC)
     _observer_sizes: dict[int, int] = field(default_factory=dict, init=False, repr=False)
-
 
     # -- what the loop calls -------------------------------------------------------------
 

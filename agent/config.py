@@ -53,6 +53,15 @@ class Settings:
 
 
 FIELDS = {f.name: f for f in dataclasses.fields(Settings)}
+# The range in which each number makes sense; a value outside is refused, not used. (Outputs cut
+# to a handful of characters would hide the very line that names what to recall.)
+LIMITS: dict[str, tuple[float, float | None]] = {
+    "max_tokens": (1, None), "max_turns": (1, None), "observe_tokens": (500, None),
+    "reflect_tokens": (500, None), "retention": (0.0, 0.9), "command_timeout_s": (0.1, None),
+    "render_output_chars": (200, None), "settled_output_chars": (200, None),
+    "output_cap_bytes": (1000, None), "max_retries": (0, None), "retry_backoff_s": (0.0, None),
+    "notes_tokens": (0, None),
+}
 
 
 def user_config_path() -> Path:
@@ -139,9 +148,9 @@ def _coerce(name: str, value: Any, where: str) -> Any:
         if isinstance(default, int):
             if isinstance(value, bool):
                 raise ValueError
-            return int(value)
+            return _within(name, int(value), where)
         if isinstance(default, float):
-            return float(value)
+            return _within(name, float(value), where)
         if isinstance(default, tuple):
             if isinstance(value, str):
                 return tuple(p for p in value.split(os.pathsep) if p)
@@ -151,6 +160,17 @@ def _coerce(name: str, value: Any, where: str) -> Any:
         if not isinstance(value, str):
             raise ValueError
         return value
+    except ConfigError:
+        raise
     except ValueError:
         kind = type(default).__name__ if not isinstance(default, tuple) else "list of paths"
         raise ConfigError(f"{where}: expected {kind}, got {value!r}") from None
+
+
+def _within(name: str, value: float, where: str) -> Any:
+    low, high = LIMITS.get(name, (None, None))
+    if low is not None and value < low:
+        raise ConfigError(f"{where}: {name} must be at least {low}, got {value}")
+    if high is not None and value > high:
+        raise ConfigError(f"{where}: {name} must be at most {high}, got {value}")
+    return value

@@ -124,6 +124,8 @@ def test_one_writer_per_session_and_two_sessions_side_by_side(workspace: Path, h
     ("colour = 'blue'", "unknown setting colour"),
     ("max_turns = 'many'", "max_turns: expected int, got 'many'"),
     ("permission_mode = 'yolo'", "permission_mode 'yolo' is not one of"),
+    ("settled_output_chars = 0", "settled_output_chars must be at least 200, got 0"),
+    ("retention = 1.5", "retention must be at most 0.9, got 1.5"),
 ])
 def test_a_bad_config_file_is_one_clear_line(workspace: Path, home: Path, content: str, message: str) -> None:
     (workspace / ".scribe").mkdir(exist_ok=True)
@@ -137,6 +139,8 @@ def test_a_bad_config_file_is_one_clear_line(workspace: Path, home: Path, conten
 def test_bad_environment_value_is_one_clear_line(workspace: Path, home: Path) -> None:
     ran = run_scribe(["run", "hi"], workspace, scribe_env("http://127.0.0.1:9", home, SCRIBE_OBSERVE_TOKENS="lots"))
     assert ran.code == 2 and "SCRIBE_OBSERVE_TOKENS: expected int, got 'lots'" in ran.err
+    ran = run_scribe(["run", "hi"], workspace, scribe_env("http://127.0.0.1:9", home, SCRIBE_MAX_TURNS="0"))
+    assert ran.code == 2 and "SCRIBE_MAX_TURNS: max_turns must be at least 1, got 0" in ran.err
 
 
 def test_unreadable_and_newer_logs_are_refused_clearly(workspace: Path, home: Path) -> None:
