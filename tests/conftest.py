@@ -36,6 +36,14 @@ def workspace(tmp_path: Path) -> Path:
     return root
 
 
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    """An empty home folder for the person running scribe (no config of theirs leaks in)."""
+    path = tmp_path / "home"
+    path.mkdir()
+    return path
+
+
 # Marks a sessions folder whose logs a test damages on purpose; the check below skips it.
 CORRUPT_ON_PURPOSE = ".corrupt-on-purpose"
 

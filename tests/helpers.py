@@ -10,6 +10,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from scribe.agent.config import Settings
+from scribe.agent.loop import Agent
+from scribe.agent.runtime import SessionChoice, build_agent, choose_session
+from scribe.fakeapi import FakeMessagesServer
 from scribe.memory.events import Event
 from scribe.memory.log import read_log
 
@@ -53,3 +59,11 @@ def events_of(path: Path) -> list[Event]:
     read = read_log(path)
     assert not read.problems, read.problems
     return read.events
+
+
+def agent_on(server: FakeMessagesServer, workspace: Path, settings: Settings,
+             monkeypatch: pytest.MonkeyPatch) -> Agent:
+    """An agent in this process, on a new session of `workspace`, whose calls go to `server`."""
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", server.base_url)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+    return build_agent(workspace, settings, choose_session(workspace, settings, SessionChoice()))

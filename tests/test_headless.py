@@ -40,13 +40,6 @@ def coding_script() -> list[Reply]:
     return script
 
 
-@pytest.fixture
-def home(tmp_path: Path) -> Path:
-    path = tmp_path / "home"
-    path.mkdir()
-    return path
-
-
 def test_ten_call_session_writes_files_runs_commands_and_reads_the_cache(workspace: Path, home: Path) -> None:
     with FakeMessagesServer(coding_script()) as server:
         env = scribe_env(server.base_url, home)

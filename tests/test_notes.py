@@ -43,13 +43,6 @@ class Model:
         return Reply.text("## Conventions\n" + "\n".join(existing or ["- (nothing yet) [from x#0]"]))
 
 
-@pytest.fixture
-def home(tmp_path: Path) -> Path:
-    path = tmp_path / "home"
-    path.mkdir()
-    return path
-
-
 def agent_requests(server: FakeMessagesServer) -> list[dict[str, Any]]:
     return [r.json for r in server.requests if not r.json["system"][0]["text"].startswith(CURATOR_START)]
 

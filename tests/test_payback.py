@@ -10,12 +10,11 @@ from typing import Any
 
 import pytest
 
+from helpers import agent_on
 from scribe.agent.config import Settings
 from scribe.agent.payback import Rates, calls_since_settled, paid_off, turn_start
 from scribe.agent.pricing import call_cost
 from scribe.agent.protocol import TurnEnded
-from scribe.agent.runtime import build_agent
-from scribe.agent.session import start_session
 from scribe.fakeapi import FakeMessagesServer, Reply, text_block, tool_use_block
 from scribe.memory.events import (
     AssistantEvent,
@@ -27,7 +26,6 @@ from scribe.memory.events import (
 )
 from scribe.memory.log import read_log
 from scribe.memory.observer import OBSERVER_SYSTEM, safe_boundaries
-from scribe.tools.registry import builtin_tools, tool_definitions
 
 RATES = Rates.of("claude-sonnet-4-5", "claude-haiku-4-5")
 
@@ -138,10 +136,8 @@ def billed(workspace: Path, payback: bool, monkeypatch: pytest.MonkeyPatch) -> t
     settings = Settings(permission_mode="full-auto", observe_tokens=200_000, observe_on_payback=payback,
                         curate_notes=False, watch_files=False)
     with FakeMessagesServer(Script(turns)) as server:
-        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.base_url)
-        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
-        session = start_session(workspace, settings, tool_definitions(builtin_tools()))
-        agent = build_agent(workspace, settings, session)
+        agent = agent_on(server, workspace, settings, monkeypatch)
+        session = agent.session
         for k in range(turns):
             assert [e for e in agent.turn(f"do run {k}") if isinstance(e, TurnEnded)][-1].reason == "end_turn"
         session.close()
@@ -187,10 +183,8 @@ def test_after_an_idle_spell_a_finished_turn_is_observed_at_once(
         workspace: Path, monkeypatch: pytest.MonkeyPatch, idle_minutes: int) -> None:
     settings = Settings(permission_mode="full-auto", observe_tokens=200_000, curate_notes=False, watch_files=False)
     with FakeMessagesServer(Script(3)) as server:
-        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.base_url)
-        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
-        session = start_session(workspace, settings, tool_definitions(builtin_tools()))
-        agent = build_agent(workspace, settings, session)
+        agent = agent_on(server, workspace, settings, monkeypatch)
+        session = agent.session
         for k in range(2):
             list(agent.turn(f"do run {k}"))
         assert agent.memory is not None

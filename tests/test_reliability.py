@@ -20,13 +20,6 @@ from scribe.memory.log import read_log
 KEY = "sk-test-secret-key"
 
 
-@pytest.fixture
-def home(tmp_path: Path) -> Path:
-    path = tmp_path / "home"
-    path.mkdir()
-    return path
-
-
 def fast_retries(base_url: str, home: Path, **extra: str) -> dict[str, str]:
     return scribe_env(base_url, home, SCRIBE_RETRY_BACKOFF_S="0.01", **extra)
 

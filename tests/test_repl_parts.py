@@ -18,10 +18,10 @@ from prompt_toolkit.completion import CompleteEvent
 from prompt_toolkit.document import Document
 from rich.console import Console
 
-from helpers import SCRIBE, events_of
+from helpers import SCRIBE, agent_on, events_of
 from scribe.agent.compress import ContextSize
 from scribe.agent.config import Settings
-from scribe.agent.model import ModelClient
+from scribe.agent.loop import Agent
 from scribe.agent.protocol import (
     AgentEvent,
     AssistantMessage,
@@ -31,9 +31,6 @@ from scribe.agent.protocol import (
     ToolDone,
     TurnEnded,
 )
-from scribe.agent.retry import RetryPolicy
-from scribe.agent.runtime import build_agent
-from scribe.agent.session import start_session
 from scribe.cli.repl import drive
 from scribe.cli.repl_approve import preview
 from scribe.cli.repl_input import ReplCompleter
@@ -44,7 +41,6 @@ from scribe.fakeapi import FakeMessagesServer, Reply, text_block, tool_use_block
 from scribe.memory.events import AssistantEvent, InterruptEvent, ToolResultEvent, UsageEvent
 from scribe.tools.base import CommandInterrupted, ToolContext
 from scribe.tools.command import RunCommand
-from scribe.tools.registry import builtin_tools, tool_definitions
 
 
 def completions(workspace: Path, text: str, tab: bool = False) -> list[str]:
@@ -70,11 +66,8 @@ def test_completion_of_commands_and_paths(workspace: Path) -> None:
     assert completions(workspace, "@nowhere/x") == []
 
 
-def _agent(workspace: Path, base_url: str, mode: str = "full-auto"):  # type: ignore[no-untyped-def]
-    os.environ["ANTHROPIC_BASE_URL"] = base_url
-    settings = Settings(permission_mode=mode, max_retries=0)
-    session = start_session(workspace, settings, tool_definitions(builtin_tools()))
-    return build_agent(workspace, settings, session, model=ModelClient(retry=RetryPolicy(retries=0)))
+def _agent(workspace: Path, server: FakeMessagesServer, monkeypatch: pytest.MonkeyPatch) -> Agent:
+    return agent_on(server, workspace, Settings(permission_mode="full-auto", max_retries=0), monkeypatch)
 
 
 def test_ctrl_c_while_an_event_is_shown_is_recorded_by_the_agent(
@@ -82,7 +75,7 @@ def test_ctrl_c_while_an_event_is_shown_is_recorded_by_the_agent(
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
     script = [Reply([tool_use_block("write_file", {"path": "never.txt", "content": "x"})])]
     with FakeMessagesServer(script) as server:
-        agent = _agent(workspace, server.base_url)
+        agent = _agent(workspace, server, monkeypatch)
         shown: list[AgentEvent] = []
 
         def show(event: AgentEvent) -> None:
@@ -160,7 +153,7 @@ def test_fold_keeps_head_and_tail() -> None:
 def test_toolbar_numbers_come_from_the_log(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
     with FakeMessagesServer([Reply.text("one"), Reply.text("two")]) as server:
-        agent = _agent(workspace, server.base_url)
+        agent = _agent(workspace, server, monkeypatch)
         for prompt in ("first", "second"):
             drive(agent.turn(prompt), lambda event: None)
         agent.session.close()
@@ -213,7 +206,7 @@ def test_a_cancelled_command_keeps_what_it_printed_as_its_result(workspace: Path
     script = [Reply([tool_use_block("run_command", {"command": "echo starting; sleep 30"}),
                      tool_use_block("list_files", {})])]
     with FakeMessagesServer(script) as server:
-        agent = _agent(workspace, server.base_url)
+        agent = _agent(workspace, server, monkeypatch)
         timer = threading.Timer(1.5, os.kill, (os.getpid(), signal.SIGINT))
         timer.start()
         try:

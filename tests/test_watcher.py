@@ -21,16 +21,14 @@ from pathlib import Path
 import pytest
 
 from conftest import git
+from helpers import agent_on
 from scribe.agent.config import Settings
 from scribe.agent.protocol import Notice, TurnEnded
-from scribe.agent.runtime import build_agent
-from scribe.agent.session import start_session
 from scribe.fakeapi import FakeMessagesServer, Reply, text_block, tool_use_block
 from scribe.memory.changes import FileChange
 from scribe.memory.events import AssistantEvent, FileChangeEvent, ToolResultEvent, UserEvent
 from scribe.memory.render import file_change_text, render
 from scribe.memory.watcher import MAX_CHANGES, WorkspaceWatcher
-from scribe.tools.registry import builtin_tools, tool_definitions
 
 WAIT_S = 5.0
 
@@ -295,11 +293,8 @@ def test_the_loop_drains_after_the_user_event_and_after_each_batch_of_results(
         Reply([text_block("Done.")]),
     ]
     with FakeMessagesServer(script) as server:
-        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.base_url)
-        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
-        settings = Settings(permission_mode="full-auto", max_retries=0)
-        session = start_session(workspace, settings, tool_definitions(builtin_tools()))
-        agent = build_agent(workspace, settings, session)
+        agent = agent_on(server, workspace, Settings(permission_mode="full-auto", max_retries=0), monkeypatch)
+        session = agent.session
         source = RecordingSource(session.events)
         agent.watcher = source
         out = list(agent.turn("read it"))
@@ -333,11 +328,8 @@ def test_no_file_change_events_from_the_agents_own_writes_through_the_whole_loop
         Reply([text_block("Nothing new.")]),
     ]
     with FakeMessagesServer(script) as server:
-        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.base_url)
-        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
-        settings = Settings(permission_mode="full-auto", max_retries=0)
-        session = start_session(workspace, settings, tool_definitions(builtin_tools()))
-        agent = build_agent(workspace, settings, session)
+        agent = agent_on(server, workspace, Settings(permission_mode="full-auto", max_retries=0), monkeypatch)
+        session = agent.session
         list(agent.turn("write calc.py"))
         assert agent.watcher is not None
         # the sentinel is written by "the person": once it is reported, calc.py's events have settled too

@@ -9,21 +9,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from conftest import git
 from helpers import events_of, run_scribe, scribe_env, session_logs
 from scribe.fakeapi import FakeMessagesServer, Reply, text_block, tool_use_block
 from scribe.memory.events import FileChangeEvent, GitCommitEvent, GitUndoEvent, ToolResultEvent
 
 POLLS = 50  # the scripted model waits at most POLLS x 0.1 s for the watcher to report
-
-
-@pytest.fixture
-def home(tmp_path: Path) -> Path:
-    path = tmp_path / "home"
-    path.mkdir()
-    return path
 
 
 def env_for(server: FakeMessagesServer, home: Path, **extra: str) -> dict[str, str]:
