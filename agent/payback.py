@@ -105,7 +105,7 @@ def paid_off(raw: Sequence[Event], prompt_tokens: Sequence[float], observer_toke
     kept_raw = list(accumulate(reversed(kept[:current])))[::-1]  # kept_raw[i]: tokens of raw[i:current]
     best: Quote | None = None
     users = [i for i, e in enumerate(raw[:current]) if isinstance(e, UserEvent)]
-    keep_from = users[-1] if users else current  # the last finished exchange stays word for word
+    keep_from = users[-1] if users else current  # the last finished exchange stays raw
     for i in safe_boundaries(raw[:keep_from]):
         answer = OBSERVATION_YIELD * read_by_observer[i]
         rewrite = kept_raw[i + 1] if i + 1 < current and not cold else 0

@@ -211,7 +211,7 @@ class Repl:
         return memory.context(self.session)
 
     def numbers(self) -> Numbers:
-        return numbers(self.session.events, self.agent.policy.mode, self.context())
+        return numbers(self.session.events, self.agent.policy.mode, self.context(), self.session.chunks)
 
     def refresh(self) -> None:
         self._toolbar = toolbar_text(self.numbers())

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 from scribe.agent.compress import ContextSize
 from scribe.agent.pricing import price_usage
-from scribe.memory.events import Event, SessionEvent, UsageEvent
-from scribe.memory.render import current_model
+from scribe.memory.events import Event, UsageEvent
+from scribe.memory.render import ChunkIndex, current_model
 from scribe.memory.stats import Figures, figures_of
 
 
@@ -34,9 +34,8 @@ class Numbers:
         return self.totals.hit_rate if self.totals.calls else None
 
 
-def numbers(events: Sequence[Event], mode: str, context: ContextSize) -> Numbers:
-    header = events[0]
-    assert isinstance(header, SessionEvent)
+def numbers(events: Sequence[Event], mode: str, context: ContextSize, index: ChunkIndex | None = None) -> Numbers:
+    """The figures the bar and /stats show. `index`, the session's own, spares a rescan of the log."""
     usages = [e for e in events if isinstance(e, UsageEvent)]
     last_hit = None
     if usages:
@@ -44,7 +43,7 @@ def numbers(events: Sequence[Event], mode: str, context: ContextSize) -> Numbers
         prompt = last.input + last.cache_read + last.cache_write
         last_hit = last.cache_read / prompt if prompt else 0.0
     return Numbers(
-        model=current_model(events),
+        model=current_model(events, index),
         mode=mode,
         context=context,
         totals=figures_of(events, price_usage),

@@ -61,6 +61,7 @@ class TokenEstimator:
     output_chars: int | None = None
     factor: float = 1.0
     # Tool outputs before this seq are rendered short (render.Settled), at most settled_chars.
+    # The Compressor copies it from the session's ChunkIndex before each estimate.
     settled_before: int = -1
     settled_chars: int = 12_000
     _cache: dict[int, int] = field(default_factory=dict)
