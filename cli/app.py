@@ -12,7 +12,7 @@ from scribe import __version__
 from .config import config
 from .demo import demo
 from .diff import diff
-from .log_app import log_app
+from .log import log_app
 from .notes import notes_app
 from .reflect import reflect
 from .run import run
@@ -71,7 +71,7 @@ def interactive(
         print("scribe: no terminal here; use `scribe run PROMPT` (or `scribe run -` to read stdin)", file=sys.stderr)
         raise typer.Exit(2)
     # Imported here: the SDK and prompt-toolkit take over a second, and `scribe --help` needn't pay.
-    from .repl import start
+    from .repl.loop import start
 
     start(continue_=continue_, resume=resume, permission_mode=permission_mode, model=model, auto_commit=auto_commit)
 

@@ -15,7 +15,7 @@ from typing import Annotated
 import typer
 
 from .errors import EXIT_FAILED, EXIT_USAGE, cli_errors, fail
-from .log_common import SESSION_HELP
+from .log.common import SESSION_HELP
 
 
 def diff(
@@ -30,7 +30,7 @@ def diff(
     from scribe.memory.log import read_first_record
     from scribe.tools.git import GitRefused, GitUnavailable, is_repository, session_diff
 
-    from .log_common import resolve_session
+    from .log.common import resolve_session
 
     with cli_errors():
         workspace = find_workspace(Path.cwd())

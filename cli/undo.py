@@ -16,7 +16,7 @@ from typing import Annotated
 import typer
 
 from .errors import EXIT_FAILED, EXIT_USAGE, cli_errors, fail
-from .log_common import SESSION_HELP
+from .log.common import SESSION_HELP
 
 
 def undo(
@@ -35,7 +35,7 @@ def undo(
     from scribe.memory.log import SessionLocked, read_log
     from scribe.tools.git import GitRefused, GitUnavailable, is_repository, undo_commit
 
-    from .log_common import resolve_session
+    from .log.common import resolve_session
 
     with cli_errors():
         workspace = find_workspace(Path.cwd())

@@ -22,8 +22,8 @@ from rich.console import Console
 from helpers import events_of, session_logs
 from scribe.agent.config import load_settings
 from scribe.agent.runtime import SessionChoice, choose_session
-from scribe.cli.repl import Repl, start
-from scribe.cli.repl_view import View
+from scribe.cli.repl.loop import Repl, start
+from scribe.cli.repl.view import View
 from scribe.fakeapi import FakeMessagesServer, Reply, text_block, tool_use_block
 from scribe.memory.events import InterruptEvent, ToolResultEvent, UserEvent
 

@@ -31,12 +31,12 @@ from scribe.agent.protocol import (
     ToolDone,
     TurnEnded,
 )
-from scribe.cli.repl import drive
-from scribe.cli.repl_approve import preview
-from scribe.cli.repl_input import ReplCompleter
-from scribe.cli.repl_records import last_exchanges
-from scribe.cli.repl_stats import numbers, toolbar_text
-from scribe.cli.repl_view import View, fold, tail_source
+from scribe.cli.repl.approve import preview
+from scribe.cli.repl.input import ReplCompleter
+from scribe.cli.repl.loop import drive
+from scribe.cli.repl.records import last_exchanges
+from scribe.cli.repl.stats import numbers, toolbar_text
+from scribe.cli.repl.view import View, fold, tail_source
 from scribe.fakeapi import FakeMessagesServer, Reply, text_block, tool_use_block
 from scribe.memory.events import AssistantEvent, InterruptEvent, ToolResultEvent, UsageEvent
 from scribe.tools.base import CommandInterrupted, ToolContext
@@ -229,7 +229,7 @@ def test_the_repl_and_the_agent_load_without_the_sdk_until_a_call_needs_it() -> 
     is loaded imports it on its first call."""
     code = (
         "import sys\n"
-        "import scribe.cli.repl, scribe.agent.loop, scribe.agent.runtime\n"
+        "import scribe.cli.repl.loop, scribe.agent.loop, scribe.agent.runtime\n"
         "from scribe.agent.model import ModelClient\n"
         "client = ModelClient()\n"
         "print('anthropic' in sys.modules)\n"

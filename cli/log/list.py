@@ -11,7 +11,7 @@ from scribe.agent.pricing import price_usage
 from scribe.memory.log import LogError
 from scribe.memory.stats import SessionSummary, summarize
 
-from .log_common import (
+from .common import (
     console,
     load,
     local_time,

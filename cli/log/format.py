@@ -29,7 +29,7 @@ from scribe.memory.events import (
     to_record,
 )
 
-from .log_common import local_time
+from .common import local_time
 
 FOLD_HEAD, FOLD_TAIL = 4, 4  # lines kept of a folded output
 LINE_CHARS = 400  # a longer line is cut when folding

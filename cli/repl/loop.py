@@ -36,13 +36,13 @@ from scribe.agent.session import Session, notes_path, open_session, store_for
 from scribe.memory.events import InterruptEvent
 from scribe.memory.pairing import unanswered_tool_uses
 
-from .errors import cli_errors, fail
-from .repl_approve import Approver
-from .repl_commands import ExitRepl, command_help, dispatch, is_command
-from .repl_input import InputArea
-from .repl_records import last_exchanges
-from .repl_stats import Numbers, numbers, toolbar_text
-from .repl_view import View, make_console
+from ..errors import cli_errors, fail
+from .approve import Approver
+from .commands import ExitRepl, command_help, dispatch, is_command
+from .input import InputArea
+from .records import last_exchanges
+from .stats import Numbers, numbers, toolbar_text
+from .view import View, make_console
 
 # Further Ctrl-C presses this soon after the one that cancelled a turn are ignored: they would
 # otherwise land in the middle of recording the interrupt.

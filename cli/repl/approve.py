@@ -20,8 +20,8 @@ from scribe.tools.base import ToolContext, ToolError
 from scribe.tools.paths import display_path, resolve_path
 from scribe.tools.textio import plural
 
-from .repl_input import InputArea
-from .repl_view import View, diff_text
+from .input import InputArea
+from .view import View, diff_text
 
 PREVIEW_LINES = 12
 ANSWERS = {"y": "yes", "n": "no", "a": "always"}

@@ -9,7 +9,7 @@ import typer
 from scribe.agent.pricing import CACHE_WRITE_5M, price_usage
 from scribe.memory.stats import Figures, SessionStats, session_stats
 
-from .log_common import (
+from .common import (
     SESSION_HELP,
     console,
     load,

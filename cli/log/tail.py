@@ -14,8 +14,8 @@ import typer
 from scribe.memory.events import Event, EventFormatError, from_record
 from scribe.memory.follow import complete_end, follow
 
-from .log_common import SESSION_HELP, console, log_command, resolve_session
-from .log_format import EventPrinter
+from .common import SESSION_HELP, console, log_command, resolve_session
+from .format import EventPrinter
 
 
 def tail(

@@ -10,9 +10,9 @@ import typer
 
 from scribe.memory.events import EVENT_CLASSES, Event, UnknownEvent, to_record
 
-from .errors import fail
-from .log_common import SESSION_HELP, console, load, log_command, print_json, resolve_session
-from .log_format import EventPrinter
+from ..errors import fail
+from .common import SESSION_HELP, console, load, log_command, print_json, resolve_session
+from .format import EventPrinter
 
 
 def type_of(event: Event) -> str:

@@ -12,23 +12,44 @@ import difflib
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import Protocol
 
-from scribe.agent.config import PERMISSION_MODES, ConfigError
+from scribe.agent.compress import ContextSize
+from scribe.agent.config import PERMISSION_MODES, ConfigError, Settings
 from scribe.agent.errors import ClientSetupError, ModelError
+from scribe.agent.loop import Agent
 from scribe.agent.protocol import AgentEvent
+from scribe.agent.session import Session
 from scribe.memory.log import LogError
 
-from .repl_records import session_summaries
-from .repl_stats import stats_lines, tokens
-from .repl_view import diff_text
+from .records import session_summaries
+from .stats import Numbers, stats_lines, tokens
+from .view import View, diff_text
 
-if TYPE_CHECKING:
-    from scribe.agent.loop import Agent
 
-    from .repl import Repl
+class Repl(Protocol):
+    """What a slash command may use of the interactive session (cli/repl/loop.py's Repl). A
+    protocol, so the commands need not import the loop that dispatches them."""
 
-Handler = Callable[["Repl", str], None]
+    workspace: Path
+    settings: Settings
+    view: View
+
+    @property
+    def agent(self) -> Agent: ...
+    @property
+    def session(self) -> Session: ...
+    def numbers(self) -> Numbers: ...
+    def context(self) -> ContextSize: ...
+    def refresh(self) -> None: ...
+    def set_mode(self, mode: str) -> None: ...
+    def start_new(self) -> None: ...
+    def resume(self, id_or_prefix: str) -> None: ...
+    def curate(self, agent: Agent) -> None: ...
+
+
+Handler = Callable[[Repl, str], None]
 _COMMAND = re.compile(r"^/([a-z][a-z-]*)(?:\s+(.*))?$", re.DOTALL)
 EXPECTED = (LogError, ConfigError, ModelError, ClientSetupError, OSError)
 
@@ -123,7 +144,7 @@ def _reflect(repl: Repl, arg: str) -> None:
 
 @command("log", "the log file and its last events", "[N]")
 def _log(repl: Repl, arg: str) -> None:
-    from .log_format import EventPrinter
+    from ..log.format import EventPrinter
 
     count = int(arg) if arg.isdigit() else 10
     repl.view.lines([str(repl.session.path)], style="bold")

@@ -10,8 +10,8 @@ import typer
 from scribe.memory.events import AssistantEvent, Event, UnknownEvent, UsageEvent
 from scribe.memory.render import canonical_json, render
 
-from .errors import fail
-from .log_common import SESSION_HELP, load, log_command, resolve_session
+from ..errors import fail
+from .common import SESSION_HELP, load, log_command, resolve_session
 
 
 def prompt(

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import typer
 
-from .log_list import list_sessions
-from .log_prompt import prompt
-from .log_search import search_logs
-from .log_show import show
-from .log_stats import stats
-from .log_tail import tail
-from .log_verify import verify
+from .list import list_sessions
+from .prompt import prompt
+from .search import search_logs
+from .show import show
+from .stats import stats
+from .tail import tail
+from .verify import verify
 
 log_app = typer.Typer(
     name="log",

@@ -11,8 +11,8 @@ import typer
 from scribe.memory.log import LogError
 from scribe.memory.search import Hit, search
 
-from .errors import EXIT_FAILED, EXIT_USAGE, fail
-from .log_common import console, load, log_command, print_json, resolve_session, sessions_in_scope
+from ..errors import EXIT_FAILED, EXIT_USAGE, fail
+from .common import console, load, log_command, print_json, resolve_session, sessions_in_scope
 
 
 def search_logs(

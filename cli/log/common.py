@@ -21,7 +21,7 @@ from scribe.agent.config import find_workspace, state_dir
 from scribe.memory.log import LogRead, read_first_record, read_log
 from scribe.memory.store import SessionFile, SessionStore
 
-from .errors import cli_errors
+from ..errors import cli_errors
 
 SESSION_HELP = "Session id or unique prefix (or a path to a .jsonl log). [default: the latest of this workspace]"
 

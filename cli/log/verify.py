@@ -9,8 +9,8 @@ import typer
 from scribe.memory.store import SessionFile
 from scribe.memory.verify import Verdict, verify_bytes
 
-from .errors import EXIT_FAILED, fail
-from .log_common import SESSION_HELP, log_command, print_json, resolve_session, sessions_in_scope
+from ..errors import EXIT_FAILED, fail
+from .common import SESSION_HELP, log_command, print_json, resolve_session, sessions_in_scope
 
 
 def verify(
