@@ -15,7 +15,7 @@ from scribe.memory.events import (
     SessionEvent,
     now_iso,
 )
-from scribe.memory.log import LogError, LogWriter, read_log
+from scribe.memory.log import LogError, LogWriter, SessionLock, read_log
 from scribe.memory.pairing import unanswered_tool_uses
 from scribe.memory.render import ChunkIndex
 from scribe.memory.store import SessionFile, SessionStore, exclude_from_git
@@ -97,13 +97,20 @@ def start_session(workspace: Path, settings: Settings, tool_definitions: list[di
 def open_session(found: SessionFile) -> Session:
     """Reopen a session for appending. A tool call left without a result by a crash or a kill
     is closed with an `interrupt` event, so the log itself says what the next request shows."""
-    read = read_log(found.path)
-    if any(p.kind == "newer" for p in read.problems):
-        raise LogError(f"session {found.id} was written by a newer scribe (a newer log format); "
-                       "upgrade scribe to continue it")
-    if not read.events or not isinstance(read.events[0], SessionEvent):
-        raise LogError(f"{found.path} does not begin with a session event; it cannot be continued")
-    writer = LogWriter.resume(found.path, read)
+    # The lock first, then the read: a read made before taking it could miss lines another
+    # writer appends meanwhile, and this one would then append after them with stale seqs.
+    lock = SessionLock.acquire(found.path)
+    try:
+        read = read_log(found.path)
+        if any(p.kind == "newer" for p in read.problems):
+            raise LogError(f"session {found.id} was written by a newer scribe (a newer log format); "
+                           "upgrade scribe to continue it")
+        if not read.events or not isinstance(read.events[0], SessionEvent):
+            raise LogError(f"{found.path} does not begin with a session event; it cannot be continued")
+        writer = LogWriter.resume(found.path, read, lock)
+    except BaseException:
+        lock.release()
+        raise
     problems = [f"line {p.line}: {p.message}" for p in read.problems]
     session = Session(found.id, found.path, read.events, writer, problems)
     if read.torn_tail:

@@ -91,11 +91,11 @@ def read_first_record(path: Path) -> dict[str, Any] | None:
 class LogWriter:
     """The single appender of one session log."""
 
-    def __init__(self, path: Path, *, next_seq: int) -> None:
+    def __init__(self, path: Path, *, next_seq: int, lock: SessionLock | None = None) -> None:
         self.path = path
         self.next_seq = next_seq
         path.parent.mkdir(parents=True, exist_ok=True)
-        self._lock_fd = _acquire_lock(path.with_suffix(".lock"))
+        self._lock = lock or SessionLock.acquire(path)
         self._fh = path.open("ab")
 
     @classmethod
@@ -105,11 +105,20 @@ class LogWriter:
         return cls(path, next_seq=0)
 
     @classmethod
-    def resume(cls, path: Path, read: LogRead) -> LogWriter:
-        """Reopen for appending after `read`. A torn tail (never acknowledged: its line was not
-        finished) is cut off so the file is whole lines again; the caller records the fragment."""
+    def resume(cls, path: Path, read: LogRead, lock: SessionLock | None = None) -> LogWriter:
+        """Reopen for appending after `read`, made while holding `lock` (open_session takes the
+        lock before reading). Without one, the lock is taken now and the file must still be the
+        size `read` saw: lines another writer appended in between would otherwise be followed
+        by lines with stale seqs. A torn tail (never acknowledged: its line was not finished) is
+        cut off so the file is whole lines again; the caller records the fragment."""
         last = max((e.seq for e in read.events), default=-1)
-        writer = cls(path, next_seq=last + 1)
+        writer = cls(path, next_seq=last + 1, lock=lock)
+        size = os.fstat(writer._fh.fileno()).st_size
+        if size != read.size:
+            writer._fh.close()
+            writer._lock.release()
+            raise LogError(f"{path} changed while it was being read ({read.size} bytes, now {size}); "
+                           "another process wrote to it")
         if read.torn_tail:
             writer._fh.truncate(read.size - len(read.torn_tail))
             writer._fh.seek(0, os.SEEK_END)
@@ -134,7 +143,7 @@ class LogWriter:
             return
         self.sync()
         self._fh.close()
-        os.close(self._lock_fd)
+        self._lock.release()
 
     def __enter__(self) -> LogWriter:
         return self
@@ -143,17 +152,34 @@ class LogWriter:
         self.close()
 
 
-def _acquire_lock(lock_path: Path) -> int:
-    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        holder = os.read(fd, 32).decode(errors="replace").strip() or "another process"
-        os.close(fd)
-        raise SessionLocked(
-            f"session {lock_path.stem} is being written by process {holder}; "
-            "wait for it to finish or start a new session"
-        ) from None
-    os.ftruncate(fd, 0)
-    os.write(fd, str(os.getpid()).encode())
-    return fd
+class SessionLock:
+    """The exclusive right to append to one session, held from before its log is read until the
+    writer closes. An advisory `flock` on `<id>.lock`: the kernel drops it when the process ends,
+    however it ends, so a crash never leaves a session locked."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd: int | None = fd
+
+    @classmethod
+    def acquire(cls, log_path: Path) -> SessionLock:
+        lock_path = log_path.with_suffix(".lock")
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.read(fd, 32).decode(errors="replace").strip()
+            os.close(fd)
+            # The holder writes its pid just after locking; between the two it is unknown.
+            who = f"process {holder}" if holder.isdigit() else "another process"
+            raise SessionLocked(
+                f"session {lock_path.stem} is being written by {who}; "
+                "wait for it to finish or start a new session"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.write(fd, str(os.getpid()).encode())
+        return cls(fd)
+
+    def release(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
