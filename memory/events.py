@@ -11,7 +11,8 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, ClassVar
+from types import UnionType
+from typing import Any, ClassVar, Union, get_args, get_origin, get_type_hints
 
 LOG_FORMAT_VERSION = 1
 
@@ -244,6 +245,85 @@ def _field_names(cls: type[Event]) -> set[str]:
 
 _FIELDS = {name: _field_names(cls) for name, cls in EVENT_CLASSES.items()}
 
+# What a field's annotation allows, as a cheap check of the parsed JSON value: a reader meets
+# every line of a log on the reopen path, so this is a set lookup of the value's exact type per
+# field (bool is not an int here, as in JSON Schema), not a schema validator (`scribe log
+# verify` runs the whole JSON Schema). A line that fails is treated like a corrupt one:
+# reported, skipped, left in the file.
+_WORDS = {int: "an integer", str: "a string", bool: "true or false", list: "a list", dict: "an object",
+          type(None): "null"}
+_PLURALS = {int: "integers", str: "strings", bool: "booleans", list: "lists", dict: "objects"}
+
+
+@dataclass(frozen=True)
+class FieldCheck:
+    name: str
+    types: frozenset[type]  # the exact JSON-decoded types the value may have
+    items: frozenset[type] | None = None  # of a list's items or an object's values, when fixed
+
+    def holds(self, value: Any) -> bool:
+        kind = type(value)
+        if kind not in self.types:
+            return False
+        if self.items is None or value is None:
+            return True
+        values = value.values() if kind is dict else value
+        return all(type(v) in self.items for v in values)
+
+    @property
+    def expected(self) -> str:
+        words = " or ".join(_WORDS.get(t, t.__name__) for t in sorted(self.types, key=lambda t: t is type(None)))
+        if self.items:
+            words += " of " + " or ".join(_PLURALS.get(t, t.__name__) for t in self.items)
+        return words
+
+
+def _types_of(annotation: Any) -> tuple[frozenset[type], frozenset[type] | None]:
+    origin, args = get_origin(annotation), get_args(annotation)
+    if origin in (Union, UnionType):
+        parts = [_types_of(a) for a in args]
+        items = {i for _, i in parts if i is not None}
+        return frozenset().union(*(t for t, _ in parts)), (frozenset().union(*items) if items else None)
+    if annotation is Any:
+        return frozenset(_WORDS), None
+    if origin in (list, dict):
+        inner = args[-1] if args else Any
+        return frozenset({origin}), None if inner is Any else frozenset({get_origin(inner) or inner})
+    return frozenset({annotation}), None
+
+
+def _field_checks(cls: type[Event]) -> tuple[FieldCheck, ...]:
+    hints = get_type_hints(cls)
+    return tuple(FieldCheck(name, *_types_of(hints[name])) for name in sorted(_field_names(cls)))
+
+
+def _block_problem(block: Any) -> str | None:
+    """What the renderer and `scribe log` need of a content block (the schema's `block`)."""
+    if not isinstance(block, dict) or not isinstance(block.get("type"), str):
+        return "a content block is not an object with a string type"
+    if block["type"] == "text" and not isinstance(block.get("text"), str):
+        return "a text block has no string text"
+    if block["type"] == "tool_use" and not (isinstance(block.get("id"), str) and block["id"]
+                                            and isinstance(block.get("name"), str)
+                                            and isinstance(block.get("input"), dict)):
+        return "a tool_use block lacks a string id and name or an object input"
+    return None
+
+
+_CHECKS = {name: _field_checks(cls) for name, cls in EVENT_CLASSES.items()}
+
+
+def schema_problem(type_name: str, fields: dict[str, Any]) -> str | None:
+    """Why the known fields of a line of a known type break the event schema, or None."""
+    for check in _CHECKS[type_name]:
+        if check.name in fields and not check.holds(fields[check.name]):
+            return f"{check.name} is not {check.expected}"
+    if type_name == "assistant":
+        for block in fields.get("content") or ():
+            if (problem := _block_problem(block)) is not None:
+                return problem
+    return None
+
 
 def to_record(event: Event) -> dict[str, Any]:
     """The JSON object for one log line, keys in a fixed order."""
@@ -266,7 +346,7 @@ def from_record(record: dict[str, Any]) -> Event:
     if isinstance(version, int) and version > LOG_FORMAT_VERSION:
         raise NewerFormatError(f"log format v{version} is newer than this scribe understands (v{LOG_FORMAT_VERSION})")
     seq, ts, type_name = record.get("seq"), record.get("ts"), record.get("type")
-    if not isinstance(seq, int) or not isinstance(ts, str) or not isinstance(type_name, str):
+    if type(seq) is not int or not isinstance(ts, str) or not isinstance(type_name, str):
         raise EventFormatError("line lacks an integer seq, a ts or a type")
     cls = EVENT_CLASSES.get(type_name)
     rest = {k: v for k, v in record.items() if k not in _BASE_KEYS}
@@ -275,6 +355,9 @@ def from_record(record: dict[str, Any]) -> Event:
     known = _FIELDS[type_name]
     kwargs = {k: v for k, v in rest.items() if k in known}
     extra = {k: v for k, v in rest.items() if k not in known}
+    problem = schema_problem(type_name, kwargs)
+    if problem is not None:
+        raise EventFormatError(f"{type_name} event: {problem}")
     try:
         return cls(seq=seq, ts=ts, extra=extra, **kwargs)
     except TypeError as exc:

@@ -42,6 +42,9 @@ class LogRead:
     # The file ended without a newline: a writer died mid-line. The fragment is not an event.
     torn_tail: bytes = b""
     size: int = 0
+    # The highest seq on any line, skipped ones included: the next line follows it, so seqs keep
+    # rising by one per line even past a line the reader could not use.
+    last_seq: int = -1
 
 
 def encode(event: Event) -> bytes:
@@ -67,13 +70,22 @@ def read_log(path: Path) -> LogRead:
             continue
         try:
             record: Any = json.loads(raw)
-            result.events.append(from_record(record))
         except (json.JSONDecodeError, UnicodeDecodeError):
-            result.problems.append(LogProblem(number, "not valid JSON"))
+            result.problems.append(LogProblem(number, "not valid JSON; skipped"))
+            continue
+        try:
+            event = from_record(record)
         except NewerFormatError as exc:
             result.problems.append(LogProblem(number, str(exc), "newer"))
         except EventFormatError as exc:
-            result.problems.append(LogProblem(number, str(exc)))
+            result.problems.append(LogProblem(number, f"{exc}; skipped"))
+        else:
+            result.events.append(event)
+            result.last_seq = max(result.last_seq, event.seq)
+            continue
+        seq = record.get("seq") if isinstance(record, dict) else None
+        if isinstance(seq, int) and not isinstance(seq, bool):
+            result.last_seq = max(result.last_seq, seq)
     return result
 
 
@@ -111,8 +123,7 @@ class LogWriter:
         size `read` saw: lines another writer appended in between would otherwise be followed
         by lines with stale seqs. A torn tail (never acknowledged: its line was not finished) is
         cut off so the file is whole lines again; the caller records the fragment."""
-        last = max((e.seq for e in read.events), default=-1)
-        writer = cls(path, next_seq=last + 1, lock=lock)
+        writer = cls(path, next_seq=read.last_seq + 1, lock=lock)
         size = os.fstat(writer._fh.fileno()).st_size
         if size != read.size:
             writer._fh.close()
