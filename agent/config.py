@@ -79,8 +79,15 @@ def find_workspace(cwd: Path) -> Path:
 
 
 def state_dir(workspace: Path) -> Path:
+    """The state folder: `<workspace>/.scribe`, or SCRIBE_HOME. A missing one is made when first
+    written; one that is a file (or lies under a file) is refused here, once, with one line."""
     home = os.environ.get("SCRIBE_HOME")
-    return Path(home).expanduser().resolve() if home else workspace / ".scribe"
+    path = Path(home).expanduser().resolve() if home else workspace / ".scribe"
+    existing = next((p for p in (path, *path.parents) if os.path.lexists(p)), None)
+    if existing is not None and not existing.is_dir():
+        raise ConfigError(f"SCRIBE_HOME {path} is not a folder" if home else
+                          f"the state folder {path} is not a folder")
+    return path
 
 
 def load_settings(workspace: Path, flags: Mapping[str, Any] | None = None,

@@ -10,7 +10,7 @@ import typer
 
 from scribe.agent.config import ConfigError
 from scribe.agent.errors import ClientSetupError, ModelError
-from scribe.memory.log import LogError
+from scribe.memory.log import LogError, LogWriteError
 from scribe.memory.render import RenderError
 
 # Documented in the README ("Exit codes").
@@ -18,6 +18,7 @@ EXIT_OK = 0
 EXIT_FAILED = 1  # the model call or the turn failed
 EXIT_USAGE = 2  # bad flags, config, credentials, or session choice
 EXIT_MAX_TURNS = 3
+EXIT_STORAGE = 4  # the file system refused to write the log or state folder (full, read-only)
 EXIT_INTERRUPTED = 130
 
 
@@ -30,6 +31,8 @@ def fail(message: str, code: int = EXIT_USAGE) -> typer.Exit:
 def cli_errors() -> Iterator[None]:
     try:
         yield
+    except LogWriteError as exc:
+        raise fail(str(exc), EXIT_STORAGE) from None
     except (ConfigError, LogError, RenderError, ClientSetupError) as exc:
         raise fail(str(exc), EXIT_USAGE) from None
     except ModelError as exc:

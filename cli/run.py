@@ -52,7 +52,8 @@ def run(
     """Run one turn headless: the agent works until it answers, then exits.
 
     Exit codes: 0 done, 1 the model call failed, 2 bad usage or configuration,
-    3 stopped at --max-turns, 130 interrupted.
+    3 stopped at --max-turns, 4 the session log could not be written (disk full,
+    read-only), 130 interrupted.
     """
     # Imported here, not at the top: the SDK takes over a second to import and `--help` needn't pay.
     from scribe.agent.config import find_workspace

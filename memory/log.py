@@ -28,6 +28,10 @@ class SessionLocked(LogError):
     pass
 
 
+class LogWriteError(LogError):
+    """The file system refused to write the log or its folder: full, read-only, not permitted."""
+
+
 @dataclass(frozen=True)
 class LogProblem:
     line: int  # 1-based line number in the file
@@ -101,14 +105,28 @@ def read_first_record(path: Path) -> dict[str, Any] | None:
 
 
 class LogWriter:
-    """The single appender of one session log."""
+    """The single appender of one session log.
+
+    Writes go straight to the file descriptor (no buffer of ours): a line is acknowledged when
+    the kernel has taken all of it. If the file system refuses part of a line (a full disk),
+    the file is cut back to the last whole line and the append raises LogWriteError, so the
+    log holds exactly the acknowledged lines; a later append may succeed once there is room."""
 
     def __init__(self, path: Path, *, next_seq: int, lock: SessionLock | None = None) -> None:
         self.path = path
         self.next_seq = next_seq
-        path.parent.mkdir(parents=True, exist_ok=True)
+        session = path.stem
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise LogWriteError(f"cannot write session {session} ({path.parent}): {exc.strerror}") from None
         self._lock = lock or SessionLock.acquire(path)
-        self._fh = path.open("ab")
+        try:
+            self._fd: int | None = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        except OSError as exc:
+            self._lock.release()
+            raise LogWriteError(f"cannot write session {session} ({path}): {exc.strerror}") from None
+        self.size = os.fstat(self._fd).st_size  # bytes of whole, acknowledged lines
 
     @classmethod
     def create(cls, path: Path) -> LogWriter:
@@ -124,15 +142,13 @@ class LogWriter:
         by lines with stale seqs. A torn tail (never acknowledged: its line was not finished) is
         cut off so the file is whole lines again; the caller records the fragment."""
         writer = cls(path, next_seq=read.last_seq + 1, lock=lock)
-        size = os.fstat(writer._fh.fileno()).st_size
-        if size != read.size:
-            writer._fh.close()
-            writer._lock.release()
+        if writer.size != read.size:
+            size = writer.size
+            writer.close()
             raise LogError(f"{path} changed while it was being read ({read.size} bytes, now {size}); "
                            "another process wrote to it")
         if read.torn_tail:
-            writer._fh.truncate(read.size - len(read.torn_tail))
-            writer._fh.seek(0, os.SEEK_END)
+            writer._cut_to(read.size - len(read.torn_tail))
         return writer
 
     def append(self, cls: type[E], **fields: Any) -> E:
@@ -140,21 +156,55 @@ class LogWriter:
         known = {k: v for k, v in fields.items() if k in cls.__dataclass_fields__}
         extra.update({k: v for k, v in fields.items() if k not in cls.__dataclass_fields__})
         event = cls(seq=self.next_seq, ts=now_iso(), extra=extra, **known)
-        self._fh.write(encode(event))
-        self._fh.flush()
+        self._write(encode(event))
         self.next_seq += 1
         return event
 
+    def _write(self, line: bytes) -> None:
+        fd = self._open_fd()
+        view = memoryview(line)
+        written = 0
+        try:
+            while written < len(line):
+                written += os.write(fd, view[written:])
+        except OSError as exc:
+            if written:
+                try:
+                    self._cut_to(self.size)
+                except LogWriteError:
+                    pass  # the part line stays; the next open cuts it off as a torn last line
+            raise LogWriteError(f"cannot write the session log {self.path}: {exc.strerror}; "
+                                "every line written before this one is kept") from None
+        self.size += len(line)
+
+    def _cut_to(self, size: int) -> None:
+        try:
+            os.ftruncate(self._open_fd(), size)
+        except OSError as exc:
+            raise LogWriteError(f"cannot write the session log {self.path}: {exc.strerror}") from None
+        self.size = size
+
+    def _open_fd(self) -> int:
+        if self._fd is None:
+            raise LogError(f"the writer of {self.path} is closed")
+        return self._fd
+
     def sync(self) -> None:
-        self._fh.flush()
-        os.fsync(self._fh.fileno())
+        """Durable against a crash of the machine, not only of scribe (at turn ends)."""
+        try:
+            os.fsync(self._open_fd())
+        except OSError as exc:
+            raise LogWriteError(f"cannot write the session log {self.path}: {exc.strerror}") from None
 
     def close(self) -> None:
-        if self._fh.closed:
+        if self._fd is None:
             return
-        self.sync()
-        self._fh.close()
-        self._lock.release()
+        try:
+            self.sync()
+        finally:
+            os.close(self._fd)
+            self._fd = None
+            self._lock.release()
 
     def __enter__(self) -> LogWriter:
         return self
@@ -174,7 +224,10 @@ class SessionLock:
     @classmethod
     def acquire(cls, log_path: Path) -> SessionLock:
         lock_path = log_path.with_suffix(".lock")
-        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise LogWriteError(f"cannot write session {lock_path.stem} ({lock_path}): {exc.strerror}") from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -186,8 +239,12 @@ class SessionLock:
                 f"session {lock_path.stem} is being written by {who}; "
                 "wait for it to finish or start a new session"
             ) from None
-        os.ftruncate(fd, 0)
-        os.write(fd, str(os.getpid()).encode())
+        try:
+            os.ftruncate(fd, 0)
+            os.write(fd, str(os.getpid()).encode())
+        except OSError as exc:
+            os.close(fd)
+            raise LogWriteError(f"cannot write session {lock_path.stem} ({lock_path}): {exc.strerror}") from None
         return cls(fd)
 
     def release(self) -> None:
