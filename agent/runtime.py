@@ -8,6 +8,7 @@ from pathlib import Path
 
 from scribe.memory.events import Event, ModelSwitchEvent, ToolResultEvent, to_record
 from scribe.memory.render import current_model
+from scribe.memory.store import SessionFile
 from scribe.memory.tokens import TokenEstimator
 from scribe.memory.watcher import WorkspaceWatcher
 from scribe.tools.base import ToolContext
@@ -36,12 +37,23 @@ class SessionChoice:
 def choose_session(workspace: Path, settings: Settings, choice: SessionChoice) -> Session:
     store = store_for(workspace)
     if choice.session_id or choice.continue_latest:
-        found = store.find(choice.session_id, workspace) if choice.session_id else store.latest(workspace)
+        skipped: list[SessionFile] = []
+        if choice.session_id:
+            found = store.find(choice.session_id, workspace)
+        else:
+            continuation = store.to_continue(workspace)
+            found, skipped = continuation.found, continuation.skipped
         session = open_session(found)
+        session.notices += [skipped_note(s) for s in skipped]
         if choice.model:
             switch_model(session, choice.model)
         return session
     return start_session(workspace, settings, tool_definitions(builtin_tools()))
+
+
+def skipped_note(session: SessionFile) -> str:
+    return (f"skipped session {session.id}, written after this one: {session.damaged}; "
+            f"`scribe log verify {session.id}` says more")
 
 
 def switch_model(session: Session, model: str) -> bool:

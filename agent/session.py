@@ -37,6 +37,8 @@ class Session:
     problems: list[str]
     # Observation chunks of this log, kept current as it grows (see ChunkIndex).
     chunks: ChunkIndex = field(default_factory=ChunkIndex)
+    # Worth telling the person when the session opens (a damaged newer session passed over).
+    notices: list[str] = field(default_factory=list)
 
     @property
     def header(self) -> SessionEvent:

@@ -65,7 +65,7 @@ def curate(
         workspace = find_workspace(Path.cwd())
         settings = load_settings(workspace)
         store = store_for(workspace)
-        session = open_session(store.find(session_id, workspace) if session_id else store.latest(workspace))
+        session = open_session(store.find(session_id, workspace) if session_id else store.to_continue(workspace).found)
         try:
             model = ModelClient(retry=RetryPolicy(settings.max_retries, settings.retry_backoff_s))
             outcome = run_curation(session, model, settings, notes_path(workspace))

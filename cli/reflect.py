@@ -24,7 +24,7 @@ def reflect(
         workspace = find_workspace(Path.cwd())
         settings = load_settings(workspace)
         store = store_for(workspace)
-        found = store.find(session_id, workspace) if session_id else store.latest(workspace)
+        found = store.find(session_id, workspace) if session_id else store.to_continue(workspace).found
         session = open_session(found)
         try:
             agent = build_agent(workspace, settings, session)

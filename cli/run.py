@@ -57,6 +57,7 @@ def run(
     """
     # Imported here, not at the top: the SDK takes over a second to import and `--help` needn't pay.
     from scribe.agent.config import find_workspace
+    from scribe.agent.model import check_credentials
     from scribe.agent.runtime import SessionChoice, build_agent, choose_session
 
     with cli_errors():
@@ -72,12 +73,17 @@ def run(
         settings = load_settings(workspace, flags)
         if settings.permission_mode == "ask":
             settings = load_settings(workspace, {**flags, "permission_mode": "accept-edits"})
+        # A start that cannot succeed (no key, a malformed base URL) must not leave an empty
+        # session behind for the next `-c` to find: check before the session is made.
+        check_credentials()
         agent_session = choose_session(workspace, settings, SessionChoice(continue_, session, model))
         agent = None
         try:
             agent = build_agent(workspace, settings, agent_session)
             for problem in agent_session.problems:
                 print(f"scribe: note: {agent_session.path.name} {problem}", file=sys.stderr)
+            for notice in agent_session.notices:
+                print(f"scribe: note: {notice}", file=sys.stderr)
             ended, totals = _drive(agent.turn(text), output)
             notes = _curate(agent, settings, workspace) if ended.reason in ("end_turn", "max_turns") else None
         finally:

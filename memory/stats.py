@@ -167,16 +167,28 @@ class SessionSummary:
     events: int
     turns: int
     figures: Figures
+    # What is wrong with its log, if anything: lines the reader skipped, or a first line that is
+    # not a session event (then it cannot be continued).
+    damaged: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         f = self.figures
         return {"id": self.id, "cwd": self.cwd, "started": self.started, "last_activity": self.last_activity,
                 "events": self.events, "turns": self.turns, "calls": f.calls, "input_tokens": f.prompt_tokens,
                 "cache_read": f.cache_read, "cache_write": f.cache_write, "output": f.output,
-                "hit_rate": round(f.hit_rate, 6), "cost_usd": round(f.cost_usd, 6)}
+                "hit_rate": round(f.hit_rate, 6), "cost_usd": round(f.cost_usd, 6), "damaged": self.damaged}
 
 
-def summarize(session_id: str, events: Sequence[Event], price: Pricer) -> SessionSummary:
+def damage(header_problem: str | None, skipped_lines: int, torn: bool) -> str | None:
+    """One phrase for what `scribe log list` shows of a damaged log."""
+    if header_problem is not None:
+        return f"cannot be continued: {header_problem}"
+    parts = [f"{skipped_lines} unreadable line{'s' * (skipped_lines != 1)} skipped"] if skipped_lines else []
+    parts += ["torn last line"] if torn else []
+    return ", ".join(parts) or None
+
+
+def summarize(session_id: str, events: Sequence[Event], price: Pricer, damaged: str | None = None) -> SessionSummary:
     figures = Figures()
     for event in events:
         if isinstance(event, UsageEvent):
@@ -190,4 +202,5 @@ def summarize(session_id: str, events: Sequence[Event], price: Pricer) -> Sessio
         events=len(events),
         turns=sum(isinstance(e, UserEvent) for e in events),
         figures=figures,
+        damaged=damaged,
     )

@@ -1,16 +1,23 @@
 """Where session logs live, and how a session is found by id, prefix or recency.
 
 Logs sit in `<state>/sessions/<id>.jsonl`, where the state folder is `<workspace>/.scribe`
-unless SCRIBE_HOME moves it. Ids sort by creation time, so "latest" needs no index.
+unless SCRIBE_HOME moves it. Finding a session reads only the first line of each log (what it
+is) and the end of it (when it was last written), never a whole log.
 """
 
 from __future__ import annotations
 
+import json
+import os
+import re
 import secrets
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
+from .events import EventFormatError, SessionEvent, from_record
 from .log import LogError, read_first_record
 
 
@@ -24,6 +31,34 @@ class SessionFile:
     path: Path
     cwd: str | None
     created: str | None
+    # The ts of the last event after the session event: when something last happened in it.
+    # None when it holds only its session event (as /clear or a failed start leaves it).
+    activity: str | None = None
+    # Why it cannot be continued (its first line is not a readable session event), or None.
+    damaged: str | None = None
+    # When the file was last written, for ordering a log whose lines say nothing readable.
+    mtime: float = 0.0
+
+    @property
+    def empty(self) -> bool:
+        """Nothing happened in it: a readable session event and nothing after."""
+        return self.activity is None and self.damaged is None
+
+    @property
+    def moment(self) -> float:
+        """When it was last written: its last event, else its start, else the file's mtime."""
+        for ts in (self.activity, self.created):
+            if (when := _epoch(ts)) is not None:
+                return when
+        return self.mtime
+
+
+@dataclass(frozen=True)
+class Continuation:
+    """The session `--continue` opens, and the newer ones it passed over because they are damaged."""
+
+    found: SessionFile
+    skipped: list[SessionFile]
 
 
 class SessionStore:
@@ -39,34 +74,46 @@ class SessionStore:
         return self.sessions_dir / f"{session_id}.jsonl"
 
     def sessions(self, cwd: Path | None = None) -> list[SessionFile]:
-        """All sessions, oldest first; with `cwd`, only those started in that workspace.
+        """All sessions, oldest first; with `cwd`, those started in that workspace, and those
+        whose log is too damaged to say where they were started (they may be this one's).
 
         Ordered by the creation time recorded in each log (milliseconds), then by id: ids only
         have seconds, and two sessions can start within one."""
         if not self.sessions_dir.is_dir():
             return []
-        found = []
-        for path in self.sessions_dir.glob("*.jsonl"):
-            first = read_first_record(path) or {}
-            created = first.get("created")
-            found.append(SessionFile(path.stem, path, first.get("cwd"), created if isinstance(created, str) else None))
+        found = [describe(path) for path in self.sessions_dir.glob("*.jsonl")]
         found.sort(key=lambda s: (s.created or "", s.id))
         if cwd is not None:
-            found = [s for s in found if s.cwd == str(cwd)]
+            found = [s for s in found if s.cwd == str(cwd) or (s.cwd is None and s.damaged)]
         return found
 
     def latest(self, cwd: Path | None = None) -> SessionFile:
+        """The session written last (what `scribe log` shows by default), damaged or not."""
         sessions = self.sessions(cwd)
         if not sessions:
             raise SessionNotFound(f"no sessions yet in {self.sessions_dir}")
-        return sessions[-1]
+        return max(sessions, key=lambda s: (s.moment, s.created or "", s.id))
+
+    def to_continue(self, cwd: Path | None = None) -> Continuation:
+        """The session with the latest activity that can be continued (`-c`). One that holds only
+        its session event is not activity: it is chosen only when no other session has any.
+        Damaged sessions are passed over, and named, when they are newer than the one chosen."""
+        ranked = sorted(self.sessions(cwd), key=lambda s: (not s.empty, s.moment, s.created or "", s.id), reverse=True)
+        skipped: list[SessionFile] = []
+        for session in ranked:
+            if session.damaged is None:
+                return Continuation(session, skipped)
+            skipped.append(session)
+        if skipped:
+            why = "; ".join(f"{s.id}: {s.damaged}" for s in skipped[:3])
+            raise SessionNotFound(f"no session to continue in {self.sessions_dir}: every log is damaged ({why})")
+        raise SessionNotFound(f"no sessions yet in {self.sessions_dir}")
 
     def find(self, id_or_prefix: str, cwd: Path | None = None) -> SessionFile:
         """A session by exact id or unique prefix."""
         exact = self.path_for(id_or_prefix)
         if exact.is_file():
-            first = read_first_record(exact) or {}
-            return SessionFile(id_or_prefix, exact, first.get("cwd"), first.get("created"))
+            return describe(exact)
         matches = [s for s in self.sessions(cwd) if s.id.startswith(id_or_prefix)]
         if not matches:
             raise SessionNotFound(f"no session matches '{id_or_prefix}'")
@@ -74,6 +121,106 @@ class SessionStore:
             shown = ", ".join(s.id for s in matches[:5])
             raise SessionNotFound(f"'{id_or_prefix}' matches {len(matches)} sessions ({shown}); give more of the id")
         return matches[0]
+
+
+def describe(path: Path) -> SessionFile:
+    """What a log says about itself from its first line and its end, without reading it whole."""
+    first = read_first_record(path)
+    record = first or {}
+    created, cwd = record.get("created"), record.get("cwd")
+    try:
+        mtime = path.stat().st_mtime
+    except OSError:
+        mtime = 0.0
+    return SessionFile(path.stem, path, cwd if isinstance(cwd, str) else None,
+                       created if isinstance(created, str) else None,
+                       activity=last_activity(path), damaged=header_problem(first), mtime=mtime)
+
+
+def header_problem(first: dict[str, Any] | None) -> str | None:
+    """Why a log's first line is not a session event it can be continued from, or None."""
+    if first is None:
+        return "its first line is not a JSON object"
+    try:
+        event = from_record(first)
+    except EventFormatError as exc:
+        return f"its first line is unreadable ({exc})"
+    if not isinstance(event, SessionEvent):
+        return f"its first line is a {first.get('type')} event, not the session event"
+    return None
+
+
+# How the writer starts every line (memory/events.to_record keeps this key order): enough to
+# read when a line was written without parsing a line that may hold a megabyte of output.
+_LINE_START = re.compile(rb'\{"v":\d+,"seq":\d+,"ts":"([^"\\]+)","type":"([^"\\]+)"')
+_TAIL_CHUNK = 64 * 1024
+_LINES_LOOKED_AT = 32
+
+
+def last_activity(path: Path) -> str | None:
+    """The ts of the last whole line after the session event, read from the end of the file.
+    Lines that cannot be read are passed over (a torn last line, a damaged one); None when the
+    log holds only its session event, or nothing readable near its end."""
+    try:
+        with path.open("rb") as fh:
+            end = fh.seek(0, os.SEEK_END)
+            for line in _last_lines(fh, end):
+                found = _LINE_START.match(line)
+                if found is not None:
+                    ts, kind = found.group(1).decode(errors="replace"), found.group(2)
+                else:
+                    try:
+                        record = json.loads(line)
+                    except (json.JSONDecodeError, UnicodeDecodeError):
+                        continue
+                    if not isinstance(record, dict) or not isinstance(record.get("ts"), str):
+                        continue
+                    ts, kind = record["ts"], str(record.get("type")).encode()
+                return None if kind == b"session" else ts
+    except OSError:
+        return None
+    return None
+
+
+def _last_lines(fh: Any, end: int) -> Iterator[bytes]:
+    """The file's whole lines, last first (at most _LINES_LOOKED_AT, without their newline),
+    read backwards in chunks: a line is found however long it is, and a short one costs one
+    small read. Bytes after the last newline are a torn line and are not yielded."""
+    position = end  # the buffer holds the file's bytes from `position` to `end`
+    buffer = b""
+
+    def read_back() -> int:
+        """Prepend the chunk before the buffer; how many bytes (0 at the start of the file)."""
+        nonlocal position, buffer
+        step = min(_TAIL_CHUNK, position)
+        if step:
+            position -= step
+            fh.seek(position)
+            buffer = fh.read(step) + buffer
+        return step
+
+    while (limit := buffer.rfind(b"\n") + 1) == 0:  # just past the last whole line's newline
+        if not read_back():
+            return
+    for _ in range(_LINES_LOOKED_AT):
+        while (start := buffer.rfind(b"\n", 0, limit - 1) + 1) == 0 and (grown := read_back()):
+            limit += grown
+        line = buffer[start:limit - 1]
+        if line.strip():
+            yield line
+        if start == 0:
+            return
+        limit = start
+
+
+def _epoch(ts: str | None) -> float | None:
+    if not ts:
+        return None
+    try:
+        moment = datetime.fromisoformat(ts.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()
 
 
 def exclude_from_git(workspace: Path, state_dir: Path) -> None:

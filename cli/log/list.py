@@ -9,7 +9,7 @@ import typer
 
 from scribe.agent.pricing import price_usage
 from scribe.memory.log import LogError
-from scribe.memory.stats import SessionSummary, summarize
+from scribe.memory.stats import SessionSummary, damage, summarize
 
 from .common import (
     console,
@@ -34,11 +34,13 @@ def list_sessions(
         rows: list[SessionSummary] = []
         for found in sessions_in_scope(all_):
             try:
-                events = load(found, notes=False).events
+                read = load(found, notes=False)
             except LogError as exc:  # one unreadable file must not hide the others
                 print(f"scribe: note: {exc}", file=sys.stderr)
                 continue
-            rows.append(summarize(found.id, events, price_usage))
+            skipped = sum(p.kind != "torn" for p in read.problems)
+            damaged = damage(found.damaged, skipped, bool(read.torn_tail))
+            rows.append(summarize(found.id, read.events, price_usage, damaged))
         if as_json:
             print_json([r.as_dict() for r in rows])
             return
@@ -60,9 +62,12 @@ def _print(rows: list[SessionSummary], with_cwd: bool) -> None:
         table.add_column(name, justify="right", no_wrap=True)
     if with_cwd:
         table.add_column("workspace")
+    damaged = any(r.damaged for r in rows)
+    if damaged:
+        table.add_column("damaged")
     for r in rows:
         f = r.figures
         cells = [r.id, local_time(r.started), local_time(r.last_activity), str(r.turns), str(f.calls),
                  f"{f.prompt_tokens:,}", percent(f.hit_rate), money(f.cost_usd)]
-        table.add_row(*cells, *([r.cwd or "?"] if with_cwd else []))
+        table.add_row(*cells, *([r.cwd or "?"] if with_cwd else []), *([r.damaged or ""] if damaged else []))
     console().print(table)

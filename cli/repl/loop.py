@@ -35,6 +35,7 @@ from scribe.agent.runtime import SessionChoice, build_agent, choose_session
 from scribe.agent.session import Session, notes_path, open_session, store_for
 from scribe.memory.events import InterruptEvent
 from scribe.memory.pairing import unanswered_tool_uses
+from scribe.memory.store import SessionFile, SessionNotFound
 
 from ..errors import cli_errors, fail
 from .approve import Approver
@@ -167,9 +168,14 @@ class Repl:
 
     def close(self) -> None:
         if self._agent is not None:
+            session = self._agent.session
             self._end(self._agent)
-            self.view.note(f"session {self._agent.session.id} saved; `scribe -c` continues it")
             self._agent = None
+            try:
+                continued: SessionFile | None = store_for(self.workspace).to_continue(self.workspace).found
+            except SessionNotFound:
+                continued = None
+            self.view.note(exit_line(session, continued))
 
     def _end(self, agent: Agent) -> None:
         """A session ends: merge what it taught into the project notes, then release it."""
@@ -198,6 +204,8 @@ class Repl:
         self.view.note("/help lists commands · Alt-Enter adds a line · Ctrl-C cancels a turn · Ctrl-D exits")
         for problem in self.session.problems:
             self.view.warn(f"note: {self.session.path.name} {problem}")
+        for notice in self.session.notices:
+            self.view.warn(f"note: {notice}")
         pairs = last_exchanges(self.session.events) if resumed else []
         if pairs:
             self.view.note("── earlier in this session ──")
@@ -259,6 +267,16 @@ class Repl:
                 self.session.sync()
         self.view.console.print()
         return ended
+
+
+def exit_line(session: Session, continued: SessionFile | None) -> str:
+    """What leaving says: which session `scribe -c` will open, found as `-c` finds it."""
+    what = "had nothing in it" if len(session.events) <= 1 else "saved"
+    if continued is None:
+        return f"session {session.id} {what}"
+    if continued.id == session.id:
+        return f"session {session.id} {what}; `scribe -c` continues it"
+    return f"session {session.id} {what}; `scribe -c` continues {continued.id}"
 
 
 def start(*, continue_: bool, resume: str | None, permission_mode: str | None, model: str | None,
