@@ -97,15 +97,17 @@ class TurnCommitter:
         self.workspace = workspace
         self.context = context
         self._since = 0
+        self._from = 0
         self._dirty_before: set[str] | None = None
         self._said_unavailable = False
 
     def begin_turn(self, session: Session) -> None:
         self._since = session.writer.next_seq
+        self._from = len(session.events)  # the turn's events, without reaching into older ones
         self._dirty_before = dirty_paths(self.workspace)  # None: not a repository
 
     def end_turn(self, session: Session, seen: Mapping[str, str], prompt: str) -> Iterator[AgentEvent]:
-        events = session.events
+        events = session.events[self._from:]
         wrote = turn_writes(events, self._since)
         if not wrote:
             return
@@ -176,7 +178,7 @@ def undo_last(session: Session, workspace: Path) -> UndoResult:
     """Undo this session's latest commit if it is still HEAD, and record that in its log (the
     model is told at its next call). For the REPL's /undo. Raises GitUnavailable outside a
     repository."""
-    sha = last_scribe_commit(session.events)
+    sha = session.digest.last_commit
     if sha is None:
         return UndoResult(False, "no scribe commit in this session to undo")
     result = undo_commit(workspace, sha, session.id)

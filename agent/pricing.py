@@ -7,6 +7,7 @@ reads are multiples of the base input price (5-minute writes 1.25x, 1-hour write
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
 
 from scribe.memory.events import UsageEvent
 
@@ -34,6 +35,7 @@ PRICES: dict[str, Price] = {
 DEFAULT_PRICE = Price(3.0, 15.0)
 
 
+@cache  # a prefix scan of the table per call; listing sessions prices every call they made
 def price_for(model: str) -> Price:
     matches = [k for k in PRICES if model.startswith(k)]
     return PRICES[max(matches, key=len)] if matches else DEFAULT_PRICE

@@ -6,7 +6,7 @@ import weakref
 from dataclasses import dataclass
 from pathlib import Path
 
-from scribe.memory.events import Event, ModelSwitchEvent, ToolResultEvent, to_record
+from scribe.memory.events import ModelSwitchEvent, to_record
 from scribe.memory.render import current_model
 from scribe.memory.store import SessionFile
 from scribe.memory.tokens import TokenEstimator
@@ -64,16 +64,6 @@ def switch_model(session: Session, model: str) -> bool:
     return True
 
 
-def last_seen(events: list[Event]) -> dict[str, str]:
-    """What the agent last saw of each file, from the log: a continued session refuses to edit a
-    file changed since, just as the process that read it would have."""
-    seen: dict[str, str] = {}
-    for event in events:
-        if isinstance(event, ToolResultEvent):
-            seen.update(event.seen)
-    return seen
-
-
 def build_agent(workspace: Path, settings: Settings, session: Session, *,
                 approver: Approver | None = None, model: ModelClient | None = None) -> Agent:
     tools = builtin_tools()
@@ -82,8 +72,8 @@ def build_agent(workspace: Path, settings: Settings, session: Session, *,
         allowed_roots=tuple(Path(p).expanduser().resolve() for p in settings.allowed_paths),
         command_timeout_s=settings.command_timeout_s,
         output_cap_bytes=settings.output_cap_bytes,
-        read_log=lambda: [to_record(e) for e in session.events],
-        seen_hashes=last_seen(session.events),
+        read_log=lambda: (to_record(e) for e in session.events),
+        seen_hashes=dict(session.digest.seen),
     )
     client = model or ModelClient(retry=RetryPolicy(settings.max_retries, settings.retry_backoff_s))
     output_chars = int(session.header.config.get("render_output_chars", settings.render_output_chars))

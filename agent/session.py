@@ -1,4 +1,4 @@
-"""A session: its log file, the events read so far, and the one writer that appends to it."""
+"""A session: its log file, its events (the recent ones in memory), and the one writer that appends to it."""
 
 from __future__ import annotations
 
@@ -8,6 +8,9 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from scribe import __version__
+from scribe.memory.checkpoint import NotASessionLog, checkpoint_path, make_checkpoint, reopen, save_checkpoint
+from scribe.memory.digest import LogDigest
+from scribe.memory.eventlog import EventLog
 from scribe.memory.events import (
     ErrorEvent,
     Event,
@@ -15,7 +18,7 @@ from scribe.memory.events import (
     SessionEvent,
     now_iso,
 )
-from scribe.memory.log import LogError, LogWriter, SessionLock, read_log
+from scribe.memory.log import LogError, LogProblem, LogWriter, SessionLock
 from scribe.memory.pairing import unanswered_tool_uses
 from scribe.memory.render import ChunkIndex
 from scribe.memory.store import SessionFile, SessionStore, exclude_from_git
@@ -31,7 +34,9 @@ E = TypeVar("E", bound=Event)
 class Session:
     id: str
     path: Path
-    events: list[Event]
+    # Every event, the recent ones in memory and the older ones read from the file on demand
+    # (memory/eventlog.py): use it as a Sequence; reach back only where it is needed.
+    events: EventLog
     writer: LogWriter
     # Problems the reader met when the session was reopened (torn line, bad lines).
     problems: list[str]
@@ -39,23 +44,51 @@ class Session:
     chunks: ChunkIndex = field(default_factory=ChunkIndex)
     # Worth telling the person when the session opens (a damaged newer session passed over).
     notices: list[str] = field(default_factory=list)
+    # What the whole log says (files seen, usage, curation, commits), kept as it grows.
+    digest: LogDigest = field(default_factory=LogDigest)
+    # The lines of the file the reader skipped, for the checkpoint.
+    skipped: list[LogProblem] = field(default_factory=list)
+    # The log's size when its checkpoint was last written (-1: not yet by this process).
+    _checkpointed: int = field(default=-1, init=False, repr=False)
 
     @property
     def header(self) -> SessionEvent:
-        first = self.events[0]
-        assert isinstance(first, SessionEvent)
-        return first
+        return self.events.header
 
     def append(self, cls: type[E], **fields: Any) -> E:
+        place = (self.writer.size, self.writer.lines + 1)
         event = self.writer.append(cls, **fields)
-        self.events.append(event)
+        self.events.append(event, place)
+        self.digest.add(event)
         return event
 
     def sync(self) -> None:
+        """At a turn's end: durable on disk, and a checkpoint for the next reopen."""
         self.writer.sync()
+        self.checkpoint()
 
     def close(self) -> None:
+        if not self.writer.closed:
+            self.checkpoint()
         self.writer.close()
+
+    def checkpoint(self) -> None:
+        """Write what a reopen needs beside the log (memory/checkpoint.py). It is a cache: when it
+        cannot be written (a full disk), the next reopen reads the log whole, and nothing else
+        changes, so the failure is not the person's concern."""
+        hasher = self.writer.hasher
+        if hasher is None or self.writer.closed or self.writer.size == self._checkpointed:
+            return
+        made = make_checkpoint(self.events, self.chunks, self.digest, self.skipped, size=self.writer.size,
+                               lines=self.writer.lines, fingerprint=hasher.hexdigest(),
+                               last_seq=self.writer.next_seq - 1)
+        if made is None:
+            return
+        try:
+            save_checkpoint(checkpoint_path(self.path), made)
+        except OSError:
+            return  # a cache left as it was; see above
+        self._checkpointed = self.writer.size
 
 
 def store_for(workspace: Path) -> SessionStore:
@@ -76,8 +109,7 @@ def start_session(workspace: Path, settings: Settings, tool_definitions: list[di
     session_id = store.new_id()
     path = store.path_for(session_id)
     writer = LogWriter.create(path)
-    session = Session(session_id, path, [], writer, [])
-    session.append(
+    header = writer.append(
         SessionEvent,
         id=session_id,
         created=now_iso(),
@@ -92,34 +124,45 @@ def start_session(workspace: Path, settings: Settings, tool_definitions: list[di
         git_branch=state.branch,
         sources=[t.source() for t in project],
     )
+    session = Session(session_id, path, EventLog(header, [header], [(0, 1)]), writer, [])
+    session.digest.add(header)
     writer.sync()
     return session
 
 
 def open_session(found: SessionFile) -> Session:
-    """Reopen a session for appending. A tool call left without a result by a crash or a kill
-    is closed with an `interrupt` event, so the log itself says what the next request shows."""
+    """Reopen a session for appending, from its checkpoint and the lines after it when the
+    checkpoint still describes the log, else from the whole log (memory/checkpoint.py). A tool
+    call left without a result by a crash or a kill is closed with an `interrupt` event, so the
+    log itself says what the next request shows."""
     # The lock first, then the read: a read made before taking it could miss lines another
     # writer appends meanwhile, and this one would then append after them with stale seqs.
     lock = SessionLock.acquire(found.path)
     try:
-        read = read_log(found.path)
-        if any(p.kind == "newer" for p in read.problems):
+        try:
+            log = reopen(found.path)
+        except NotASessionLog as exc:
+            raise LogError(str(exc)) from None
+        except OSError as exc:
+            raise LogError(f"cannot read {found.path}: {exc.strerror or exc}") from None
+        if any(p.kind == "newer" for p in log.problems):
             raise LogError(f"session {found.id} was written by a newer scribe (a newer log format); "
                            "upgrade scribe to continue it")
-        if not read.events or not isinstance(read.events[0], SessionEvent):
-            raise LogError(f"{found.path} does not begin with a session event; it cannot be continued")
-        writer = LogWriter.resume(found.path, read, lock)
+        writer = LogWriter.after(found.path, last_seq=log.last_seq, size=log.size, torn=log.torn_tail, lock=lock,
+                                 lines=log.lines, hasher=log.hasher)
     except BaseException:
         lock.release()
         raise
-    problems = [f"line {p.line}: {p.message}" for p in read.problems]
-    session = Session(found.id, found.path, read.events, writer, problems)
-    if read.torn_tail:
-        session.append(ErrorEvent, kind="internal", torn=read.torn_tail.decode("utf-8", errors="replace"),
-                       message=f"recovered a torn last line ({len(read.torn_tail)} bytes) left by a stopped writer")
+    problems = [f"line {p.line}: {p.message}" for p in log.problems]
+    session = Session(found.id, found.path, log.events, writer, problems, chunks=log.chunks, digest=log.digest,
+                      skipped=[p for p in log.problems if p.kind != "torn"])
+    if log.torn_tail:
+        session.append(ErrorEvent, kind="internal", torn=log.torn_tail.decode("utf-8", errors="replace"),
+                       message=f"recovered a torn last line ({len(log.torn_tail)} bytes) left by a stopped writer")
     dangling = unanswered_tool_uses(session.events)
     if dangling:
         session.append(InterruptEvent, tool_use_ids=dangling, reason="the session stopped before these tool calls finished")
         session.sync()
+    elif not log.from_checkpoint:
+        session.checkpoint()  # read whole this time; the next reopen need not
     return session

@@ -60,12 +60,19 @@ def run_strategies() -> tuple[dict[str, Any], str]:
 
 def run_overhead() -> tuple[dict[str, Any], str]:
     data = overhead.measure()
-    table = ["| log events | log size | bookkeeping per call | render, no index | reopen (`--continue`) |",
-             "|---|---|---|---|---|"]
+    table = ["| log events | log size | bookkeeping per call | render, no index | reopen (`--continue`) "
+             "from the checkpoint | reopen with no checkpoint |", "|---|---|---|---|---|---|"]
     for size, row in data["sizes"].items():
         table.append(f"| {size:,} | {row['log_mb']} MB | {row['bookkeeping_ms']} ms | {row['render_ms']} ms | "
-                     f"{row['continue_load_ms']} ms |")
+                     f"{row['continue_load_ms']} ms | {row['rebuild_ms']} ms |")
+    run, listed = data["continue_run"], data["log_list"]
     text = ("### Harness overhead\n\n" + "\n".join(table) + "\n\n"
+            f"`scribe run -c` on a {run['events']:,}-event log, the whole process: first request after "
+            f"{run['first_request_s']} s, done after {run['total_s']} s, peak RSS {run['rss_mb']} MB (its first "
+            f"run, which reads the log whole and writes the checkpoint: {run['first_run']['first_request_s']} s, "
+            f"{run['first_run']['rss_mb']} MB). `scribe log list` over {listed['sessions']} sessions of "
+            f"{listed['events']:,} events: {listed['list_s']} s ({listed['list_without_checkpoints_s']} s with no "
+            "checkpoints).\n\n"
             f"Append one event: {data['append_us']} µs. `scribe --help`: {data['help_startup_ms']} ms "
             f"(importing the CLI: {data['import_cli_ms']} ms; the agent: {data['import_agent_ms']} ms; the SDK, "
             f"loaded at the first model call: {data['import_sdk_ms']} ms).")

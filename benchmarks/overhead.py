@@ -1,8 +1,10 @@
 """What the harness itself costs: appending to the log, the bookkeeping before each model call
-(render, token estimates, threshold and payback checks), reopening a long session, and start-up."""
+(render, token estimates, threshold and payback checks), reopening a long session (in process,
+and `scribe run -c` as a whole), listing sessions, and start-up."""
 
 from __future__ import annotations
 
+import os
 import statistics
 import subprocess
 import sys
@@ -15,6 +17,8 @@ from typing import Any
 from scribe.agent.compress import Compressor
 from scribe.agent.config import Settings
 from scribe.agent.session import Session, open_session
+from scribe.fakeapi import FakeMessagesServer, Reply
+from scribe.memory.checkpoint import checkpoint_path
 from scribe.memory.events import (
     AssistantEvent,
     ObservationEvent,
@@ -25,17 +29,17 @@ from scribe.memory.events import (
 )
 from scribe.memory.log import LogWriter
 from scribe.memory.render import render
-from scribe.memory.store import SessionFile
+from scribe.memory.store import SessionFile, SessionStore
 from scribe.memory.tokens import TokenEstimator
 from scribe.tools.registry import builtin_tools, tool_definitions
 
 RAW_TAIL_EVENTS = 60  # what compression leaves raw in a long session (about a turn or two)
 
 
-def synthetic_log(path: Path, events: int) -> None:
+def synthetic_log(path: Path, events: int, cwd: str = "/w") -> None:
     """A long session as compression leaves it: observations cover all but the newest events."""
     with LogWriter.create(path) as log:
-        log.append(SessionEvent, id=path.stem, created="2026-01-01T00:00:00Z", cwd="/w", model="m",
+        log.append(SessionEvent, id=path.stem, created="2026-01-01T00:00:00Z", cwd=cwd, model="m",
                    scribe_version="bench", system="You are scribe." * 50, tools=tool_definitions(builtin_tools()),
                    prompt_hash="0", config=Settings().recorded())
         n = 0
@@ -71,8 +75,8 @@ def measure(sizes: tuple[int, ...] = (1_000, 10_000, 100_000)) -> dict[str, Any]
             path = Path(tmp) / f"s{size}.jsonl"
             synthetic_log(path, size)
             session = open_session(SessionFile(path.stem, path, None, None))
-            session.close()  # its events stay in memory; the lock is not needed to read them
-            events = session.events
+            session.close()  # its events stay readable; the lock is not needed to read them
+            events = list(session.events)
             memory = Compressor(model=None, settings=Settings(), estimator=TokenEstimator(12_000))  # type: ignore[arg-type]
 
             def bookkeeping(session: Session = session, memory: Compressor = memory) -> None:
@@ -86,9 +90,14 @@ def measure(sizes: tuple[int, ...] = (1_000, 10_000, 100_000)) -> dict[str, Any]
                 "log_mb": round(path.stat().st_size / 1e6, 2),
                 "bookkeeping_ms": round(timed(bookkeeping, 20) * 1000, 3),
                 "render_ms": round(timed(lambda events=events: render(events), 20) * 1000, 3),
+                # From the checkpoint the first reopen wrote, and with no checkpoint (a log an
+                # older scribe wrote, or one whose checkpoint no longer fits): read whole.
                 "continue_load_ms": round(timed(lambda path=path: _reopen(path), 3) * 1000, 1),
+                "rebuild_ms": round(timed(lambda path=path: _reopen(path, rebuild=True), 3) * 1000, 1),
             }
         results["append_us"] = round(_append_latency(Path(tmp) / "append.jsonl") * 1e6, 1)
+        results["continue_run"] = _continue_run(Path(tmp) / "run", max(sizes))
+        results["log_list"] = _log_list(Path(tmp) / "list", sessions=50, events=1_000)
     results["help_startup_ms"] = round(timed(lambda: _run([sys.executable, "-m", "scribe", "--help"]), 5) * 1000, 1)
     results["import_cli_ms"] = round(timed(lambda: _run([sys.executable, "-c", "import scribe.cli.app"]), 5) * 1000, 1)
     results["import_agent_ms"] = round(timed(lambda: _run([sys.executable, "-c", "import scribe.agent.loop"]), 3) * 1000, 1)
@@ -97,9 +106,71 @@ def measure(sizes: tuple[int, ...] = (1_000, 10_000, 100_000)) -> dict[str, Any]
     return results
 
 
-def _reopen(path: Path) -> None:
+def _reopen(path: Path, *, rebuild: bool = False) -> None:
+    if rebuild:
+        checkpoint_path(path).unlink(missing_ok=True)
     session = open_session(SessionFile(path.stem, path, None, None))
     session.close()
+
+
+def _workspace(root: Path) -> Path:
+    root.mkdir()
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    return root
+
+
+def _continue_run(root: Path, events: int) -> dict[str, Any]:
+    """`scribe run -c` on a long log, the executable people run, against the fake API: seconds from
+    the process's start to its first request, to its end, and its peak RSS; the first run writes the
+    checkpoint, the others start from it. The SDK's own import is timed beside it."""
+    workspace = _workspace(root)
+    store = SessionStore(workspace / ".scribe")
+    synthetic_log(store.path_for(store.new_id()), events, cwd=str(workspace))
+    arrivals: list[float] = []
+
+    def answer(request: dict[str, Any]) -> Reply:
+        arrivals.append(time.perf_counter())
+        return Reply.text("ok")
+
+    runs: list[tuple[float, float, float]] = []
+    with FakeMessagesServer(answer) as server:
+        env = {**os.environ, "ANTHROPIC_BASE_URL": server.base_url, "ANTHROPIC_API_KEY": "benchmark-no-key",
+               "SCRIBE_WATCH_FILES": "0"}
+        scribe = str(Path(sys.executable).parent / "scribe")
+        for i in range(4):
+            del arrivals[:]
+            started = time.perf_counter()
+            proc = subprocess.Popen([scribe, "run", "-c", f"step {i}"], cwd=workspace, env=env,
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            _, status, usage = os.wait4(proc.pid, 0)
+            ended = time.perf_counter()
+            assert os.waitstatus_to_exitcode(status) == 0 and arrivals, "scribe run -c failed"
+            runs.append((arrivals[0] - started, ended - started, usage.ru_maxrss / 1024))
+    later = runs[1:]
+    return {"events": events, "first_run": {"first_request_s": round(runs[0][0], 3), "rss_mb": round(runs[0][2], 1)},
+            "first_request_s": round(statistics.median(r[0] for r in later), 3),
+            "total_s": round(statistics.median(r[1] for r in later), 3),
+            "rss_mb": round(max(r[2] for r in later), 1)}
+
+
+def _log_list(root: Path, *, sessions: int, events: int) -> dict[str, Any]:
+    """`scribe log list` over many sessions: each closed once by scribe (so it has its checkpoint),
+    then with every checkpoint gone (sessions an older scribe wrote)."""
+    workspace = _workspace(root)
+    store = SessionStore(workspace / ".scribe")
+    paths = []
+    for _ in range(sessions):
+        path = store.path_for(store.new_id())
+        synthetic_log(path, events, cwd=str(workspace))
+        _reopen(path)
+        paths.append(path)
+    argv = [str(Path(sys.executable).parent / "scribe"), "log", "list"]
+    checkpointed = timed(lambda: _run(argv, cwd=workspace), 5)
+    for path in paths:
+        checkpoint_path(path).unlink()
+    without = timed(lambda: _run(argv, cwd=workspace), 3)
+    return {"sessions": sessions, "events": events, "list_s": round(checkpointed, 3),
+            "list_without_checkpoints_s": round(without, 3)}
 
 
 def _append_latency(path: Path) -> float:
@@ -111,5 +182,5 @@ def _append_latency(path: Path) -> float:
         return (time.perf_counter() - start) / 2_000
 
 
-def _run(argv: list[str]) -> None:
-    subprocess.run(argv, check=True, capture_output=True)
+def _run(argv: list[str], cwd: Path | None = None) -> None:
+    subprocess.run(argv, check=True, capture_output=True, cwd=cwd)

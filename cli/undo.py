@@ -47,8 +47,10 @@ def undo(
         except SessionLocked:
             agent_session = None  # in use elsewhere: undo, but leave its log to its writer
         try:
-            events = agent_session.events if agent_session is not None else read_log(found.path).events
-            sha = last_scribe_commit(events)
+            if agent_session is not None:
+                sha = agent_session.digest.last_commit
+            else:
+                sha = last_scribe_commit(read_log(found.path).events)
             if sha is None:
                 raise fail(f"no scribe commit in session {found.id} to undo", EXIT_FAILED)
             try:

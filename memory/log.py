@@ -9,6 +9,7 @@ second process on the same session is refused instead of interleaving lines.
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import json
 import os
 from dataclasses import dataclass, field
@@ -65,32 +66,44 @@ def read_log(path: Path) -> LogRead:
     body, sep, tail = data.rpartition(b"\n")
     if tail:
         result.torn_tail = tail
-        result.problems.append(LogProblem(body.count(b"\n") + (2 if sep else 1),
-                                          "torn last line (a writer stopped mid-line); skipped", "torn"))
+        result.problems.append(torn_problem(body.count(b"\n") + (2 if sep else 1)))
     if not sep:
         return result
     for number, raw in enumerate(body.split(b"\n"), start=1):
-        if not raw.strip():
-            continue
-        try:
-            record: Any = json.loads(raw)
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            result.problems.append(LogProblem(number, "not valid JSON; skipped"))
-            continue
-        try:
-            event = from_record(record)
-        except NewerFormatError as exc:
-            result.problems.append(LogProblem(number, str(exc), "newer"))
-        except EventFormatError as exc:
-            result.problems.append(LogProblem(number, f"{exc}; skipped"))
-        else:
+        event = read_line(result, number, raw)
+        if event is not None:
             result.events.append(event)
-            result.last_seq = max(result.last_seq, event.seq)
-            continue
-        seq = record.get("seq") if isinstance(record, dict) else None
-        if isinstance(seq, int) and not isinstance(seq, bool):
-            result.last_seq = max(result.last_seq, seq)
     return result
+
+
+def torn_problem(line: int) -> LogProblem:
+    return LogProblem(line, "torn last line (a writer stopped mid-line); skipped", "torn")
+
+
+def read_line(into: LogRead, number: int, raw: bytes) -> Event | None:
+    """One whole line (without its newline) as an event, or None: a line that is blank, not JSON,
+    or not an event is skipped, and noted in `into.problems` unless blank. `into.last_seq`
+    follows every line's seq, skipped ones too. The caller keeps the event."""
+    if not raw.strip():
+        return None
+    try:
+        record: Any = json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        into.problems.append(LogProblem(number, "not valid JSON; skipped"))
+        return None
+    try:
+        event = from_record(record)
+    except NewerFormatError as exc:
+        into.problems.append(LogProblem(number, str(exc), "newer"))
+    except EventFormatError as exc:
+        into.problems.append(LogProblem(number, f"{exc}; skipped"))
+    else:
+        into.last_seq = max(into.last_seq, event.seq)
+        return event
+    seq = record.get("seq") if isinstance(record, dict) else None
+    if isinstance(seq, int) and not isinstance(seq, bool):
+        into.last_seq = max(into.last_seq, seq)
+    return None
 
 
 def read_first_record(path: Path) -> dict[str, Any] | None:
@@ -115,6 +128,11 @@ class LogWriter:
     def __init__(self, path: Path, *, next_seq: int, lock: SessionLock | None = None) -> None:
         self.path = path
         self.next_seq = next_seq
+        # Whole lines in the file, and a sha256 of all its bytes when known (a new log, or one
+        # reopened through memory/checkpoint.py): what a checkpoint of it records.
+        self.lines = 0
+        self.hasher: Any = None
+        self._broken = False
         session = path.stem
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -132,7 +150,9 @@ class LogWriter:
     def create(cls, path: Path) -> LogWriter:
         if path.exists():
             raise LogError(f"{path} already exists")
-        return cls(path, next_seq=0)
+        writer = cls(path, next_seq=0)
+        writer.hasher = hashlib.sha256()
+        return writer
 
     @classmethod
     def resume(cls, path: Path, read: LogRead, lock: SessionLock | None = None) -> LogWriter:
@@ -141,14 +161,23 @@ class LogWriter:
         size `read` saw: lines another writer appended in between would otherwise be followed
         by lines with stale seqs. A torn tail (never acknowledged: its line was not finished) is
         cut off so the file is whole lines again; the caller records the fragment."""
-        writer = cls(path, next_seq=read.last_seq + 1, lock=lock)
-        if writer.size != read.size:
-            size = writer.size
+        return cls.after(path, last_seq=read.last_seq, size=read.size - len(read.torn_tail), torn=read.torn_tail,
+                         lock=lock)
+
+    @classmethod
+    def after(cls, path: Path, *, last_seq: int, size: int, torn: bytes, lock: SessionLock | None = None,
+              lines: int = 0, hasher: Any = None) -> LogWriter:
+        """Reopen for appending after a read that saw `size` bytes of whole lines (`lines` of
+        them, hashed by `hasher` if given) and the `torn` bytes after them; see `resume`."""
+        writer = cls(path, next_seq=last_seq + 1, lock=lock)
+        if writer.size != size + len(torn):
+            now = writer.size
             writer.close()
-            raise LogError(f"{path} changed while it was being read ({read.size} bytes, now {size}); "
+            raise LogError(f"{path} changed while it was being read ({size + len(torn)} bytes, now {now}); "
                            "another process wrote to it")
-        if read.torn_tail:
-            writer._cut_to(read.size - len(read.torn_tail))
+        if torn:
+            writer._cut_to(size)
+        writer.lines, writer.hasher = lines, hasher
         return writer
 
     def append(self, cls: type[E], **fields: Any) -> E:
@@ -172,10 +201,15 @@ class LogWriter:
                 try:
                     self._cut_to(self.size)
                 except LogWriteError:
-                    pass  # the part line stays; the next open cuts it off as a torn last line
+                    # The part line stays: the next open cuts it off as a torn last line, and
+                    # this writer must not append after it.
+                    self._broken = True
             raise LogWriteError(f"cannot write the session log {self.path}: {exc.strerror}; "
                                 "every line written before this one is kept") from None
         self.size += len(line)
+        self.lines += 1
+        if self.hasher is not None:
+            self.hasher.update(line)
 
     def _cut_to(self, size: int) -> None:
         try:
@@ -187,7 +221,14 @@ class LogWriter:
     def _open_fd(self) -> int:
         if self._fd is None:
             raise LogError(f"the writer of {self.path} is closed")
+        if self._broken:
+            raise LogWriteError(f"cannot write the session log {self.path}: it ends in part of a line "
+                                "that could not be cut off; continue the session to repair it")
         return self._fd
+
+    @property
+    def closed(self) -> bool:
+        return self._fd is None
 
     def sync(self) -> None:
         """Durable against a crash of the machine, not only of scribe (at turn ends)."""
@@ -200,7 +241,8 @@ class LogWriter:
         if self._fd is None:
             return
         try:
-            self.sync()
+            if not self._broken:
+                self.sync()
         finally:
             os.close(self._fd)
             self._fd = None

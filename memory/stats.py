@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .digest import LogDigest
 from .events import Event, ObservationEvent, ReflectionEvent, SessionEvent, UsageEvent, UserEvent
 from .tokens import event_tokens
 
@@ -186,6 +187,16 @@ def damage(header_problem: str | None, skipped_lines: int, torn: bool) -> str | 
     parts = [f"{skipped_lines} unreadable line{'s' * (skipped_lines != 1)} skipped"] if skipped_lines else []
     parts += ["torn last line"] if torn else []
     return ", ".join(parts) or None
+
+
+def summarize_digest(session_id: str, header: SessionEvent, digest: LogDigest, price: Pricer,
+                     damaged: str | None = None) -> SessionSummary:
+    """The row of a session from what its digest keeps (memory/digest.py): no event is read."""
+    figures = Figures()
+    for usage in digest.calls():
+        figures.add(usage, *price(usage))
+    return SessionSummary(id=session_id, cwd=header.cwd, started=header.created, last_activity=digest.last_ts,
+                          events=digest.events, turns=digest.turns, figures=figures, damaged=damaged)
 
 
 def summarize(session_id: str, events: Sequence[Event], price: Pricer, damaged: str | None = None) -> SessionSummary:

@@ -3,7 +3,7 @@ policy, and the output it hands back to the agent loop."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -49,8 +49,9 @@ class ToolContext:
     command_timeout_s: float = 120.0
     # Bytes of command output kept in the log (head and tail); the rest is counted and dropped.
     output_cap_bytes: int = 1_000_000
-    # Returns the session's raw events as JSON-ready records (for `recall`).
-    read_log: Callable[[], list[dict[str, Any]]] | None = None
+    # Returns the session's raw events as JSON-ready records (for `recall`), read from the log as
+    # they are iterated: a long log is not held in memory for it.
+    read_log: Callable[[], Iterable[dict[str, Any]]] | None = None
     # sha256 of each file as the agent last read or wrote it (workspace-relative posix path).
     seen_hashes: dict[str, str] = field(default_factory=dict)
 

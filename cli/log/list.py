@@ -8,8 +8,10 @@ from typing import Annotated
 import typer
 
 from scribe.agent.pricing import price_usage
+from scribe.memory.checkpoint import NotASessionLog, digest_of
 from scribe.memory.log import LogError
-from scribe.memory.stats import SessionSummary, damage, summarize
+from scribe.memory.stats import SessionSummary, damage, summarize, summarize_digest
+from scribe.memory.store import SessionFile
 
 from .common import (
     console,
@@ -34,13 +36,9 @@ def list_sessions(
         rows: list[SessionSummary] = []
         for found in sessions_in_scope(all_):
             try:
-                read = load(found, notes=False)
+                rows.append(_row(found))
             except LogError as exc:  # one unreadable file must not hide the others
                 print(f"scribe: note: {exc}", file=sys.stderr)
-                continue
-            skipped = sum(p.kind != "torn" for p in read.problems)
-            damaged = damage(found.damaged, skipped, bool(read.torn_tail))
-            rows.append(summarize(found.id, read.events, price_usage, damaged))
         if as_json:
             print_json([r.as_dict() for r in rows])
             return
@@ -49,6 +47,21 @@ def list_sessions(
                   file=sys.stderr)
             return
         _print(rows, all_)
+
+
+def _row(found: SessionFile) -> SessionSummary:
+    """A session's figures from its checkpoint and the lines after it (memory/checkpoint.py), or,
+    without a checkpoint that still fits, from one streaming read; a log that is not a session's
+    from what can be read of it. Reading only: nothing is written, not even a checkpoint."""
+    try:
+        log = digest_of(found.path)
+    except NotASessionLog:
+        read = load(found, notes=False)
+        return summarize(found.id, read.events, price_usage, damage(found.damaged, len(read.problems), False))
+    except OSError as exc:
+        raise LogError(f"cannot read {found.path}: {exc.strerror or exc}") from None
+    skipped = sum(p.kind != "torn" for p in log.problems)
+    return summarize_digest(found.id, log.header, log.digest, price_usage, damage(found.damaged, skipped, log.torn))
 
 
 def _print(rows: list[SessionSummary], with_cwd: bool) -> None:

@@ -219,7 +219,8 @@ class Repl:
         return memory.context(self.session)
 
     def numbers(self) -> Numbers:
-        return numbers(self.session.events, self.agent.policy.mode, self.context(), self.session.chunks)
+        return numbers(self.session.events, self.agent.policy.mode, self.context(), self.session.chunks,
+                       self.session.digest.calls())
 
     def refresh(self) -> None:
         self._toolbar = toolbar_text(self.numbers())

@@ -24,9 +24,16 @@ def _first(text: str, width: int = 90) -> str:
 
 def last_exchanges(events: Sequence[Event], count: int = 3) -> list[tuple[str, str]]:
     """(what was asked, the last text answered to it) for the last `count` user turns; a turn
-    that was cancelled says so."""
+    that was cancelled says so. Reads back from the end only as far as those turns go (a long
+    session's older events stay in its file)."""
+    start, found = len(events), 0
+    for position, event in zip(range(len(events) - 1, -1, -1), reversed(events), strict=True):
+        if isinstance(event, UserEvent):
+            start, found = position, found + 1
+            if found == count:
+                break
     pairs: list[list[str]] = []
-    for event in events:
+    for event in events[start:]:
         if isinstance(event, UserEvent):
             pairs.append([event.text, ""])
         elif isinstance(event, AssistantEvent) and pairs:

@@ -34,9 +34,11 @@ class Numbers:
         return self.totals.hit_rate if self.totals.calls else None
 
 
-def numbers(events: Sequence[Event], mode: str, context: ContextSize, index: ChunkIndex | None = None) -> Numbers:
-    """The figures the bar and /stats show. `index`, the session's own, spares a rescan of the log."""
-    usages = [e for e in events if isinstance(e, UsageEvent)]
+def numbers(events: Sequence[Event], mode: str, context: ContextSize, index: ChunkIndex | None = None,
+            usage: Sequence[UsageEvent] | None = None) -> Numbers:
+    """The figures the bar and /stats show. `index` and `usage` (the session's chunk index and its
+    model calls as its digest keeps them) spare a scan of the whole log."""
+    usages = list(usage) if usage is not None else [e for e in events if isinstance(e, UsageEvent)]
     last_hit = None
     if usages:
         last = usages[-1]
@@ -46,7 +48,7 @@ def numbers(events: Sequence[Event], mode: str, context: ContextSize, index: Chu
         model=current_model(events, index),
         mode=mode,
         context=context,
-        totals=figures_of(events, price_usage),
+        totals=figures_of(usages, price_usage),
         agent_calls=sum(1 for u in usages if u.purpose == "agent"),
         last_hit=last_hit,
     )

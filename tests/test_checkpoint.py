@@ -1,0 +1,256 @@
+"""Reopening from a checkpoint gives exactly what reading the whole log gives: the same request,
+byte for byte, the same events wherever they are asked for, the same figures. A checkpoint that
+no longer describes its log (stale, cut, garbage, another session's, or a log an older scribe
+appended to) is rebuilt without a word."""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+from pathlib import Path
+
+import pytest
+
+from conftest import CORRUPT_ON_PURPOSE
+from scribe.agent.config import Settings
+from scribe.agent.session import Session, open_session, start_session
+from scribe.memory.checkpoint import checkpoint_path, digest_of, load_checkpoint, reopen
+from scribe.memory.digest import LogDigest
+from scribe.memory.events import (
+    AssistantEvent,
+    Event,
+    FileChangeEvent,
+    ModelSwitchEvent,
+    ObservationEvent,
+    ReflectionEvent,
+    ToolResultEvent,
+    UsageEvent,
+    UserEvent,
+)
+from scribe.memory.log import LogWriter, read_log
+from scribe.memory.pairing import unanswered_tool_uses
+from scribe.memory.render import ChunkIndex, canonical_json, render
+from scribe.memory.store import describe
+from scribe.tools.registry import builtin_tools, tool_definitions
+
+
+def new_session(workspace: Path) -> Session:
+    return start_session(workspace, Settings(), tool_definitions(builtin_tools()))
+
+
+def reopened(path: Path) -> Session:
+    return open_session(describe(path))
+
+
+def add_turns(session: Session, rng: random.Random, turns: int) -> None:
+    """Turns of the shapes a session has: words, tool calls and results, usage, observations of
+    the older part, reflections of older chunks, model switches, outside changes."""
+    for _ in range(turns):
+        session.append(UserEvent, text=f"please do step {rng.randint(0, 999)}")
+        for _ in range(rng.randint(0, 3)):
+            call = f"t{session.writer.next_seq}"
+            session.append(AssistantEvent, content=[{"type": "text", "text": "working"},
+                                                    {"type": "tool_use", "id": call, "name": "read_file",
+                                                     "input": {"path": f"f{rng.randint(0, 9)}.py"}}],
+                           stop_reason="tool_use")
+            session.append(UsageEvent, purpose="agent", model="claude-sonnet-5-5", input=rng.randint(1, 50),
+                           cache_read=rng.randint(0, 5000), cache_write=rng.randint(0, 500), output=20)
+            if rng.random() < 0.2:
+                session.append(FileChangeEvent, path="outside.txt", kind="modified")
+            session.append(ToolResultEvent, tool_use_id=call, tool="read_file",
+                           output="line\n" * rng.randint(1, 4000), seen={f"f{rng.randint(0, 9)}.py": f"{rng.random()}"})
+        session.append(AssistantEvent, content=[{"type": "text", "text": f"done {rng.random()}"}], stop_reason="end_turn")
+        session.append(UsageEvent, purpose="agent", model="claude-sonnet-5-5", input=5, cache_read=100,
+                       cache_write=10, output=30)
+        if rng.random() < 0.15:
+            session.append(ModelSwitchEvent, model=rng.choice(["claude-opus-5", "claude-sonnet-5-5"]))
+        if rng.random() < 0.35:  # observe everything up to here but the last turn (a safe point)
+            chunks, observed_to = session.chunks.update(session.events)
+            users = [e.seq for e in session.events[session.events.start:] if isinstance(e, UserEvent)]
+            upto = users[-1] - 1 if users else -1
+            if upto > observed_to + 1:
+                session.append(ObservationEvent, text=f"🔴 up to {upto}", seq_from=observed_to + 1, seq_to=upto,
+                               tokens=5, model="claude-haiku-5-5")
+                session.append(UsageEvent, purpose="observer", model="claude-haiku-5-5", input=900, cache_read=0,
+                               cache_write=0, output=40)
+        chunks, _ = session.chunks.update(session.events)
+        if len(chunks) >= 3 and rng.random() < 0.3:
+            session.append(ReflectionEvent, text="🔴 condensed", supersedes=[c.seq for c in chunks[:2]], tokens=3,
+                           model="claude-haiku-5-5")
+
+
+def request_bytes(events: list[Event] | Session) -> str:
+    if isinstance(events, Session):
+        return canonical_json(render(events.events, events.chunks).body())
+    return canonical_json(render(events).body())
+
+
+def full_read(path: Path) -> list[Event]:
+    return read_log(path).events
+
+
+def assert_same_as_full_read(session: Session) -> None:
+    events = full_read(session.path)
+    assert request_bytes(session) == request_bytes(events)
+    assert len(session.events) == len(events)
+    assert list(session.events) == events  # forward: the older part streamed from the file
+    assert list(reversed(session.events)) == events[::-1]  # backward: read back in batches
+    picks = random.Random(len(events)).sample(range(len(events)), min(20, len(events)))
+    assert [session.events[i] for i in picks] == [events[i] for i in picks]
+    assert session.events[3:40] == events[3:40] and session.events[-5:] == events[-5:]
+    fresh = LogDigest()
+    for event in events:
+        fresh.add(event)
+    assert session.digest == fresh
+    assert unanswered_tool_uses(session.events) == unanswered_tool_uses(events)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_a_checkpointed_reopen_renders_exactly_what_a_full_read_does(workspace: Path, seed: int) -> None:
+    rng = random.Random(seed)
+    session = new_session(workspace)
+    path = session.path
+    for _ in range(5):  # five processes, one after the other
+        add_turns(session, rng, rng.randint(1, 12))
+        expected = request_bytes(session)
+        session.close()
+        assert load_checkpoint(checkpoint_path(path)) is not None
+        session = reopened(path)
+        assert request_bytes(session) == expected
+        assert_same_as_full_read(session)
+    session.close()
+
+
+def long_compressed_session(workspace: Path, turns: int = 120) -> Path:
+    session = new_session(workspace)
+    rng = random.Random(7)
+    add_turns(session, rng, turns)
+    chunks, observed_to = session.chunks.update(session.events)
+    session.append(ObservationEvent, text="🔴 all of it", seq_from=observed_to + 1, seq_to=session.writer.next_seq - 1,
+                   tokens=3, model="claude-haiku-5-5")
+    session.append(UserEvent, text="and now?")
+    session.close()
+    return session.path
+
+
+def test_only_the_raw_tail_is_parsed_on_reopen(workspace: Path) -> None:
+    path = long_compressed_session(workspace)
+    events = full_read(path)
+    last_answer = max(i for i, e in enumerate(events) if isinstance(e, AssistantEvent))
+    session = reopened(path)
+    # Everything is observed but the question just asked: what is held is the last answer
+    # (pairing reads it) and what follows it, out of more than a thousand events.
+    assert len(events) > 1000 and session.events.start == last_answer
+    assert_same_as_full_read(session)
+    session.close()
+
+
+def damage_checkpoint(path: Path, how: str, other: Path) -> None:
+    checkpoint = checkpoint_path(path)
+    if how == "garbage":
+        checkpoint.write_bytes(b"\x00not json at all")
+    elif how == "truncated":
+        checkpoint.write_bytes(checkpoint.read_bytes()[:100])
+    elif how == "empty":
+        checkpoint.write_bytes(b"")
+    elif how == "foreign":  # another session's checkpoint copied over this one's
+        shutil.copy(checkpoint_path(other), checkpoint)
+    elif how == "wrong shape":
+        state = json.loads(checkpoint.read_bytes())
+        state["chunks"] = {"seen": "many"}
+        checkpoint.write_text(json.dumps(state))
+    elif how == "log rewritten":  # same size, one byte different
+        data = bytearray(path.read_bytes())
+        at = data.index(b"please do step")
+        data[at:at + 6] = b"PLEASE"
+        path.write_bytes(bytes(data))
+    elif how == "log cut":  # an older copy of the log restored over it
+        data = path.read_bytes()
+        path.write_bytes(data[: data.rindex(b"\n", 0, len(data) // 2) + 1])
+    elif how == "log replaced":
+        shutil.copy(other, path)
+    else:
+        raise AssertionError(how)
+
+
+@pytest.mark.parametrize("how", ["garbage", "truncated", "empty", "foreign", "wrong shape", "log rewritten",
+                                 "log cut", "log replaced"])
+def test_a_checkpoint_that_no_longer_describes_its_log_is_rebuilt(workspace: Path, how: str) -> None:
+    path = long_compressed_session(workspace, turns=30)
+    other = new_session(workspace)
+    add_turns(other, random.Random(3), 10)
+    other.close()
+    damage_checkpoint(path, how, other.path)
+    log = reopen(path)
+    assert not log.from_checkpoint
+    session = reopened(path)
+    assert session.problems == []
+    assert_same_as_full_read(session)
+    session.close()
+    assert reopen(path).from_checkpoint  # written anew
+
+
+def test_lines_an_older_scribe_appended_after_the_checkpoint_are_read(workspace: Path) -> None:
+    path = long_compressed_session(workspace, turns=40)
+    cached = checkpoint_path(path).read_bytes()
+    # An older scribe knows nothing of checkpoints: it reads the whole log and appends.
+    with LogWriter.resume(path, read_log(path)) as older:
+        older.append(AssistantEvent, content=[{"type": "tool_use", "id": "x1", "name": "read_file",
+                                               "input": {"path": "a"}}], stop_reason="tool_use")
+        older.append(ToolResultEvent, tool_use_id="x1", tool="read_file", output="a", seen={"a": "new"})
+        older.append(ObservationEvent, text="🔴 later", seq_from=1, seq_to=older.next_seq - 1, tokens=2, model="m")
+        older.append(UserEvent, text="after the older scribe")
+    assert checkpoint_path(path).read_bytes() == cached
+    log = reopen(path)
+    assert log.from_checkpoint
+    session = reopened(path)
+    assert_same_as_full_read(session)
+    assert session.digest.seen["a"] == "new"
+    session.close()
+
+
+def test_damaged_lines_and_a_torn_tail_read_the_same_through_a_checkpoint(workspace: Path) -> None:
+    path = long_compressed_session(workspace, turns=30)
+    (path.parent / CORRUPT_ON_PURPOSE).touch()
+    session = reopened(path)
+    session.close()
+    with path.open("ab") as fh:  # a bad line, a blank line, then a writer killed mid-line
+        fh.write(b'{"v":1,"seq":99999,"ts":"t","type":"user","text":5}\n\n{"v":1,"seq":')
+    first = reopened(path)  # cuts the torn tail; keeps the bad lines' problems in the checkpoint
+    problems = list(first.problems)
+    add_turns(first, random.Random(11), 3)
+    first.close()
+    second = reopened(path)
+    assert [p for p in second.problems if "torn" not in p] == [p for p in problems if "torn" not in p]
+    assert_same_as_full_read(second)
+    second.close()
+
+
+def test_a_chunk_index_survives_its_state(workspace: Path) -> None:
+    path = long_compressed_session(workspace, turns=60)
+    events = full_read(path)
+    index = ChunkIndex()
+    index.update(events)
+    again = ChunkIndex.from_state(json.loads(json.dumps(index.to_state())))
+    assert again.update(events) == index.update(events)
+    assert (again.settled_before, again.model) == (index.settled_before, index.model)
+
+
+def test_log_list_figures_from_the_digest_equal_those_of_a_full_read(workspace: Path) -> None:
+    from scribe.agent.pricing import price_usage
+    from scribe.memory.stats import summarize, summarize_digest
+
+    path = long_compressed_session(workspace, turns=25)
+    for appended_after in (False, True):
+        if appended_after:  # lines the checkpoint does not cover are read and counted
+            with LogWriter.resume(path, read_log(path)) as older:
+                older.append(UsageEvent, purpose="agent", model="claude-opus-5", input=7, cache_read=0,
+                             cache_write=0, output=9)
+                older.append(UserEvent, text="one more")
+        log = digest_of(path)
+        from_digest = summarize_digest(path.stem, log.header, log.digest, price_usage)
+        assert from_digest.as_dict() == summarize(path.stem, full_read(path), price_usage).as_dict()
+    checkpoint_path(path).unlink()
+    log = digest_of(path)  # no checkpoint: one streaming read
+    assert summarize_digest(path.stem, log.header, log.digest, price_usage).as_dict() == from_digest.as_dict()
