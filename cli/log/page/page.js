@@ -42,9 +42,9 @@
     const m = /^(user|assistant):/.exec(text);
     return { role: m ? m[1] : null, body: JSON.parse(m ? text.slice(m[0].length) : text) };
   }
-  function blockText(body) {
+  function blockText(body, pretty = true) {
     if (typeof body.text === "string") return body.text;
-    if (body.type === "tool_use") return body.name + " " + JSON.stringify(body.input, null, 1);
+    if (body.type === "tool_use") return body.name + " " + JSON.stringify(body.input, null, pretty ? 1 : 0);
     if (body.type === "tool_result") {
       const c = body.content;
       return typeof c === "string" ? c : JSON.stringify(c, null, 1);
@@ -66,18 +66,20 @@
     return out;
   }
 
-  function blockItem(prompt, k, where) {
+  function blockItem(call, k, where) {
+    const prompt = call.prompt;
     const ref = prompt.blocks[k];
     const { body } = parseBlock(data.blocks[ref]);
     const text = blockText(body);
-    const lastPoint = prompt.bp.length ? prompt.bp[prompt.bp.length - 1] : -1;
+    // after what was read: written up to the last breakpoint, if the server billed a write at all
+    const lastPoint = prompt.bp.length && call.cache_write > 0 ? prompt.bp[prompt.bp.length - 1] : -1;
     const state = k < prompt.c ? "cached" : k <= lastPoint ? "written" : "uncached";
     const li = el("li", { class: "block " + state + (k === prompt.d ? " differs" : ""), id: "block-" + (k + 1) });
     const summary = el("summary", {}, el("b", {}, "block " + (k + 1)), " · " + where + " · " + (body.type || (body.input_schema ? "tool" : "?")));
     summary.append(el("span", { class: "tag " + state }, state === "cached" ? "from the cache" : state === "written" ? "written to the cache" : "not cached"));
     if (prompt.bp.includes(k)) summary.append(el("span", { class: "tag" }, "cache breakpoint"));
     if (k === prompt.d) summary.append(el("span", { class: "tag differs" }, "first block that differs from the previous call"));
-    const first = text.split("\n", 1)[0];
+    const first = blockText(body, false).split("\n", 1)[0];
     summary.append(" ", el("span", { class: "preview" }, first.length > 110 ? first.slice(0, 110) + "…" : first));
     const details = el("details", {}, summary);
     details.addEventListener("toggle", () => {
@@ -121,7 +123,7 @@
         ` · ${p.blocks.length} blocks: ${p.t} tool definitions, ${p.s} system, then the messages.`));
       const where = sections(p);
       const list = el("ol", { class: "blocks", "aria-label": "the prompt's blocks in cache order" });
-      p.blocks.forEach((_, k) => list.append(blockItem(p, k, where[k])));
+      p.blocks.forEach((_, k) => list.append(blockItem(call, k, where[k])));
       panel.append(list);
     } else {
       panel.append(el("p", { class: "reason" }, call.purpose === "agent"

@@ -34,6 +34,7 @@ OUTPUT_CHARS = 20_000
 # A tool argument longer than this (or of several lines) is folded.
 ARG_CHARS = 160
 GIST_CHARS = 120
+MAIN_KEYS = ("command", "path", "pattern")  # what format.main_argument puts in a call's heading
 
 KIND = {"file_change": "file", "interrupt": "interrupt", "error": "error", "model_switch": "model",
         "git_commit": "git", "git_undo": "git", "notes": "notes"}
@@ -151,6 +152,8 @@ class Timeline:
         rows: list[str] = []
         for key, value in (args.items() if isinstance(args, dict) else [("input", args)]):
             text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, indent=1)
+            if key in MAIN_KEYS and text == argument:
+                continue  # the heading shows it whole
             if "\n" in text or len(text) > ARG_CHARS:
                 rows.append(f'<details class="arg"><summary><span class="key">{esc(key)}</span> · {lines_word(text)}, '
                             f'{len(text):,} characters</summary><pre>{esc(text)}</pre></details>')
