@@ -425,13 +425,24 @@ def test_serve_shows_an_appended_event_and_stops_on_ctrl_c(browser: Any, compres
         page.locator(".ev.user .plain", has_text=marker).wait_for(state="visible")
         page.wait_for_function(f"() => document.querySelector('svg.calls').getAttribute('aria-valuemax') === '{before + 1}'")
         assert page.locator("#live").is_visible() and not opened.console, opened.console
+        # what the page took in piece by piece is what a page opened now shows whole
+        fresh = open_page(browser, served.url)
+        for part in ("#turns", "#figures-body", "#memory-body", "#head"):
+            assert page.text_content(part) == fresh.page.text_content(part), part
+        assert page.get_attribute("svg.calls", "aria-valuemax") == fresh.page.get_attribute("svg.calls", "aria-valuemax")
+        for path in ("path.tk.cr.agent", "path.strip.p-curator"):
+            assert page.get_attribute(f"svg.calls {path}", "d") == fresh.page.get_attribute(f"svg.calls {path}", "d")
+        page.locator("svg.calls").focus()
+        page.keyboard.press("End")  # the last call: the one just appended
+        assert "curator" in page.inner_text("#call-title")
+        fresh.page.close()
 
         # loopback only, and only under its own names
         listening = socket.create_connection(("127.0.0.1", served.port))
         assert listening.getsockname()[0] == "127.0.0.1"
         listening.close()
         connection = http.client.HTTPConnection("127.0.0.1", served.port, timeout=10)
-        connection.request("GET", "/version", headers={"Host": f"evil.example:{served.port}"})
+        connection.request("GET", "/update", headers={"Host": f"evil.example:{served.port}"})
         assert connection.getresponse().status == 403
         connection.close()
         page.close()

@@ -2,7 +2,9 @@
 
 The server only serves the page (cli/log/page): on each request it reads the lines appended to
 the log since the last one (complete lines only, memory/follow.py), adds them to the page, and
-answers. The page asks `version` twice a second and, when the log grew, fetches itself again.
+answers. The open page asks `update` twice a second, saying how much it holds; the answer is
+what changed since (the sections, the turns that grew, the new calls and blocks), so a new
+event costs a long session's page little more than a short one's.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import threading
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Annotated, Any
+from urllib.parse import parse_qs
 
 import typer
 
@@ -42,8 +45,8 @@ class LivePage:
         self._html: tuple[str, str] | None = None  # (version, page)
         self.name = found.path.name
 
-    def refresh(self) -> str:
-        """Take in what was appended; the version of the page now."""
+    def refresh(self) -> None:
+        """Take in what was appended."""
         with self._lock:
             events: list[Event] = []
             for line in self._follower.read():
@@ -55,14 +58,25 @@ class LivePage:
                 except (json.JSONDecodeError, UnicodeDecodeError, EventFormatError) as exc:
                     print(f"scribe: note: {self.name}: a line that is not an event ({exc}); skipped", file=sys.stderr)
             self.page.extend(events)
-            return self.page.version
 
     def html(self) -> str:
-        version = self.refresh()
+        self.refresh()
         with self._lock:
+            version = self.page.version
             if self._html is None or self._html[0] != version:
                 self._html = (version, self.page.html(live=True))
             return self._html[1]
+
+    def update(self, query: str) -> dict[str, Any]:
+        """What changed for a page holding `events`, `calls` and `blocks` (numbers in the query)."""
+        held = parse_qs(query)
+        try:
+            events, calls, blocks = (int(held.get(name, ["0"])[0]) for name in ("events", "calls", "blocks"))
+        except ValueError:
+            events = calls = blocks = 0
+        self.refresh()
+        with self._lock:
+            return self.page.update(events, calls, blocks)
 
 
 def make_server(live: LivePage, port: int) -> ThreadingHTTPServer:
@@ -77,13 +91,14 @@ def make_server(live: LivePage, port: int) -> ThreadingHTTPServer:
             if self.headers.get("Host", "") not in (f"{HOST}:{bound}", f"localhost:{bound}"):
                 self._send(HTTPStatus.FORBIDDEN, "text/plain", b"scribe log serve answers only to 127.0.0.1\n")
                 return
-            path = self.path.split("?", 1)[0]
+            path, _, query = self.path.partition("?")
             if path == "/":
                 self._send(HTTPStatus.OK, "text/html; charset=utf-8", live.html().encode("utf-8"))
-            elif path == "/version":
-                self._send(HTTPStatus.OK, "text/plain; charset=utf-8", live.refresh().encode("ascii"))
+            elif path == "/update":
+                body = json.dumps(live.update(query), ensure_ascii=False, separators=(",", ":"))
+                self._send(HTTPStatus.OK, "application/json; charset=utf-8", body.encode("utf-8"))
             else:
-                self._send(HTTPStatus.NOT_FOUND, "text/plain", b"not found: this server has / and /version\n")
+                self._send(HTTPStatus.NOT_FOUND, "text/plain", b"not found: this server has / and /update\n")
 
         def _send(self, status: HTTPStatus, kind: str, body: bytes) -> None:
             self.send_response(status)

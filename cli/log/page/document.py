@@ -4,7 +4,7 @@ A pure function of the log (`session_page`), also kept as an object that takes e
 are appended (`SessionPage`), so that `scribe log serve` does only the new work when a live
 session grows. Inline CSS, inline SVG, one inline script, and the data the script needs as JSON;
 a Content-Security-Policy lets that one script run and nothing else, and lets the page load
-nothing from anywhere (when served, it may ask its own server whether the log grew).
+nothing from anywhere (when served, it may ask its own server what the log added).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from .memory_map import memory_html
 from .prompts import BlockStore, PromptTrack
 from .timeline import Timeline
 
-POLL_MS = 500  # how often a served page asks whether the log grew
+POLL_MS = 500  # how often a served page asks what the log added
 
 
 @cache
@@ -78,34 +78,37 @@ class SessionPage:
         return str(len(self.events))
 
     def data(self, stats: SessionStats, live: bool) -> dict[str, Any]:
+        return {"version": self.version, "live": live, "poll_ms": POLL_MS, **self._data_since(stats, 0, 0)}
+
+    def _data_since(self, stats: SessionStats, calls_seen: int, blocks_seen: int) -> dict[str, Any]:
+        """The calls after the first `calls_seen`, their prompts, and the blocks after the first
+        `blocks_seen`: all a page holding the rest needs (calls and blocks are only ever added)."""
         running = 0.0
         calls: list[list[Any]] = []
-        for c in stats.calls:
-            running += c.cost_usd
-            calls.append([c.seq, c.purpose, c.model, c.input, c.cache_read, c.cache_write, c.output, c.latency_ms,
-                          round(c.cost_usd, 8), round(c.uncached_cost_usd, 8), round(running, 8)])
         prompts: dict[int, dict[str, Any]] = {}
         previous: Sequence[int] = ()
-        for c in stats.calls:
+        for i, c in enumerate(stats.calls):
+            running += c.cost_usd
+            if i >= calls_seen:
+                calls.append([c.seq, c.purpose, c.model, c.input, c.cache_read, c.cache_write, c.output,
+                              c.latency_ms, round(c.cost_usd, 8), round(c.uncached_cost_usd, 8), round(running, 8)])
             call = self.prompts.calls.get(c.seq)
             if call is None:
                 continue
-            keep = 0
-            while keep < min(len(previous), len(call.blocks)) and previous[keep] == call.blocks[keep]:
-                keep += 1
-            # each prompt as the references it adds to the previous agent call's prompt
-            prompts[c.seq] = {"p": [keep, *call.blocks[keep:]], "t": call.tools, "s": call.system,
-                              "bp": list(call.breakpoints), "c": call.cached, "d": call.differs_at,
-                              "w": call.was, "r": call.reason, "at": call.at}
+            if i >= calls_seen:
+                keep = 0
+                while keep < min(len(previous), len(call.blocks)) and previous[keep] == call.blocks[keep]:
+                    keep += 1
+                # each prompt as the references it adds to the previous agent call's prompt
+                prompts[c.seq] = {"p": [keep, *call.blocks[keep:]], "t": call.tools, "s": call.system,
+                                  "bp": list(call.breakpoints), "c": call.cached, "d": call.differs_at,
+                                  "w": call.was, "r": call.reason, "at": call.at}
             previous = call.blocks
-        return {"version": self.version, "live": live, "poll_ms": POLL_MS, "calls": calls, "prompts": prompts,
-                "blocks": self.store.texts}
+        return {"calls": calls, "prompts": prompts, "blocks": self.store.texts[blocks_seen:]}
 
-    def html(self, *, live: bool = False) -> str:
-        stats = session_stats(self.events, price_usage)
-        script = asset("page.js")
+    def sections(self, stats: SessionStats, live: bool) -> dict[str, str]:
+        """The parts of the page that change as the log grows, by element id (the timeline's turns apart)."""
         head = self.events[0] if self.events and isinstance(self.events[0], SessionEvent) else None
-        title = f"scribe · session {self.session_id}"
         facts: list[str] = []
         if head is not None:
             facts += [head.model, head.cwd]
@@ -115,26 +118,47 @@ class SessionPage:
         facts.append(f"{len(self.events):,} events")
         live_badge = (f'<p class="live" id="live" role="status">following the log: it updates as events are '
                       f'appended ({len(self.events):,} events)</p>' if live else "")
+        return {
+            "head": (f'<header id="head"><h1>Session <code>{escape(self.session_id)}</code></h1>'
+                     f'<p class="facts">{" · ".join(escape(f) for f in facts)}</p>{live_badge}</header>'),
+            "figures-body": f'<div id="figures-body">{headline(stats)}{figures_html(stats)}</div>',
+            "chart-box": (f'<div class="scroll chart" id="chart-box">{calls_svg(stats.calls)}'
+                          f'<div class="tip" id="chart-tip" hidden></div></div>'),
+            "memory-body": f'<div id="memory-body">{memory_html(self.events)}</div>',
+        }
+
+    def update(self, events_seen: int, calls_seen: int, blocks_seen: int) -> dict[str, Any]:
+        """What a live page that has seen `events_seen` events (and so many calls and blocks)
+        needs to show the log as it is now: the changed sections and turns, and the new data."""
+        if events_seen == len(self.events):
+            return {"version": self.version}
+        stats = session_stats(self.events, price_usage)
+        return {"version": self.version, "sections": self.sections(stats, True),
+                "turns": self.timeline.changed_since(events_seen),
+                **self._data_since(stats, calls_seen, blocks_seen)}
+
+    def html(self, *, live: bool = False) -> str:
+        stats = session_stats(self.events, price_usage)
+        script = asset("page.js")
+        parts = self.sections(stats, live)
+        title = f"scribe · session {self.session_id}"
         body = (
-            f'<a class="skip" href="#timeline">Skip to the timeline</a><div id="root">'
-            f'<header><h1>Session <code>{escape(self.session_id)}</code></h1>'
-            f'<p class="facts">{" · ".join(escape(f) for f in facts)}</p>{live_badge}</header><main>'
-            f'<section aria-labelledby="h-figures"><h2 id="h-figures">Figures</h2>{headline(stats)}{figures_html(stats)}</section>'
+            f'<a class="skip" href="#timeline">Skip to the timeline</a>{parts["head"]}<main>'
+            f'<section aria-labelledby="h-figures"><h2 id="h-figures">Figures</h2>{parts["figures-body"]}</section>'
             f'<section aria-labelledby="h-calls"><h2 id="h-calls">Model calls</h2>'
             f'<p class="dim">One bar per call, in tokens (top) and dollars (below, with the running cost of the '
             f'session), then its cache hit rate and who made it. Choose a bar (click it, or Tab to the chart and '
-            f'use the arrow keys) to see the call and the prompt it was sent.</p>{LEGEND}'
-            f'<div class="scroll chart">{calls_svg(stats.calls)}<div class="tip" id="chart-tip" hidden></div></div>'
+            f'use the arrow keys) to see the call and the prompt it was sent.</p>{LEGEND}{parts["chart-box"]}'
             f'<section id="call" aria-live="polite" aria-label="the chosen call"><noscript>The call details need '
             f'JavaScript.</noscript></section></section>'
-            f'<section aria-labelledby="h-memory"><h2 id="h-memory">Memory</h2>{memory_html(self.events)}</section>'
+            f'<section aria-labelledby="h-memory"><h2 id="h-memory">Memory</h2>{parts["memory-body"]}</section>'
             f'<section aria-labelledby="timeline"><h2 id="timeline" tabindex="-1">Timeline</h2>'
             f'<div class="toolbar"><button type="button" data-all="results:open">open all outputs</button>'
             f'<button type="button" data-all="results:close">close all outputs</button>'
             f'<button type="button" data-all="turns:close">fold all turns</button>'
             f'<button type="button" data-all="turns:open">unfold all turns</button></div>'
-            f'{self.timeline.html() or "<p class=empty>No events yet.</p>"}</section></main>'
-            f'<script type="application/json" id="scribe-data">{script_json(self.data(stats, live))}</script></div>'
+            f'<div id="turns">{self.timeline.html() or "<p class=empty>No events yet.</p>"}</div></section></main>'
+            f'<script type="application/json" id="scribe-data">{script_json(self.data(stats, live))}</script>'
             f"<script>{script}</script>")
         return ('<!doctype html><html lang="en"><head><meta charset="utf-8">'
                 '<meta name="viewport" content="width=device-width, initial-scale=1">'

@@ -21,13 +21,20 @@
 
   function load() {
     data = JSON.parse(document.getElementById("scribe-data").textContent);
-    calls = data.calls.map((c, i) => ({
-      seq: c[0], purpose: c[1], model: c[2], input: c[3], cache_read: c[4], cache_write: c[5], output: c[6],
-      latency: c[7], cost: c[8], uncached: c[9], running: c[10], i,
-    }));
+    calls = [];
     bySeq.clear();
+    decode();
+  }
+
+  // calls not decoded yet; each agent prompt is the references it adds to the one before
+  function decode() {
     let prev = [];
-    for (const call of calls) {
+    for (let k = calls.length - 1; k >= 0; k--) if (calls[k].prompt) { prev = calls[k].prompt.blocks; break; }
+    for (let i = calls.length; i < data.calls.length; i++) {
+      const c = data.calls[i];
+      const call = { seq: c[0], purpose: c[1], model: c[2], input: c[3], cache_read: c[4], cache_write: c[5],
+        output: c[6], latency: c[7], cost: c[8], uncached: c[9], running: c[10], i };
+      calls.push(call);
       bySeq.set(call.seq, call);
       const p = data.prompts[call.seq];
       if (!p) continue;
@@ -210,20 +217,36 @@
   window.addEventListener("hashchange", fromHash);
 
   // --- following a live log -------------------------------------------------------------------
-  function swap(html) {
-    const doc = new DOMParser().parseFromString(html, "text/html");
-    const fresh = doc.getElementById("root");
-    const old = document.getElementById("root");
-    if (!fresh || !old) return;
-    const state = new Map();
-    for (const d of old.querySelectorAll("details[id]")) state.set(d.id, d.open);
-    for (const d of fresh.querySelectorAll("details[id]")) if (state.has(d.id)) d.open = state.get(d.id);
+  function fragment(html) {
+    // markup made by scribe (escaped as in the page itself), never text from the log as such
+    const holder = document.createElement("template");
+    holder.innerHTML = html;
+    return holder.content.firstElementChild;
+  }
+
+  function apply(u) {
     const atBottom = window.innerHeight + window.scrollY >= document.documentElement.scrollHeight - 40;
-    const seq = current && current.seq;
     const active = document.activeElement && document.activeElement.id;
-    old.replaceWith(document.adoptNode(fresh));
-    load();
-    if (seq !== null && bySeq.has(seq)) show(seq); else if (calls.length) show(calls[calls.length - 1].seq);
+    for (const [id, html] of Object.entries(u.sections)) document.getElementById(id)?.replaceWith(fragment(html));
+    const turns = document.getElementById("turns");
+    turns.querySelector(":scope > p.empty")?.remove();
+    for (const [id, html] of u.turns) {
+      const fresh = fragment(html);
+      const old = document.getElementById(id);
+      if (!old) { turns.append(fresh); continue; }
+      const state = new Map([...old.querySelectorAll("details[id]")].map((d) => [d.id, d.open]));
+      if (old instanceof HTMLDetailsElement) fresh.open = old.open;
+      for (const d of fresh.querySelectorAll("details[id]")) if (state.has(d.id)) d.open = state.get(d.id);
+      old.replaceWith(fresh);
+    }
+    data.version = u.version;
+    for (const b of u.blocks) data.blocks.push(b);
+    for (const c of u.calls) data.calls.push(c);
+    Object.assign(data.prompts, u.prompts);
+    decode();
+    const open = [...document.querySelectorAll("#call ol.blocks > li > details[open]")].map((d) => d.parentElement.id);
+    if (current) show(current.seq); else if (calls.length) show(calls[0].seq);
+    for (const id of open) { const d = document.getElementById(id)?.querySelector(":scope > details"); if (d) d.open = true; }
     if (active) document.getElementById(active)?.focus({ preventScroll: true });
     if (atBottom) window.scrollTo(0, document.documentElement.scrollHeight);
   }
@@ -232,14 +255,12 @@
     let failures = 0;
     const tick = async () => {
       try {
-        const answer = await fetch("version", { cache: "no-store" });
+        const held = `events=${data.version}&calls=${data.calls.length}&blocks=${data.blocks.length}`;
+        const answer = await fetch("update?" + held, { cache: "no-store" });
         if (!answer.ok) throw new Error(String(answer.status));
-        const version = (await answer.text()).trim();
+        const u = await answer.json();
         failures = 0;
-        if (version !== data.version) {
-          const page = await fetch("./", { cache: "no-store" });
-          if (page.ok) swap(await page.text());
-        }
+        if (u.version !== data.version) apply(u);
       } catch (err) {
         failures += 1;
         if (failures >= 5) {

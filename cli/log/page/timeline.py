@@ -77,6 +77,7 @@ class Turn:
     calls: int = 0
     cost: float = 0.0
     observed_in: int | None = None  # seq of the observation that covers this turn's start
+    changed: int = 0  # how many events the timeline had taken in when this turn last changed
 
 
 class Timeline:
@@ -86,8 +87,10 @@ class Timeline:
         self._calls: dict[str, tuple[str, str]] = {}  # tool_use id -> (tool name, main argument)
         self._turn_of: dict[int, int] = {}  # seq -> turn number
         self._spans = ChunkSpans()
+        self.added = 0  # events taken in
 
     def add(self, event: Event) -> None:
+        self.added += 1
         if isinstance(event, SessionEvent):
             return  # the page's header shows it
         if isinstance(event, UserEvent):
@@ -95,6 +98,7 @@ class Timeline:
             gist = gist if len(gist) <= GIST_CHARS else gist[:GIST_CHARS - 1] + "…"
             self.turns.append(Turn(len(self.turns), event.seq, event.ts, gist))
         turn = self.turns[-1]
+        turn.changed = self.added
         self._turn_of[event.seq] = turn.number
         if isinstance(event, UsageEvent):
             turn.calls += 1
@@ -194,6 +198,7 @@ class Timeline:
             for turn in self.turns:
                 if span[0] <= turn.seq <= span[1] and turn.observed_in is None:
                     turn.observed_in = event.seq
+                    turn.changed = self.added
         where = ""
         if span[0] >= 0:
             where = f' · covers events <a href="#e-{span[0]}">#{span[0]}</a>–<a href="#e-{span[1]}">#{span[1]}</a>'
@@ -203,19 +208,20 @@ class Timeline:
         body = f'<details class="memory-text" open><summary>its text</summary><pre>{esc(event.text)}</pre></details>'
         return self._box(event, f"memory {what}", what, body, extra)
 
-    def html(self) -> str:
-        out: list[str] = []
-        for turn in self.turns:
-            if not turn.items:
-                continue
-            if turn.number == 0:
-                out.append(f'<div class="turn-0">{"".join(turn.items)}</div>')
-                continue
-            observed = (f' <a class="observed" href="#e-{turn.observed_in}">observed in #{turn.observed_in}</a>'
-                        if turn.observed_in is not None else "")
-            out.append(
-                f'<details class="turn" id="turn-{turn.number}" open><summary><span class="turn-no">Turn {turn.number}</span> '
+    def turn_html(self, turn: Turn) -> str:
+        if turn.number == 0:
+            return f'<div class="turn-0" id="turn-0">{"".join(turn.items)}</div>'
+        observed = (f' <a class="observed" href="#e-{turn.observed_in}">observed in #{turn.observed_in}</a>'
+                    if turn.observed_in is not None else "")
+        return (f'<details class="turn" id="turn-{turn.number}" open><summary><span class="turn-no">Turn {turn.number}</span> '
                 f'{time_tag(turn.ts)} <span class="gist">{esc(turn.gist)}</span> <span class="turn-cost">'
                 f'{turn.calls} call{"" if turn.calls == 1 else "s"} · {money(turn.cost)}</span>{observed}</summary>'
                 f'{"".join(turn.items)}</details>')
-        return "".join(out)
+
+    def html(self) -> str:
+        return "".join(self.turn_html(turn) for turn in self.turns if turn.items)
+
+    def changed_since(self, added: int) -> list[tuple[str, str]]:
+        """(element id, html) of the turns that changed after the first `added` events, in order."""
+        return [(f"turn-{turn.number}", self.turn_html(turn)) for turn in self.turns
+                if turn.items and turn.changed > added]
