@@ -154,8 +154,11 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> Built:
         w.append(ToolResultEvent, tool_use_id="t1", tool=HOSTILE_ATTR, output=f"{HOSTILE_JSON}\n{HOSTILE}", is_error=True)
         w.append(AssistantEvent, content=[{"type": "text", "text": HOSTILE_JSON}], stop_reason="end_turn",
                  message_id="m2")
+        # a second agent call: its prompt, embedded as JSON, holds the hostile call and output
+        w.append(UsageEvent, purpose="agent", model="claude-sonnet-5-5", input=10, cache_read=1900,
+                 cache_write=100, output=5, message_id="m2")
         w.append(UsageEvent, purpose=f"observer{HOSTILE_ATTR}", model="claude-haiku-5-5", input=10, cache_read=0,
-                 cache_write=0, output=5, message_id="m2")
+                 cache_write=0, output=5)
         w.append(ObservationEvent, text=f"🔴 {HOSTILE} {HOSTILE_JSON}", seq_from=1, seq_to=4, tokens=12,
                  model=HOSTILE_ATTR)
     (log.parent / "hostile.lock").unlink(missing_ok=True)
@@ -377,6 +380,11 @@ def test_a_hostile_log_stays_text_and_runs_nothing(browser: Any, hostile: Built)
     assert HOSTILE in page.inner_text(".ev.assistant .md") and HOSTILE_MD.split(" and ")[0] in page.inner_text(".ev.assistant .md")
     assert HOSTILE_JSON in page.inner_text("details.result pre.out") and HOSTILE in page.inner_text(".ev.memory pre")
     assert HOSTILE in page.inner_text("ol.blocks")  # the prompt, rebuilt from the embedded JSON
+    page.locator("svg.calls").focus()
+    page.keyboard.press("ArrowRight")  # the second call, whose prompt holds the hostile output
+    page.locator("ol.blocks > li summary").last.click()
+    assert HOSTILE_JSON in page.inner_text("ol.blocks > li:last-child pre")
+    assert page.evaluate("() => window.__pwned") is None and opened.console == [], opened.console
     page.close()
 
 
