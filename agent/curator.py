@@ -1,5 +1,11 @@
-"""Curating the project notes at a session's end: one call to the cheaper model merges what the
-session taught into `<state>/notes.md`, and the log records the result.
+"""Curating the project notes: one call to the cheaper model merges what a session taught into
+`<state>/notes.md`, and that session's log records the result.
+
+Curation is a session's act, not a run's. The notes are read only when a new session starts, so
+that is when sessions are curated (`curate_earlier`, before the new session's instructions are
+built), besides the end of an interactive session and `scribe notes curate`. What has been
+curated is read from each log (`notes` events), so a chain of `scribe run -c` costs one
+curation, not one per run.
 
 The file is replaced atomically and only with an answer that passed its reader
 (memory/notes_reader.py); a failed curation leaves the notes as they were and says why.
@@ -16,6 +22,7 @@ from pathlib import Path
 from scribe.memory.answer import Answer
 from scribe.memory.budget import InputBudget
 from scribe.memory.events import ErrorEvent, Event, NotesEvent, UsageEvent
+from scribe.memory.log import LogError, SessionLocked
 from scribe.memory.notes import (
     CURATOR_SYSTEM,
     NotesRefused,
@@ -26,11 +33,12 @@ from scribe.memory.notes import (
 )
 from scribe.memory.render import Request
 from scribe.memory.tokens import estimate_text
+from scribe.memory.uncurated import needs_curation
 
 from .config import Settings
 from .errors import ModelError
 from .model import ModelClient
-from .session import Session
+from .session import Session, notes_path, open_session, store_for
 
 CURATOR_MAX_TOKENS = 4096
 # The curator's input around the notes and the facts: its headings and closing line.
@@ -94,6 +102,34 @@ def curate(session: Session, model: ModelClient, settings: Settings, path: Path)
     older = f"; {skipped} older facts past side_call_tokens left out" if skipped else ""
     return Curation(True, f"notes: {notes.entries} entries in {path} (from session {session.id}{dropped}{older})",
                     notes.entries)
+
+
+def curate_earlier(workspace: Path, settings: Settings, model: ModelClient, *,
+                   exclude: Sequence[str] = ()) -> list[Curation]:
+    """Before a new session starts: curate every earlier session of the workspace that said
+    something the notes have not taken, oldest first, so the new session starts with all of it.
+    A session another process is writing is skipped, not waited for: it is curated when it ends,
+    or by the next new session."""
+    if not settings.curate_notes:
+        return []
+    outcomes: list[Curation] = []
+    for found in store_for(workspace).sessions(workspace):
+        if found.id in exclude or not needs_curation(found.path):
+            continue
+        try:
+            session = open_session(found)
+        except SessionLocked:
+            outcomes.append(Curation(False, f"notes: session {found.id} is in use by another process; "
+                                            "skipped (it is curated when it ends, or by the next new session)"))
+            continue
+        except LogError as exc:
+            outcomes.append(Curation(False, f"notes: session {found.id} skipped: {exc}"))
+            continue
+        try:
+            outcomes.append(curate(session, model, settings, notes_path(workspace)))
+        finally:
+            session.close()
+    return outcomes
 
 
 def _refused_upto(events: Sequence[Event], since: int) -> int:
