@@ -58,6 +58,7 @@ def run(
     from scribe.agent.model import ModelClient
     from scribe.agent.retry import RetryPolicy
     from scribe.agent.runtime import SessionChoice, build_agent, choose_session
+    from scribe.memory.health import memory_health
 
     with cli_errors():
         text = sys.stdin.read() if prompt == "-" else prompt
@@ -100,6 +101,7 @@ def run(
                 "session_id": agent_session.id, "log": str(agent_session.path),
                 "result": ended.text, "stop_reason": ended.reason, "error": ended.error,
                 "calls": ended.calls, "usage": totals.as_dict(), "notes": notes,
+                "memory": memory_health(agent_session.events).as_dict(),
             }, ensure_ascii=False))
         elif ended.error:
             print(f"scribe: {ended.error}", file=sys.stderr)
