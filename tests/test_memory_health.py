@@ -57,6 +57,7 @@ def test_stats_show_what_memory_made_and_what_failed(workspace: Path, monkeypatc
             "last: observation failed: the answer has no tagged observation lines") in out
 
 
+@pytest.mark.slow
 def test_log_stats_and_run_json_count_observations_reflections_and_failures(workspace: Path, home: Path) -> None:
     agent = [reply for _ in range(3) for reply in (
         *(Reply([tool_use_block("run_command", {"command": f"seq {n} 3000"})]) for n in range(1, 4)),
