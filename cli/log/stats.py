@@ -57,7 +57,8 @@ def rows(figures: SessionStats) -> list[tuple[str, Figures]]:
 
 
 def summary_lines(figures: SessionStats) -> list[str]:
-    """What the table does not say: the cache's share and saving, and the compression."""
+    """What the table does not say: the cache's share and saving, the compression, and how the
+    memory's side calls fared."""
     lines: list[str] = []
     total = figures.total
     if total.calls:
@@ -75,6 +76,7 @@ def summary_lines(figures: SessionStats) -> list[str]:
         lines.append("compression: no observations yet")
     if c.reflections:
         lines.append(f"reflections: {c.reflections}, {c.reflection_tokens:,} tokens")
+    lines.append(f"memory: {figures.memory.summary()}")
     return lines
 
 
