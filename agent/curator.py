@@ -15,6 +15,7 @@ from pathlib import Path
 from scribe.memory.events import ErrorEvent, NotesEvent, UsageEvent
 from scribe.memory.notes import CURATOR_SYSTEM, NotesRefused, accept_notes, curator_input, session_facts
 from scribe.memory.render import Request
+from scribe.tools.textio import plural
 
 from .config import Settings
 from .errors import ModelError
@@ -62,7 +63,7 @@ def curate(session: Session, model: ModelClient, settings: Settings, path: Path)
                    model=result.model, before=before, dropped=notes.dropped)
     session.sync()
     dropped = f" ({len(notes.dropped)} unsourced lines left out)" if notes.dropped else ""
-    return Curation(True, f"notes: {notes.entries} entries in {path}{dropped}", notes.entries)
+    return Curation(True, f"notes: {plural(notes.entries, 'entry', 'entries')} in {path}{dropped}", notes.entries)
 
 
 def _write_atomically(path: Path, text: str) -> None:

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
 from .errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_MAX_TURNS, EXIT_OK, cli_errors, fail
 from .headless import StreamJsonSink, TextSink
+from .visible import visible
 
 
 class OutputFormat(StrEnum):
@@ -76,7 +77,7 @@ def run(
         try:
             agent = build_agent(workspace, settings, agent_session)
             for problem in agent_session.problems:
-                print(f"scribe: note: {agent_session.path.name} {problem}", file=sys.stderr)
+                print(f"scribe: note: {agent_session.path.name} {visible(problem)}", file=sys.stderr)
             ended, totals = _drive(agent.turn(text), output)
             notes = _curate(agent, settings, workspace) if ended.reason in ("end_turn", "max_turns") else None
         finally:
@@ -90,12 +91,12 @@ def run(
                 "calls": ended.calls, "usage": totals.as_dict(), "notes": notes,
             }, ensure_ascii=False))
         elif ended.error:
-            print(f"scribe: {ended.error}", file=sys.stderr)
+            print(f"scribe: {visible(ended.error)}", file=sys.stderr)
         elif ended.reason == "max_turns":
             print(f"scribe: stopped after {ended.calls} model calls (--max-turns); "
                   f"continue with: scribe run -c '...'", file=sys.stderr)
         if notes and output is OutputFormat.text:
-            print(f"scribe: {notes}", file=sys.stderr)
+            print(f"scribe: {visible(notes)}", file=sys.stderr)
         raise typer.Exit(EXIT_FOR.get(ended.reason, EXIT_FAILED))
 
 

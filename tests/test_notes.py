@@ -56,7 +56,7 @@ def test_a_fact_reaches_the_next_session_and_a_contradiction_replaces_it(workspa
         assert first.code == 0, first.err
         notes_file = workspace / ".scribe" / "notes.md"
         notes = notes_file.read_text()
-        assert "`make check`" in notes and "notes: 1 entries" in first.err
+        assert "`make check`" in notes and "notes: 1 entry in" in first.err
 
         second = run_scribe(["run", "What do you know about this project?"], workspace, env)
         assert second.code == 0, second.err
