@@ -5,6 +5,7 @@ every question in a row: the scripted model asks for a command on each turn."""
 from __future__ import annotations
 
 import io
+import termios
 import time
 from pathlib import Path
 from typing import Any
@@ -139,8 +140,10 @@ def test_every_key_at_an_approval_question_and_during_a_turn(workspace: Path, ho
             child.expect("›")
             child.send("/exit\r")
             child.expect(pexpect.EOF)
+            # the terminal is left as scribe found it: echo and line editing on
+            local_modes = termios.tcgetattr(child.child_fd)[3]
+            assert local_modes & termios.ECHO and local_modes & termios.ICANON
         finally:
-            Path('/tmp/keys-screen.txt').write_text(screen.getvalue())
             child.close()
     transcript = screen.getvalue()
     assert child.exitstatus == 0, transcript[-2000:]

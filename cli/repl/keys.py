@@ -43,8 +43,11 @@ from prompt_toolkit.keys import Keys
 # A lone ESC byte with nothing after it this soon is the Esc key; terminals send the bytes of an
 # escape sequence (an arrow key, Alt-x) together.
 ESC_WAIT_S = 0.05
-# How long after an answer the rest of its word may still arrive and be swallowed.
+# How long after an answer the rest of its word may still arrive and be swallowed; and how long a
+# turn that ends right after an answer waits for the rest to begin (a typist's next key comes
+# well within it) before the prompt takes the keys.
 CONTINUATION_S = 1.0
+REST_BEGINS_S = 0.3
 ENTER = (Keys.ControlM, Keys.ControlJ)
 # Never handed to the next prompt: Ctrl-D would end the REPL, the others are the terminal's.
 DROPPED = (Keys.ControlD, Keys.CPRResponse, Keys.Vt100MouseEvent)
@@ -120,11 +123,24 @@ class TurnKeys:
         self._lock = threading.Lock()
         self._kept: list[KeyPress] = []
         self._rest: str | None = None  # the rest of an answer's word, still to swallow
-        self._rest_until = 0.0
+        self._rest_from = 0.0  # when the answer was given
+        self._rest_begun = False  # some of the rest has arrived: the person is typing the word
         self._reader: _Reader | None = None
 
     def on_terminal(self) -> bool:
         return terminal_input()[1] is not None
+
+    @contextmanager
+    def session(self) -> Iterator[None]:
+        """For the whole REPL: the terminal as it was found is what it is left as. Between turns
+        echo stays off (see `running`), so this puts it back at the end."""
+        _, fd = terminal_input()
+        saved = termios.tcgetattr(fd) if fd is not None else None
+        try:
+            yield
+        finally:
+            if fd is not None and saved is not None:
+                termios.tcsetattr(fd, termios.TCSANOW, saved)
 
     @contextmanager
     def running(self) -> Iterator[None]:
@@ -146,7 +162,12 @@ class TurnKeys:
                 self._await_rest()
                 reader.stop()
                 self._reader = None
-                termios.tcsetattr(fd, termios.TCSANOW, saved)
+                # Line mode again, but still without echo: a key typed between now and the next
+                # prompt waits there instead of being echoed onto the screen (`session` restores
+                # echo when the REPL ends).
+                quiet = [*saved[:6], list(saved[6])]
+                quiet[3] &= ~termios.ECHO
+                termios.tcsetattr(fd, termios.TCSANOW, quiet)
                 with self._lock:
                     kept, self._kept = self._kept, []
                 store_typeahead(source, kept)
@@ -184,7 +205,7 @@ class TurnKeys:
         """After `choice`: the rest of its word and an Enter are to be swallowed."""
         with self._lock:
             self._rest = choice.word[1:] if choice.by_letter else None
-            self._rest_until = time.monotonic() + CONTINUATION_S
+            self._rest_from, self._rest_begun = time.monotonic(), False
 
     # -- the reading thread's side -------------------------------------------------------------
 
@@ -192,10 +213,11 @@ class TurnKeys:
         """`keys` less the rest of the last answer's word (call with the lock held)."""
         if self._rest is None or not keys:
             return keys
-        if time.monotonic() > self._rest_until:
+        if time.monotonic() > self._rest_from + CONTINUATION_S:
             self._rest = None
             return keys
         left, self._rest = swallow(keys, self._rest)
+        self._rest_begun = self._rest_begun or len(left) < len(keys)
         return left
 
     def _key(self, key: KeyPress, lone: bool) -> None:
@@ -210,10 +232,12 @@ class TurnKeys:
 
     def _await_rest(self) -> None:
         """A turn that ends right after an answer: give the rest of its word the moment it
-        needs to arrive (at most CONTINUATION_S), so it does not land on the prompt."""
+        needs to arrive, so it does not land on the prompt (REST_BEGINS_S for it to begin,
+        CONTINUATION_S in all once it has)."""
         while True:
             with self._lock:
-                if self._rest is None or time.monotonic() > self._rest_until:
+                waited = time.monotonic() - self._rest_from
+                if self._rest is None or waited > (CONTINUATION_S if self._rest_begun else REST_BEGINS_S):
                     self._rest = None
                     return
             time.sleep(0.02)

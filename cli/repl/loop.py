@@ -271,8 +271,9 @@ def start(*, continue_: bool, resume: str | None, permission_mode: str | None, m
         preload_sdk()  # while the person types the first message
         repl = Repl(workspace, settings, View(make_console()))
         session = choose_session(workspace, settings, SessionChoice(continue_, resume, model))
-        try:
-            repl.open(session, resumed=continue_ or bool(resume))
-            repl.loop()
-        finally:
-            repl.close()
+        with repl.keys.session():
+            try:
+                repl.open(session, resumed=continue_ or bool(resume))
+                repl.loop()
+            finally:
+                repl.close()
