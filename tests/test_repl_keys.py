@@ -193,3 +193,38 @@ def _verdicts(events: list[Any]) -> dict[str, str]:
 
 def _sleep_running(workspace: Path) -> bool:
     return running_in(workspace, "sleep", SLEEP)
+
+
+@pytest.mark.slow
+def test_the_keys_on_a_dumb_terminal_and_a_word_typed_slowly(workspace: Path, home: Path) -> None:
+    """TERM=dumb: prompt-toolkit's own Enter and Ctrl-D run before a question's keys there. And
+    a word typed slowly after a quick turn: its rest reaches the next prompt, which swallows it."""
+    screen = io.StringIO()
+    with FakeMessagesServer(responder) as server:
+        env = scribe_env(server.base_url, home, TERM="dumb", PROMPT_TOOLKIT_NO_CPR="1")
+        child = pexpect.spawn(SCRIBE, [], cwd=str(workspace), env=env, dimensions=(40, 120), encoding="utf-8",
+                              timeout=20)
+        child.logfile_read = screen
+        try:
+            child.expect("permission mode ask")
+            for label, keys in [("enter", ["\r", UP, "x", "y"]), ("ctrl-d", [CTRL_D]), ("escape", [ESC]),
+                                ("yes", list("yes\r")), ("no", list("no\r")), ("ctrl-c", [CTRL_C])]:
+                child.expect("›")
+                child.send(f"turn-{label}\r")
+                child.expect(QUESTION)
+                for key in keys:
+                    settle()  # slowly: the rest of a word comes after its quick turn has ended
+                    child.send(key)
+                child.expect("interrupted" if label == "ctrl-c" else f"done {label}")
+            child.expect("›")
+            child.send("/exit\r")
+            child.expect(pexpect.EOF)
+        finally:
+            child.close()
+    transcript = screen.getvalue()
+    assert "Traceback" not in transcript, transcript
+    events = events_of(session_logs(workspace)[0])
+    assert [e.text for e in events if isinstance(e, UserEvent)] == [
+        f"turn-{label}" for label in ("enter", "ctrl-d", "escape", "yes", "no", "ctrl-c")]
+    assert _verdicts(events) == {"echo ran-enter": "ran", "echo ran-ctrl-d": "declined", "echo ran-escape": "declined",
+                                 "echo ran-yes": "ran", "echo ran-no": "declined", "echo ran-ctrl-c": "interrupted"}

@@ -36,7 +36,7 @@ from scribe.cli.repl.input import ReplCompleter
 from scribe.cli.repl.loop import drive
 from scribe.cli.repl.records import last_exchanges
 from scribe.cli.repl.stats import dollars, numbers, toolbar_text
-from scribe.cli.repl.view import View, fold, tail_source
+from scribe.cli.repl.view import STATUS_AFTER_S, View, fold, tail_source
 from scribe.fakeapi import FakeMessagesServer, Reply, text_block, tool_use_block
 from scribe.memory.events import AssistantEvent, InterruptEvent, SessionEvent, ToolResultEvent, UsageEvent
 from scribe.tools.base import CommandInterrupted, ToolContext
@@ -333,3 +333,18 @@ def test_the_rest_of_an_answers_word_and_its_enter_are_swallowed() -> None:
     assert left("\rhello", "") == ("hello", None)  # "y" then Enter
     assert left("what", "es") == ("what", None)  # something else: kept
     assert left("lw", "lways") == ("", "ays")
+
+
+def test_after_a_tool_result_the_wait_for_the_next_call_is_said(workspace: Path) -> None:
+    """Between a tool's result and the next model call the agent may compress memory, a model
+    call of its own: on a plain terminal a status line comes once that lasts."""
+    out = io.StringIO()
+    view = View(Console(file=out, width=100))
+    call = ToolCall("t1", "read_file", {"path": "a"}, "a")
+    result = ToolResultEvent(seq=3, ts="2026-01-01T00:00:00Z", tool_use_id="t1", tool="read_file", output="x",
+                             is_error=False)
+    view.handle(call)
+    view.handle(ToolDone(call, result))
+    time.sleep(STATUS_AFTER_S + 0.4)
+    view.pause()
+    assert out.getvalue().endswith("thinking…  (Esc or Ctrl-C cancels)\n"), out.getvalue()

@@ -28,11 +28,11 @@ from scribe.tools.textio import plural
 
 from ..visible import visible
 from .input import GUARD_S, InputArea
-from .keys import TurnKeys
+from .keys import ANSWER_WORDS, TurnKeys
 from .view import RUNNING, View, diff_text
 
 PREVIEW_LINES = 12
-ANSWERS = {"y": "yes", "n": "no", "a": "always"}
+ANSWERS = {word[0]: word for word in ANSWER_WORDS}  # y: yes, n: no, a: always
 VERDICT: dict[str, bool | str] = {"yes": True, "no": False, "always": "always"}
 
 

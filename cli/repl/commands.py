@@ -173,6 +173,7 @@ def _reflect(repl: Repl, arg: str) -> None:
         repl.view.note("this session runs without memory compression")
         return
     before = repl.context()
+    repl.view.busy("compressing memory…  (Esc or Ctrl-C cancels)")
     try:
         for event in events:
             repl.view.handle(event)

@@ -21,13 +21,14 @@ from prompt_toolkit import PromptSession
 from prompt_toolkit.application.current import get_app
 from prompt_toolkit.completion import CompleteEvent, Completer, Completion
 from prompt_toolkit.document import Document
+from prompt_toolkit.filters import Condition
 from prompt_toolkit.formatted_text import FormattedText
 from prompt_toolkit.history import FileHistory
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 from prompt_toolkit.keys import Keys
 from prompt_toolkit.styles import Style
 
-from .keys import Choice
+from .keys import ANSWER_WORDS, Choice, WordRest
 
 # Never offered: git's and scribe's own folders are not the person's files.
 HIDDEN_DIRS = {".git", ".scribe"}
@@ -100,7 +101,7 @@ class ReplCompleter(Completer):
                 return
 
 
-def _bindings() -> KeyBindings:
+def _bindings(rest: WordRest | None) -> KeyBindings:
     kb = KeyBindings()
 
     @kb.add("escape", "enter")
@@ -115,6 +116,12 @@ def _bindings() -> KeyBindings:
         else:
             event.app.exit(exception=KeyboardInterrupt(), style="class:aborting")
 
+    if rest is not None:
+        # The rest of an approval's word (`yes`: "es" and Enter) that arrives after its turn
+        # has ended is swallowed here, on an empty line, instead of becoming a message.
+        for key in ["enter", *sorted({c for word in ANSWER_WORDS for c in word[1:] + word[1:].upper()})]:
+            expected = Condition(lambda key=key: not get_app().current_buffer.text and rest.expects(key))
+            kb.add(key, filter=expected)(lambda event, key=key: rest.take(key))
     return kb
 
 
@@ -128,13 +135,13 @@ def _columns() -> int | None:
 
 class InputArea:
     def __init__(self, workspace: Path, history: Path, commands: Callable[[], Mapping[str, str]],
-                 toolbar: Callable[[int | None], str]) -> None:
+                 toolbar: Callable[[int | None], str], rest: WordRest | None = None) -> None:
         history.parent.mkdir(parents=True, exist_ok=True)
         self.session: PromptSession[str] = PromptSession(
             history=FileHistory(str(history)),
             completer=ReplCompleter(workspace, commands),
             complete_while_typing=True,
-            key_bindings=_bindings(),
+            key_bindings=_bindings(rest),
             bottom_toolbar=lambda: toolbar(_columns()),
             style=STYLE,
             multiline=False,
@@ -194,11 +201,20 @@ class InputArea:
                 lines.append(("class:note", choices))
             return FormattedText([*lines, ("class:prompt", question)])
 
-        asker: PromptSession[Choice] = PromptSession(key_bindings=kb, style=STYLE)
+        asker: PromptSession[Choice | str] = PromptSession(key_bindings=kb, style=STYLE)
         asker.app.ttimeoutlen = ESC_TIMEOUT_S
-        # handle_sigint=False: the REPL's own SIGINT handler is in place during a turn, and
-        # prompt-toolkit would put Python's default one back instead of it when done.
-        return asker.prompt(message, handle_sigint=False)
+        while True:
+            try:
+                # handle_sigint=False: the REPL's own SIGINT handler is in place during a turn,
+                # and prompt-toolkit would put Python's default one back instead of it when done.
+                result = asker.prompt(message, handle_sigint=False)
+            except EOFError:  # Ctrl-D where the prompt's own binding ran first (a dumb terminal)
+                return Choice(on_escape, False)
+            if isinstance(result, Choice):
+                return result
+            # Enter accepted the empty line, as a dumb terminal's prompt does before our binding
+            # can: that answers nothing, so ask again, with the choices.
+            state.hint = True
 
 
 @functools.cache

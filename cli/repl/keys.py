@@ -13,7 +13,8 @@ what is typed:
   keys kept so far, what still waits in the terminal's buffer (tcflush) and prompt-toolkit's
   own type-ahead, so none of it can answer the question.
 - After an answer given by its first letter, the rest of the word and an Enter (`yes⏎`, `n⏎`)
-  are swallowed wherever they arrive, instead of landing on the next question or prompt.
+  are swallowed wherever they arrive (this thread, the next question, the next prompt through
+  `expects`/`take`), instead of landing on the next question or becoming a message.
 
 Without a terminal (tests feed a pipe) only the last rule applies.
 """
@@ -32,6 +33,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Protocol
 
 from prompt_toolkit.application.current import get_app_session
 from prompt_toolkit.input import Input
@@ -43,14 +45,20 @@ from prompt_toolkit.keys import Keys
 # A lone ESC byte with nothing after it this soon is the Esc key; terminals send the bytes of an
 # escape sequence (an arrow key, Alt-x) together.
 ESC_WAIT_S = 0.05
-# How long after an answer the rest of its word may still arrive and be swallowed; and how long a
-# turn that ends right after an answer waits for the rest to begin (a typist's next key comes
-# well within it) before the prompt takes the keys.
+# How long after an answer, or after the last letter of its word's rest, the next may still
+# arrive and be swallowed: during the turn by the reading thread, after it by the next prompt.
 CONTINUATION_S = 1.0
-REST_BEGINS_S = 0.3
 ENTER = (Keys.ControlM, Keys.ControlJ)
 # Never handed to the next prompt: Ctrl-D would end the REPL, the others are the terminal's.
 DROPPED = (Keys.ControlD, Keys.CPRResponse, Keys.Vt100MouseEvent)
+ANSWER_WORDS = ("yes", "no", "always")  # an approval's answers, whose rest may follow its letter
+
+
+class WordRest(Protocol):
+    """What the next prompt needs to swallow the rest of an answer's word arriving late."""
+
+    def expects(self, key: str) -> bool: ...
+    def take(self, key: str) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -123,8 +131,7 @@ class TurnKeys:
         self._lock = threading.Lock()
         self._kept: list[KeyPress] = []
         self._rest: str | None = None  # the rest of an answer's word, still to swallow
-        self._rest_from = 0.0  # when the answer was given
-        self._rest_begun = False  # some of the rest has arrived: the person is typing the word
+        self._rest_from = 0.0  # when the answer, or the last letter of its rest, came
         self._reader: _Reader | None = None
 
     def on_terminal(self) -> bool:
@@ -159,7 +166,6 @@ class TurnKeys:
             # An Esc pressed as the turn ends is delivered once the terminal is itself again.
             mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
             try:
-                self._await_rest()
                 reader.stop()
                 self._reader = None
                 # Line mode again, but still without echo: a key typed between now and the next
@@ -205,7 +211,7 @@ class TurnKeys:
         """After `choice`: the rest of its word and an Enter are to be swallowed."""
         with self._lock:
             self._rest = choice.word[1:] if choice.by_letter else None
-            self._rest_from, self._rest_begun = time.monotonic(), False
+            self._rest_from = time.monotonic()
 
     # -- the reading thread's side -------------------------------------------------------------
 
@@ -217,7 +223,8 @@ class TurnKeys:
             self._rest = None
             return keys
         left, self._rest = swallow(keys, self._rest)
-        self._rest_begun = self._rest_begun or len(left) < len(keys)
+        if len(left) < len(keys):
+            self._rest_from = time.monotonic()
         return left
 
     def _key(self, key: KeyPress, lone: bool) -> None:
@@ -230,17 +237,20 @@ class TurnKeys:
             if key.key not in DROPPED:
                 self._kept.append(key)
 
-    def _await_rest(self) -> None:
-        """A turn that ends right after an answer: give the rest of its word the moment it
-        needs to arrive, so it does not land on the prompt (REST_BEGINS_S for it to begin,
-        CONTINUATION_S in all once it has)."""
-        while True:
-            with self._lock:
-                waited = time.monotonic() - self._rest_from
-                if self._rest is None or waited > (CONTINUATION_S if self._rest_begun else REST_BEGINS_S):
-                    self._rest = None
-                    return
-            time.sleep(0.02)
+    # -- the next prompt's side (WordRest) --------------------------------------------------------
+
+    def expects(self, key: str) -> bool:
+        """Whether `key` ("enter" or a letter) is the next of the last answer's word."""
+        with self._lock:
+            if self._rest is None or time.monotonic() > self._rest_from + CONTINUATION_S:
+                return False
+            return key == "enter" or (bool(self._rest) and key.lower() == self._rest[0])
+
+    def take(self, key: str) -> None:
+        with self._lock:
+            if self._rest is not None:
+                self._rest = None if key == "enter" else self._rest[1:]
+                self._rest_from = time.monotonic()
 
 
 class _Reader(threading.Thread):

@@ -105,8 +105,9 @@ class Repl:
         self.workspace, self.settings, self.view = workspace, settings, view
         # One client for every session of this REPL: its connections stay open between turns.
         self.model = model or ModelClient(retry=RetryPolicy(settings.max_retries, settings.retry_backoff_s))
-        self.area = area or InputArea(workspace, state_dir(workspace) / "history", command_help, self.toolbar)
         self.keys = TurnKeys()
+        self.area = area or InputArea(workspace, state_dir(workspace) / "history", command_help, self.toolbar,
+                                      self.keys)
         self._agent: Agent | None = None
         self._numbers: Numbers | None = None
 

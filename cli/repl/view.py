@@ -263,6 +263,8 @@ class View:
         elif isinstance(event, ToolDone):
             self.pause()
             self._tool_result(event)
+            # The next call may be a while in coming (memory compression goes first): say so.
+            self.busy(THINKING)
         elif isinstance(event, Retrying):
             # The call starts over and streams its answer again: drop what it had shown so far.
             self._stop_live()
