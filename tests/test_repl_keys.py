@@ -52,6 +52,15 @@ def responder(request: dict[str, Any]) -> ScriptItem:
     return Reply.text(f"done {label}")
 
 
+def spawn(server: FakeMessagesServer, workspace: Path, home: Path, term: str, screen: io.StringIO) -> pexpect.spawn:
+    """scribe in a pseudo-terminal of the given TERM, its output copied to `screen`."""
+    env = scribe_env(server.base_url, home, TERM=term, PROMPT_TOOLKIT_NO_CPR="1")
+    child = pexpect.spawn(SCRIBE, [], cwd=str(workspace), env=env, dimensions=(40, 120), encoding="utf-8", timeout=20)
+    child.logfile_read = screen
+    child.expect("permission mode ask")
+    return child
+
+
 def settle() -> None:
     """Wait out the question's guard, as a person reading it would."""
     time.sleep(GUARD_S + 0.2)
@@ -62,12 +71,8 @@ def test_every_key_at_an_approval_question_and_during_a_turn(workspace: Path, ho
     (workspace / "important.txt").write_text("keep me\n")
     screen = io.StringIO()
     with FakeMessagesServer(responder) as server:
-        env = scribe_env(server.base_url, home, TERM="xterm-256color", PROMPT_TOOLKIT_NO_CPR="1")
-        child = pexpect.spawn(SCRIBE, [], cwd=str(workspace), env=env, dimensions=(40, 120), encoding="utf-8",
-                              timeout=20)
-        child.logfile_read = screen
+        child = spawn(server, workspace, home, "xterm-256color", screen)
         try:
-            child.expect("permission mode ask")
 
             def ask(label: str) -> None:
                 child.expect("›")
@@ -201,12 +206,8 @@ def test_the_keys_on_a_dumb_terminal_and_a_word_typed_slowly(workspace: Path, ho
     a word typed slowly after a quick turn: its rest reaches the next prompt, which swallows it."""
     screen = io.StringIO()
     with FakeMessagesServer(responder) as server:
-        env = scribe_env(server.base_url, home, TERM="dumb", PROMPT_TOOLKIT_NO_CPR="1")
-        child = pexpect.spawn(SCRIBE, [], cwd=str(workspace), env=env, dimensions=(40, 120), encoding="utf-8",
-                              timeout=20)
-        child.logfile_read = screen
+        child = spawn(server, workspace, home, "dumb", screen)
         try:
-            child.expect("permission mode ask")
             for label, keys in [("enter", ["\r", UP, "x", "y"]), ("ctrl-d", [CTRL_D]), ("escape", [ESC]),
                                 ("yes", list("yes\r")), ("no", list("no\r")), ("ctrl-c", [CTRL_C])]:
                 child.expect("›")
