@@ -25,7 +25,7 @@ from rich.text import Text
 from scribe import __version__
 from scribe.agent.compress import ContextSize
 from scribe.agent.config import Settings, find_workspace, load_settings, state_dir
-from scribe.agent.curator import curate
+from scribe.agent.curator import Curation, curate, curate_earlier
 from scribe.agent.loop import Agent
 from scribe.agent.model import ModelClient, preload_sdk
 from scribe.agent.protocol import AgentEvent, TurnEnded
@@ -138,7 +138,21 @@ class Repl:
         if self._agent is not None:
             self._end(self._agent)
             self._agent = None
-        self.open(choose_session(self.workspace, self.settings, SessionChoice()), resumed=False)
+        self.open(self.choose(SessionChoice()), resumed=False)
+
+    def choose(self, choice: SessionChoice) -> Session:
+        """The session to run in. A new one first curates the earlier sessions the notes have not
+        taken (a wait the person did not ask for: said at once, and Ctrl-C skips it)."""
+        if not (choice.continue_latest or choice.session_id) and self.settings.curate_notes:
+            self.view.busy("curating notes from earlier sessions…  (Ctrl-C skips)")
+            try:
+                for outcome in curate_earlier(self.workspace, self.settings, self.model):
+                    self.reported(outcome)
+            except KeyboardInterrupt:
+                self.view.note("notes: curation skipped (interrupted)")
+            finally:
+                self.view.pause()
+        return choose_session(self.workspace, self.settings, choice)
 
     def resume(self, id_or_prefix: str) -> None:
         found = store_for(self.workspace).find(id_or_prefix, self.workspace)
@@ -166,6 +180,11 @@ class Repl:
         finally:
             agent.close()  # stops its file watcher
             agent.session.close()
+
+    def reported(self, outcome: Curation) -> None:
+        """An earlier session curated before a new one starts (its notes are in the new one)."""
+        if outcome.noteworthy:
+            self.view.note(outcome.message)
 
     def curate(self, agent: Agent) -> None:
         # A wait the person did not ask for (leaving, /clear): say what it is and how to skip it.
@@ -271,8 +290,8 @@ def start(*, continue_: bool, resume: str | None, permission_mode: str | None, m
                                  defaults={"permission_mode": "ask"})
         preload_sdk()  # while the person types the first message
         repl = Repl(workspace, settings, View(make_console()))
-        session = choose_session(workspace, settings, SessionChoice(continue_, resume, model))
         with repl.keys.session():
+            session = repl.choose(SessionChoice(continue_, resume, model))
             try:
                 repl.open(session, resumed=continue_ or bool(resume))
                 repl.loop()
