@@ -386,3 +386,24 @@ def test_resume_lists_dates_how_many_more_and_no_empty_sessions(workspace: Path)
     assert all(re.search(r"\d{4}-\d\d-\d\d \d\d:\d\d", line) for line in listed)
     assert "question 3" in ran.out and "question 2" not in ran.out
     assert "… and 3 older sessions (`scribe log list` shows them all)" in ran.out
+
+
+def test_a_new_session_says_it_curates_the_earlier_ones_first(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SCRIBE_CURATE_NOTES", "true")
+    settings = load_settings(workspace, {"max_retries": 0})
+    earlier = choose_session(workspace, settings, SessionChoice())
+    earlier.append(UserEvent, text="tests run with make check")
+    earlier.close()
+
+    def answer(request: dict) -> Reply:  # type: ignore[type-arg]
+        time.sleep(STATUS_AFTER_S + 0.5)  # a slow curation, as when the API is slow or unreachable
+        return Reply.text("## Conventions\n- tests run with make check [from x#1]")
+
+    out = io.StringIO()
+    with FakeMessagesServer(answer) as server, create_pipe_input() as pipe, \
+            create_app_session(input=pipe, output=DummyOutput()):
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.base_url)
+        repl = Repl(workspace, settings, View(Console(file=out, width=110)))
+        repl.choose(SessionChoice()).close()
+    assert "curating notes from earlier sessions…  (Ctrl-C skips)" in out.getvalue()
+    assert len(server.requests) == 1  # the earlier session was curated before the new one began
