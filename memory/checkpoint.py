@@ -223,7 +223,8 @@ def _from_checkpoint(log_path: Path, fh: Any, saved: Checkpoint) -> Reopened | N
     else:
         skipped = [p.line for p in saved.problems if p.line < saved.keep_line]
         events = EventLog(header, recent, places, saved.keep_position,
-                          OlderEvents(log_path, saved.keep_offset, saved.keep_position, skipped))
+                          OlderEvents(log_path, saved.keep_offset, saved.keep_position, skipped),
+                          older_bound=int(saved.chunks["observed_to"]))
     if len(events) != digest.events:
         return None
     return Reopened(events, chunks, digest, read.problems, read.last_seq, lines.end, lines.torn, number, hasher,
@@ -288,7 +289,8 @@ def _from_scratch(log_path: Path, fh: Any) -> Reopened:
     if start:
         skipped = [p.line for p in read.problems if p.line < keep_line]
         older = OlderEvents(log_path, keep_offset, start, skipped)
-    return Reopened(EventLog(header, recent, places, start, older), chunks, digest, read.problems, read.last_seq,
+    events = EventLog(header, recent, places, start, older, older_bound=chunks.observed_to)
+    return Reopened(events, chunks, digest, read.problems, read.last_seq,
                     lines.end, lines.torn, number, hasher, from_checkpoint=False)
 
 

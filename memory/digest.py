@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .events import Event, GitCommitEvent, GitUndoEvent, NotesEvent, ToolResultEvent, UsageEvent, UserEvent
+from .health import MemoryHealth, SideCalls, count
 
 # A usage event's own fields in the order UsageEvent takes them, the rest of a row being its
 # extra fields (a newer scribe's, kept). message_id is left out: nothing priced needs it.
@@ -28,11 +29,13 @@ class LogDigest:
     usage: list[list[Any]] = field(default_factory=list)
     notes_upto: int = 0  # the last seq a curation of the notes covered
     commits: list[str] = field(default_factory=list)  # scribe's commits not undone since, oldest first
+    health: MemoryHealth = field(default_factory=MemoryHealth)  # side calls made and failed
     _calls: list[UsageEvent] = field(default_factory=list, init=False, repr=False, compare=False)
 
     def add(self, event: Event) -> None:
         self.events += 1
         self.last_ts = event.ts
+        count(self.health, event)
         if isinstance(event, UserEvent):
             self.turns += 1
         elif isinstance(event, ToolResultEvent):
@@ -61,16 +64,25 @@ class LogDigest:
 
     def to_state(self) -> dict[str, Any]:
         return {"events": self.events, "turns": self.turns, "last_ts": self.last_ts, "seen": self.seen,
-                "usage": self.usage, "notes_upto": self.notes_upto, "commits": self.commits}
+                "usage": self.usage, "notes_upto": self.notes_upto, "commits": self.commits,
+                "health": [[c.made, c.failed, c.last_failure] for c in _side_calls(self.health)]
+                + [self.health.last_failure]}
 
     @classmethod
     def from_state(cls, state: dict[str, Any]) -> LogDigest:
         """Raises (KeyError, TypeError, ValueError) on a state that is not one: the checkpoint is
         then rebuilt."""
+        *calls, last_failure = state["health"]
+        health = MemoryHealth(*(SideCalls(int(made), int(failed), last) for made, failed, last in calls),
+                              last_failure=last_failure)
         digest = cls(int(state["events"]), int(state["turns"]), state["last_ts"], dict(state["seen"]),
-                     list(state["usage"]), int(state["notes_upto"]), list(state["commits"]))
+                     list(state["usage"]), int(state["notes_upto"]), list(state["commits"]), health)
         if not all(isinstance(r, list) and len(r) >= len(_USAGE_FIELDS) for r in digest.usage):
             raise ValueError("usage rows")
         if not (digest.last_ts is None or isinstance(digest.last_ts, str)):
             raise ValueError("last_ts")
         return digest
+
+
+def _side_calls(health: MemoryHealth) -> tuple[SideCalls, SideCalls, SideCalls]:
+    return health.observer, health.reflector, health.curator  # MemoryHealth's field order

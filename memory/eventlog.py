@@ -95,7 +95,7 @@ class EventLog(Sequence[Event]):
     """All events of one log by position; positions `start` on are in memory."""
 
     def __init__(self, header: SessionEvent, recent: list[Event], places: list[Place], start: int = 0,
-                 older: OlderEvents | None = None) -> None:
+                 older: OlderEvents | None = None, older_bound: int = -1) -> None:
         assert start == 0 or older is not None, "events before `start` need the file they are in"
         assert start > 0 or (recent and recent[0] is header), "position 0 is the session event"
         assert len(places) == len(recent)
@@ -104,6 +104,9 @@ class EventLog(Sequence[Event]):
         self._places = places  # where each recent event's line is in the file
         self._start = start
         self._older = older
+        # No event before `start` has a seq above this (it is what was observed when they were
+        # let go of): asking for what follows a seq at least this high needs only the memory.
+        self._older_bound = older_bound
 
     @classmethod
     def of(cls, events: list[Event]) -> EventLog:
@@ -184,8 +187,11 @@ class EventLog(Sequence[Event]):
         return self._places[position - self._start]
 
     def after_seq(self, seq: int) -> Sequence[Event]:
-        """The events whose seq is above `seq`, given that every event before `start` has a seq at
-        most `seq` (the raw tail is always in memory): a slice when seqs match positions."""
+        """The events whose seq is above `seq`: from memory when no older event can be one (the
+        raw tail, what render and the compressor ask for, always is), a slice when seqs match
+        positions; else a view that reads the file as it is iterated."""
+        if self._start and seq < self._older_bound:
+            return _After(self, seq)
         first = seq + 1 - self._start
         recent = self._recent
         if 0 <= first < len(recent) and recent[first].seq == seq + 1 and (first == 0 or recent[first - 1].seq == seq):
@@ -193,3 +199,35 @@ class EventLog(Sequence[Event]):
         if first >= len(recent) and (not recent or recent[-1].seq <= seq):
             return []
         return [e for e in recent if e.seq > seq]
+
+
+class _After(Sequence[Event]):
+    """The events of a log whose seq is above `seq`, found by streaming it when iterated (nothing
+    kept); made a list only if something takes its length or an item."""
+
+    def __init__(self, events: EventLog, seq: int) -> None:
+        self._events, self._seq = events, seq
+        self._made: list[Event] | None = None
+
+    def __iter__(self) -> Iterator[Event]:
+        if self._made is not None:
+            yield from self._made
+            return
+        yield from (e for e in self._events if e.seq > self._seq)
+
+    def _list(self) -> list[Event]:
+        if self._made is None:
+            self._made = list(self)
+        return self._made
+
+    def __len__(self) -> int:
+        return len(self._list())
+
+    @overload
+    def __getitem__(self, index: int) -> Event: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Event]: ...
+
+    def __getitem__(self, index: int | slice) -> Event | list[Event]:
+        return self._list()[index]

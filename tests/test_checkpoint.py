@@ -30,7 +30,7 @@ from scribe.memory.events import (
 )
 from scribe.memory.log import LogWriter, read_log
 from scribe.memory.pairing import unanswered_tool_uses
-from scribe.memory.render import ChunkIndex, canonical_json, render
+from scribe.memory.render import ChunkIndex, canonical_json, render, tail_after
 from scribe.memory.store import describe
 from scribe.tools.registry import builtin_tools, tool_definitions
 
@@ -104,6 +104,8 @@ def assert_same_as_full_read(session: Session) -> None:
         fresh.add(event)
     assert session.digest == fresh
     assert unanswered_tool_uses(session.events) == unanswered_tool_uses(events)
+    for seq in (0, 7, len(events) // 2, len(events) - 3):  # what follows any seq, not only the raw tail
+        assert list(tail_after(session.events, seq)) == list(tail_after(events, seq))
 
 
 @pytest.mark.parametrize("seed", range(12))
