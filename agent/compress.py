@@ -23,7 +23,6 @@ from scribe.memory.observer import (
     OBSERVER_SYSTEM,
     Span,
     UnusableAnswer,
-    backoff_until,
     choose_span,
     clip_span,
     event_line,
@@ -90,7 +89,7 @@ class Compressor:
         cold = self._cache_is_cold(events)
         if cold:
             threshold //= 2  # nothing cached to lose: compressing now costs nothing extra
-        if size.raw > backoff_until(events, OBSERVE_FAILED_KIND, ObservationEvent):
+        if size.raw > session.digest.backoff(OBSERVE_FAILED_KIND, ObservationEvent):  # as backoff_until reads it
             if size.raw > threshold:
                 yield from self.observe(session)
             elif self.settings.observe_on_payback and (span := self.paid_off_span(session, cold=cold)) is not None:
@@ -193,7 +192,7 @@ class Compressor:
             if force:
                 yield Notice("nothing to reflect: fewer than two observation chunks")
             return
-        waiting = backoff_until(session.events, BACKOFF_KIND, ReflectionEvent)  # looked up once one is due
+        waiting = session.digest.backoff(BACKOFF_KIND, ReflectionEvent)  # kept as the log grows: no scan back
         if waiting and total <= waiting and not force:
             return
         problems: list[str] = []

@@ -8,15 +8,64 @@ Pure: events in, state out; `to_state`/`from_state` are its JSON form in the che
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from .events import Event, GitCommitEvent, GitUndoEvent, NotesEvent, ToolResultEvent, UsageEvent, UserEvent
+from .events import (
+    ErrorEvent,
+    Event,
+    GitCommitEvent,
+    GitUndoEvent,
+    NotesEvent,
+    ToolResultEvent,
+    UsageEvent,
+    UserEvent,
+)
 from .health import MemoryHealth, SideCalls, count
 
 # A usage event's own fields in the order UsageEvent takes them, the rest of a row being its
 # extra fields (a newer scribe's, kept). message_id is left out: nothing priced needs it.
 _USAGE_FIELDS = ("seq", "ts", "purpose", "model", "input", "cache_read", "cache_write", "output", "latency_ms")
+
+
+class UsageRows:
+    """The usage rows, kept as the checkpoint's JSON text until something prices them: a
+    continued `scribe run` never does, and a long session has tens of thousands of calls."""
+
+    def __init__(self, text: str = "[]", rows: list[list[Any]] | None = None) -> None:
+        self._text: str | None = text if rows is None else None
+        self._rows = rows
+        self._added: list[list[Any]] = []
+
+    def append(self, row: list[Any]) -> None:
+        if self._rows is not None:
+            self._rows.append(row)
+        else:
+            self._added.append(row)
+
+    def rows(self) -> list[list[Any]]:
+        if self._rows is None:
+            assert self._text is not None
+            rows = json.loads(self._text)
+            if not all(isinstance(r, list) and len(r) >= len(_USAGE_FIELDS) for r in rows):
+                raise ValueError("usage rows in the checkpoint")
+            self._rows, self._text = rows + self._added, None
+            self._added = []
+        return self._rows
+
+    def text(self) -> str:
+        if self._rows is not None:
+            return json.dumps(self._rows, ensure_ascii=False, separators=(",", ":"))
+        assert self._text is not None
+        if not self._added:
+            return self._text
+        more = json.dumps(self._added, ensure_ascii=False, separators=(",", ":"))
+        return more if self._text == "[]" else self._text[:-1] + "," + more[1:]
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, UsageRows) and self.rows() == other.rows()
 
 
 @dataclass
@@ -26,16 +75,25 @@ class LogDigest:
     last_ts: str | None = None  # of the last event: the session's last activity
     seen: dict[str, str] = field(default_factory=dict)  # path -> sha256 the agent last saw
     # One row per model call, what pricing needs of it: _USAGE_FIELDS then a dict of extras.
-    usage: list[list[Any]] = field(default_factory=list)
+    usage: UsageRows = field(default_factory=UsageRows)
     notes_upto: int = 0  # the last seq a curation of the notes covered
     commits: list[str] = field(default_factory=list)  # scribe's commits not undone since, oldest first
     health: MemoryHealth = field(default_factory=MemoryHealth)  # side calls made and failed
+    # Position of the last event of each type, and of the last error of each kind with the
+    # tokens it backs off until: what `backoff` answers without scanning back through the log.
+    last_of: dict[str, int] = field(default_factory=dict)
+    errors: dict[str, list[int]] = field(default_factory=dict)
     _calls: list[UsageEvent] = field(default_factory=list, init=False, repr=False, compare=False)
 
     def add(self, event: Event) -> None:
+        position = self.events
         self.events += 1
         self.last_ts = event.ts
         count(self.health, event)
+        self.last_of[event.type] = position
+        if isinstance(event, ErrorEvent):
+            until = event.extra.get("until_tokens", 0)
+            self.errors[event.kind] = [position, until if type(until) is int else 0]
         if isinstance(event, UserEvent):
             self.turns += 1
         elif isinstance(event, ToolResultEvent):
@@ -54,9 +112,17 @@ class LogDigest:
         """Every model call as its usage event (what pricing takes), made from the rows once."""
         made = self._calls
         width = len(_USAGE_FIELDS)  # UsageEvent's positional fields, in this order
-        for row in self.usage[len(made):]:
+        for row in self.usage.rows()[len(made):]:
             made.append(UsageEvent(*row[:width], extra=dict(row[width]) if len(row) > width else {}))
         return made
+
+    def backoff(self, kind: str, cleared_by: type[Event]) -> int:
+        """What memory/observer.backoff_until finds reading the log backwards: the `until_tokens`
+        of the last error of `kind`, unless a `cleared_by` event came after it; 0: none."""
+        error = self.errors.get(kind)
+        if error is None or self.last_of.get(cleared_by.type, -1) > error[0]:
+            return 0
+        return error[1]
 
     @property
     def last_commit(self) -> str | None:
@@ -64,7 +130,8 @@ class LogDigest:
 
     def to_state(self) -> dict[str, Any]:
         return {"events": self.events, "turns": self.turns, "last_ts": self.last_ts, "seen": self.seen,
-                "usage": self.usage, "notes_upto": self.notes_upto, "commits": self.commits,
+                "usage": (usage := self.usage.text()), "usage_sha256": _sha256(usage),
+                "notes_upto": self.notes_upto, "commits": self.commits, "last_of": self.last_of, "errors": self.errors,
                 "health": [[c.made, c.failed, c.last_failure] for c in _side_calls(self.health)]
                 + [self.health.last_failure]}
 
@@ -75,10 +142,13 @@ class LogDigest:
         *calls, last_failure = state["health"]
         health = MemoryHealth(*(SideCalls(int(made), int(failed), last) for made, failed, last in calls),
                               last_failure=last_failure)
+        usage = state["usage"]
+        if not isinstance(usage, str) or _sha256(usage) != state["usage_sha256"]:
+            raise ValueError("usage rows")  # parsed only when priced: checked whole here instead
         digest = cls(int(state["events"]), int(state["turns"]), state["last_ts"], dict(state["seen"]),
-                     list(state["usage"]), int(state["notes_upto"]), list(state["commits"]), health)
-        if not all(isinstance(r, list) and len(r) >= len(_USAGE_FIELDS) for r in digest.usage):
-            raise ValueError("usage rows")
+                     UsageRows(usage), int(state["notes_upto"]), list(state["commits"]), health,
+                     {str(k): int(v) for k, v in state["last_of"].items()},
+                     {str(k): [int(v[0]), int(v[1])] for k, v in state["errors"].items()})
         if not (digest.last_ts is None or isinstance(digest.last_ts, str)):
             raise ValueError("last_ts")
         return digest
@@ -86,3 +156,7 @@ class LogDigest:
 
 def _side_calls(health: MemoryHealth) -> tuple[SideCalls, SideCalls, SideCalls]:
     return health.observer, health.reflector, health.curator  # MemoryHealth's field order
+
+
+def _sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()

@@ -19,6 +19,7 @@ from scribe.memory.checkpoint import checkpoint_path, digest_of, load_checkpoint
 from scribe.memory.digest import LogDigest
 from scribe.memory.events import (
     AssistantEvent,
+    ErrorEvent,
     Event,
     FileChangeEvent,
     ModelSwitchEvent,
@@ -29,6 +30,7 @@ from scribe.memory.events import (
     UserEvent,
 )
 from scribe.memory.log import LogWriter, read_log
+from scribe.memory.observer import backoff_until
 from scribe.memory.pairing import unanswered_tool_uses
 from scribe.memory.render import ChunkIndex, canonical_json, render, tail_after
 from scribe.memory.store import describe
@@ -74,6 +76,9 @@ def add_turns(session: Session, rng: random.Random, turns: int) -> None:
                                tokens=5, model="claude-haiku-5-5")
                 session.append(UsageEvent, purpose="observer", model="claude-haiku-5-5", input=900, cache_read=0,
                                cache_write=0, output=40)
+        if rng.random() < 0.2:  # a memory step that failed and backs off
+            session.append(ErrorEvent, kind=rng.choice(["reflect_backoff", "observe_backoff"]), message="refused",
+                           until_tokens=rng.randint(1, 9999))
         chunks, _ = session.chunks.update(session.events)
         if len(chunks) >= 3 and rng.random() < 0.3:
             session.append(ReflectionEvent, text="🔴 condensed", supersedes=[c.seq for c in chunks[:2]], tokens=3,
@@ -104,6 +109,8 @@ def assert_same_as_full_read(session: Session) -> None:
         fresh.add(event)
     assert session.digest == fresh
     assert unanswered_tool_uses(session.events) == unanswered_tool_uses(events)
+    for kind, cleared_by in (("reflect_backoff", ReflectionEvent), ("observe_backoff", ObservationEvent)):
+        assert session.digest.backoff(kind, cleared_by) == backoff_until(events, kind, cleared_by)
     for seq in (0, 7, len(events) // 2, len(events) - 3):  # what follows any seq, not only the raw tail
         assert list(tail_after(session.events, seq)) == list(tail_after(events, seq))
 
