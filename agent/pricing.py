@@ -6,8 +6,10 @@ reads are multiples of the base input price (5-minute writes 1.25x, 1-hour write
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from functools import cache
+from pathlib import Path
 
 from scribe.memory.events import UsageEvent
 
@@ -59,3 +61,9 @@ def uncached_cost(model: str, *, input: int, cache_read: int, cache_write: int, 
     """What the same call would cost with no caching: every input token at the base price."""
     p = price_for(model)
     return ((input + cache_read + cache_write) * p.input + output * p.output) / 1_000_000
+
+
+@cache
+def pricing_key() -> str:
+    """Names this pricing (its source): a sum priced under another is priced anew."""
+    return hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]

@@ -21,11 +21,13 @@ from scribe.memory.events import (
 from scribe.memory.log import LogError, LogProblem, LogWriter, SessionLock
 from scribe.memory.pairing import unanswered_tool_uses
 from scribe.memory.render import ChunkIndex
+from scribe.memory.stats import keep_priced
 from scribe.memory.store import SessionFile, SessionStore, exclude_from_git
 from scribe.tools.git import git_state
 
 from .config import Settings, state_dir
 from .instructions import Environment, prompt_hash, read_project_texts, system_text
+from .pricing import price_usage, pricing_key
 
 E = TypeVar("E", bound=Event)
 
@@ -79,6 +81,7 @@ class Session:
         hasher = self.writer.hasher
         if hasher is None or self.writer.closed or self.writer.size == self._checkpointed:
             return
+        keep_priced(self.digest, price_usage, pricing_key())
         made = make_checkpoint(self.events, self.chunks, self.digest, self.skipped, size=self.writer.size,
                                lines=self.writer.lines, fingerprint=hasher.hexdigest(),
                                last_seq=self.writer.next_seq - 1)

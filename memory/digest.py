@@ -34,9 +34,10 @@ class UsageRows:
     """The usage rows, kept as the checkpoint's JSON text until something prices them: a
     continued `scribe run` never does, and a long session has tens of thousands of calls."""
 
-    def __init__(self, text: str = "[]", rows: list[list[Any]] | None = None) -> None:
-        self._text: str | None = text if rows is None else None
-        self._rows = rows
+    def __init__(self, text: str = "[]", count: int = 0) -> None:
+        self._text: str | None = text
+        self._rows: list[list[Any]] | None = [] if text == "[]" else None
+        self._in_text = count  # rows in the text, known without parsing it
         self._added: list[list[Any]] = []
 
     def append(self, row: list[Any]) -> None:
@@ -45,11 +46,21 @@ class UsageRows:
         else:
             self._added.append(row)
 
+    def __len__(self) -> int:
+        return len(self._rows) if self._rows is not None else self._in_text + len(self._added)
+
+    def rows_from(self, first: int) -> list[list[Any]]:
+        """Rows `first` on; those appended since the checkpoint need no parse of its text."""
+        if self._rows is None and first >= self._in_text:
+            return self._added[first - self._in_text:]
+        return self.rows()[first:]
+
     def rows(self) -> list[list[Any]]:
         if self._rows is None:
             assert self._text is not None
             rows = json.loads(self._text)
-            if not all(isinstance(r, list) and len(r) >= len(_USAGE_FIELDS) for r in rows):
+            if len(rows) != self._in_text or not all(isinstance(r, list) and len(r) >= len(_USAGE_FIELDS)
+                                                     for r in rows):
                 raise ValueError("usage rows in the checkpoint")
             self._rows, self._text = rows + self._added, None
             self._added = []
@@ -83,6 +94,9 @@ class LogDigest:
     # tokens it backs off until: what `backoff` answers without scanning back through the log.
     last_of: dict[str, int] = field(default_factory=dict)
     errors: dict[str, list[int]] = field(default_factory=dict)
+    # What the first `calls` calls cost, as priced by the pricing named `key` (agent/pricing.py
+    # prices; memory only keeps the sum): listing sessions then prices only newer calls.
+    priced: dict[str, Any] | None = field(default=None, compare=False)
     _calls: list[UsageEvent] = field(default_factory=list, init=False, repr=False, compare=False)
 
     def add(self, event: Event) -> None:
@@ -108,12 +122,18 @@ class LogDigest:
         elif isinstance(event, GitUndoEvent) and event.sha in self.commits:
             self.commits.remove(event.sha)
 
-    def calls(self) -> list[UsageEvent]:
-        """Every model call as its usage event (what pricing takes), made from the rows once."""
-        made = self._calls
+    def calls(self, first: int = 0) -> list[UsageEvent]:
+        """The model calls from the `first`-th on as usage events (what pricing takes); made from
+        the rows once when all are asked for."""
         width = len(_USAGE_FIELDS)  # UsageEvent's positional fields, in this order
-        for row in self.usage.rows()[len(made):]:
-            made.append(UsageEvent(*row[:width], extra=dict(row[width]) if len(row) > width else {}))
+
+        def event(row: list[Any]) -> UsageEvent:
+            return UsageEvent(*row[:width], extra=dict(row[width]) if len(row) > width else {})
+
+        if first:
+            return [event(row) for row in self.usage.rows_from(first)]
+        made = self._calls
+        made.extend(event(row) for row in self.usage.rows_from(len(made)))
         return made
 
     def backoff(self, kind: str, cleared_by: type[Event]) -> int:
@@ -130,7 +150,8 @@ class LogDigest:
 
     def to_state(self) -> dict[str, Any]:
         return {"events": self.events, "turns": self.turns, "last_ts": self.last_ts, "seen": self.seen,
-                "usage": (usage := self.usage.text()), "usage_sha256": _sha256(usage),
+                "usage": (usage := self.usage.text()), "usage_sha256": _sha256(usage), "usage_count": len(self.usage),
+                "priced": self.priced,
                 "notes_upto": self.notes_upto, "commits": self.commits, "last_of": self.last_of, "errors": self.errors,
                 "health": [[c.made, c.failed, c.last_failure] for c in _side_calls(self.health)]
                 + [self.health.last_failure]}
@@ -146,9 +167,10 @@ class LogDigest:
         if not isinstance(usage, str) or _sha256(usage) != state["usage_sha256"]:
             raise ValueError("usage rows")  # parsed only when priced: checked whole here instead
         digest = cls(int(state["events"]), int(state["turns"]), state["last_ts"], dict(state["seen"]),
-                     UsageRows(usage), int(state["notes_upto"]), list(state["commits"]), health,
-                     {str(k): int(v) for k, v in state["last_of"].items()},
-                     {str(k): [int(v[0]), int(v[1])] for k, v in state["errors"].items()})
+                     UsageRows(usage, int(state["usage_count"])), int(state["notes_upto"]), list(state["commits"]),
+                     health, {str(k): int(v) for k, v in state["last_of"].items()},
+                     {str(k): [int(v[0]), int(v[1])] for k, v in state["errors"].items()},
+                     state["priced"] if isinstance(state["priced"], dict) else None)
         if not (digest.last_ts is None or isinstance(digest.last_ts, str)):
             raise ValueError("last_ts")
         return digest

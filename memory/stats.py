@@ -6,6 +6,7 @@ memory); the caller passes a `Pricer` that turns one usage event into dollars.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -193,12 +194,33 @@ def damage(header_problem: str | None, skipped_lines: int, torn: bool) -> str | 
     return ", ".join(parts) or None
 
 
-def summarize_digest(session_id: str, header: SessionEvent, digest: LogDigest, price: Pricer,
-                     damaged: str | None = None) -> SessionSummary:
-    """The row of a session from what its digest keeps (memory/digest.py): no event is read."""
-    figures = Figures()
-    for usage in digest.calls():
+def priced_figures(digest: LogDigest, price: Pricer, key: str | None = None) -> Figures:
+    """Every call of the digest, priced: from its priced sum when that was made by the pricing
+    named `key`, adding the calls made since; else each call anew."""
+    figures, first = Figures(), 0
+    kept = digest.priced
+    if key is not None and kept is not None and kept.get("key") == key:
+        try:
+            figures, first = Figures(**kept["figures"]), int(kept["calls"])
+        except (KeyError, TypeError, ValueError):
+            figures, first = Figures(), 0
+        if not 0 <= first <= len(digest.usage):
+            figures, first = Figures(), 0
+    for usage in digest.calls(first):
         figures.add(usage, *price(usage))
+    return figures
+
+
+def keep_priced(digest: LogDigest, price: Pricer, key: str) -> None:
+    """Bring the digest's priced sum up to every call (before its checkpoint is written)."""
+    figures = priced_figures(digest, price, key)
+    digest.priced = {"key": key, "calls": len(digest.usage), "figures": dataclasses.asdict(figures)}
+
+
+def summarize_digest(session_id: str, header: SessionEvent, digest: LogDigest, price: Pricer,
+                     damaged: str | None = None, key: str | None = None) -> SessionSummary:
+    """The row of a session from what its digest keeps (memory/digest.py): no event is read."""
+    figures = priced_figures(digest, price, key)
     return SessionSummary(id=session_id, cwd=header.cwd, started=header.created, last_activity=digest.last_ts,
                           events=digest.events, turns=digest.turns, figures=figures, damaged=damaged)
 

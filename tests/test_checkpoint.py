@@ -14,6 +14,7 @@ import pytest
 
 from conftest import CORRUPT_ON_PURPOSE
 from scribe.agent.config import Settings
+from scribe.agent.pricing import price_usage, pricing_key
 from scribe.agent.session import Session, open_session, start_session
 from scribe.memory.checkpoint import checkpoint_path, digest_of, load_checkpoint, reopen
 from scribe.memory.digest import LogDigest
@@ -33,6 +34,7 @@ from scribe.memory.log import LogWriter, read_log
 from scribe.memory.observer import backoff_until
 from scribe.memory.pairing import unanswered_tool_uses
 from scribe.memory.render import ChunkIndex, canonical_json, render, tail_after
+from scribe.memory.stats import priced_figures
 from scribe.memory.store import describe
 from scribe.tools.registry import builtin_tools, tool_definitions
 
@@ -108,6 +110,8 @@ def assert_same_as_full_read(session: Session) -> None:
     for event in events:
         fresh.add(event)
     assert session.digest == fresh
+    # The priced sum the checkpoint keeps, plus the calls since, is what pricing every call gives.
+    assert priced_figures(session.digest, price_usage, pricing_key()) == priced_figures(fresh, price_usage)
     assert unanswered_tool_uses(session.events) == unanswered_tool_uses(events)
     for kind, cleared_by in (("reflect_backoff", ReflectionEvent), ("observe_backoff", ObservationEvent)):
         assert session.digest.backoff(kind, cleared_by) == backoff_until(events, kind, cleared_by)
@@ -247,7 +251,6 @@ def test_a_chunk_index_survives_its_state(workspace: Path) -> None:
 
 
 def test_log_list_figures_from_the_digest_equal_those_of_a_full_read(workspace: Path) -> None:
-    from scribe.agent.pricing import price_usage
     from scribe.memory.stats import summarize, summarize_digest
 
     path = long_compressed_session(workspace, turns=25)
@@ -258,7 +261,7 @@ def test_log_list_figures_from_the_digest_equal_those_of_a_full_read(workspace: 
                              cache_write=0, output=9)
                 older.append(UserEvent, text="one more")
         log = digest_of(path)
-        from_digest = summarize_digest(path.stem, log.header, log.digest, price_usage)
+        from_digest = summarize_digest(path.stem, log.header, log.digest, price_usage, key=pricing_key())
         assert from_digest.as_dict() == summarize(path.stem, full_read(path), price_usage).as_dict()
     checkpoint_path(path).unlink()
     log = digest_of(path)  # no checkpoint: one streaming read

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from scribe.agent.pricing import price_usage
+from scribe.agent.pricing import price_usage, pricing_key
 from scribe.memory.checkpoint import NotASessionLog, digest_of
 from scribe.memory.log import LogError
 from scribe.memory.stats import SessionSummary, damage, summarize, summarize_digest
@@ -61,7 +61,8 @@ def _row(found: SessionFile) -> SessionSummary:
     except OSError as exc:
         raise LogError(f"cannot read {found.path}: {exc.strerror or exc}") from None
     skipped = sum(p.kind != "torn" for p in log.problems)
-    return summarize_digest(found.id, log.header, log.digest, price_usage, damage(found.damaged, skipped, log.torn))
+    return summarize_digest(found.id, log.header, log.digest, price_usage, damage(found.damaged, skipped, log.torn),
+                            pricing_key())
 
 
 def _print(rows: list[SessionSummary], with_cwd: bool) -> None:
