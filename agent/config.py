@@ -20,6 +20,9 @@ from typing import Any
 DEFAULT_MODEL = "claude-sonnet-5-5"
 DEFAULT_OBSERVER_MODEL = "claude-haiku-5-5"
 PERMISSION_MODES = ("read-only", "ask", "accept-edits", "full-auto")
+# Seconds a model call may go without a byte from the server: enough for a long prompt to be
+# read and for the pauses of a long answer, far short of the SDK's ten minutes.
+DEFAULT_REQUEST_TIMEOUT_S = 120.0
 
 
 class ConfigError(ValueError):
@@ -43,6 +46,7 @@ class Settings:
     output_cap_bytes: int = 1_000_000
     max_retries: int = 4
     retry_backoff_s: float = 1.0
+    request_timeout_s: float = DEFAULT_REQUEST_TIMEOUT_S
     allowed_paths: tuple[str, ...] = ()
     auto_commit: bool = False
     curate_notes: bool = True
@@ -62,7 +66,7 @@ LIMITS: dict[str, tuple[float, float | None]] = {
     "reflect_tokens": (500, None), "retention": (0.0, 0.9), "command_timeout_s": (0.1, None),
     "render_output_chars": (200, None), "settled_output_chars": (200, None),
     "output_cap_bytes": (1000, None), "max_retries": (0, None), "retry_backoff_s": (0.0, None),
-    "notes_tokens": (0, None),
+    "request_timeout_s": (0.1, None), "notes_tokens": (0, None),
 }
 
 

@@ -28,6 +28,7 @@ def write_config(workspace: Path, home: Path, monkeypatch: pytest.MonkeyPatch): 
 @pytest.mark.parametrize(("line", "message"), [
     ("command_timeout_s = nan", "command_timeout_s must be a finite number, got nan"),
     ("retry_backoff_s = nan", "retry_backoff_s must be a finite number, got nan"),
+    ("request_timeout_s = inf", "request_timeout_s must be a finite number, got inf"),
     ("retention = -nan", "retention must be a finite number, got nan"),
     ('max_turns = "5"', "max_turns: expected int, got '5'"),
     ("max_turns = 2.7", "max_turns: expected int, got 2.7"),
@@ -36,6 +37,7 @@ def write_config(workspace: Path, home: Path, monkeypatch: pytest.MonkeyPatch): 
     ('command_timeout_s = "30"', "command_timeout_s: expected float, got '30'"),
     ('watch_files = "no"', "watch_files: expected bool, got 'no'"),
     ("command_timeout_s = 1" + "0" * 400, "command_timeout_s: expected float, got 1000000000"),
+    ("request_timeout_s = 0", "request_timeout_s must be at least 0.1, got 0.0"),
 ], ids=lambda value: value if " = " in value else None)
 def test_a_toml_value_of_the_wrong_kind_is_refused(write_config, workspace: Path, line: str,  # type: ignore[no-untyped-def]
                                                    message: str) -> None:
@@ -49,6 +51,7 @@ def test_a_toml_value_of_the_wrong_kind_is_refused(write_config, workspace: Path
 @pytest.mark.parametrize(("variable", "raw", "message"), [
     ("SCRIBE_COMMAND_TIMEOUT_S", "nan", "command_timeout_s must be a finite number, got nan"),
     ("SCRIBE_RETRY_BACKOFF_S", "NaN", "retry_backoff_s must be a finite number, got nan"),
+    ("SCRIBE_REQUEST_TIMEOUT_S", "inf", "request_timeout_s must be a finite number, got inf"),
     ("SCRIBE_RETENTION", "1e400", "retention must be a finite number, got inf"),
     ("SCRIBE_MAX_TURNS", "5_000", "expected int, got '5_000'"),
 ])
@@ -61,11 +64,11 @@ def test_an_environment_value_is_parsed_strictly(workspace: Path, write_config, 
 
 def test_values_of_the_right_kind_are_taken(workspace: Path, write_config) -> None:  # type: ignore[no-untyped-def]
     write_config("command_timeout_s = 30\nmax_turns = 7\nwatch_files = false\nretry_backoff_s = 0.5")
-    settings = load_settings(workspace, environ={"SCRIBE_COMMAND_TIMEOUT_S": " 45.5 ", "SCRIBE_MAX_RETRIES": "+2",
+    settings = load_settings(workspace, environ={"SCRIBE_REQUEST_TIMEOUT_S": " 45.5 ", "SCRIBE_MAX_RETRIES": "+2",
                                                  "SCRIBE_AUTO_COMMIT": "yes", "SCRIBE_OBSERVE_TOKENS": "9000"})
-    assert (settings.max_turns, settings.watch_files, settings.retry_backoff_s) == (7, False, 0.5)
-    assert (settings.command_timeout_s, settings.max_retries, settings.auto_commit) == (45.5, 2, True)
-    assert load_settings(workspace, environ={}).command_timeout_s == 30.0
+    assert (settings.command_timeout_s, settings.max_turns, settings.watch_files) == (30.0, 7, False)
+    assert isinstance(settings.command_timeout_s, float) and settings.retry_backoff_s == 0.5
+    assert (settings.request_timeout_s, settings.max_retries, settings.auto_commit) == (45.5, 2, True)
     assert settings.observe_tokens == 9000
     assert load_settings(workspace, environ={"SCRIBE_COMMAND_TIMEOUT_S": "1e3"}).command_timeout_s == 1000.0
 
