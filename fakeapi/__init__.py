@@ -6,11 +6,14 @@ Tests, benchmarks and `scribe demo` point `anthropic.Anthropic(base_url=...)` at
 streams cut, stalled, ended early or garbled, 200 answers that are not a stream, servers that
 hang; each kind is described on `Fault`). The server validates requests like the real API and bills
 them against a prompt cache that follows Anthropic's documented caching rules.
+`SideCallModel` answers scribe's observer, reflector and curator calls in a chosen habit from
+the catalogue in habits.py (the shapes real models write), the agent's calls from a script.
 """
 
 from __future__ import annotations
 
 from .cache import CacheUsage, PromptCache
+from .habits import HABITS, Entry, Habit, Said, habit
 from .script import (
     EXHAUSTED_TEXT,
     FAULT_KINDS,
@@ -24,6 +27,7 @@ from .script import (
     tool_use_block,
 )
 from .server import FakeMessagesServer, RecordedRequest
+from .sidecalls import SideCallModel, side_call_kind
 from .tokens import count_tokens
 
 __all__ = [
@@ -31,15 +35,22 @@ __all__ = [
     "FAULT_KINDS",
     "MALFORMED_SSE",
     "STREAM_CONTENT_TYPE",
+    "HABITS",
     "CacheUsage",
+    "Entry",
     "FakeMessagesServer",
     "Fault",
+    "Habit",
     "PromptCache",
     "RecordedRequest",
     "Reply",
     "Responder",
+    "Said",
     "ScriptItem",
+    "SideCallModel",
     "count_tokens",
+    "habit",
+    "side_call_kind",
     "text_block",
     "tool_use_block",
 ]

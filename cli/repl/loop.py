@@ -26,7 +26,7 @@ from rich.text import Text
 from scribe import __version__
 from scribe.agent.compress import ContextSize
 from scribe.agent.config import Settings, find_workspace, load_settings, state_dir
-from scribe.agent.curator import curate
+from scribe.agent.curator import Curation, curate
 from scribe.agent.loop import Agent
 from scribe.agent.model import ModelClient, preload_sdk
 from scribe.agent.protocol import AgentEvent, TurnEnded
@@ -150,7 +150,8 @@ class Repl:
         if self._agent is not None:
             self._end(self._agent)
             self._agent = None
-        self.open(choose_session(self.workspace, self.settings, SessionChoice()), resumed=False)
+        self.open(choose_session(self.workspace, self.settings, SessionChoice(), model=self.model,
+                                 report=self.reported), resumed=False)
 
     def resume(self, id_or_prefix: str) -> None:
         found = store_for(self.workspace).find(id_or_prefix, self.workspace)
@@ -178,6 +179,11 @@ class Repl:
         finally:
             agent.close()  # stops its file watcher
             agent.session.close()
+
+    def reported(self, outcome: Curation) -> None:
+        """An earlier session curated before a new one starts (its notes are in the new one)."""
+        if outcome.noteworthy:
+            self.view.note(outcome.message)
 
     def curate(self, agent: Agent) -> None:
         try:
@@ -272,7 +278,8 @@ def start(*, continue_: bool, resume: str | None, permission_mode: str | None, m
                                  defaults={"permission_mode": "ask"})
         preload_sdk()  # while the person types the first message
         repl = Repl(workspace, settings, View(make_console()))
-        session = choose_session(workspace, settings, SessionChoice(continue_, resume, model))
+        session = choose_session(workspace, settings, SessionChoice(continue_, resume, model), model=repl.model,
+                                 report=repl.reported)
         try:
             repl.open(session, resumed=continue_ or bool(resume))
             repl.loop()
