@@ -21,7 +21,6 @@ from .curator import Curation, curate_earlier
 from .loop import Agent, Approver
 from .model import ModelClient
 from .permissions import PermissionPolicy
-from .retry import RetryPolicy
 from .session import Session, open_session, start_session, store_for
 
 
@@ -83,7 +82,7 @@ def build_agent(workspace: Path, settings: Settings, session: Session, *,
         read_log=lambda: [to_record(e) for e in session.events],
         seen_hashes=last_seen(session.events),
     )
-    client = model or ModelClient(retry=RetryPolicy(settings.max_retries, settings.retry_backoff_s))
+    client = model or ModelClient.for_settings(settings)
     output_chars = int(session.header.config.get("render_output_chars", settings.render_output_chars))
     settled_chars = int(session.header.config.get("settled_output_chars", output_chars))  # as render reads it
     # Watching starts with the first turn (`scribe reflect` never pays for it) and stops with

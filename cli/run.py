@@ -57,7 +57,6 @@ def run(
     # Imported here, not at the top: the SDK takes over a second to import and `--help` needn't pay.
     from scribe.agent.config import find_workspace
     from scribe.agent.model import ModelClient
-    from scribe.agent.retry import RetryPolicy
     from scribe.agent.runtime import SessionChoice, build_agent, choose_session
     from scribe.memory.health import memory_health
 
@@ -74,7 +73,7 @@ def run(
         settings = load_settings(workspace, flags)
         if settings.permission_mode == "ask":
             settings = load_settings(workspace, {**flags, "permission_mode": "accept-edits"})
-        client = ModelClient(retry=RetryPolicy(settings.max_retries, settings.retry_backoff_s))
+        client = ModelClient.for_settings(settings)
         # A new session first curates the earlier ones into the notes it starts with; the end
         # of a run curates nothing (a `-c` chain is one session, curated once).
         notes: list[str] = []

@@ -29,7 +29,6 @@ from scribe.agent.curator import Curation, curate, curate_earlier
 from scribe.agent.loop import Agent
 from scribe.agent.model import ModelClient, preload_sdk
 from scribe.agent.protocol import AgentEvent, TurnEnded
-from scribe.agent.retry import RetryPolicy
 from scribe.agent.runtime import SessionChoice, build_agent, choose_session
 from scribe.agent.session import Session, notes_path, open_session, store_for
 from scribe.memory.events import InterruptEvent
@@ -104,7 +103,7 @@ class Repl:
                  area: InputArea | None = None) -> None:
         self.workspace, self.settings, self.view = workspace, settings, view
         # One client for every session of this REPL: its connections stay open between turns.
-        self.model = model or ModelClient(retry=RetryPolicy(settings.max_retries, settings.retry_backoff_s))
+        self.model = model or ModelClient.for_settings(settings)
         self.keys = TurnKeys()
         self.area = area or InputArea(workspace, state_dir(workspace) / "history", command_help, self.toolbar,
                                       self.keys)

@@ -38,6 +38,7 @@ from scribe.agent.protocol import (
     Notice,
     Retrying,
     TextDelta,
+    TextWithdrawn,
     ToolCall,
     ToolDone,
     TurnEnded,
@@ -266,13 +267,20 @@ class View:
             # The next call may be a while in coming (memory compression goes first): say so.
             self.busy(THINKING)
         elif isinstance(event, Retrying):
-            # The call starts over and streams its answer again: drop what it had shown so far.
+            # The text shown so far stays: the retried call sends only what goes past it, or
+            # withdraws it (TextWithdrawn) if its answer differs. On a live terminal the line
+            # goes above the answer, which streams on and is printed whole at the end.
+            if self._live is not None and self._text:
+                self.console.print(Text(visible(f"retrying: {event.reason}"), style="yellow"))
+            else:
+                self.warn(f"retrying: {event.reason}")
+        elif isinstance(event, TextWithdrawn):
             self._stop_live()
             self._stream.flush()
             if self._midline:
                 self.console.file.write("\n")
             self._text, self._midline = "", False
-            self.warn(f"retrying: {event.reason}")
+            self.warn("the retried answer differs from the text above; it starts again below")
         elif isinstance(event, Notice):
             self.note(event.text)
         elif isinstance(event, TurnEnded):
