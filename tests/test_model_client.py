@@ -200,3 +200,31 @@ def test_no_new_module_loads_the_sdk_before_a_call(tmp_path: Path) -> None:
             "print('anthropic' in sys.modules, 'httpx2' in sys.modules)\n")
     ran = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=tmp_path)
     assert ran.stdout.split() == ["False", "False"], ran.stderr
+
+
+@pytest.mark.parametrize("live", [False, True], ids=["plain", "live"])
+def test_the_repl_says_who_it_waits_for_when_the_server_goes_quiet(client_for, live: bool) -> None:  # type: ignore[no-untyped-def]
+    with FakeMessagesServer([Fault(kind="hang")]) as server:
+        events = events_until_done(client_for(server, slow_after_s=0.05, request_timeout_s=0.5))
+        where = server.base_url.removeprefix("http://")
+    waiting = [e for e in events if isinstance(e, Waiting)]
+    out = io.StringIO()
+    console = Console(file=out, width=200, height=30, no_color=True, force_terminal=live, force_interactive=live)
+    view = View(console)
+    view.handle(waiting[0])
+    view.pause()
+    screen = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", out.getvalue())
+    if live:  # the spinner's label, drawn at least once before the live area is cleared
+        assert f"no answer yet from {where}" in screen
+    else:
+        assert f"waiting: no answer yet from {where} after 0.05 s; giving up after 0.5 s of silence" in screen
+
+
+def test_a_pause_mid_answer_is_said_above_the_answer_and_keeps_it(client_for) -> None:  # type: ignore[no-untyped-def]
+    with FakeMessagesServer([Fault(kind="stall", after_events=4, reply=REPLY), REPLY]) as server:
+        events = events_until_done(client_for(server, retries=1, slow_after_s=0.05, request_timeout_s=0.5))
+    screen, _ = shown_by_view(events, live=False)
+    # the first words, the line saying the answer paused, then the rest: each once, in order
+    assert screen.count("The parser reads ") == 1 and screen.count("one line at a time") == 1
+    assert (screen.index("The parser reads ") < screen.index("waiting: the answer paused from")
+            < screen.index("one line at a time"))

@@ -42,6 +42,7 @@ from scribe.agent.protocol import (
     ToolCall,
     ToolDone,
     TurnEnded,
+    Waiting,
 )
 from scribe.tools.textio import plural
 
@@ -281,12 +282,32 @@ class View:
                 self.console.file.write("\n")
             self._text, self._midline = "", False
             self.warn("the retried answer differs from the text above; it starts again below")
+        elif isinstance(event, Waiting):
+            self._waiting(event)
         elif isinstance(event, Notice):
             self.note(event.text)
         elif isinstance(event, TurnEnded):
             self._turn_ended(event)
         elif isinstance(event, Compressed):
             self.note(compressed_line(event))
+
+    def _waiting(self, event: Waiting) -> None:
+        """The server has gone quiet: say who is silent, for how long it will be waited for, and
+        how to stop waiting. A streaming answer stays where it is; the line goes above it."""
+        line = f"waiting: {event.reason}  (Esc or Ctrl-C cancels)"
+        if self._text:
+            if self._live is not None:
+                self.console.print(Text(visible(line), style="yellow"))
+            else:
+                if self._midline:
+                    self.console.file.write("\n")
+                    self._midline = False
+                self.console.print(Text(visible(line), style="yellow"))
+        elif self.live_ok:
+            self._show(_Waiting(visible(line)))
+        else:
+            self._quiet()
+            self.console.print(Text(visible(line), style="dim"))
 
     def _turn_ended(self, event: TurnEnded) -> None:
         partial = self._text
