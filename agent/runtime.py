@@ -10,13 +10,15 @@ from scribe.memory.events import Event, ModelSwitchEvent, ToolResultEvent, to_re
 from scribe.memory.render import current_model
 from scribe.memory.tokens import TokenEstimator
 from scribe.memory.watcher import WorkspaceWatcher
-from scribe.tools.base import ToolContext
+from scribe.tools.base import Tool, ToolContext
+from scribe.tools.mcp.hub import McpHub
 from scribe.tools.registry import builtin_tools, tool_definitions
 
 from .autocommit import TurnCommitter
 from .compress import Compressor
 from .config import Settings, state_dir
 from .loop import Agent, Approver
+from .mcptools import allowed_without_asking, pin, pinned_servers, session_tools
 from .model import ModelClient
 from .permissions import PermissionPolicy
 from .retry import RetryPolicy
@@ -33,7 +35,9 @@ class SessionChoice:
     model: str | None = None
 
 
-def choose_session(workspace: Path, settings: Settings, choice: SessionChoice) -> Session:
+def choose_session(workspace: Path, settings: Settings, choice: SessionChoice, hub: McpHub | None = None) -> Session:
+    """A continued session keeps the tools it pinned; a new one waits for the MCP servers at
+    most `mcp_start_timeout_s` and pins what they offer by then (agent/mcptools.py)."""
     store = store_for(workspace)
     if choice.session_id or choice.continue_latest:
         found = store.find(choice.session_id, workspace) if choice.session_id else store.latest(workspace)
@@ -41,7 +45,12 @@ def choose_session(workspace: Path, settings: Settings, choice: SessionChoice) -
         if choice.model:
             switch_model(session, choice.model)
         return session
-    return start_session(workspace, settings, tool_definitions(builtin_tools()))
+    mcp_definitions: list[dict] = []
+    record: list[dict] = []
+    if hub is not None and hub.specs:
+        hub.start()
+        mcp_definitions, record = pin(hub.wait(settings.mcp_start_timeout_s), settings.mcp_start_timeout_s)
+    return start_session(workspace, settings, tool_definitions(builtin_tools()) + mcp_definitions, record)
 
 
 def switch_model(session: Session, model: str) -> bool:
@@ -63,8 +72,14 @@ def last_seen(events: list[Event]) -> dict[str, str]:
 
 
 def build_agent(workspace: Path, settings: Settings, session: Session, *,
-                approver: Approver | None = None, model: ModelClient | None = None) -> Agent:
-    tools = builtin_tools()
+                approver: Approver | None = None, model: ModelClient | None = None,
+                hub: McpHub | None = None) -> Agent:
+    """`hub`: the process's MCP servers; the session's pinned MCP tools call through it (without
+    one, or when a server is no longer configured, a call says so in its error result)."""
+    hub = hub if hub is not None else McpHub([], workspace)
+    mcp_tools = session_tools(session.header, hub)
+    hub.start(pinned_servers(session.header))  # in the background: a continued session waits for nothing
+    tools: list[Tool] = [*builtin_tools(), *mcp_tools]
     context = ToolContext(
         workspace=workspace,
         allowed_roots=tuple(Path(p).expanduser().resolve() for p in settings.allowed_paths),
@@ -84,7 +99,7 @@ def build_agent(workspace: Path, settings: Settings, session: Session, *,
         model=client,
         tools=tools,
         context=context,
-        policy=PermissionPolicy(settings.permission_mode),
+        policy=PermissionPolicy(settings.permission_mode, allowed=allowed_without_asking(mcp_tools, hub)),
         max_turns=settings.max_turns,
         approver=approver,
         memory=Compressor(client, settings, TokenEstimator(output_chars=output_chars, settled_chars=settled_chars)),

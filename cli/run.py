@@ -56,6 +56,7 @@ def run(
     """
     # Imported here, not at the top: the SDK takes over a second to import and `--help` needn't pay.
     from scribe.agent.config import find_workspace
+    from scribe.agent.mcptools import open_hub, start_notes
     from scribe.agent.runtime import SessionChoice, build_agent, choose_session
 
     with cli_errors():
@@ -71,18 +72,25 @@ def run(
         settings = load_settings(workspace, flags)
         if settings.permission_mode == "ask":
             settings = load_settings(workspace, {**flags, "permission_mode": "accept-edits"})
-        agent_session = choose_session(workspace, settings, SessionChoice(continue_, session, model))
+        hub = open_hub(workspace, settings)
         agent = None
         try:
-            agent = build_agent(workspace, settings, agent_session)
-            for problem in agent_session.problems:
-                print(f"scribe: note: {agent_session.path.name} {problem}", file=sys.stderr)
-            ended, totals = _drive(agent.turn(text), output)
-            notes = _curate(agent, settings, workspace) if ended.reason in ("end_turn", "max_turns") else None
+            agent_session = choose_session(workspace, settings, SessionChoice(continue_, session, model), hub)
+            try:
+                agent = build_agent(workspace, settings, agent_session, hub=hub)
+                for problem in agent_session.problems:
+                    print(f"scribe: note: {agent_session.path.name} {problem}", file=sys.stderr)
+                if not (continue_ or session):
+                    for line in start_notes(agent_session.header):
+                        print(f"scribe: {line}", file=sys.stderr)
+                ended, totals = _drive(agent.turn(text), output)
+                notes = _curate(agent, settings, workspace) if ended.reason in ("end_turn", "max_turns") else None
+            finally:
+                if agent is not None:
+                    agent.close()  # stops the file watcher
+                agent_session.close()
         finally:
-            if agent is not None:
-                agent.close()  # stops the file watcher
-            agent_session.close()
+            hub.close()  # stops the MCP servers
         if output is OutputFormat.json:
             print(json.dumps({
                 "session_id": agent_session.id, "log": str(agent_session.path),

@@ -28,6 +28,7 @@ from scribe.agent.compress import ContextSize
 from scribe.agent.config import Settings, find_workspace, load_settings, state_dir
 from scribe.agent.curator import curate
 from scribe.agent.loop import Agent
+from scribe.agent.mcptools import open_hub, start_notes
 from scribe.agent.model import ModelClient, preload_sdk
 from scribe.agent.protocol import AgentEvent, TurnEnded
 from scribe.agent.retry import RetryPolicy
@@ -35,6 +36,7 @@ from scribe.agent.runtime import SessionChoice, build_agent, choose_session
 from scribe.agent.session import Session, notes_path, open_session, store_for
 from scribe.memory.events import InterruptEvent
 from scribe.memory.pairing import unanswered_tool_uses
+from scribe.tools.mcp.hub import McpHub
 
 from ..errors import cli_errors, fail
 from .approve import Approver
@@ -117,8 +119,10 @@ def drive(turn: Iterator[AgentEvent], show: Callable[[AgentEvent], None]) -> Tur
 
 class Repl:
     def __init__(self, workspace: Path, settings: Settings, view: View, *, model: ModelClient | None = None,
-                 area: InputArea | None = None) -> None:
+                 area: InputArea | None = None, hub: McpHub | None = None) -> None:
         self.workspace, self.settings, self.view = workspace, settings, view
+        # The MCP servers of this REPL, shared by its sessions (each pins its own tools).
+        self.hub = hub if hub is not None else McpHub([], workspace)
         # One client for every session of this REPL: its connections stay open between turns.
         self.model = model or ModelClient(retry=RetryPolicy(settings.max_retries, settings.retry_backoff_s))
         self.area = area or InputArea(workspace, state_dir(workspace) / "history", command_help, self.toolbar)
@@ -139,7 +143,8 @@ class Repl:
     def open(self, session: Session, *, resumed: bool) -> None:
         """Make `session` the current one (closing the previous) and greet it."""
         approver = Approver(self.view, self.area, lambda: self.agent.context)
-        agent = build_agent(self.workspace, self.settings, session, approver=approver, model=self.model)
+        agent = build_agent(self.workspace, self.settings, session, approver=approver, model=self.model,
+                            hub=self.hub)
         previous, self._agent = self._agent, agent
         if previous is not None:
             self._end(previous)
@@ -151,7 +156,7 @@ class Repl:
         if self._agent is not None:
             self._end(self._agent)
             self._agent = None
-        self.open(choose_session(self.workspace, self.settings, SessionChoice()), resumed=False)
+        self.open(choose_session(self.workspace, self.settings, SessionChoice(), self.hub), resumed=False)
 
     def resume(self, id_or_prefix: str) -> None:
         found = store_for(self.workspace).find(id_or_prefix, self.workspace)
@@ -198,6 +203,8 @@ class Repl:
         self.view.note("/help lists commands · Alt-Enter adds a line · Ctrl-C cancels a turn · Ctrl-D exits")
         for problem in self.session.problems:
             self.view.warn(f"note: {self.session.path.name} {problem}")
+        for line in ([] if resumed else start_notes(self.session.header)):
+            self.view.warn(line)
         pairs = last_exchanges(self.session.events) if resumed else []
         if pairs:
             self.view.note("── earlier in this session ──")
@@ -272,10 +279,15 @@ def start(*, continue_: bool, resume: str | None, permission_mode: str | None, m
         settings = load_settings(workspace, flags,
                                  defaults={"permission_mode": "ask"})
         preload_sdk()  # while the person types the first message
-        repl = Repl(workspace, settings, View(make_console()))
-        session = choose_session(workspace, settings, SessionChoice(continue_, resume, model))
+        hub = open_hub(workspace, settings)
         try:
-            repl.open(session, resumed=continue_ or bool(resume))
-            repl.loop()
+            repl = Repl(workspace, settings, View(make_console()), hub=hub)
+            # A new session waits for the MCP servers at most mcp_start_timeout_s (agent/mcptools.py).
+            session = choose_session(workspace, settings, SessionChoice(continue_, resume, model), hub)
+            try:
+                repl.open(session, resumed=continue_ or bool(resume))
+                repl.loop()
+            finally:
+                repl.close()
         finally:
-            repl.close()
+            hub.close()
