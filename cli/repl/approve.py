@@ -10,6 +10,7 @@ session).
 from __future__ import annotations
 
 import difflib
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -17,6 +18,7 @@ from rich.text import Text
 
 from scribe.agent.protocol import ToolCall
 from scribe.tools.base import ToolContext, ToolError
+from scribe.tools.mcp.spec import PREFIX as MCP_PREFIX
 from scribe.tools.paths import display_path, resolve_path
 from scribe.tools.textio import plural
 
@@ -42,11 +44,25 @@ def preview(call: ToolCall, ctx: ToolContext) -> Text | None:
         if "timeout_s" in args:
             text.append(f"  (timeout {args['timeout_s']} s)\n", style="dim")
         return text
+    if call.name.startswith(MCP_PREFIX):
+        return _mcp_preview(call)
     if call.name == "edit_file":
         return _edit_preview(args, ctx)
     if call.name == "write_file":
         return _write_preview(args, ctx)
     return None
+
+
+def _mcp_preview(call: ToolCall) -> Text:
+    """An MCP call: which server and tool (the summary says, exactly) and every argument."""
+    server, _, tool = call.summary.partition(" · ")
+    text = Text(f"  MCP server {server}, tool {tool.split(' ', 1)[0]}\n", style="bold")
+    lines = json.dumps(call.args, ensure_ascii=False, indent=2).splitlines() if call.args else ["(no arguments)"]
+    for line in lines[:PREVIEW_LINES]:
+        text.append(f"    {line}\n")
+    if len(lines) > PREVIEW_LINES:
+        text.append(f"    … {len(lines) - PREVIEW_LINES} more lines\n", style="dim")
+    return text
 
 
 def _edit_preview(args: dict[str, Any], ctx: ToolContext) -> Text:
@@ -100,4 +116,6 @@ class Approver:
                                 on_escape="n")
         if word != "no" and call.name == "run_command":
             self.view.busy("running…  (Ctrl-C cancels)")
+        elif word != "no" and call.name.startswith(MCP_PREFIX):
+            self.view.busy(f"waiting for MCP server {call.summary.split(' · ')[0]}…  (Ctrl-C cancels)")
         return VERDICT[word]

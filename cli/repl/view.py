@@ -35,6 +35,7 @@ from scribe.agent.protocol import (
     ToolDone,
     TurnEnded,
 )
+from scribe.tools.mcp.spec import PREFIX as MCP_PREFIX
 
 # Command output shown in full up to this many lines; longer output shows head and tail.
 FOLD_HEAD, FOLD_TAIL = 4, 4
@@ -176,6 +177,8 @@ class View:
             self.console.print(Text.assemble(("→ ", "dim"), (event.name, "bold"), " ", event.summary))
             if event.name == "run_command":
                 self.busy("running…  (Ctrl-C cancels)")
+            elif event.name.startswith(MCP_PREFIX):
+                self.busy(f"waiting for MCP server {event.summary.split(' · ')[0]}…  (Ctrl-C cancels)")
         elif isinstance(event, ToolDone):
             self.pause()
             self._tool_result(event)
@@ -224,7 +227,7 @@ class View:
         elif name == "edit_file":
             self.console.print(diff_text("\n".join(
                 line for line in result.output.splitlines() if not line.startswith(("---", "+++")))), end="")
-        elif name == "run_command":
+        elif name == "run_command" or name.startswith(MCP_PREFIX):
             self._command_output(result.output, result.is_error)
         elif name == "write_file":
             self.console.print(Text("  ⎿ " + first_line(result.output), style="dim"))
