@@ -22,6 +22,13 @@ def spawn(workspace: Path, env: dict[str, str]) -> pexpect.spawn:
                          timeout=START_S)
 
 
+def leave(child: pexpect.spawn) -> None:
+    """Wait for the next prompt, then /exit and wait for the process to end."""
+    child.expect("›")
+    child.send("/exit\r")
+    child.expect(pexpect.EOF)
+
+
 @pytest.mark.slow
 def test_ask_mode_shows_server_tool_and_arguments_and_the_result_reaches_the_model(
         workspace: Path, home: Path) -> None:
@@ -38,9 +45,7 @@ def test_ask_mode_shows_server_tool_and_arguments_and_the_result_reaches_the_mod
             child.expect(r"allow mcp__notes__add_note\?")
             child.send("y")
             child.expect("Noted: milk.")
-            child.expect("›")
-            child.send("/exit\r")
-            child.expect(pexpect.EOF)
+            leave(child)
         finally:
             child.close()
         requests = [r.json for r in server.requests]
@@ -62,9 +67,7 @@ def test_a_slow_server_does_not_hold_the_first_prompt_past_the_limit(workspace: 
             child.expect("›")
             child.send("hello\r")
             child.expect("Hello without notes.")
-            child.expect("›")
-            child.send("/exit\r")
-            child.expect(pexpect.EOF)
+            leave(child)
         finally:
             child.close()
         requests = [r.json for r in server.requests]

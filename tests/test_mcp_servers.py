@@ -4,7 +4,10 @@ permission modes for MCP tools."""
 
 from __future__ import annotations
 
+import os
+import signal
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,9 +20,11 @@ from scribe.agent.loop import Agent
 from scribe.agent.runtime import SessionChoice, build_agent, choose_session
 from scribe.fakeapi import FakeMessagesServer, Reply, tool_use_block
 from scribe.memory.events import ToolResultEvent
+from scribe.tools.base import CommandInterrupted, ToolContext
 from scribe.tools.mcp.hub import McpHub
 from scribe.tools.mcp.link import McpCallError
 from scribe.tools.mcp.spec import ServerSpec
+from scribe.tools.mcp.tool import McpTool
 
 
 def notes_spec(name: str = "notes", **env: str) -> ServerSpec:
@@ -79,6 +84,20 @@ def test_a_hanging_call_times_out_with_one_line(hub: McpHub) -> None:
     with pytest.raises(McpCallError, match=r"^MCP server 'notes' did not answer within 1 s \(mcp_call_timeout_s\); "
                                            "the call was cancelled$"):
         hub.call("notes", "hang", {}, timeout_s=1)
+
+
+def test_ctrl_c_during_a_call_cancels_it_and_gives_it_a_result(hub: McpHub, workspace: Path) -> None:
+    hang = McpTool(hub, "notes", next(t for t in hub.states()[0].tools if t.tool == "hang"))
+    interrupt = threading.Timer(1.0, os.kill, args=(os.getpid(), signal.SIGINT))  # a real Ctrl-C
+    interrupt.start()
+    try:
+        with pytest.raises(CommandInterrupted) as caught:
+            hang.run({}, ToolContext(workspace=workspace))
+    finally:
+        interrupt.cancel()
+    assert caught.value.output.is_error
+    assert caught.value.output.text == "[cancelled by the user: the call to hang on MCP server 'notes' was stopped]"
+    assert not hub.call("notes", "find_notes", {"query": "z"})["isError"]  # the server goes on
 
 
 def test_an_answer_that_is_not_an_mcp_result_is_an_error(hub: McpHub) -> None:
