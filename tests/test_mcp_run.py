@@ -122,7 +122,7 @@ def test_an_http_server_from_a_trusted_mcp_json(workspace: Path, home: Path) -> 
 
 def test_every_failing_server_is_one_line_and_every_call_gets_a_result(workspace: Path, home: Path) -> None:
     configure(workspace, notes_table() + notes_table("broken", NOTES_MODE="fail")
-              + '[mcp.servers.missing]\ncommand = "/nonexistent/notes-server"\n')
+              + notes_table("chatty", NOTES_MODE="chatty") + '[mcp.servers.missing]\ncommand = "/nonexistent/notes-server"\n')
     calls = [tool_use_block(f"mcp__notes__{name}", args) for name, args in
              (("crash", {}), ("hang", {}), ("garble", {}), ("find_notes", {"query": "q"}))]
     script = [Reply([c]) for c in calls] + [Reply.text("Survived all of it.")]
@@ -137,6 +137,9 @@ def test_every_failing_server_is_one_line_and_every_call_gets_a_result(workspace
             "notes database at /nonexistent/notes.db; its tools are not in this session") in lines
     assert ("scribe: mcp: server 'missing' failed: cannot start `/nonexistent/notes-server`: No such file or "
             "directory; its tools are not in this session") in lines
+    assert ("scribe: mcp: server 'chatty' failed: exited during start-up; it wrote 2 lines to stdout that are not "
+            "JSON-RPC (is it an MCP server?); its tools are not in this session") in lines
+    assert sum(1 for line in lines if "mcp: server" in line) == 3  # one line each, nothing else from the SDK
 
     events = events_of(session_logs(workspace)[0])
     results = {e.tool_use_id: e for e in events if isinstance(e, ToolResultEvent)}

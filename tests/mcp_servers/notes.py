@@ -7,7 +7,7 @@ NOTES_VARIANT=v2 changes what it offers (a tool gone, one added, a schema change
 upgraded between two runs would. NOTES_MODE makes it misbehave on purpose:
     fail        exit at start-up, saying why on stderr
     slow:S      wait S seconds before serving
-    chatty      print lines that are not JSON-RPC on stdout, then never answer
+    chatty      print lines that are not JSON-RPC on stdout, then exit
 Its tools `crash`, `exit_soon`, `hang` and `garble` fail mid-session: exit during the call, exit
 just after answering, never answer, or answer with a result that is not an MCP result.
 """
@@ -107,10 +107,11 @@ def main() -> None:
         sys.exit(2)
     if MODE.startswith("slow:"):
         time.sleep(float(MODE.split(":", 1)[1]))
-    if MODE == "chatty":
+    if MODE == "chatty":  # a program that is not an MCP server, like a mistyped command
         print("Welcome to notes 1.0!", flush=True)
         print("Type 'help' for a list of commands.", flush=True)
-        time.sleep(3600)
+        time.sleep(0.5)
+        sys.exit(1)
     if sys.argv[1:2] == ["http"]:
         server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
     else:
