@@ -20,6 +20,7 @@ from typing import Any
 from scribe.memory.events import SessionEvent
 from scribe.tools.mcp.hub import McpHub, ServerState
 from scribe.tools.mcp.listing import ListedTool
+from scribe.tools.mcp.spec import distinct_name
 from scribe.tools.mcp.tool import McpTool
 
 from .config import Settings, state_dir
@@ -37,12 +38,14 @@ def pin(states: Sequence[ServerState], limit_s: float) -> tuple[list[dict[str, A
     """The MCP tool definitions a new session sends, and the `mcp` record of its session event."""
     definitions: list[dict[str, Any]] = []
     record: list[dict[str, Any]] = []
+    taken: set[str] = set()
     for server in states:
         entry: dict[str, Any] = {"server": server.name, "transport": server.transport}
         if server.state == "ready":
+            tools = [_distinct(server.name, t, taken) for t in server.tools]
             entry.update(state="ready", error=None, tools=[
-                {"name": t.name, "tool": t.tool, "read_only": t.read_only} for t in server.tools])
-            definitions += [t.definition for t in server.tools]
+                {"name": t.name, "tool": t.tool, "read_only": t.read_only} for t in tools])
+            definitions += [t.definition for t in tools]
         elif server.state in ("starting", "not started"):
             entry.update(state="pending", error=f"it had not answered within {limit_s:g} s (mcp_start_timeout_s)",
                          tools=[])
@@ -52,6 +55,17 @@ def pin(states: Sequence[ServerState], limit_s: float) -> tuple[list[dict[str, A
             entry["skipped"] = list(server.skipped)
         record.append(entry)
     return definitions, record
+
+
+def _distinct(server: str, listed: ListedTool, taken: set[str]) -> ListedTool:
+    """Two servers whose names differ only in characters the API refuses ("a.b", "a_b") would
+    send the same tool name, and the API refuses a request with a name twice."""
+    name = listed.name
+    if name in taken:
+        name = distinct_name(server, listed.tool)
+        listed = ListedTool(listed.tool, {**listed.definition, "name": name}, listed.read_only)
+    taken.add(name)
+    return listed
 
 
 def session_tools(header: SessionEvent, hub: McpHub) -> list[McpTool]:

@@ -155,6 +155,17 @@ def test_pin_takes_ready_servers_tools_and_records_the_rest() -> None:
     ]
 
 
+def test_two_servers_whose_names_collide_for_the_api_still_send_distinct_tool_names() -> None:
+    one, _ = listed_tools("a.b", [{"name": "t", "inputSchema": schema()}])
+    two, _ = listed_tools("a_b", [{"name": "t", "inputSchema": schema()}])
+    assert one[0].name == two[0].name == "mcp__a_b__t"
+    definitions, record = pin([ServerState("a.b", "stdio", "x", "f", "ready", None, tuple(one), ()),
+                               ServerState("a_b", "stdio", "y", "f", "ready", None, tuple(two), ())], 1)
+    names = [d["name"] for d in definitions]
+    assert names[0] == "mcp__a_b__t" and names[1].startswith("mcp__a_b__t_") and API_NAME.match(names[1])
+    assert [s["tools"][0]["name"] for s in record] == names
+
+
 # -- permissions ------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize(("mode", "plain", "read_only"), [

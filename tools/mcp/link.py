@@ -20,7 +20,7 @@ from scribe.tools.base import ToolError
 from scribe.tools.textio import one_line, plural
 
 from .listing import ListedTool, listed_tools
-from .spec import ServerSpec
+from .spec import ServerSpec, safe
 
 State = Literal["not started", "starting", "ready", "failed", "stopped"]
 
@@ -135,7 +135,7 @@ class Link:
         return open(self.stderr_path(), "w", encoding="utf-8", errors="replace")  # noqa: SIM115
 
     def stderr_path(self) -> Path | None:
-        return self.log_dir / f"{self.spec.name}.stderr" if self.log_dir is not None else None
+        return self.log_dir / f"{safe(self.spec.name)}.stderr" if self.log_dir is not None else None
 
     def _on_end(self) -> None:
         """The server's side closed: unless scribe is closing it, the server has gone."""

@@ -54,11 +54,20 @@ class ServerSpec:
 
 def tool_name(server: str, tool: str) -> str:
     """The name the model sees for `tool` of `server`."""
-    name = f"{PREFIX}{_NOT_ALLOWED.sub('_', server)}__{_NOT_ALLOWED.sub('_', tool)}"
-    if len(name) <= MAX_NAME:
-        return name
+    name = f"{PREFIX}{safe(server)}__{safe(tool)}"
+    return name if len(name) <= MAX_NAME else distinct_name(server, tool)
+
+
+def distinct_name(server: str, tool: str) -> str:
+    """The name cut to leave room for a short hash of the exact server and tool names: distinct
+    from every other tool's, whatever characters were replaced or cut."""
     digest = hashlib.sha256(f"{server}\0{tool}".encode()).hexdigest()[:8]
-    return f"{name[:MAX_NAME - 9]}_{digest}"
+    return f"{f'{PREFIX}{safe(server)}__{safe(tool)}'[:MAX_NAME - 9]}_{digest}"
+
+
+def safe(text: str) -> str:
+    """`text` with every character a tool name (or a file name) cannot hold replaced by `_`."""
+    return _NOT_ALLOWED.sub("_", text)
 
 
 def unique_names(server: str, tools: Iterable[str]) -> list[tuple[str, str]]:
@@ -69,8 +78,7 @@ def unique_names(server: str, tools: Iterable[str]) -> list[tuple[str, str]]:
     for tool in tools:
         name = tool_name(server, tool)
         if name in taken:
-            digest = hashlib.sha256(f"{server}\0{tool}".encode()).hexdigest()[:8]
-            name = f"{name[:MAX_NAME - 9]}_{digest}"
+            name = distinct_name(server, tool)
         taken.add(name)
         out.append((tool, name))
     return out
