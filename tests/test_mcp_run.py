@@ -39,24 +39,36 @@ def tool_results(message: dict) -> dict[str, dict]:
 
 
 def test_a_tool_is_listed_called_answered_logged_and_pinned_across_continue(workspace: Path, home: Path) -> None:
-    configure(workspace, notes_table(NOTES_VARIANT="${NOTES_VARIANT:-v1}"))
+    configure(workspace, notes_table(NOTES_VARIANT="${NOTES_VARIANT:-v1}", NOTES_MODE="${NOTES_MODE:-}"))
     add = tool_use_block("mcp__notes__add_note", {"title": "milk", "body": "buy oat milk"})
     find = tool_use_block("mcp__notes__find_notes", {"query": "oat"})
     chart = tool_use_block("mcp__notes__chart", {"title": "sales"})
     again = tool_use_block("mcp__notes__add_note", {"title": "eggs", "body": "a dozen"})
-    script = [Reply([text_block("Storing it."), add]), Reply([find, chart]), Reply.text("Stored and drawn."),
-              Reply([again]), Reply.text("That tool is gone from the server now.")]
-    with FakeMessagesServer(script) as server:
+    down = tool_use_block("mcp__notes__find_notes", {"query": "eggs"})
+    script = iter([Reply([text_block("Storing it."), add]), Reply([find, chart]), Reply.text("Stored and drawn."),
+                   Reply([again]), Reply.text("That tool is gone from the server now."),
+                   Reply([down]), Reply.text("The notes server is down.")])
+
+    def answer(request: dict) -> Reply:
+        if not request.get("tools"):  # memory compression: observing the turns that have paid for it
+            return Reply.text("🔴 The user keeps grocery notes in the notes MCP server.")
+        return next(script)
+
+    with FakeMessagesServer(answer) as server:
         env = scribe_env(server.base_url, home, SCRIBE_MCP_START_TIMEOUT_S=str(START_S))
         first = run_scribe(["run", "-p", "full-auto", "note that I need oat milk, then chart sales"], workspace, env)
         assert first.code == 0, first.err
         # The server is upgraded: add_note is gone, find_notes takes another argument.
         second = run_scribe(["run", "-c", "-p", "full-auto", "and eggs"], workspace, {**env, "NOTES_VARIANT": "v2"})
         assert second.code == 0, second.err
-        requests = [r.json for r in server.requests]
-        billed = [r.usage for r in server.requests]
-    assert "Stored and drawn." in first.out and "Traceback" not in first.err + second.err
-    assert len(requests) == 5 and all(r.status == 200 for r in server.requests)
+        # ... and then it cannot start at all.
+        third = run_scribe(["run", "-c", "-p", "full-auto", "find eggs"], workspace, {**env, "NOTES_MODE": "fail"})
+        assert third.code == 0, third.err
+        agent_calls = [r for r in server.requests if r.json.get("tools")]
+        requests = [r.json for r in agent_calls]
+        billed = [r.usage for r in agent_calls]
+    assert "Stored and drawn." in first.out and "Traceback" not in first.err + second.err + third.err
+    assert len(requests) == 7 and all(r.status == 200 for r in server.requests)
 
     # listed: after the built-in tools, in the server's order, with the server's own schema
     tools = requests[0]["tools"]
@@ -75,12 +87,15 @@ def test_a_tool_is_listed_called_answered_logged_and_pinned_across_continue(work
     assert image == {"type": "image", "source": {"type": "base64", "media_type": "image/png",
                                                  "data": base64.b64encode(png_bytes()).decode()}}
 
-    # --continue after the server changed: the same tool definitions, byte for byte
+    # --continue after the server changed, and once it is down: the same tool definitions, byte for byte
     assert all(r["tools"] == tools for r in requests[3:])
     gone = tool_results(requests[4]["messages"][-1])[again["id"]]
     assert gone["is_error"] is True and "no longer offers the tool 'add_note'" in gone["content"]
+    unavailable = tool_results(requests[6]["messages"][-1])[down["id"]]
+    assert unavailable["is_error"] is True and unavailable["content"].startswith(
+        "MCP server 'notes' is not available: exited during start-up; its stderr ends: notes: cannot open")
 
-    # the cache: from the second request on, at least 90% of every prompt is read from it
+    # the cache: from the second agent request on, at least 90% of the prompts is read from it
     later = billed[1:]
     prompt = sum(b["input_tokens"] + b["cache_read_input_tokens"] + b["cache_creation_input_tokens"] for b in later)
     read = sum(b["cache_read_input_tokens"] for b in later)
@@ -100,7 +115,7 @@ def test_a_tool_is_listed_called_answered_logged_and_pinned_across_continue(work
     calls = [i for i, e in enumerate(events) if isinstance(e, AssistantEvent)]
     for index, sent in zip(calls, requests, strict=True):  # what `log prompt --at` renders, call by call
         assert canonical_json(render(events[:index]).body()) == canonical_json(sent), f"call at seq {index}"
-    for index in (calls[0], calls[3]):  # and the command itself, for the first call of each process
+    for index in (calls[0], calls[3], calls[5]):  # and the command itself, for the first call of each process
         rebuilt = run_scribe(["log", "prompt", str(log), "--at", str(events[index].seq)], workspace, env)
         assert rebuilt.out == canonical_json(requests[calls.index(index)]) + "\n"
 
@@ -108,7 +123,9 @@ def test_a_tool_is_listed_called_answered_logged_and_pinned_across_continue(work
 def test_an_http_server_from_a_trusted_mcp_json(workspace: Path, home: Path) -> None:
     (workspace / ".mcp.json").write_text(json.dumps({"mcpServers": {"web": {"type": "http", "url": "${NOTES_URL}"}}}))
     find = tool_use_block("mcp__web__find_notes", {"query": "anything"})
-    with notes_over_http() as url, FakeMessagesServer([Reply([find]), Reply.text("Nothing there.")]) as server:
+    big = tool_use_block("mcp__web__big", {"lines": 600})
+    script = [Reply([find, big]), Reply.text("Nothing there, and a long report.")]
+    with notes_over_http() as url, FakeMessagesServer(script) as server:
         env = scribe_env(server.base_url, home, NOTES_URL=url, SCRIBE_TRUST_MCP_JSON="1",
                          SCRIBE_MCP_START_TIMEOUT_S=str(START_S))
         # the default headless mode (accept-edits) runs a tool its server marks read-only
@@ -116,8 +133,14 @@ def test_an_http_server_from_a_trusted_mcp_json(workspace: Path, home: Path) -> 
         requests = [r.json for r in server.requests]
     assert ran.code == 0, ran.err
     assert "mcp__web__find_notes" in [t["name"] for t in requests[0]["tools"]]
-    result = tool_results(requests[1]["messages"][-1])[find["id"]]
-    assert result["content"] == "no note matches 'anything'" and "is_error" not in result
+    results = tool_results(requests[1]["messages"][-1])
+    assert results[find["id"]]["content"] == "no note matches 'anything'" and "is_error" not in results[find["id"]]
+    # a large result is shown as head and tail with the pointer to recall the rest; the log keeps it whole
+    shown = results[big["id"]]["content"]
+    assert shown.startswith("line 1 of the report\n") and shown.endswith("line 600 of the report")
+    assert "elided; recall(seq_from=" in shown and len(shown) < 12_500
+    [kept] = [e for e in events_of(session_logs(workspace)[0]) if isinstance(e, ToolResultEvent) and "big" in e.tool]
+    assert kept.output.count("\n") == 599
 
 
 def test_every_failing_server_is_one_line_and_every_call_gets_a_result(workspace: Path, home: Path) -> None:
