@@ -63,6 +63,7 @@ def test_a_slow_server_does_not_hold_the_first_prompt_past_the_limit(workspace: 
     with FakeMessagesServer([Reply.text("Hello without notes.")]) as server:
         child = spawn(workspace, scribe_env(server.base_url, home, SCRIBE_MCP_START_TIMEOUT_S="2"))
         try:
+            child.expect(r"starting MCP servers: slow \(waiting at most 2 s\)")
             child.expect("mcp: server 'slow': it had not answered within 2 s")
             child.expect("›")
             child.send("hello\r")

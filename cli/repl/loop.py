@@ -156,7 +156,14 @@ class Repl:
         if self._agent is not None:
             self._end(self._agent)
             self._agent = None
+        self.waiting_for_servers()
         self.open(choose_session(self.workspace, self.settings, SessionChoice(), self.hub), resumed=False)
+
+    def waiting_for_servers(self) -> None:
+        """A new session waits for its MCP servers (at most mcp_start_timeout_s): say so first."""
+        if self.hub.specs:
+            self.view.note(f"starting MCP servers: {', '.join(self.hub.specs)} "
+                           f"(waiting at most {self.settings.mcp_start_timeout_s:g} s)")
 
     def resume(self, id_or_prefix: str) -> None:
         found = store_for(self.workspace).find(id_or_prefix, self.workspace)
@@ -282,7 +289,8 @@ def start(*, continue_: bool, resume: str | None, permission_mode: str | None, m
         hub = open_hub(workspace, settings)
         try:
             repl = Repl(workspace, settings, View(make_console()), hub=hub)
-            # A new session waits for the MCP servers at most mcp_start_timeout_s (agent/mcptools.py).
+            if not (continue_ or resume):
+                repl.waiting_for_servers()
             session = choose_session(workspace, settings, SessionChoice(continue_, resume, model), hub)
             try:
                 repl.open(session, resumed=continue_ or bool(resume))
