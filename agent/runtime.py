@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from scribe.tools.registry import builtin_tools, tool_definitions
 from .autocommit import TurnCommitter
 from .compress import Compressor
 from .config import Settings, state_dir
+from .curator import Curation, curate_earlier
 from .loop import Agent, Approver
 from .mcptools import allowed_without_asking, pin, pinned_servers, session_tools
 from .model import ModelClient
@@ -35,9 +37,13 @@ class SessionChoice:
     model: str | None = None
 
 
-def choose_session(workspace: Path, settings: Settings, choice: SessionChoice, hub: McpHub | None = None) -> Session:
-    """A continued session keeps the tools it pinned; a new one waits for the MCP servers at
-    most `mcp_start_timeout_s` and pins what they offer by then (agent/mcptools.py)."""
+def choose_session(workspace: Path, settings: Settings, choice: SessionChoice, hub: McpHub | None = None, *,
+                   model: ModelClient | None = None, report: Callable[[Curation], None] | None = None) -> Session:
+    """The session to run in. A continued one keeps the tools it pinned. A new one starts with
+    the project notes; with `model`, the earlier sessions of the workspace that the notes have
+    not taken are curated into them first (each outcome goes to `report`), so the new session's
+    instructions hold every earlier fact. It waits for the MCP servers at most
+    `mcp_start_timeout_s` and pins what they offer by then (agent/mcptools.py)."""
     store = store_for(workspace)
     if choice.session_id or choice.continue_latest:
         found = store.find(choice.session_id, workspace) if choice.session_id else store.latest(workspace)
@@ -45,10 +51,15 @@ def choose_session(workspace: Path, settings: Settings, choice: SessionChoice, h
         if choice.model:
             switch_model(session, choice.model)
         return session
+    if hub is not None and hub.specs:
+        hub.start()  # they start while earlier sessions are curated
+    if model is not None:
+        for outcome in curate_earlier(workspace, settings, model):
+            if report is not None:
+                report(outcome)
     mcp_definitions: list[dict] = []
     record: list[dict] = []
     if hub is not None and hub.specs:
-        hub.start()
         mcp_definitions, record = pin(hub.wait(settings.mcp_start_timeout_s), settings.mcp_start_timeout_s)
     return start_session(workspace, settings, tool_definitions(builtin_tools()) + mcp_definitions, record)
 

@@ -75,3 +75,5 @@ def _print(session_id: str, figures: SessionStats) -> None:
         out.print("compression: no observations yet")
     if c.reflections:
         out.print(f"reflections: {c.reflections}, {c.reflection_tokens:,} tokens")
+    out.print(f"memory: {figures.memory.summary()}")
+

@@ -121,7 +121,9 @@ def _help(repl: Repl, arg: str) -> None:
 
 @command("stats", "calls, tokens, cache hit rate and cost of this session")
 def _stats(repl: Repl, arg: str) -> None:
-    repl.view.lines(stats_lines(repl.numbers()))
+    from scribe.memory.health import memory_health
+
+    repl.view.lines(stats_lines(repl.numbers(), memory_health(repl.session.events)))
 
 
 @command("reflect", "compress memory now, showing the context before and after")

@@ -26,7 +26,7 @@ from rich.text import Text
 from scribe import __version__
 from scribe.agent.compress import ContextSize
 from scribe.agent.config import Settings, find_workspace, load_settings, state_dir
-from scribe.agent.curator import curate
+from scribe.agent.curator import Curation, curate
 from scribe.agent.loop import Agent
 from scribe.agent.mcptools import open_hub, start_notes
 from scribe.agent.model import ModelClient, preload_sdk
@@ -157,7 +157,8 @@ class Repl:
             self._end(self._agent)
             self._agent = None
         self.waiting_for_servers()
-        self.open(choose_session(self.workspace, self.settings, SessionChoice(), self.hub), resumed=False)
+        self.open(choose_session(self.workspace, self.settings, SessionChoice(), self.hub, model=self.model,
+                                 report=self.reported), resumed=False)
 
     def waiting_for_servers(self) -> None:
         """A new session waits for its MCP servers (at most mcp_start_timeout_s): say so first."""
@@ -191,6 +192,11 @@ class Repl:
         finally:
             agent.close()  # stops its file watcher
             agent.session.close()
+
+    def reported(self, outcome: Curation) -> None:
+        """An earlier session curated before a new one starts (its notes are in the new one)."""
+        if outcome.noteworthy:
+            self.view.note(outcome.message)
 
     def curate(self, agent: Agent) -> None:
         try:
@@ -291,7 +297,8 @@ def start(*, continue_: bool, resume: str | None, permission_mode: str | None, m
             repl = Repl(workspace, settings, View(make_console()), hub=hub)
             if not (continue_ or resume):
                 repl.waiting_for_servers()
-            session = choose_session(workspace, settings, SessionChoice(continue_, resume, model), hub)
+            session = choose_session(workspace, settings, SessionChoice(continue_, resume, model), hub,
+                                     model=repl.model, report=repl.reported)
             try:
                 repl.open(session, resumed=continue_ or bool(resume))
                 repl.loop()

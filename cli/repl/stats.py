@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from scribe.agent.compress import ContextSize
 from scribe.agent.pricing import price_usage
 from scribe.memory.events import Event, UsageEvent
+from scribe.memory.health import MemoryHealth
 from scribe.memory.render import ChunkIndex, current_model
 from scribe.memory.stats import Figures, figures_of
 
@@ -78,8 +79,8 @@ def toolbar_text(n: Numbers) -> str:
             f"cache {percent(n.last_hit)} last · {percent(n.session_hit)} session ")
 
 
-def stats_lines(n: Numbers) -> list[str]:
-    """What /stats prints."""
+def stats_lines(n: Numbers, health: MemoryHealth | None = None) -> list[str]:
+    """What /stats prints; with `health`, a line on what memory made and what failed."""
     t = n.totals
     by_purpose = f" ({n.agent_calls} agent, {t.calls - n.agent_calls} memory)" if t.calls != n.agent_calls else ""
     return [
@@ -92,4 +93,5 @@ def stats_lines(n: Numbers) -> list[str]:
         f"context      ~{n.context.total:,} tokens next call: {n.context.fixed:,} instructions and tools, "
         f"{n.context.observations:,} observations, {n.context.raw:,} raw",
         f"cost         {dollars(n.cost)}",
+        *([f"memory       {health.summary()}"] if health is not None else []),
     ]
