@@ -34,6 +34,7 @@ from scribe.memory.notes import (
 from scribe.memory.render import Request
 from scribe.memory.tokens import estimate_text
 from scribe.memory.uncurated import needs_curation
+from scribe.tools.textio import plural
 
 from .config import Settings
 from .errors import ModelError
@@ -100,7 +101,8 @@ def curate(session: Session, model: ModelClient, settings: Settings, path: Path)
     session.sync()
     dropped = f"; {len(notes.dropped)} lines with no source left out" if notes.dropped else ""
     older = f"; {skipped} older facts past side_call_tokens left out" if skipped else ""
-    return Curation(True, f"notes: {notes.entries} entries in {path} (from session {session.id}{dropped}{older})",
+    return Curation(True, f"notes: {plural(notes.entries, 'entry', 'entries')} in {path} "
+                          f"(from session {session.id}{dropped}{older})",
                     notes.entries)
 
 

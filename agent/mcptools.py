@@ -34,8 +34,14 @@ def open_hub(workspace: Path, settings: Settings) -> McpHub:
                   start_timeout_s=settings.mcp_start_timeout_s, call_timeout_s=settings.mcp_call_timeout_s)
 
 
-def pin(states: Sequence[ServerState], limit_s: float) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """The MCP tool definitions a new session sends, and the `mcp` record of its session event."""
+def waited(limit_s: float) -> str:
+    """Why a server still starting has no tools: the session waited as long as it may."""
+    return f"it had not answered within {limit_s:g} s (mcp_start_timeout_s)"
+
+
+def pin(states: Sequence[ServerState], pending: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The MCP tool definitions a new session sends, and the `mcp` record of its session event
+    (`pending`: why a server still starting has no tools, see `waited`)."""
     definitions: list[dict[str, Any]] = []
     record: list[dict[str, Any]] = []
     taken: set[str] = set()
@@ -47,8 +53,7 @@ def pin(states: Sequence[ServerState], limit_s: float) -> tuple[list[dict[str, A
                 {"name": t.name, "tool": t.tool, "read_only": t.read_only} for t in tools])
             definitions += [t.definition for t in tools]
         elif server.state in ("starting", "not started"):
-            entry.update(state="pending", error=f"it had not answered within {limit_s:g} s (mcp_start_timeout_s)",
-                         tools=[])
+            entry.update(state="pending", error=pending, tools=[])
         else:
             entry.update(state="failed", error=server.error or "it stopped", tools=[])
         if server.skipped:

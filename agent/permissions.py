@@ -30,6 +30,8 @@ class PermissionPolicy:
     # Tools the config lets run without asking (an MCP server's `allow` list). Unlike "always",
     # they never override a refusal: read-only mode stays read-only.
     allowed: frozenset[str] = frozenset()
+    # How the person changes the mode, named in refusals: the flag, or the REPL's /mode.
+    how_to_allow: str = "--permission-mode"
 
     def verdict(self, tool: str, kind: ToolKind) -> Verdict:
         if tool in self.always:
@@ -43,9 +45,9 @@ class PermissionPolicy:
             return f"{tool} was declined by the user"
         if kind == "mcp" and self.mode == "read-only":
             return (f"{tool} is not allowed in permission mode 'read-only' (its MCP server does not mark it "
-                    f"read-only); the user can allow it with --permission-mode {needed}")
+                    f"read-only); the user can allow it with {self.how_to_allow} {needed}")
         if kind == "mcp":
             return (f"{tool} is not allowed in permission mode '{self.mode}'; the user can allow it with "
-                    f"--permission-mode {needed}, or list it in the MCP server's `allow` setting")
+                    f"{self.how_to_allow} {needed}, or list it in the MCP server's `allow` setting")
         return (f"{tool} is not allowed in permission mode '{self.mode}'; "
-                f"the user can allow it with --permission-mode {needed}")
+                f"the user can allow it with {self.how_to_allow} {needed}")

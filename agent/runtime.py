@@ -20,7 +20,7 @@ from .compress import Compressor
 from .config import Settings, state_dir
 from .curator import Curation, curate_earlier
 from .loop import Agent, Approver
-from .mcptools import allowed_without_asking, pin, pinned_servers, session_tools
+from .mcptools import allowed_without_asking, pin, pinned_servers, session_tools, waited
 from .model import ModelClient
 from .permissions import PermissionPolicy
 from .retry import RetryPolicy
@@ -38,12 +38,15 @@ class SessionChoice:
 
 
 def choose_session(workspace: Path, settings: Settings, choice: SessionChoice, hub: McpHub | None = None, *,
-                   model: ModelClient | None = None, report: Callable[[Curation], None] | None = None) -> Session:
+                   model: ModelClient | None = None, report: Callable[[Curation], None] | None = None,
+                   wait: bool = True, pending: str | None = None) -> Session:
     """The session to run in. A continued one keeps the tools it pinned. A new one starts with
     the project notes; with `model`, the earlier sessions of the workspace that the notes have
     not taken are curated into them first (each outcome goes to `report`), so the new session's
     instructions hold every earlier fact. It waits for the MCP servers at most
-    `mcp_start_timeout_s` and pins what they offer by then (agent/mcptools.py)."""
+    `mcp_start_timeout_s` and pins what they offer by then (agent/mcptools.py); with `wait`
+    false the caller has started them and waited, and what is ready now is pinned (`pending`
+    says why the others have no tools, if not for the limit)."""
     store = store_for(workspace)
     if choice.session_id or choice.continue_latest:
         found = store.find(choice.session_id, workspace) if choice.session_id else store.latest(workspace)
@@ -51,7 +54,7 @@ def choose_session(workspace: Path, settings: Settings, choice: SessionChoice, h
         if choice.model:
             switch_model(session, choice.model)
         return session
-    if hub is not None and hub.specs:
+    if hub is not None and hub.specs and wait:
         hub.start()  # they start while earlier sessions are curated
     if model is not None:
         for outcome in curate_earlier(workspace, settings, model):
@@ -60,7 +63,8 @@ def choose_session(workspace: Path, settings: Settings, choice: SessionChoice, h
     mcp_definitions: list[dict] = []
     record: list[dict] = []
     if hub is not None and hub.specs:
-        mcp_definitions, record = pin(hub.wait(settings.mcp_start_timeout_s), settings.mcp_start_timeout_s)
+        states = hub.wait(settings.mcp_start_timeout_s) if wait else hub.states()
+        mcp_definitions, record = pin(states, pending or waited(settings.mcp_start_timeout_s))
     return start_session(workspace, settings, tool_definitions(builtin_tools()) + mcp_definitions, record)
 
 

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
 from .errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_MAX_TURNS, EXIT_OK, cli_errors, fail
 from .headless import StreamJsonSink, TextSink
+from .visible import visible
 
 
 class OutputFormat(StrEnum):
@@ -83,7 +84,7 @@ def run(
             if curation.noteworthy:
                 notes.append(curation.message)
                 if output is not OutputFormat.json:
-                    print(f"scribe: {curation.message}", file=sys.stderr)
+                    print(f"scribe: {visible(curation.message)}", file=sys.stderr)
 
         hub = open_hub(workspace, settings)
         agent = None
@@ -93,10 +94,10 @@ def run(
             try:
                 agent = build_agent(workspace, settings, agent_session, model=client, hub=hub)
                 for problem in agent_session.problems:
-                    print(f"scribe: note: {agent_session.path.name} {problem}", file=sys.stderr)
+                    print(f"scribe: note: {agent_session.path.name} {visible(problem)}", file=sys.stderr)
                 if not (continue_ or session):
                     for line in start_notes(agent_session.header):
-                        print(f"scribe: {line}", file=sys.stderr)
+                        print(f"scribe: {visible(line)}", file=sys.stderr)
                 ended, totals = _drive(agent.turn(text), output)
             finally:
                 if agent is not None:
@@ -112,7 +113,7 @@ def run(
                 "memory": memory_health(agent_session.events).as_dict(),
             }, ensure_ascii=False))
         elif ended.error:
-            print(f"scribe: {ended.error}", file=sys.stderr)
+            print(f"scribe: {visible(ended.error)}", file=sys.stderr)
         elif ended.reason == "max_turns":
             print(f"scribe: stopped after {ended.calls} model calls (--max-turns); "
                   f"continue with: scribe run -c '...'", file=sys.stderr)

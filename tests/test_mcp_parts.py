@@ -12,7 +12,7 @@ from mcp_servers.tiny_png import png_bytes
 
 from scribe.agent.config import ConfigError, Settings, load_settings
 from scribe.agent.mcpconfig import mcp_config
-from scribe.agent.mcptools import pin, start_notes
+from scribe.agent.mcptools import pin, start_notes, waited
 from scribe.agent.permissions import PermissionPolicy
 from scribe.fakeapi.validate import validate_request
 from scribe.memory.events import AssistantEvent, SessionEvent, ToolResultEvent, UserEvent
@@ -136,7 +136,7 @@ def test_pin_takes_ready_servers_tools_and_records_the_rest() -> None:
         ServerState("b", "http", "u", "f", "starting", None, (), ()),
         ServerState("c", "stdio", "y", "f", "failed", "exited during start-up", (), ()),
     ]
-    definitions, record = pin(states, 2.5)
+    definitions, record = pin(states, waited(2.5))
     assert definitions == [tools[0].definition]
     assert record == [
         {"server": "a", "transport": "stdio", "state": "ready", "error": None,
@@ -160,7 +160,7 @@ def test_two_servers_whose_names_collide_for_the_api_still_send_distinct_tool_na
     two, _ = listed_tools("a_b", [{"name": "t", "inputSchema": schema()}])
     assert one[0].name == two[0].name == "mcp__a_b__t"
     definitions, record = pin([ServerState("a.b", "stdio", "x", "f", "ready", None, tuple(one), ()),
-                               ServerState("a_b", "stdio", "y", "f", "ready", None, tuple(two), ())], 1)
+                               ServerState("a_b", "stdio", "y", "f", "ready", None, tuple(two), ())], "")
     names = [d["name"] for d in definitions]
     assert names[0] == "mcp__a_b__t" and names[1].startswith("mcp__a_b__t_") and API_NAME.match(names[1])
     assert [s["tools"][0]["name"] for s in record] == names

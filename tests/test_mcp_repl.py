@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pexpect
@@ -11,6 +12,7 @@ from mcp_servers.launch import START_S
 from test_mcp_run import configure, notes_table
 
 from helpers import SCRIBE, events_of, run_scribe, scribe_env, session_logs
+from scribe.cli.repl.input import GUARD_S
 from scribe.fakeapi import FakeMessagesServer, Reply, tool_use_block
 from scribe.memory.events import SessionEvent, ToolResultEvent
 
@@ -43,6 +45,7 @@ def test_ask_mode_shows_server_tool_and_arguments_and_the_result_reaches_the_mod
             child.expect("MCP server notes, tool add_note")
             child.expect('"body": "buy oat milk"')
             child.expect(r"allow mcp__notes__add_note\?")
+            time.sleep(GUARD_S + 0.2)  # keys in the question's first moments are ignored
             child.send("y")
             child.expect("Noted: milk.")
             leave(child)
@@ -78,6 +81,23 @@ def test_a_slow_server_does_not_hold_the_first_prompt_past_the_limit(workspace: 
     assert isinstance(header, SessionEvent)
     assert header.mcp == [{"server": "slow", "transport": "stdio", "state": "pending",
                            "error": "it had not answered within 2 s (mcp_start_timeout_s)", "tools": []}]
+
+
+@pytest.mark.slow
+def test_ctrl_c_stops_waiting_for_the_servers(workspace: Path, home: Path) -> None:
+    configure(workspace, notes_table("slow", NOTES_MODE="slow:600"))
+    # The limit is far away: only Ctrl-C can end the wait before the test's own timeout.
+    child = spawn(workspace, scribe_env("http://127.0.0.1:9", home, SCRIBE_MCP_START_TIMEOUT_S="600"))
+    try:
+        child.expect("waiting for MCP servers")
+        child.sendintr()
+        child.expect("mcp: server 'slow': it had not answered when the person stopped waiting")
+        leave(child)
+    finally:
+        child.close()
+    assert child.exitstatus == 0, child.before
+    header = events_of(session_logs(workspace)[0])[0]
+    assert isinstance(header, SessionEvent) and header.mcp[0]["state"] == "pending"
 
 
 def test_mcp_list_shows_servers_states_and_tools(workspace: Path, home: Path) -> None:

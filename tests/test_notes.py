@@ -60,7 +60,7 @@ def test_a_fact_reaches_the_next_session_and_a_contradiction_replaces_it(workspa
         # the next new session curates the first before its instructions are built
         second = run_scribe(["run", "What do you know about this project?"], workspace, env)
         assert second.code == 0, second.err
-        assert "`make check`" in notes_file.read_text() and "notes: 1 entries" in second.err
+        assert "`make check`" in notes_file.read_text() and "notes: 1 entry in" in second.err
         opening = agent_requests(server)[1]["system"][0]["text"]
         assert "Use tabs for indentation." in opening and "`make check`" in opening
 
