@@ -7,6 +7,7 @@ config-file key is <name>, so the three spellings never drift apart.
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import os
 import re
@@ -54,6 +55,10 @@ class Settings:
     # The most tokens one observer, reflector or curator request may hold, whatever the log's size.
     side_call_tokens: int = 50_000
     watch_files: bool = True
+    # MCP servers (configured in [mcp.servers.NAME] tables or a trusted .mcp.json; agent/mcpconfig.py).
+    mcp_start_timeout_s: float = 10.0
+    mcp_call_timeout_s: float = 120.0
+    trust_mcp_json: bool = False
 
     def recorded(self) -> dict[str, Any]:
         """What the session event keeps: everything, so a request is rebuilt from the log alone."""
@@ -68,7 +73,8 @@ LIMITS: dict[str, tuple[float, float | None]] = {
     "reflect_tokens": (500, None), "retention": (0.0, 0.9), "command_timeout_s": (0.1, None),
     "render_output_chars": (200, None), "settled_output_chars": (200, None),
     "output_cap_bytes": (1000, None), "max_retries": (0, None), "retry_backoff_s": (0.0, None),
-    "request_timeout_s": (0.1, None), "notes_tokens": (0, None),
+    "request_timeout_s": (0.1, None), "notes_tokens": (0, None), "mcp_start_timeout_s": (0.1, None),
+    "mcp_call_timeout_s": (0.1, None),
     # Room for the instructions and two observation chunks at least; at most a 200k-token context
     # window less the side call's own answer (4,096 tokens) and a margin for the estimate.
     "side_call_tokens": (8_000, 190_000),
@@ -128,19 +134,28 @@ def explain_settings(workspace: Path, flags: Mapping[str, Any] | None = None,
     return settings, origin
 
 
-def _read_toml(path: Path) -> dict[str, Any]:
+def read_config_file(path: Path) -> Any:
+    """A config file parsed (TOML, or JSON for a `.json` file), None if there is none; a file
+    that cannot be read or parsed is a ConfigError naming it."""
     if not path.is_file():
-        return {}
+        return None
+    kind = "JSON" if path.suffix == ".json" else "TOML"
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: not valid TOML ({exc})") from None
+        text = path.read_text(encoding="utf-8")
+        return json.loads(text) if kind == "JSON" else tomllib.loads(text)
+    except (tomllib.TOMLDecodeError, json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: not valid {kind} ({exc})") from None
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read ({exc.strerror})") from None
-    unknown = sorted(set(data) - set(FIELDS))
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    data = read_config_file(path) or {}
+    # [mcp.servers.NAME] tables are read by agent/mcpconfig.py.
+    unknown = sorted(set(data) - set(FIELDS) - {"mcp"})
     if unknown:
         raise ConfigError(f"{path}: unknown setting {', '.join(unknown)} (known: {', '.join(FIELDS)})")
-    return {k: _coerce(k, v, f"{path}: {k}") for k, v in data.items()}
+    return {k: _coerce(k, v, f"{path}: {k}") for k, v in data.items() if k != "mcp"}
 
 
 def _coerce(name: str, value: Any, where: str) -> Any:

@@ -44,6 +44,7 @@ from scribe.agent.protocol import (
     TurnEnded,
     Waiting,
 )
+from scribe.tools.mcp.spec import PREFIX as MCP_PREFIX
 from scribe.tools.textio import plural
 
 from ..visible import VisibleConsole, VisibleStream, visible
@@ -64,6 +65,11 @@ STATUS_AFTER_S = 1.0
 ELAPSED_AFTER_S = 3.0  # the spinner adds the seconds waited from then on
 THINKING = "thinking…  (Esc or Ctrl-C cancels)"
 RUNNING = "running…  (Esc or Ctrl-C cancels)"
+
+
+def waiting_for_mcp(summary: str) -> str:
+    """The spinner's words while an MCP call runs: which server it waits for (from the summary)."""
+    return f"waiting for MCP server {visible(summary.split(' · ')[0])}…  (Esc or Ctrl-C cancels)"
 
 
 class TerminalConsole(VisibleConsole):
@@ -262,6 +268,8 @@ class View:
                                              visible(event.summary)))
             if event.name == "run_command":
                 self.busy(RUNNING)
+            elif event.name.startswith(MCP_PREFIX):
+                self.busy(waiting_for_mcp(event.summary))
         elif isinstance(event, ToolDone):
             self.pause()
             self._tool_result(event)
@@ -340,7 +348,7 @@ class View:
         elif name == "edit_file":
             self.console.print(diff_text("\n".join(
                 line for line in visible(result.output).splitlines() if not line.startswith(("---", "+++")))), end="")
-        elif name == "run_command":
+        elif name == "run_command" or name.startswith(MCP_PREFIX):
             self._command_output(result.output, result.is_error)
         elif name == "write_file":
             self.console.print(Text("  ⎿ " + first_line(result.output), style="dim"))
