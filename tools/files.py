@@ -9,6 +9,7 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
+from scribe.tools.atomic import refuse_special, special_kind, write_atomic
 from scribe.tools.base import ToolContext, ToolError, ToolKind, ToolOutput
 from scribe.tools.paths import display_path, resolve_path
 from scribe.tools.textio import (
@@ -39,8 +40,9 @@ def _require_file(ctx: ToolContext, target: Path) -> str:
         raise ToolError(f"{name} is a directory; use list_files to see its contents")
     if not target.exists():
         raise ToolError(f"file not found: {name}")
-    if not target.is_file():
-        raise ToolError(f"{name} is not a regular file")
+    kind = special_kind(target)
+    if kind is not None:
+        raise ToolError(f"{name} is {kind}, not a regular file")
     return name
 
 
@@ -163,13 +165,14 @@ class WriteFile:
         blocker = next((p for p in target.parents if p.exists() and not p.is_dir()), None)
         if blocker is not None:
             raise ToolError(f"cannot create {name}: {display_path(ctx, blocker)} is a file, not a directory")
+        refuse_special(target, name)  # before anything opens it: a FIFO would block
         existed = target.exists()
         if existed:
             # Overwriting must not silently discard changes made outside the agent either.
             _check_not_stale(ctx, name, sha256_file(target))
         data = args["content"].encode("utf-8")
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(data)
+        write_atomic(target, data, name)
         ctx.seen_hashes[name] = sha256_bytes(data)
         verb = "overwrote" if existed else "created"
         return ToolOutput(
@@ -227,7 +230,7 @@ class EditFile:
             )
         after = before.replace(old_text, new_text, 1)
         new_data = after.encode("utf-8", errors="surrogateescape")
-        target.write_bytes(new_data)
+        write_atomic(target, new_data, name)
         ctx.seen_hashes[name] = sha256_bytes(new_data)
         return ToolOutput(_diff(name, before, after))
 
