@@ -4,9 +4,12 @@ calls them."""
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import socket
 import stat
+import subprocess
+import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -141,6 +144,44 @@ def test_read_cuts_very_long_lines_with_a_marker(ctx: ToolContext, workspace: Pa
     first, second = call(ctx, "read_file", path="min.js").text.splitlines()
     assert first == "     1\t" + "y" * 2000 + "… [line cut: 3000 more chars]"
     assert second == "     2\tshort"
+
+
+def test_a_huge_single_line_is_read_in_memory_bounded_by_what_is_shown(workspace: Path) -> None:
+    """64 MB on one line: the read streams it, holding a piece at a time, and still counts the
+    characters it cut and hashes every byte. Measured in a fresh process, whose peak is its own."""
+    size = 64_000_000
+    with (workspace / "one-line.txt").open("wb") as handle:
+        for _ in range(size // 1_000_000):
+            handle.write(b"z" * 1_000_000)
+        handle.write(b"\nlast\n")
+    code = (
+        "import json, resource, sys; from pathlib import Path;"
+        "from scribe.tools.base import ToolContext; from scribe.tools.registry import builtin_tools, run_tool;"
+        "ctx = ToolContext(workspace=Path(sys.argv[1])); run_tool(builtin_tools(), 'read_file', {'path': 'README.md'}, ctx);"
+        "before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss;"
+        "out = run_tool(builtin_tools(), 'read_file', {'path': 'one-line.txt'}, ctx);"
+        "grew = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before;"
+        "print(json.dumps({'text': out.text, 'grew_kb': grew, 'hash': ctx.seen_hashes['one-line.txt']}))"
+    )
+    done = subprocess.run([sys.executable, "-c", code, str(workspace)], capture_output=True, text=True, check=True)
+    seen = json.loads(done.stdout)
+    assert seen["text"] == "     1\t" + "z" * 2000 + f"… [line cut: {size - 2000} more chars]\n     2\tlast"
+    assert seen["hash"] == sha((workspace / "one-line.txt").read_bytes())
+    assert seen["grew_kb"] < 16_000, seen["grew_kb"]  # reading it whole held 64 MB twice over
+
+
+def test_line_pieces_keep_cuts_and_line_endings_exact(ctx: ToolContext, workspace: Path) -> None:
+    from scribe.tools.lines import PIECE_BYTES
+
+    # CRs at a piece's end wait to see whether the line ends; a character split across pieces
+    # decodes whole.
+    long_crlf = b"a" * (PIECE_BYTES - 1) + b"\r\n"
+    split_char = b"b" * (PIECE_BYTES - 1) + "é".encode() + b"c\n"
+    (workspace / "pieces.txt").write_bytes(long_crlf + split_char + b"end")
+    first, second, third, note = call(ctx, "read_file", path="pieces.txt").text.splitlines()
+    assert first == "     1\t" + "a" * 2000 + f"… [line cut: {PIECE_BYTES - 1 - 2000} more chars]"
+    assert second == "     2\t" + "b" * 2000 + f"… [line cut: {PIECE_BYTES - 2000 + 1} more chars]"
+    assert (third, note) == ("     3\tend", "(file uses CRLF line endings)")
 
 
 def test_read_strips_crlf_and_says_so(ctx: ToolContext, workspace: Path) -> None:

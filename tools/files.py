@@ -5,12 +5,12 @@ changed since the model last saw it (tracked through `ctx.seen_hashes`)."""
 from __future__ import annotations
 
 import difflib
-import hashlib
 from pathlib import Path
 from typing import Any
 
 from scribe.tools.atomic import refuse_special, special_kind, write_atomic
 from scribe.tools.base import ToolContext, ToolError, ToolKind, ToolOutput
+from scribe.tools.lines import numbered_lines
 from scribe.tools.paths import display_path, resolve_path
 from scribe.tools.textio import (
     SNIFF_BYTES,
@@ -95,8 +95,9 @@ class ReadFile:
             ctx.seen_hashes[name] = sha256_file(target)
             size = human_bytes(target.stat().st_size)
             return ToolOutput(f"{name} is a binary file ({kind}, {size}); its contents are not shown")
-        shown, total, crlf, digest = _numbered_lines(target, offset, limit)
-        ctx.seen_hashes[name] = digest
+        lines = numbered_lines(target, offset, limit, MAX_LINE_CHARS, MAX_READ_CHARS)
+        shown, total, crlf = lines.shown, lines.total, lines.crlf
+        ctx.seen_hashes[name] = lines.digest
         if total == 0:
             return ToolOutput(f"{name} is empty")
         if offset > total:
@@ -108,30 +109,6 @@ class ReadFile:
         if crlf:
             text += "\n(file uses CRLF line endings)"
         return ToolOutput(text)
-
-
-def _numbered_lines(target: Path, offset: int, limit: int) -> tuple[list[str], int, bool, str]:
-    """Stream the file once: format the requested window, count every line, hash every byte."""
-    digest = hashlib.sha256()
-    shown: list[str] = []
-    chars = 0
-    crlf = False
-    total = 0
-    with target.open("rb") as handle:
-        for raw in handle:
-            digest.update(raw)
-            total += 1
-            if total < offset or len(shown) >= limit or chars >= MAX_READ_CHARS:
-                continue
-            if raw.endswith(b"\r\n"):
-                crlf = True
-            line = raw.rstrip(b"\r\n").decode("utf-8", errors="replace")
-            if len(line) > MAX_LINE_CHARS:
-                line = f"{line[:MAX_LINE_CHARS]}… [line cut: {len(line) - MAX_LINE_CHARS} more chars]"
-            entry = f"{total:>6}\t{line}"
-            shown.append(entry)
-            chars += len(entry) + 1
-    return shown, total, crlf, digest.hexdigest()
 
 
 class WriteFile:
