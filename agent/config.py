@@ -46,6 +46,8 @@ class Settings:
     curate_notes: bool = True
     notes_tokens: int = 2000
     watch_files: bool = True
+    # Seconds of regular-expression matching one search may spend (search_files, recall, log search).
+    regex_timeout_s: float = 5.0
 
     def recorded(self) -> dict[str, Any]:
         """What the session event keeps: everything, so a request is rebuilt from the log alone."""
@@ -60,7 +62,7 @@ LIMITS: dict[str, tuple[float, float | None]] = {
     "reflect_tokens": (500, None), "retention": (0.0, 0.9), "command_timeout_s": (0.1, None),
     "render_output_chars": (200, None), "settled_output_chars": (200, None),
     "output_cap_bytes": (1000, None), "max_retries": (0, None), "retry_backoff_s": (0.0, None),
-    "notes_tokens": (0, None),
+    "notes_tokens": (0, None), "regex_timeout_s": (0.01, None),
 }
 
 

@@ -72,6 +72,7 @@ def build_agent(workspace: Path, settings: Settings, session: Session, *,
         output_cap_bytes=settings.output_cap_bytes,
         read_log=lambda: [to_record(e) for e in session.events],
         seen_hashes=last_seen(session.events),
+        regex_timeout_s=settings.regex_timeout_s,
     )
     client = model or ModelClient(retry=RetryPolicy(settings.max_retries, settings.retry_backoff_s))
     output_chars = int(session.header.config.get("render_output_chars", settings.render_output_chars))

@@ -53,6 +53,8 @@ class ToolContext:
     read_log: Callable[[], list[dict[str, Any]]] | None = None
     # sha256 of each file as the agent last read or wrote it (workspace-relative posix path).
     seen_hashes: dict[str, str] = field(default_factory=dict)
+    # Seconds of regular-expression matching one search may spend (search_files, recall).
+    regex_timeout_s: float = 5.0
 
 
 class Tool(Protocol):
