@@ -46,6 +46,8 @@ class Settings:
     curate_notes: bool = True
     notes_tokens: int = 2000
     watch_files: bool = True
+    # Commands run in a bubblewrap sandbox where the platform allows it (tools/sandbox.py).
+    sandbox: bool = True
     # Seconds of regular-expression matching one search may spend (search_files, recall, log search).
     regex_timeout_s: float = 5.0
 

@@ -19,6 +19,7 @@ from .config import Settings, state_dir
 from .loop import Agent, Approver
 from .model import ModelClient
 from .permissions import PermissionPolicy
+from .protection import protection_for
 from .retry import RetryPolicy
 from .session import Session, open_session, start_session, store_for
 
@@ -41,7 +42,8 @@ def choose_session(workspace: Path, settings: Settings, choice: SessionChoice) -
         if choice.model:
             switch_model(session, choice.model)
         return session
-    return start_session(workspace, settings, tool_definitions(builtin_tools()))
+    return start_session(workspace, settings, tool_definitions(builtin_tools()),
+                         protection=protection_for(workspace, settings).record())
 
 
 def switch_model(session: Session, model: str) -> bool:
@@ -72,6 +74,7 @@ def build_agent(workspace: Path, settings: Settings, session: Session, *,
         output_cap_bytes=settings.output_cap_bytes,
         read_log=lambda: [to_record(e) for e in session.events],
         seen_hashes=last_seen(session.events),
+        protection=protection_for(workspace, settings),
         regex_timeout_s=settings.regex_timeout_s,
     )
     client = model or ModelClient(retry=RetryPolicy(settings.max_retries, settings.retry_backoff_s))

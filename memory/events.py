@@ -53,6 +53,8 @@ class SessionEvent(Event):
     git_branch: str | None = None
     # Project files read into the instructions (AGENTS.md, CLAUDE.md, the notes): path and sha256.
     sources: list[dict[str, str]] = field(default_factory=list)
+    # What protected scribe from the commands it ran (tools/sandbox.py Protection.record()).
+    protection: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -332,3 +332,13 @@ def _remove_file(root: Path, rel: str) -> None:
     while folder != root and folder.is_dir() and not any(folder.iterdir()):
         folder.rmdir()
         folder = folder.parent
+
+
+def git_dirs(workspace: Path) -> list[Path]:
+    """The repository's git folders: its own and, for a worktree, the common one (both must be
+    writable for `git commit` to work); none outside a repository."""
+    try:
+        with open_repo(workspace) as repo:
+            return sorted({Path(repo.git_dir).resolve(), Path(repo.common_dir).resolve()})
+    except GitUnavailable:
+        return []
