@@ -71,6 +71,12 @@ def agent_on(server: FakeMessagesServer, workspace: Path, settings: Settings,
     return build_agent(workspace, settings, choose_session(workspace, settings, SessionChoice()))
 
 
+def sleep_argv(seconds: int) -> tuple[str, str]:
+    """A `sleep` command line no other test, and no other test run on this machine, uses: this
+    process's pid is the fraction, so `running(*sleep_argv(n))` finds only our own."""
+    return ("sleep", f"{seconds}.{os.getpid()}")
+
+
 def running(*argv: str) -> list[int]:
     """Live processes whose command line is exactly `argv`: how a test finds the `sleep 1234.5`
     it started, sandboxed or not (a sandboxed one has another pid inside its namespace)."""

@@ -19,7 +19,7 @@ from prompt_toolkit.input import create_pipe_input
 from prompt_toolkit.output import DummyOutput
 from rich.console import Console
 
-from helpers import events_of, running, session_logs
+from helpers import events_of, running, session_logs, sleep_argv, wait_for
 from scribe.agent.config import load_settings
 from scribe.agent.runtime import SessionChoice, choose_session
 from scribe.cli.repl.loop import Repl, start
@@ -225,14 +225,14 @@ def test_ctrl_c_during_a_command_cancels_the_turn_and_the_session_goes_on(worksp
         os.kill(os.getpid(), signal.SIGINT)
 
     # The sleep's own pid may be a sandbox's: it is found by its command line instead.
-    script = [Reply([text_block("Waiting."), tool_use_block("run_command", {"command": "echo $$ > pid; sleep 30.7"})]),
+    script = [Reply([text_block("Waiting."), tool_use_block("run_command", {"command": f"echo $$ > pid; {' '.join(sleep_argv(30))}"})]),
               Reply.text("Noted: you stopped it.")]
     started = time.monotonic()
     ran = run_repl(workspace, script, "wait\rwhat now?\r", mode="full-auto",
                    during=threading.Thread(target=interrupt_when_running))
     assert time.monotonic() - started < 15
     assert "interrupted" in ran.out and "Noted: you stopped it." in ran.out
-    assert not running("sleep", "30.7")
+    assert wait_for(lambda: not running(*sleep_argv(30)))
     events = events_of(session_logs(workspace)[0])
     interrupts = [e for e in events if isinstance(e, InterruptEvent)]
     assert len(interrupts) == 1 and interrupts[0].reason == "cancelled by the user"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import running, wait_for
+from helpers import running, sleep_argv, wait_for
 from scribe.tools.base import ToolContext
 from scribe.tools.command import RunCommand
 from scribe.tools.registry import builtin_tools, run_tool
@@ -35,6 +35,10 @@ def either(request: pytest.FixtureRequest, workspace: Path) -> ToolContext:
         pytest.skip("bubblewrap cannot create namespaces here")
     protection = command_protection(workspace, enabled=request.param == "sandbox")
     return ToolContext(workspace=workspace, command_timeout_s=30, protection=protection)
+
+
+def sleep(seconds: int) -> str:
+    return " ".join(sleep_argv(seconds))
 
 
 def run(ctx: ToolContext, command: str, **extra: object) -> tuple[str, bool, int | None, int]:
@@ -62,10 +66,10 @@ def test_no_output_and_no_stdin(ctx: ToolContext) -> None:
 
 
 def test_timeout_ends_the_command_and_its_background_children(either: ToolContext) -> None:
-    text, is_error, _, _ = run(either, "sleep 1000.1 & echo started; sleep 1000.2", timeout_s=1)
+    text, is_error, _, _ = run(either, f"{sleep(1001)} & echo started; {sleep(1002)}", timeout_s=1)
     assert is_error
     assert text == f"started\n[timed out after 1s; {ENDED}]"
-    assert wait_for(lambda: not running("sleep", "1000.1") and not running("sleep", "1000.2"))
+    assert wait_for(lambda: not running(*sleep_argv(1001)) and not running(*sleep_argv(1002)))
 
 
 def test_timeout_escalates_to_sigkill_when_term_is_ignored(ctx: ToolContext) -> None:
@@ -74,19 +78,18 @@ def test_timeout_escalates_to_sigkill_when_term_is_ignored(ctx: ToolContext) -> 
 
 
 def test_a_background_child_holding_the_pipe_does_not_hang(either: ToolContext) -> None:
-    text, is_error, code, _ = run(either, "(sleep 1000.3 &); echo hi")
+    text, is_error, code, _ = run(either, f"({sleep(1003)} &); echo hi")
     assert (text, is_error, code) == (f"hi\n{LEFT}", False, 0)
-    assert wait_for(lambda: not running("sleep", "1000.3"))
+    assert wait_for(lambda: not running(*sleep_argv(1003)))
 
 
-@pytest.mark.parametrize("start", ["sleep 1000.4 > /dev/null 2>&1 &", "setsid sleep 1000.4 > /dev/null 2>&1 &",
-                                   "setsid sleep 1000.4 &"])
+@pytest.mark.parametrize("start", ["{} > /dev/null 2>&1 &", "setsid {} > /dev/null 2>&1 &", "setsid {} &"])
 def test_background_jobs_end_with_the_command_even_in_a_new_session(either: ToolContext, start: str) -> None:
     """`setsid` leaves the process group: the sandbox's PID namespace, or the marker in the
     job's environment, still finds it; the result says what was ended."""
-    text, is_error, code, _ = run(either, f"{start} echo ok")
+    text, is_error, code, _ = run(either, f"{start.format(sleep(1004))} echo ok")
     assert (text, is_error, code) == (f"ok\n{LEFT}", False, 0)
-    assert wait_for(lambda: not running("sleep", "1000.4"))
+    assert wait_for(lambda: not running(*sleep_argv(1004)))
 
 
 def test_output_is_capped_head_and_tail_with_bounded_memory(workspace: Path) -> None:
@@ -139,13 +142,13 @@ def test_secrets_are_scrubbed_from_the_environment(either: ToolContext, monkeypa
 def test_cancel_from_another_thread_ends_everything(either: ToolContext) -> None:
     tool = RunCommand()
     assert tool.cancel() is False  # nothing running: a no-op
-    canceller = threading.Thread(target=lambda: wait_for(lambda: bool(running("sleep", "1000.6"))) and tool.cancel())
+    canceller = threading.Thread(target=lambda: wait_for(lambda: bool(running(*sleep_argv(1006)))) and tool.cancel())
     canceller.start()
-    out = tool.run({"command": "echo begun; setsid sleep 1000.5 & sleep 1000.6"}, either)
+    out = tool.run({"command": f"echo begun; setsid {sleep(1005)} & {sleep(1006)}"}, either)
     canceller.join()
     assert out.is_error
     assert out.text == f"begun\n[cancelled; {ENDED}]"
-    assert wait_for(lambda: not running("sleep", "1000.5") and not running("sleep", "1000.6"))
+    assert wait_for(lambda: not running(*sleep_argv(1005)) and not running(*sleep_argv(1006)))
     # The next command on the same tool runs normally.
     assert tool.run({"command": "echo again"}, either).text == "again\n"
 
