@@ -37,6 +37,7 @@ from scribe.memory.events import InterruptEvent
 from scribe.memory.pairing import unanswered_tool_uses
 
 from ..errors import cli_errors, fail
+from ..signals import Ending, Stopped, ending_signals
 from .approve import Approver
 from .commands import ExitRepl, command_help, dispatch, is_command
 from .input import InputArea
@@ -124,6 +125,8 @@ class Repl:
         self.area = area or InputArea(workspace, state_dir(workspace) / "history", command_help, self.toolbar)
         self._agent: Agent | None = None
         self._toolbar = ""
+        # SIGTERM and SIGHUP end the REPL (cli/signals.py); start() installs the handlers.
+        self.ending = Ending(())
 
     @property
     def agent(self) -> Agent:
@@ -226,6 +229,8 @@ class Repl:
         while True:
             try:
                 line = self.area.read()
+            except Stopped:
+                raise
             except KeyboardInterrupt:
                 if armed:
                     return
@@ -243,10 +248,13 @@ class Repl:
                         dispatch(self, line)
                 except ExitRepl:
                     return
+                except Stopped:
+                    raise
                 except KeyboardInterrupt:
                     self.view.warn("cancelled")
             else:
                 self.run_turn(line)
+            self.ending.raise_if_received()  # the turn recorded the stop; now scribe ends
             self.view.pause()
             self.refresh()
 
@@ -274,8 +282,11 @@ def start(*, continue_: bool, resume: str | None, permission_mode: str | None, m
         preload_sdk()  # while the person types the first message
         repl = Repl(workspace, settings, View(make_console()))
         session = choose_session(workspace, settings, SessionChoice(continue_, resume, model))
-        try:
-            repl.open(session, resumed=continue_ or bool(resume))
-            repl.loop()
-        finally:
-            repl.close()
+        with ending_signals(resume="scribe -c") as repl.ending:
+            try:
+                repl.open(session, resumed=continue_ or bool(resume))
+                repl.loop()
+            finally:
+                if repl.ending.received is not None:  # ending on a signal: no model call for the notes
+                    repl.settings = dataclasses.replace(repl.settings, curate_notes=False)
+                repl.close()
