@@ -8,7 +8,7 @@ from pathlib import Path
 from helpers import run_scribe, scribe_env
 from scribe.fakeapi import FakeMessagesServer, Reply
 
-SLOW_LINE = "a" * 40 + "b"
+SLOW_LINE = "a" * 60 + "b"
 
 
 def test_a_catastrophic_pattern_is_refused_with_one_line_and_exit_2(workspace: Path, home: Path) -> None:

@@ -99,8 +99,6 @@ def special_files(workspace: Path) -> dict[str, str]:
 def test_every_file_tool_refuses_special_files_without_opening_them(ctx: ToolContext, workspace: Path) -> None:
     for path, kind in special_files(workspace).items():
         refusal = f"{path} is {kind}, not a regular file"
-        assert call(ctx, "read_file", path=path).text == refusal
-        assert call(ctx, "edit_file", path=path, old_text="a", new_text="b").text == refusal
         # Run where a hang would show: the write must come back at once, not wait for a reader.
         result: list[ToolOutput] = []
         writer = threading.Thread(target=lambda p=path, into=result: into.append(
@@ -112,6 +110,8 @@ def test_every_file_tool_refuses_special_files_without_opening_them(ctx: ToolCon
             writer.join(timeout=10)
             pytest.fail(f"write_file to {path} blocked")
         assert result[0].is_error and result[0].text == f"{refusal}; only regular files are written"
+        assert call(ctx, "read_file", path=path).text == refusal
+        assert call(ctx, "edit_file", path=path, old_text="a", new_text="b").text == refusal
     assert stat.S_ISFIFO(os.stat(workspace / "pipe").st_mode)  # still the FIFO, not replaced
 
 
