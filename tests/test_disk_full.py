@@ -1,12 +1,17 @@
 """A full disk, for real: a 64 KB tmpfs mounted inside the workspace (the tests run as root, as
 CI does). An edit or a write that cannot fit, or an undo that cannot restore a file, leaves
-every file as it was and says so in one line."""
+every file as it was and says so in one line.
+
+Each test's body runs in a child process with a mount namespace of its own (`unshare --mount
+--propagation private`), and only there is the tmpfs mounted: nothing a test mounts can reach
+the machine, and the mount ends with the child, whatever happens to the test."""
 
 from __future__ import annotations
 
 import os
 import subprocess
-from collections.abc import Iterator
+import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -17,21 +22,37 @@ from scribe.tools.git import commit_paths, undo_commit
 from scribe.tools.registry import builtin_tools, run_tool
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="mounting a tmpfs needs root")
+CANNOT_MOUNT = 77  # the child's exit status when it cannot have a small disk of its own
 
 
-@pytest.fixture
-def small_disk(workspace: Path) -> Iterator[Path]:
-    """workspace/data: a 64 KB file system of its own."""
-    folder = workspace / "data"
+def on_a_small_disk(body: Callable[[Path, Path], None], workspace: Path) -> None:
+    """Run `body(workspace, workspace/data)` where workspace/data is a 64 KB file system, in a
+    child process whose mount namespace is its own; its assertion failures fail the test."""
+    code = (f"import sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); import test_disk_full; "
+            f"test_disk_full.child({body.__name__!r}, *sys.argv[1:])")
+    host = os.readlink("/proc/self/ns/mnt")
+    try:
+        done = subprocess.run(["unshare", "--mount", "--propagation", "private", sys.executable, "-c", code,
+                               str(workspace), host], capture_output=True, text=True, timeout=120)
+    except FileNotFoundError:
+        pytest.skip("unshare (util-linux) is not installed")
+    if done.returncode == CANNOT_MOUNT or "unshare failed" in done.stderr:
+        pytest.skip(f"cannot mount a tmpfs in a namespace of its own here: {done.stderr.strip()}")
+    assert done.returncode == 0, done.stderr
+
+
+def child(name: str, workspace: str, host_namespace: str) -> None:
+    """The child's side: mount the small disk, only in a namespace that is not the machine's."""
+    if os.readlink("/proc/self/ns/mnt") == host_namespace:
+        sys.exit("refusing to mount: this process shares the machine's mount namespace")
+    folder = Path(workspace) / "data"
     folder.mkdir()
     mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(folder)],
                              capture_output=True, text=True)
     if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
-    try:
-        yield folder
-    finally:
-        subprocess.run(["umount", "-l", str(folder)], check=True)
+        print(mounted.stderr.strip(), file=sys.stderr)
+        sys.exit(CANNOT_MOUNT)
+    globals()[name](Path(workspace), folder)
 
 
 def text_of(size: int, word: str) -> str:
@@ -45,7 +66,15 @@ def call(ctx: ToolContext, name: str, **args: object) -> tuple[str, bool]:
     return out.text, out.is_error
 
 
-def test_an_edit_or_write_that_cannot_fit_leaves_the_file_whole(workspace: Path, small_disk: Path) -> None:
+def test_an_edit_or_write_that_cannot_fit_leaves_the_file_whole(workspace: Path) -> None:
+    on_a_small_disk(edit_and_write_that_cannot_fit, workspace)
+
+
+def test_an_undo_that_cannot_restore_a_file_changes_nothing(workspace: Path) -> None:
+    on_a_small_disk(undo_that_cannot_restore, workspace)
+
+
+def edit_and_write_that_cannot_fit(workspace: Path, small_disk: Path) -> None:
     tracked = small_disk / "notes.txt"
     original = text_of(30_000, "original")
     tracked.write_text(original)
@@ -66,7 +95,7 @@ def test_an_edit_or_write_that_cannot_fit_leaves_the_file_whole(workspace: Path,
     assert tracked.read_text() == original.replace("top of the original", "top of the edited")
 
 
-def test_an_undo_that_cannot_restore_a_file_changes_nothing(workspace: Path, small_disk: Path) -> None:
+def undo_that_cannot_restore(workspace: Path, small_disk: Path) -> None:
     tracked = small_disk / "notes.txt"
     tracked.write_text(text_of(40_000, "before"))
     git(workspace, "add", "data/notes.txt")

@@ -14,6 +14,7 @@ this scribe's prefix."""
 from __future__ import annotations
 
 import os
+import re
 import secrets
 import signal
 import subprocess
@@ -28,6 +29,9 @@ MARKER = "SCRIBE_COMMAND_ID"
 END_GRACE_S = 0.5
 _POLL_S = 0.02
 _PROC = Path("/proc")
+# What a prefix must look like: an instance's (pid-hex-) or one command's (pid-hex-N.). An empty
+# or shorter one would reach the commands of every scribe on the machine.
+_PREFIX = re.compile(r"[0-9]+-[0-9a-f]{8}-(?:[0-9]+\.)?")
 
 _instance = f"{os.getpid()}-{secrets.token_hex(4)}"
 _numbers = count(1)
@@ -53,6 +57,8 @@ def instance_prefix() -> str:
 
 def marked(prefix: str) -> list[int]:
     """Processes whose environment holds MARKER with a value starting with `prefix`."""
+    if not _PREFIX.fullmatch(prefix):
+        raise ValueError(f"not a scribe command marker: {prefix!r}")
     needle = f"{MARKER}={prefix}".encode()
     found = []
     me = os.getpid()
