@@ -78,6 +78,7 @@ def human_bytes(count: int) -> str:
 
 
 def plural(count: int, word: str, many: str | None = None) -> str:
+    """`1 line`, `2 lines`; `many` for a word whose plural is not word + s (entry, entries)."""
     return f"{count} {word}" if count == 1 else f"{count} {many or word + 's'}"
 
 
