@@ -84,14 +84,18 @@ def edit_and_write_that_cannot_fit(workspace: Path, small_disk: Path) -> None:
     call(ctx, "read_file", path="data/notes.txt")
 
     full = "could not write data/notes.txt: no space left on device; the file is unchanged"
-    assert call(ctx, "edit_file", path="data/notes.txt", old_text="top of the original text", new_text="x" * 45_000) == (full, True)
-    assert call(ctx, "write_file", path="data/notes.txt", content=text_of(50_000, "new")) == (full, True)
-    assert tracked.read_text() == original
-    assert os.listdir(small_disk) == ["notes.txt"]  # no temporary file left behind
-    assert git(workspace, "status", "--porcelain") == ""
+    # (The body runs outside pytest, so each assertion names what it saw.)
+    edited = call(ctx, "edit_file", path="data/notes.txt", old_text="top of the original text", new_text="x" * 45_000)
+    assert edited == (full, True), edited
+    written = call(ctx, "write_file", path="data/notes.txt", content=text_of(50_000, "new"))
+    assert written == (full, True), written
+    assert tracked.read_text() == original, f"{tracked.stat().st_size} bytes: {tracked.read_text()[:40]!r}…"
+    assert os.listdir(small_disk) == ["notes.txt"], os.listdir(small_disk)  # no temporary file left behind
+    assert git(workspace, "status", "--porcelain") == "", git(workspace, "status", "--porcelain")
 
     # What fits still goes through, and the next edit sees it.
-    assert not call(ctx, "edit_file", path="data/notes.txt", old_text="top of the original", new_text="top of the edited")[1]
+    fits = call(ctx, "edit_file", path="data/notes.txt", old_text="top of the original", new_text="top of the edited")
+    assert not fits[1], fits
     assert tracked.read_text() == original.replace("top of the original", "top of the edited")
 
 
@@ -107,14 +111,15 @@ def undo_that_cannot_restore(workspace: Path, small_disk: Path) -> None:
     (small_disk / "filler").write_bytes(b"\0" * 24_000)  # now 40 KB cannot fit beside what is there
 
     undone = undo_commit(workspace, commit.sha, "s1")
-    assert not undone.done
+    assert not undone.done, undone
     assert undone.message == ("could not write data/notes.txt: no space left on device; the file is unchanged; "
-                              "nothing undone")
-    assert git(workspace, "rev-parse", "HEAD").strip() == commit.sha
-    assert tracked.read_text() == shorter
-    assert sorted(os.listdir(small_disk)) == ["filler", "notes.txt"]
+                              "nothing undone"), undone.message
+    assert git(workspace, "rev-parse", "HEAD").strip() == commit.sha, "HEAD moved"
+    assert tracked.read_text() == shorter, f"{tracked.stat().st_size} bytes: {tracked.read_text()[:40]!r}…"
+    assert sorted(os.listdir(small_disk)) == ["filler", "notes.txt"], os.listdir(small_disk)
 
     (small_disk / "filler").unlink()  # with room, the same undo restores the 40 KB version
-    assert undo_commit(workspace, commit.sha, "s1").done
+    again = undo_commit(workspace, commit.sha, "s1")
+    assert again.done, again
     assert tracked.read_text() == text_of(40_000, "before")
     assert git(workspace, "status", "--porcelain") == ""
