@@ -21,7 +21,7 @@ from itertools import accumulate
 from scribe.memory.events import AssistantEvent, Event, UsageEvent, UserEvent
 from scribe.memory.observer import safe_boundaries
 
-from .pricing import CACHE_READ, CACHE_WRITE_5M, price_for
+from .pricing import price_for
 
 # Observation lines come out at about a tenth of what the observer reads (it keeps facts and
 # exact identifiers, not output): the expected size of the answer and of the chunk it becomes.
@@ -39,8 +39,8 @@ class Rates:
 
     @classmethod
     def of(cls, model: str, observer_model: str) -> Rates:
-        agent, observer = price_for(model), price_for(observer_model)
-        return cls(read=agent.input * CACHE_READ / 1e6, write=agent.input * CACHE_WRITE_5M / 1e6,
+        agent, observer = price_for(model).base, price_for(observer_model).base
+        return cls(read=agent.read / 1e6, write=agent.write_5m / 1e6,
                    observer_input=observer.input / 1e6, observer_output=observer.output / 1e6)
 
 

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from scribe.agent.pricing import CACHE_WRITE_5M, price_usage
+from scribe.agent.pricing import price_usage
 from scribe.memory.stats import Figures, SessionStats, session_stats
 
 from .common import (
@@ -63,8 +63,8 @@ def _print(session_id: str, figures: SessionStats) -> None:
         share = saved / total.uncached_cost_usd if total.uncached_cost_usd else 0.0
         out.print(f"prompt tokens: {total.prompt_tokens:,}, {percent(total.hit_rate)} read from the cache; "
                   f"caching saved {money(saved)} ({percent(share)}) against no caching")
-        out.print(f"prices: agent/pricing.py list prices; cache writes at the 5-minute rate ({CACHE_WRITE_5M}x), "
-                  "reads at 0.1x", style="dim")
+        out.print("prices: each model's list prices from agent/pricing.py (input, 5-minute cache write, "
+                  "cache read, output)", style="dim")
     else:
         out.print("no model calls yet")
     c = figures.compression
