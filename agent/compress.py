@@ -81,7 +81,7 @@ class Compressor:
         events = session.events
         size = self.context(session)
         threshold = self.settings.observe_tokens
-        cold = self._cache_is_cold(events)
+        cold = self.settings.compress_when_cold and self._cache_is_cold(events)
         if cold:
             threshold //= 2  # nothing cached to lose: compressing now costs nothing extra
         if size.raw > backoff_until(events, OBSERVE_FAILED_KIND, ObservationEvent):
