@@ -91,8 +91,8 @@ def paid_off(raw: Sequence[Event], prompt_tokens: Sequence[float], observer_toke
     happens: nothing kept raw is rewritten because of the chunk, and what is observed is not
     written at all, which counts toward the price like rent already paid.
 
-    Called at a turn start (the current turn is never observed here); None when nothing has
-    paid off yet. The new chunk's own rent, about a tenth of what it replaces, is left out."""
+    Called at a turn start (the current turn is never observed here, the finished ones all may
+    be); None when nothing has paid off yet. The new chunk's own rent, about a tenth of what it replaces, is left out."""
     current = turn_start(raw)
     if current is None or current == 0:
         return None
@@ -104,9 +104,10 @@ def paid_off(raw: Sequence[Event], prompt_tokens: Sequence[float], observer_toke
     kept = prompt_tokens if kept_tokens is None else kept_tokens
     kept_raw = list(accumulate(reversed(kept[:current])))[::-1]  # kept_raw[i]: tokens of raw[i:current]
     best: Quote | None = None
-    users = [i for i, e in enumerate(raw[:current]) if isinstance(e, UserEvent)]
-    keep_from = users[-1] if users else current  # the last finished exchange stays raw
-    for i in safe_boundaries(raw[:keep_from]):
+    # Every finished turn may be observed, the last one too: whatever stays raw behind the new
+    # chunk is written to the cache again, and a write costs 25 reads at Sonnet 5.5's prices, so
+    # keeping the last exchange raw cost more than re-reading it ever saved (recall has it whole).
+    for i in safe_boundaries(raw[:current]):
         answer = OBSERVATION_YIELD * read_by_observer[i]
         rewrite = kept_raw[i + 1] if i + 1 < current and not cold else 0
         price = ((observer_overhead + read_by_observer[i]) * rates.observer_input
@@ -114,4 +115,36 @@ def paid_off(raw: Sequence[Event], prompt_tokens: Sequence[float], observer_toke
                  + rewrite * (rates.write - rates.read))
         if rent[i] >= price:
             best = Quote(i, rent[i], price)
+    return best
+
+
+# A reflection comes out at about a third of what it condenses (the reflector is asked for half
+# at first, less on retries): the share of the chunks' reads it stops is the rest.
+REFLECTION_YIELD = 1 / 3
+
+
+def reflection_paid_off(chunk_tokens: Sequence[float], calls_since: Sequence[int], overhead: float,
+                        rates: Rates) -> int | None:
+    """How many of the oldest chunks to condense into one reflection now (at least two), or None.
+
+    The same rent-or-buy rule for observations that every call re-reads: `chunk_tokens[i]` is
+    what chunk i adds to the prompt, `calls_since[i]` how many agent calls have read it since it
+    was made; the rent is what re-reading the part a reflection would remove has cost so far.
+    The price: the reflector's call (`overhead`: its instructions), writing its answer, and
+    writing again the chunks kept after it, except the newest, which is new and written anyway.
+
+    Called just after an observation made at a turn start, so the raw tail is rewritten at the
+    next call whatever happens and costs the reflection nothing more."""
+    best: int | None = None
+    rent = condensed = 0.0
+    last = len(chunk_tokens) - 1  # the newest chunk stays verbatim
+    for k in range(last):
+        rent += calls_since[k] * chunk_tokens[k] * rates.read * (1 - REFLECTION_YIELD)
+        condensed += chunk_tokens[k]
+        answer = REFLECTION_YIELD * condensed
+        rewrite = sum(chunk_tokens[k + 1:last])
+        price = ((overhead + condensed) * rates.observer_input + answer * (rates.observer_output + rates.write)
+                 + rewrite * (rates.write - rates.read))
+        if k >= 1 and rent >= price:
+            best = k + 1
     return best

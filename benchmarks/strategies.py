@@ -45,6 +45,7 @@ FLOOR = "current turn only (the floor)"
 # Each rule off in turn: the SCRIBE_* setting that turns it off.
 RULES_OFF: dict[str, dict[str, str]] = {
     "scribe, payback rule off": {"SCRIBE_OBSERVE_ON_PAYBACK": "false"},
+    "scribe, no reflection on payback": {"SCRIBE_REFLECT_ON_PAYBACK": "false"},
     "scribe, settled outputs not shortened": {"SCRIBE_SETTLED_OUTPUT_CHARS": "12000"},
     "scribe, no early compression on a cold cache": {"SCRIBE_COMPRESS_WHEN_COLD": "false"},
 }
