@@ -49,7 +49,8 @@ def measure(before: Executable | None) -> dict[str, list[Row]]:
     current = this_tree()
     results: dict[str, list[Row]] = {}
     for session in shapes():
-        results[session.name] = compare_chain(session, current, before if session.name == TARGET_SHAPE else None)
+        results[session.name] = compare_chain(session, current, _settings,
+                                              before if session.name == TARGET_SHAPE else None)
     long = long_session()
     results[long.name] = compare_in_process(long, _settings)
     return results

@@ -106,7 +106,7 @@ def coding(name: str, turns: int, *, rows: int = 400, growth: int = 37,
     return ScriptedSession(name, script, list(FACTS))
 
 
-def chatty(turns: int = 30) -> ScriptedSession:
+def chatty(turns: int = 20) -> ScriptedSession:
     """A design conversation: long user and assistant messages, little tool output."""
     script = _planting()
     for k in range(1, turns - len(script) + 1):
@@ -134,7 +134,7 @@ def shapes() -> list[ScriptedSession]:
         coding("tool-heavy", 30),
         coding("big outputs", 10, rows=5000, growth=0),
         coding("idle gaps", 12, idle={4: 600.0, 8: 900.0, 11: 420.0}),
-        chatty(30),
+        chatty(20),
     ]
 
 

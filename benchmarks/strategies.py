@@ -39,6 +39,7 @@ Body = dict[str, Any]
 Strategy = Callable[[list[Event]], Body]  # raw events before a call -> that call's request body
 
 SHIPPED = "scribe as shipped"
+IN_PROCESS = "scribe as shipped, in one process (REPL-like)"
 FULL_CACHED = "full history, cached (no memory)"
 NAIVE = "naive: full history, no caching, no memory"
 FLOOR = "current turn only (the floor)"
@@ -143,30 +144,46 @@ def _idle(session: ScriptedSession) -> bool:
     return any(t.idle_before_s for t in session.turns)
 
 
-def compare_chain(session: ScriptedSession, current: Executable, before: Executable | None = None,
-                  workers: int = 2) -> list[Row]:
-    """Every strategy on one shape through the executable; `before`: today's code for comparison."""
-    variants: dict[str, tuple[Executable, dict[str, str]]] = {SHIPPED: (current, {})}
-    for name, env in RULES_OFF.items():
-        if name != COLD_RULE or _idle(session):
-            variants[name] = (current, env)
+def compare_chain(session: ScriptedSession, current: Executable, settings_for: Callable[[dict[str, str]], Any],
+                  before: Executable | None = None, workers: int = 2) -> list[Row]:
+    """One shape: scribe as shipped through the executable (and `before`, today's code, beside
+    it), each rule off in turn in-process, and the rebuilt baselines."""
+    chains: dict[str, tuple[Executable, dict[str, str]]] = {SHIPPED: (current, {})}
     if before is not None:
-        variants[before.label] = (before, {})
+        chains[before.label] = (before, {})
+    if _idle(session):  # an in-process run cannot move the clock its log is stamped with
+        chains |= {name: (current, env) for name, env in RULES_OFF.items()}
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        futures = {name: pool.submit(run_chain, session, exe, env) for name, (exe, env) in variants.items()}
-        runs: dict[str, ChainRun] = {name: f.result() for name, f in futures.items()}
-    scribe_runs = {name: ScribeRun(r.requests, r.events, r.seconds) for name, r in runs.items()}
-    return _rows(session, scribe_runs)
+        futures = {name: pool.submit(run_chain, session, exe, env) for name, (exe, env) in chains.items()}
+        in_process = None if _idle(session) else pool.submit(_rules_off, session, settings_for)
+        runs: dict[str, ScribeRun] = {name: _of(f.result()) for name, f in futures.items()}
+        if in_process is not None:
+            runs |= in_process.result()
+    return _rows(session, runs)
 
 
 def compare_in_process(session: ScriptedSession, settings_for: Callable[[dict[str, str]], Any]) -> list[Row]:
     """The long shape: one agent for every turn, as the REPL keeps it."""
-    variants = {SHIPPED: {}, **{n: e for n, e in RULES_OFF.items() if n != COLD_RULE}}
-    runs = {}
+    shipped = replay(session, settings_for({}))
+    return _rows(session, {SHIPPED: ScribeRun(shipped.requests, shipped.events, shipped.seconds),
+                           **_rules_off(session, settings_for, with_shipped=False)})
+
+
+def _of(run: ChainRun) -> ScribeRun:
+    return ScribeRun(run.requests, run.events, run.seconds)
+
+
+def _rules_off(session: ScriptedSession, settings_for: Callable[[dict[str, str]], Any], *,
+               with_shipped: bool = True) -> dict[str, ScribeRun]:
+    """In one process, as the REPL runs (notes curated once at the end): scribe as shipped, then
+    with each rule off, so each rule's saving is read against the same mode of running."""
+    variants = {**({IN_PROCESS: {}} if with_shipped else {}),
+                **{n: e for n, e in RULES_OFF.items() if n != COLD_RULE or _idle(session)}}
+    out = {}
     for name, env in variants.items():
         done = replay(session, settings_for(env))
-        runs[name] = ScribeRun(done.requests, done.events, done.seconds)
-    return _rows(session, runs)
+        out[name] = ScribeRun(done.requests, done.events, done.seconds)
+    return out
 
 
 def _rows(session: ScriptedSession, runs: dict[str, ScribeRun]) -> list[Row]:
