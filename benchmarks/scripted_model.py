@@ -18,7 +18,6 @@ knows which facts are planted):
 
 from __future__ import annotations
 
-import json
 import re
 import threading
 from typing import Any
@@ -28,6 +27,7 @@ from scribe.memory.notes import CURATOR_SYSTEM
 from scribe.memory.observer import OBSERVER_SYSTEM
 from scribe.memory.reflector import REFLECTOR_SYSTEM
 
+from .bills import prompt_text
 from .sessions import PROBE, ScriptedSession
 
 _EVENT = re.compile(r"^\[seq (\d+)\] ([^:]+):\s?(.*)$")
@@ -66,15 +66,14 @@ class ScriptedModel:
 
     def _answer_probe(self, request: dict[str, Any], recalled: list[str] | None) -> Reply:
         facts = self.session.facts
-        if recalled is None:  # first call of the probe turn: what is in view?
-            seen = _prompt_text(request)
+        seen = prompt_text(request)  # what it was shown before the question
+        if recalled is None:  # first call of the probe turn
             missing = [f for f in facts if f.text not in seen]
             if missing:
                 self.probe_recalls = [f.cue for f in missing]
                 return Reply([tool_use_block("recall", {"query": f.cue}) for f in missing])
             known = [f.text for f in facts]
         else:
-            seen = _prompt_text(request, upto_probe=True)
             answers = "\n".join(recalled)
             known = [f.text for f in facts if f.text in seen or f.text in answers]
         self.probe_answer = "From what I have: " + "; ".join(known) + "."
@@ -94,17 +93,6 @@ def _probe_state(request: dict[str, Any]) -> tuple[bool, list[str] | None]:
             return True, [str(b.get("content", "")) for later in after if later["role"] == "user"
                           for b in later["content"] if b.get("type") == "tool_result"]
     return False, None
-
-
-def _prompt_text(request: dict[str, Any], *, upto_probe: bool = False) -> str:
-    """What the model sees, as text: system blocks and messages (to the probe's question)."""
-    parts = [b.get("text", "") for b in request.get("system", []) if isinstance(b, dict)]
-    for m in request["messages"]:
-        for b in m["content"]:
-            if b.get("type") == "text" and b.get("text") == PROBE and upto_probe:
-                return "\n".join(parts)
-            parts.append(json.dumps(b, ensure_ascii=False) if b.get("type") != "text" else b["text"])
-    return "\n".join(parts)
 
 
 def observe(prompt: str) -> str:
