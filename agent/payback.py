@@ -5,8 +5,10 @@ call reads them again from the cache: that is rent. Observing them costs one obs
 writing the chunk it produces into the cache, and writing again whatever settled events stay raw
 behind the new chunk: that is the price. Paying rent until it has added up to the price, then
 buying, never costs more than twice what the best choice in hindsight would have (the ski-rental
-rule), and it needs no guess at how long the session will go on. A big tool output that later
-calls keep re-reading is observed soon; a short exchange in a session of one call per turn waits.
+rule), and it needs no guess at how long the session will go on. The one forecast it makes is
+the turn that has just begun: its calls are about to read whatever stays raw, so their rent,
+at the session's recent calls per turn, counts as due. A big tool output that later calls keep
+re-reading is observed soon; a short exchange in a session of one call per turn waits.
 
 Pure functions over the raw tail, in US dollars at list prices (the observer runs on a cheaper
 model than the agent, so tokens alone would misjudge it).
@@ -78,6 +80,13 @@ def calls_since_settled(raw: Sequence[Event]) -> list[int]:
     return calls
 
 
+def calls_per_turn(raw: Sequence[Event]) -> float:
+    """Agent calls per turn over the turns that began in `raw` (at least one)."""
+    turns = sum(isinstance(e, UserEvent) for e in raw)
+    calls = sum(isinstance(e, UsageEvent) and e.purpose == "agent" for e in raw)
+    return max(1.0, calls / turns) if turns else 1.0
+
+
 def paid_off(raw: Sequence[Event], prompt_tokens: Sequence[float], observer_tokens: Sequence[float],
              observer_overhead: float, rates: Rates, kept_tokens: Sequence[float] | None = None, *,
              cold: bool = False) -> Quote | None:
@@ -91,12 +100,19 @@ def paid_off(raw: Sequence[Event], prompt_tokens: Sequence[float], observer_toke
     happens: nothing kept raw is rewritten because of the chunk, and what is observed is not
     written at all, which counts toward the price like rent already paid.
 
+    Rent counts the calls that have read an event since its turn ended and the calls the
+    current turn is expected to make (it has begun, so at least one will): a finished turn that
+    the next one would re-read call after call is observed before it does, not after.
+
     Called at a turn start (the current turn is never observed here, the finished ones all may
     be); None when nothing has paid off yet. The new chunk's own rent, about a tenth of what it replaces, is left out."""
     current = turn_start(raw)
     if current is None or current == 0:
         return None
-    calls = calls_since_settled(raw)
+    # The current turn has begun, so its calls will read whatever stays raw: count the rent they
+    # are expected to pay (as many calls as the finished turns in view made on average) as due.
+    ahead = calls_per_turn(raw[:current])
+    calls = [c + ahead for c in calls_since_settled(raw)]
     rent = list(accumulate(c * t * rates.read for c, t in zip(calls[:current], prompt_tokens[:current], strict=True)))
     if cold:  # observing spares writing these events again at the next call
         rent = [r + t * rates.write for r, t in zip(rent, accumulate(prompt_tokens[:current]), strict=True)]

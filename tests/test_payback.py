@@ -12,7 +12,14 @@ import pytest
 
 from helpers import agent_on
 from scribe.agent.config import Settings
-from scribe.agent.payback import Rates, calls_since_settled, paid_off, reflection_paid_off, turn_start
+from scribe.agent.payback import (
+    Rates,
+    calls_per_turn,
+    calls_since_settled,
+    paid_off,
+    reflection_paid_off,
+    turn_start,
+)
 from scribe.agent.pricing import call_cost
 from scribe.agent.protocol import TurnEnded
 from scribe.fakeapi import FakeMessagesServer, Reply, text_block, tool_use_block
@@ -100,7 +107,7 @@ def test_big_outputs_pay_off_sooner_than_small_ones() -> None:
             if paid_off(events, sizes(events, tool_tokens), sizes(events, 200), 600, RATES):
                 return later
         return 60
-    assert calls_needed(8000) < calls_needed(500)
+    assert calls_needed(8000) < calls_needed(100)
 
 
 def test_the_current_turn_stays_raw_the_finished_ones_may_all_go_and_cuts_are_safe() -> None:
@@ -173,7 +180,7 @@ def test_a_cold_cache_makes_observing_worth_it_without_rent() -> None:
     """After an idle spell the next call writes the whole prompt anyway: a big finished turn
     is worth observing at once, a small one still is not."""
     events = session_of([2, 1])  # a turn with one big output, then a short exchange (kept raw)
-    big = sizes(events, tool_tokens=3000)
+    big = sizes(events, tool_tokens=1000)
     assert paid_off(events, big, sizes(events, 500), 600, RATES) is None  # warm: its rent is too little yet
     quote = paid_off(events, big, sizes(events, 500), 600, RATES, cold=True)
     assert quote is not None and quote.last == len(events) - 2  # every finished turn, the current one left raw
@@ -250,3 +257,13 @@ def test_reflection_on_payback_condenses_observations_long_before_reflect_tokens
     for r in reflections:  # each made right after an observation, before the turn's first call
         before = [e for e in events if e.seq < r.seq and not isinstance(e, UsageEvent)]
         assert isinstance(before[-1], ObservationEvent) and before[-1].seq not in r.supersedes
+
+
+def test_the_turn_that_has_begun_counts_its_expected_reads_as_rent() -> None:
+    """Just after one finished turn nothing has re-read it yet, but the turn that has begun is
+    about to, call after call: a big output is observed before those calls, not after."""
+    events = session_of([4])
+    assert calls_per_turn(events[:-1]) == 4
+    quote = paid_off(events, sizes(events, 8000), sizes(events, 200), 600, RATES)
+    assert quote is not None and quote.last == len(events) - 2
+    assert paid_off(events, sizes(events, 100), sizes(events, 200), 600, RATES) is None  # a small one waits
