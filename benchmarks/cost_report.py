@@ -63,14 +63,22 @@ def _turns(name: str) -> int:
 def section(results: dict[str, list[Row]]) -> tuple[dict[str, Any], str]:
     data: dict[str, Any] = {}
     parts = []
-    summary = ["| shape | turns | scribe as shipped | full history, cached | scribe ÷ cached | floor | facts kept |",
-               "|---|---|---|---|---|---|---|"]
+    summary = ["| shape | turns | scribe as shipped | of it, curation | full history, cached | scribe ÷ cached | "
+               "floor | facts kept | s per turn |", "|---|---|---|---|---|---|---|---|---|"]
+    over: list[str] = []
+    lost: list[str] = []
     for shape, rows in results.items():
         by = {r.strategy: r for r in rows}
         cached, floor, shipped = by[FULL_CACHED].bill.usd, by[FLOOR].bill.usd, by[SHIPPED]
         data[shape] = [r.as_dict() for r in rows]
-        summary.append(f"| {shape} | {_turns(shape)} | ${shipped.bill.usd:.4f} | ${cached:.4f} | "
-                       f"{shipped.bill.usd / cached:.1%} | ${floor:.4f} | {shipped.kept.cell()} |")
+        summary.append(f"| {shape} | {_turns(shape)} | ${shipped.bill.usd:.4f} | "
+                       f"${shipped.bill.usd_by_purpose['curator']:.4f} | ${cached:.4f} | "
+                       f"{shipped.bill.usd / cached:.1%} | ${floor:.4f} | {shipped.kept.cell()} | "
+                       f"{shipped.seconds / _turns(shape):.1f} |")
+        if shipped.bill.usd > cached:
+            over.append(f"{shape} ({shipped.bill.usd / cached:.1%})")
+        if shipped.kept.count < shipped.kept.total:
+            lost.append(shape)
         table = ["| strategy | $ | vs cached full history | agent $ / side calls $ | input tokens (units) | "
                  "calls: agent / observer / reflector / curator | largest prompt | facts kept | rejected | wall s |",
                  "|---|---|---|---|---|---|---|---|---|---|"]
@@ -88,7 +96,14 @@ def section(results: dict[str, list[Row]]) -> tuple[dict[str, Any], str]:
         parts.append(f"#### {shape} ({_turns(shape)} turns)\n\n" + "\n".join(table))
     target = _target(results.get(TARGET_SHAPE, []))
     data["target"] = target
-    head = "### Memory cost by session shape (dollars at list prices)\n\n" + "\n".join(summary)
+    verdict = (f"Scribe as shipped costs no more than the cached full history on {len(results) - len(over)} of "
+               f"{len(results)} shapes" + (f"; more on {', '.join(over)}" if over else "") + "; every planted fact "
+               + (f"kept except on {', '.join(lost)}." if lost else "kept on every shape.")
+               + " \"s per turn\": wall time of one `scribe run` process (start, reopen, the turn, curation); "
+               "for the in-process shape, of one turn.")
+    data["verdict"] = {"over_cached": over, "facts_lost": lost}
+    head = ("### Memory cost by session shape (dollars at list prices)\n\n" + "\n".join(summary) + "\n\n"
+            + verdict)
     return data, head + ("\n\n" + target["text"] if target else "") + "\n\n" + "\n\n".join(parts)
 
 
@@ -102,9 +117,14 @@ def _target(rows: list[Row]) -> dict[str, Any]:
     now_usd, then_usd = by[SHIPPED].bill.usd - floor.usd, before.bill.usd - floor.usd
     now_units, then_units = by[SHIPPED].bill.input_units - floor.input_units, before.bill.input_units - floor.input_units
     ratio = now_usd / then_usd if then_usd else float("nan")
+    # The same with every curator call left out on both sides, since curation's schedule is its own rule.
+    bare_now = by[SHIPPED].bill.without("curator").usd - floor.usd
+    bare_then = before.bill.without("curator").usd - floor.usd
     text = (f"Tool-heavy target (pay at most half of today's excess over the floor): above the floor, scribe as "
             f"shipped pays ${now_usd:.4f}, {before.strategy} ${then_usd:.4f}: {ratio:.0%} of it "
             f"({'met' if ratio <= 0.5 else 'missed'}); in input tokens {now_units:,.0f} against "
-            f"{then_units:,.0f} ({now_units / then_units:.0%}).")
+            f"{then_units:,.0f} ({now_units / then_units:.0%}). Leaving out every curator call on both sides: "
+            f"${bare_now:.4f} against ${bare_then:.4f} ({bare_now / bare_then:.0%}).")
     return {"excess_usd_now": now_usd, "excess_usd_before": then_usd, "ratio": ratio,
+            "excess_usd_now_without_curation": bare_now, "excess_usd_before_without_curation": bare_then,
             "excess_units_now": now_units, "excess_units_before": then_units, "text": text}
