@@ -20,6 +20,7 @@ import hashlib
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
+from scribe.memory.changes import ChangeSource, file_hash
 from scribe.memory.events import (
     AssistantEvent,
     ErrorEvent,
@@ -172,15 +173,18 @@ def _reasons(skipped: Mapping[str, str]) -> str:
     return "; ".join(f"{path}: {why}" for path, why in skipped.items())
 
 
-def undo_last(session: Session, workspace: Path) -> UndoResult:
+def undo_last(session: Session, workspace: Path, watcher: ChangeSource | None = None) -> UndoResult:
     """Undo this session's latest commit if it is still HEAD, and record that in its log (the
-    model is told at its next call). For the REPL's /undo. Raises GitUnavailable outside a
-    repository."""
+    model is told at its next call, as an undo). For the REPL's /undo: the session's `watcher`
+    is told what the undo left in each file, so it does not report them as changed outside
+    scribe. Raises GitUnavailable outside a repository."""
     sha = last_scribe_commit(session.events)
     if sha is None:
         return UndoResult(False, "no scribe commit in this session to undo")
     result = undo_commit(workspace, sha, session.id)
     if result.done:
+        if watcher is not None:
+            watcher.own_writes({path: file_hash(workspace / path) for path in result.files})
         record_undo(session, result)
     return result
 

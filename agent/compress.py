@@ -14,7 +14,10 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from scribe.memory.answer import Answer
+from scribe.memory.budget import InputBudget
 from scribe.memory.events import ErrorEvent, Event, ObservationEvent, ReflectionEvent, UsageEvent
+from scribe.memory.health import refusals_in_a_row
 from scribe.memory.observer import (
     OBSERVATIONS_SHOWN,
     OBSERVER_MAX_TOKENS,
@@ -23,19 +26,21 @@ from scribe.memory.observer import (
     UnusableAnswer,
     backoff_until,
     choose_span,
-    clean_answer,
+    clip_span,
     event_line,
     observer_input,
+    read_observer_answer,
 )
 from scribe.memory.reflector import (
     BACKOFF_GROWTH,
     BACKOFF_KIND,
+    INPUT_FRAMING_TOKENS,
     REFLECT_ATTEMPTS,
     REFLECTOR_SYSTEM,
     ReflectPlan,
-    accept_reflection,
     chunk_size,
     plan_reflection,
+    read_reflection,
     reflector_input,
 )
 from scribe.memory.render import Chunk, Request, current_model, tail_after
@@ -50,6 +55,8 @@ from .session import Session
 
 CACHE_TTL_S = 300.0
 OBSERVE_FAILED_KIND = "observe_backoff"
+# After this many observer answers refused in a row, the person is told plainly, once.
+STALLED_AFTER = 3
 OBSERVER_OVERHEAD = estimate_text(OBSERVER_SYSTEM) + 40  # instructions and framing of its input
 REFLECTOR_OVERHEAD = estimate_text(REFLECTOR_SYSTEM) + 40
 
@@ -129,20 +136,32 @@ class Compressor:
             if force:
                 yield Notice("nothing to observe: the raw tail is within the retention floor")
             return
+        room = self._budget().room(OBSERVER_SYSTEM)
+        shown = min(OBSERVATIONS_SHOWN, room // 4)
+        span = clip_span(raw, span, room - shown - 40, self._observer_view, self.estimator)
         chosen = [e for e in raw if span.seq_from <= e.seq <= span.seq_to]
         request = Request.one_shot(self.settings.observer_model, OBSERVER_SYSTEM,
-                                   observer_input([c.text for c in chunks], chosen), OBSERVER_MAX_TOKENS)
+                                   observer_input([c.text for c in chunks], chosen, tail_tokens=shown, room=room),
+                                   OBSERVER_MAX_TOKENS)
         try:
             result = self._call(session, request, "observer")
-            text = clean_answer(_text(result))
+            reading = read_observer_answer(_answer(result))
         except (ModelError, UnusableAnswer) as exc:
             size = self.estimator.total(raw)
             session.append(ErrorEvent, kind=OBSERVE_FAILED_KIND, message=f"observation failed: {exc}",
-                           until_tokens=int(size * BACKOFF_GROWTH))
+                           until_tokens=int(size * BACKOFF_GROWTH), purpose="observer")
             yield Notice(f"memory: observation failed ({exc}); will try again when the log has grown")
+            if refusals_in_a_row(session.events, OBSERVE_FAILED_KIND, ObservationEvent) == STALLED_AFTER:
+                yield Notice(f"memory: observer answers refused {STALLED_AFTER} times in a row (last: {exc}); "
+                             f"the prompt is now ~{self.context(session).total:,} tokens and grows with every "
+                             "call until an observation is kept (`scribe log stats` shows each reason)")
             return
-        event = session.append(ObservationEvent, text=text, seq_from=span.seq_from, seq_to=span.seq_to,
-                               tokens=estimate_text(text), model=result.model)
+        extra = {"cut": True} if reading.cut else {}
+        event = session.append(ObservationEvent, text=reading.text, seq_from=span.seq_from, seq_to=span.seq_to,
+                               tokens=estimate_text(reading.text), model=result.model, **extra)
+        if reading.cut:
+            yield Notice(f"memory: the observer's answer was cut at max_tokens; kept its {len(reading.lines)} "
+                         "complete observations")
         yield Compressed("observation", span.tokens, event.tokens, span.seq_from, span.seq_to)
 
     def paid_off_span(self, session: Session, *, cold: bool = False) -> Span | None:
@@ -181,7 +200,10 @@ class Compressor:
         factor = self.estimator.factor
         rates = Rates.of(current_model(session.events, session.chunks), self.settings.observer_model)
         n = reflection_paid_off([chunk_size(c) * factor for c in chunks], calls, REFLECTOR_OVERHEAD * factor, rates)
-        if n is None:
+        room = self._budget().room(REFLECTOR_SYSTEM)  # the side-call limit holds here too
+        while n is not None and n >= 2 and INPUT_FRAMING_TOKENS + sum(chunk_size(c) + 1 for c in chunks[:n]) > room:
+            n -= 1
+        if n is None or n < 2:
             return None
         return ReflectPlan(chunks[:n], chunks[n:], sum(chunk_size(c) for c in chunks[:n]))
 
@@ -190,7 +212,8 @@ class Compressor:
         chunks, _ = self._update(session)
         total = sum(chunk_size(c) for c in chunks)
         given = plan is not None
-        plan = plan or plan_reflection(chunks, self.settings.reflect_tokens, force=force)
+        room = self._budget().room(REFLECTOR_SYSTEM)
+        plan = plan or plan_reflection(chunks, self.settings.reflect_tokens, force=force, room=room)
         if plan is None:
             if force:
                 yield Notice("nothing to reflect: fewer than two observation chunks")
@@ -204,7 +227,7 @@ class Compressor:
         for attempt in range(REFLECT_ATTEMPTS):
             try:
                 result = self._call(session, _reflect_request(self.settings, plan, attempt), "reflector")
-                text = accept_reflection(_text(result), plan)
+                text = read_reflection(_answer(result), plan).text
             except UnusableAnswer as exc:
                 problems.append(str(exc))
                 continue
@@ -216,7 +239,8 @@ class Compressor:
             yield Compressed("reflection", plan.tokens, event.tokens, plan.condense[0].seq, plan.condense[-1].seq)
             return
         until = int(total * BACKOFF_GROWTH)
-        session.append(ErrorEvent, kind=BACKOFF_KIND, until_tokens=until,
+        session.append(ErrorEvent, kind=BACKOFF_KIND, until_tokens=until, purpose="reflector",
+                       attempts=len(problems), problems=problems,
                        message=f"reflection refused after {len(problems)} attempts: {problems[-1]}")
         yield Notice(f"memory: reflection did not shrink ({problems[-1]}); waiting until observations "
                      f"pass {until} tokens")
@@ -227,6 +251,9 @@ class Compressor:
         chunks, observed_to = session.chunks.update(session.events)
         self.estimator.settled_before = session.chunks.settled_before
         return chunks, observed_to
+
+    def _budget(self) -> InputBudget:
+        return InputBudget(self.settings.side_call_tokens, self.estimator.factor)
 
     def _call(self, session: Session, request: Request, purpose: str) -> CallResult:
         result = self.model.complete(request)
@@ -251,5 +278,5 @@ def _reflect_request(settings: Settings, plan: ReflectPlan, attempt: int) -> Req
                             OBSERVER_MAX_TOKENS)
 
 
-def _text(result: CallResult) -> str:
-    return "".join(b.get("text", "") for b in result.content if b.get("type") == "text")
+def _answer(result: CallResult) -> Answer:
+    return Answer("".join(b.get("text", "") for b in result.content if b.get("type") == "text"), result.stop_reason)

@@ -47,6 +47,8 @@ class Settings:
     auto_commit: bool = False
     curate_notes: bool = True
     notes_tokens: int = 2000
+    # The most tokens one observer, reflector or curator request may hold, whatever the log's size.
+    side_call_tokens: int = 50_000
     watch_files: bool = True
 
     def recorded(self) -> dict[str, Any]:
@@ -63,6 +65,9 @@ LIMITS: dict[str, tuple[float, float | None]] = {
     "render_output_chars": (200, None), "settled_output_chars": (200, None),
     "output_cap_bytes": (1000, None), "max_retries": (0, None), "retry_backoff_s": (0.0, None),
     "notes_tokens": (0, None),
+    # Room for the instructions and two observation chunks at least; at most a 200k-token context
+    # window less the side call's own answer (4,096 tokens) and a margin for the estimate.
+    "side_call_tokens": (8_000, 190_000),
 }
 
 

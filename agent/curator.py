@@ -1,27 +1,51 @@
-"""Curating the project notes at a session's end: one call to the cheaper model merges what the
-session taught into `<state>/notes.md`, and the log records the result.
+"""Curating the project notes: one call to the cheaper model merges what a session taught into
+`<state>/notes.md`, and that session's log records the result.
 
-The file is replaced atomically and only with an answer that passed the checks in
-memory/notes.py; a failed curation leaves the notes as they were and says why.
+Curation is a session's act, not a run's. The notes are read only when a new session starts, so
+that is when sessions are curated (`curate_earlier`, before the new session's instructions are
+built), besides the end of an interactive session and `scribe notes curate`. What has been
+curated is read from each log (`notes` events), so a chain of `scribe run -c` costs one
+curation, not one per run.
+
+The file is replaced atomically and only with an answer that passed its reader
+(memory/notes_reader.py); a failed curation leaves the notes as they were and says why.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from scribe.memory.events import ErrorEvent, NotesEvent, UsageEvent
-from scribe.memory.notes import CURATOR_SYSTEM, NotesRefused, accept_notes, curator_input, session_facts
+from scribe.memory.answer import Answer
+from scribe.memory.budget import InputBudget
+from scribe.memory.events import ErrorEvent, Event, NotesEvent, UsageEvent
+from scribe.memory.log import LogError, SessionLocked
+from scribe.memory.notes import (
+    CURATOR_SYSTEM,
+    NotesRefused,
+    curator_input,
+    facts_within,
+    read_notes,
+    session_facts,
+)
 from scribe.memory.render import Request
+from scribe.memory.tokens import estimate_text
+from scribe.memory.uncurated import needs_curation
+from scribe.tools.textio import plural
 
 from .config import Settings
 from .errors import ModelError
 from .model import ModelClient
-from .session import Session
+from .session import Session, notes_path, open_session, store_for
 
 CURATOR_MAX_TOKENS = 4096
+# The curator's input around the notes and the facts: its headings and closing line.
+INPUT_FRAMING_TOKENS = 60
+# Below this many tokens for facts, a curation could not say anything new: it is not attempted.
+LEAST_ROOM_FOR_FACTS = 200
 
 
 @dataclass(frozen=True)
@@ -35,34 +59,86 @@ class Curation:
 
 
 def curate(session: Session, model: ModelClient, settings: Settings, path: Path) -> Curation:
-    since = max((e.upto for e in session.events if isinstance(e, NotesEvent)), default=0)
-    facts = session_facts(session.events, since)
+    events = session.events
+    since = max((e.upto for e in events if isinstance(e, NotesEvent)), default=0)
+    facts = session_facts(events, since)
     if not facts:
         return Curation(False, "notes: nothing new to curate from this session", noteworthy=False)
+    if facts[-1].seq <= _refused_upto(events, since):
+        return Curation(False, "notes: nothing new since this session's last curation was refused", noteworthy=False)
     current = path.read_text(encoding="utf-8") if path.is_file() else ""
-    request = Request.one_shot(settings.observer_model, CURATOR_SYSTEM.format(budget=settings.notes_tokens),
-                               curator_input(current, session.id, facts, settings.notes_tokens), CURATOR_MAX_TOKENS)
+    system = CURATOR_SYSTEM.format(budget=settings.notes_tokens)
+    room = InputBudget(settings.side_call_tokens).room(system) - estimate_text(current) - INPUT_FRAMING_TOKENS
+    if room < LEAST_ROOM_FOR_FACTS:
+        message = (f"notes curation skipped: {path} holds about {estimate_text(current):,} tokens, which leaves no "
+                   f"room for new facts within side_call_tokens ({settings.side_call_tokens:,}); shorten it")
+        session.append(ErrorEvent, kind="notes", message=message, purpose="curator")
+        return Curation(False, f"notes: {message.removeprefix('notes curation ')}")
+    chosen, skipped = facts_within(facts, room)
+    request = Request.one_shot(settings.observer_model, system,
+                               curator_input(current, session.id, chosen, settings.notes_tokens), CURATOR_MAX_TOKENS)
     try:
         result = model.complete(request)
     except ModelError as exc:
-        session.append(ErrorEvent, kind="notes", message=f"notes curation failed: {exc}")
+        session.append(ErrorEvent, kind="notes", message=f"notes curation failed: {exc}", purpose="curator")
         return Curation(False, f"notes: curation failed ({exc}); the notes are unchanged")
     session.append(UsageEvent, purpose="curator", model=result.model, input=result.input,
                    cache_read=result.cache_read, cache_write=result.cache_write, output=result.output,
                    latency_ms=result.latency_ms, message_id=result.message_id)
-    answer = "".join(b.get("text", "") for b in result.content if b.get("type") == "text")
+    answer = Answer("".join(b.get("text", "") for b in result.content if b.get("type") == "text"), result.stop_reason)
     try:
-        notes = accept_notes(answer, settings.notes_tokens, current=current, session_id=session.id)
+        notes = read_notes(answer, settings.notes_tokens, current=current, session_id=session.id, facts=chosen)
     except NotesRefused as exc:
-        session.append(ErrorEvent, kind="notes", message=f"notes curation refused: {exc}")
+        # `upto`: this answer is not asked for again until the session says something new.
+        session.append(ErrorEvent, kind="notes", message=f"notes curation refused: {exc}", purpose="curator",
+                       refused=True, upto=facts[-1].seq)
         return Curation(False, f"notes: {exc}; the notes are unchanged")
     before = hashlib.sha256(current.encode("utf-8")).hexdigest() if current else None
     _write_atomically(path, notes.text)
+    extra = {"skipped": skipped} if skipped else {}
     session.append(NotesEvent, path=str(path), text=notes.text, upto=facts[-1].seq, entries=notes.entries,
-                   model=result.model, before=before, dropped=notes.dropped)
+                   model=result.model, before=before, dropped=notes.dropped, matched=notes.matched, **extra)
     session.sync()
-    dropped = f" ({len(notes.dropped)} unsourced lines left out)" if notes.dropped else ""
-    return Curation(True, f"notes: {notes.entries} entries in {path}{dropped}", notes.entries)
+    dropped = f"; {len(notes.dropped)} lines with no source left out" if notes.dropped else ""
+    older = f"; {skipped} older facts past side_call_tokens left out" if skipped else ""
+    return Curation(True, f"notes: {plural(notes.entries, 'entry', 'entries')} in {path} "
+                          f"(from session {session.id}{dropped}{older})",
+                    notes.entries)
+
+
+def curate_earlier(workspace: Path, settings: Settings, model: ModelClient, *,
+                   exclude: Sequence[str] = ()) -> list[Curation]:
+    """Before a new session starts: curate every earlier session of the workspace that said
+    something the notes have not taken, oldest first, so the new session starts with all of it.
+    A session another process is writing is skipped, not waited for: it is curated when it ends,
+    or by the next new session."""
+    if not settings.curate_notes:
+        return []
+    outcomes: list[Curation] = []
+    for found in store_for(workspace).sessions(workspace):
+        if found.id in exclude or not needs_curation(found.path):
+            continue
+        try:
+            session = open_session(found)
+        except SessionLocked:
+            outcomes.append(Curation(False, f"notes: session {found.id} is in use by another process; "
+                                            "skipped (it is curated when it ends, or by the next new session)"))
+            continue
+        except LogError as exc:
+            outcomes.append(Curation(False, f"notes: session {found.id} skipped: {exc}"))
+            continue
+        try:
+            outcomes.append(curate(session, model, settings, notes_path(workspace)))
+        finally:
+            session.close()
+    return outcomes
+
+
+def _refused_upto(events: Sequence[Event], since: int) -> int:
+    """The last fact a refused curation of this session read (after `since`), or -1."""
+    return max((int(e.extra["upto"]) for e in events if isinstance(e, ErrorEvent) and e.kind == "notes"
+                and e.extra.get("refused") and isinstance(e.extra.get("upto"), int) and e.extra["upto"] > since),
+               default=-1)
 
 
 def _write_atomically(path: Path, text: str) -> None:

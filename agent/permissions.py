@@ -24,6 +24,8 @@ class PermissionPolicy:
     mode: str
     # Tools the person approved "always" for the rest of this session (REPL).
     always: set[str] = field(default_factory=set)
+    # How the person changes the mode, named in refusals: the flag, or the REPL's /mode.
+    how_to_allow: str = "--permission-mode"
 
     def verdict(self, tool: str, kind: ToolKind) -> Verdict:
         if tool in self.always:
@@ -35,4 +37,4 @@ class PermissionPolicy:
         if asked:
             return f"{tool} was declined by the user"
         return (f"{tool} is not allowed in permission mode '{self.mode}'; "
-                f"the user can allow it with --permission-mode {needed}")
+                f"the user can allow it with {self.how_to_allow} {needed}")

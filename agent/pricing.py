@@ -99,6 +99,14 @@ def call_cost(model: str, *, input: int, cache_read: int, cache_write: int, outp
             + output * r.output) / 1_000_000
 
 
+def cost_parts(model: str, *, input: int, cache_read: int, cache_write: int, output: int) -> dict[str, float]:
+    """Dollars of each kind of token in one call, each at the band the whole call falls in, so
+    the parts add up to `call_cost`."""
+    r = price_for(model).at(input + cache_read + cache_write)
+    return {"input": input * r.input / 1e6, "cache_read": cache_read * r.read / 1e6,
+            "cache_write": cache_write * r.write_5m / 1e6, "output": output * r.output / 1e6}
+
+
 def price_usage(usage: UsageEvent) -> tuple[float, float]:
     """Dollars for one logged call as billed, and for the same call with no caching."""
     counts = {"input": usage.input, "cache_read": usage.cache_read, "cache_write": usage.cache_write,

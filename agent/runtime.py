@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from scribe.tools.registry import builtin_tools, tool_definitions
 from .autocommit import TurnCommitter
 from .compress import Compressor
 from .config import Settings, state_dir
+from .curator import Curation, curate_earlier
 from .loop import Agent, Approver
 from .model import ModelClient
 from .permissions import PermissionPolicy
@@ -33,7 +35,11 @@ class SessionChoice:
     model: str | None = None
 
 
-def choose_session(workspace: Path, settings: Settings, choice: SessionChoice) -> Session:
+def choose_session(workspace: Path, settings: Settings, choice: SessionChoice, *,
+                   model: ModelClient | None = None, report: Callable[[Curation], None] | None = None) -> Session:
+    """The session to run in. A new one starts with the project notes; with `model`, the earlier
+    sessions of the workspace that the notes have not taken are curated into them first (each
+    outcome goes to `report`), so the new session's instructions hold every earlier fact."""
     store = store_for(workspace)
     if choice.session_id or choice.continue_latest:
         found = store.find(choice.session_id, workspace) if choice.session_id else store.latest(workspace)
@@ -41,6 +47,10 @@ def choose_session(workspace: Path, settings: Settings, choice: SessionChoice) -
         if choice.model:
             switch_model(session, choice.model)
         return session
+    if model is not None:
+        for outcome in curate_earlier(workspace, settings, model):
+            if report is not None:
+                report(outcome)
     return start_session(workspace, settings, tool_definitions(builtin_tools()))
 
 

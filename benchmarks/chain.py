@@ -1,8 +1,8 @@
 """Driving a scripted session through the `scribe` executable, as a person scripting it would:
 `scribe run PROMPT` for the first turn, then `scribe run -c PROMPT` for each next one, each a new
 process, against one long-lived fake Messages API in this process. Every call the user would pay
-for is billed there (agent, observer, reflector, curator), and process start and reopen are in
-the wall time.
+for is billed there (agent, observer, reflector, curator), including what the next session's
+start does for this one, and process start and reopen are in the wall time.
 
 Idle gaps: before a turn that comes after the person was away, the fake server's cache clock is
 advanced by the gap, and the scribe process is started with its clock moved on by the sum of
@@ -28,6 +28,8 @@ from scribe.memory.log import read_log
 from .replay import temporary_repository
 from .scripted_model import ScriptedModel
 from .sessions import ScriptedSession
+
+NEXT_SESSION = "Good morning: where were we?"
 
 
 class ChainFailed(RuntimeError):
@@ -74,8 +76,22 @@ def run_chain(session: ScriptedSession, executable: Executable, settings: dict[s
                 raise ChainFailed(f"{executable.label}, {session.name}, turn {n}: exit {done.returncode}: "
                                   f"{(done.stderr or done.stdout).strip()[-800:]}")
             log_path = json.loads(done.stdout.strip().splitlines()[-1])["log"]
+        requests = list(server.requests)
+        # Work a session leaves for later is billed to it too: a person's next session starts
+        # (a new `scribe run`), and whatever that process calls before its own first agent call
+        # is done for the sessions before it (today: curating them into the notes).
+        started = time.monotonic()
+        done = subprocess.run([str(executable.scribe), "run", "--output", "json", NEXT_SESSION], cwd=workspace,
+                              env=env | _clock_moved(away), capture_output=True, text=True, timeout=300)
+        if done.returncode != 0:
+            raise ChainFailed(f"{executable.label}, {session.name}, next session: exit {done.returncode}: "
+                              f"{(done.stderr or done.stdout).strip()[-800:]}")
+        later = list(server.requests)[len(requests):]
+        first_agent = next((i for i, r in enumerate(later) if "tools" in r.json), len(later))
+        requests += later[:first_agent]
+        seconds += time.monotonic() - started
         events = read_log(Path(log_path)).events
-        return ChainRun(session, list(server.requests), events, model, seconds, len(session.turns))
+        return ChainRun(session, requests, events, model, seconds, len(session.turns) + 1)
 
 
 def _clock_moved(seconds: float) -> dict[str, str]:

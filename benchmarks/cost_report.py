@@ -99,7 +99,7 @@ def section(results: dict[str, list[Row]]) -> tuple[dict[str, Any], str]:
     verdict = (f"Scribe as shipped costs no more than the cached full history on {len(results) - len(over)} of "
                f"{len(results)} shapes" + (f"; more on {', '.join(over)}" if over else "") + "; every planted fact "
                + (f"kept except on {', '.join(lost)}." if lost else "kept on every shape.")
-               + " \"s per turn\": wall time of one `scribe run` process (start, reopen, the turn, curation); "
+               + " \"s per turn\": the chain's wall time (every `scribe run` process: start, reopen, the turn, and the next session's start) over its turns; "
                "for the in-process shape, of one turn.")
     data["verdict"] = {"over_cached": over, "facts_lost": lost}
     head = ("### Memory cost by session shape (dollars at list prices)\n\n" + "\n".join(summary) + "\n\n"

@@ -16,6 +16,7 @@ import typer
 
 from .errors import EXIT_FAILED, EXIT_USAGE, cli_errors, fail
 from .log.common import SESSION_HELP
+from .visible import visible
 
 
 def diff(
@@ -57,7 +58,11 @@ def show_diff(text: str) -> None:
     from rich.text import Text
 
     console = Console(highlight=False, soft_wrap=True)
-    if not console.is_terminal or console.no_color:
+    if not console.is_terminal:
+        sys.stdout.write(text)  # a pipe gets the diff exactly (`git apply` reads it)
+        return
+    text = visible(text)  # file contents: on a terminal their control characters are shown
+    if console.no_color:
         sys.stdout.write(text)
         return
     styles = (("+++", "bold"), ("---", "bold"), ("diff ", "bold"), ("index ", "dim"), ("+", "green"),

@@ -13,6 +13,8 @@ from scribe.agent.errors import ClientSetupError, ModelError
 from scribe.memory.log import LogError
 from scribe.memory.render import RenderError
 
+from .visible import visible
+
 # Documented in the README ("Exit codes").
 EXIT_OK = 0
 EXIT_FAILED = 1  # the model call or the turn failed
@@ -22,7 +24,8 @@ EXIT_INTERRUPTED = 130
 
 
 def fail(message: str, code: int = EXIT_USAGE) -> typer.Exit:
-    print(f"scribe: {message}", file=sys.stderr)
+    # The message may carry a path or a server's words: shown, never obeyed by the terminal.
+    print(f"scribe: {visible(message)}", file=sys.stderr)
     return typer.Exit(code)
 
 

@@ -1,7 +1,9 @@
 """Output of a headless turn: plain text as it streams, one JSON summary, or a JSON event stream.
 
 Text mode keeps stdout for the assistant's words (so it pipes cleanly) and puts tool activity
-and notices on stderr."""
+and notices on stderr; both show control characters visibly (`visible`), so neither the answer
+nor a tool's arguments or errors can drive the terminal. The JSON outputs are left as they are:
+json.dumps escapes control characters, and a program wants the exact text."""
 
 from __future__ import annotations
 
@@ -22,32 +24,37 @@ from scribe.agent.protocol import (
     TurnEnded,
 )
 
+from .visible import VisibleStream, visible
+
 
 class TextSink:
     def __init__(self, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> None:
         self.out, self.err = out, err
         self._midline = False
+        self._stream = VisibleStream()
 
     def __call__(self, event: AgentEvent) -> None:
         if isinstance(event, TextDelta):
-            self.out.write(event.text)
+            self.out.write(self._stream.feed(event.text))
             self.out.flush()
             self._midline = not event.text.endswith("\n")
-        elif isinstance(event, AssistantMessage) and self._midline:
-            self.out.write("\n")
+        elif isinstance(event, AssistantMessage):
+            rest = self._stream.flush()
+            if self._midline or rest:
+                self.out.write(rest + "\n")
             self._midline = False
         elif isinstance(event, Retrying):
             self._note(f"retrying: {event.reason}")
         elif isinstance(event, ToolCall):
             self._note(f"→ {event.name} {event.summary}")
         elif isinstance(event, ToolDone) and event.result.is_error:
-            first = event.result.output.strip().splitlines()[:1]
+            first = visible(event.result.output.strip()).splitlines()[:1]
             self._note(f"  ✗ {first[0] if first else 'error'}")
         elif isinstance(event, Notice):
             self._note(event.text)
 
     def _note(self, text: str) -> None:
-        self.err.write(text + "\n")
+        self.err.write(visible(text) + "\n")
         self.err.flush()
 
 

@@ -5,12 +5,14 @@ from __future__ import annotations
 import os
 import shlex
 import subprocess
+import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from .errors import cli_errors, fail
+from .visible import visible
 
 notes_app = typer.Typer(help="The project notes (.scribe/notes.md): curated facts that new sessions start with.",
                         no_args_is_help=True, rich_markup_mode=None)
@@ -30,7 +32,10 @@ def show() -> None:
     if not path.is_file():
         print(f"no notes yet ({path}); they are curated when a session ends, or with `scribe notes curate`")
         return
-    print(path.read_text(encoding="utf-8"), end="")
+    text = path.read_text(encoding="utf-8")
+    # A model wrote them: on a terminal their control characters are shown, not obeyed; a pipe
+    # gets the file as it is.
+    print(visible(text) if sys.stdout.isatty() else text, end="")
 
 
 @notes_app.command()

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from .errors import cli_errors
+from .visible import visible
 
 
 def reflect(
@@ -35,7 +36,7 @@ def reflect(
                     print(f"{event.kind}: events {event.seq_from}-{event.seq_to}, "
                           f"{event.tokens_before:,} -> {event.tokens_after:,} tokens")
                 elif isinstance(event, Notice):
-                    print(event.text)
+                    print(visible(event.text))
             after = agent.memory.context(session)
         finally:
             session.close()

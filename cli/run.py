@@ -17,11 +17,11 @@ from scribe.agent.protocol import AgentEvent, AssistantMessage, TurnEnded
 from scribe.memory.stats import Figures
 
 if TYPE_CHECKING:
-    from scribe.agent.config import Settings
-    from scribe.agent.loop import Agent
+    from scribe.agent.curator import Curation
 
 from .errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_MAX_TURNS, EXIT_OK, cli_errors, fail
 from .headless import StreamJsonSink, TextSink
+from .visible import visible
 
 
 class OutputFormat(StrEnum):
@@ -56,7 +56,10 @@ def run(
     """
     # Imported here, not at the top: the SDK takes over a second to import and `--help` needn't pay.
     from scribe.agent.config import find_workspace
+    from scribe.agent.model import ModelClient
+    from scribe.agent.retry import RetryPolicy
     from scribe.agent.runtime import SessionChoice, build_agent, choose_session
+    from scribe.memory.health import memory_health
 
     with cli_errors():
         text = sys.stdin.read() if prompt == "-" else prompt
@@ -71,14 +74,25 @@ def run(
         settings = load_settings(workspace, flags)
         if settings.permission_mode == "ask":
             settings = load_settings(workspace, {**flags, "permission_mode": "accept-edits"})
-        agent_session = choose_session(workspace, settings, SessionChoice(continue_, session, model))
+        client = ModelClient(retry=RetryPolicy(settings.max_retries, settings.retry_backoff_s))
+        # A new session first curates the earlier ones into the notes it starts with; the end
+        # of a run curates nothing (a `-c` chain is one session, curated once).
+        notes: list[str] = []
+
+        def report(curation: Curation) -> None:
+            if curation.noteworthy:
+                notes.append(curation.message)
+                if output is not OutputFormat.json:
+                    print(f"scribe: {visible(curation.message)}", file=sys.stderr)
+
+        agent_session = choose_session(workspace, settings, SessionChoice(continue_, session, model),
+                                       model=client, report=report)
         agent = None
         try:
-            agent = build_agent(workspace, settings, agent_session)
+            agent = build_agent(workspace, settings, agent_session, model=client)
             for problem in agent_session.problems:
-                print(f"scribe: note: {agent_session.path.name} {problem}", file=sys.stderr)
+                print(f"scribe: note: {agent_session.path.name} {visible(problem)}", file=sys.stderr)
             ended, totals = _drive(agent.turn(text), output)
-            notes = _curate(agent, settings, workspace) if ended.reason in ("end_turn", "max_turns") else None
         finally:
             if agent is not None:
                 agent.close()  # stops the file watcher
@@ -88,27 +102,14 @@ def run(
                 "session_id": agent_session.id, "log": str(agent_session.path),
                 "result": ended.text, "stop_reason": ended.reason, "error": ended.error,
                 "calls": ended.calls, "usage": totals.as_dict(), "notes": notes,
+                "memory": memory_health(agent_session.events).as_dict(),
             }, ensure_ascii=False))
         elif ended.error:
-            print(f"scribe: {ended.error}", file=sys.stderr)
+            print(f"scribe: {visible(ended.error)}", file=sys.stderr)
         elif ended.reason == "max_turns":
             print(f"scribe: stopped after {ended.calls} model calls (--max-turns); "
                   f"continue with: scribe run -c '...'", file=sys.stderr)
-        if notes and output is OutputFormat.text:
-            print(f"scribe: {notes}", file=sys.stderr)
         raise typer.Exit(EXIT_FOR.get(ended.reason, EXIT_FAILED))
-
-
-def _curate(agent: Agent, settings: Settings, workspace: Path) -> str | None:
-    """The end of a headless run is the end of a session: merge what it taught into the notes.
-    Returns a line worth showing, or None (curation off, or nothing new)."""
-    from scribe.agent.curator import curate
-    from scribe.agent.session import notes_path
-
-    if not settings.curate_notes:
-        return None
-    outcome = curate(agent.session, agent.model, settings, notes_path(workspace))
-    return outcome.message if outcome.noteworthy else None
 
 
 def _drive(events: Iterator[AgentEvent], output: OutputFormat) -> tuple[TurnEnded, Figures]:

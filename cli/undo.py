@@ -4,8 +4,9 @@ HEAD goes back to the commit's parent and the files it changed return to the par
 content; nothing else in the working tree or the index is touched. Refused, changing nothing,
 when HEAD moved on, when one of those files has uncommitted changes, or when the commit was
 pushed. The session's log records the undo (`git_undo`), so the model learns of it at its next
-call; a session open in another process is not written to (its file watcher sees the files
-change instead).
+call, as an undo. A session open in another scribe is refused: that process alone writes its
+log, and its watcher would report the restored files as changed outside scribe; `/undo` there
+does the same undo and records it.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import typer
 
 from .errors import EXIT_FAILED, EXIT_USAGE, cli_errors, fail
 from .log.common import SESSION_HELP
+from .visible import visible
 
 
 def undo(
@@ -32,7 +34,7 @@ def undo(
     from scribe.agent.autocommit import last_scribe_commit, record_undo
     from scribe.agent.config import find_workspace
     from scribe.agent.session import open_session
-    from scribe.memory.log import SessionLocked, read_log
+    from scribe.memory.log import SessionLocked
     from scribe.tools.git import GitRefused, GitUnavailable, is_repository, undo_commit
 
     from .log.common import resolve_session
@@ -44,11 +46,10 @@ def undo(
         found = resolve_session(session)
         try:
             agent_session = open_session(found)
-        except SessionLocked:
-            agent_session = None  # in use elsewhere: undo, but leave its log to its writer
+        except SessionLocked as exc:
+            raise fail(f"{exc}; undo there with /undo, so its log records the undo", EXIT_FAILED) from None
         try:
-            events = agent_session.events if agent_session is not None else read_log(found.path).events
-            sha = last_scribe_commit(events)
+            sha = last_scribe_commit(agent_session.events)
             if sha is None:
                 raise fail(f"no scribe commit in session {found.id} to undo", EXIT_FAILED)
             try:
@@ -59,12 +60,7 @@ def undo(
                 raise fail(str(exc), EXIT_FAILED) from None
             if not result.done:
                 raise fail(result.message, EXIT_FAILED)
-            if agent_session is not None:
-                record_undo(agent_session, result)
+            record_undo(agent_session, result)
         finally:
-            if agent_session is not None:
-                agent_session.close()
-    print(f"scribe: {result.message}", file=sys.stderr)
-    if agent_session is None:
-        print(f"scribe: note: session {found.id} is open in another process; its log does not record this undo",
-              file=sys.stderr)
+            agent_session.close()
+    print(f"scribe: {visible(result.message)}", file=sys.stderr)

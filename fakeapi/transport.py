@@ -19,6 +19,10 @@ from typing import Any
 __all__ = ["ExchangeHandler", "MessagesHTTPServer"]
 
 
+class ClientGone(ConnectionResetError):
+    """The client closed its connection before its request was complete."""
+
+
 class ExchangeHandler(BaseHTTPRequestHandler):
     """One connection; each POST is passed to the server's `dispatch` callback."""
 
@@ -43,21 +47,33 @@ class ExchangeHandler(BaseHTTPRequestHandler):
         self.send_json(404, {"type": "error", "error": {"type": "not_found_error", "message": "Not Found"}})
 
     def read_body(self) -> bytes:
+        """The whole body. A client that goes away before sending all of it (killed mid-send)
+        raises ClientGone: like the real API, the server never saw a request, so nothing is
+        recorded or answered."""
         if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
             return self._read_chunked()
         length = int(self.headers.get("Content-Length") or 0)
-        return self.rfile.read(length) if length > 0 else b""
+        body = self.rfile.read(length) if length > 0 else b""
+        if len(body) < length:
+            raise ClientGone(f"the client sent {len(body)} of {length} bytes and hung up")
+        return body
 
     def _read_chunked(self) -> bytes:
         parts: list[bytes] = []
         while True:
-            size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+            line = self.rfile.readline()
+            if not line:
+                raise ClientGone("the client hung up inside a chunked body")
+            size = int(line.split(b";")[0].strip() or b"0", 16)
             if size == 0:
                 # Skip trailers up to the blank line that ends the body.
                 while self.rfile.readline() not in (b"\r\n", b"\n", b""):
                     pass
                 return b"".join(parts)
-            parts.append(self.rfile.read(size))
+            part = self.rfile.read(size)
+            if len(part) < size:
+                raise ClientGone("the client hung up inside a chunked body")
+            parts.append(part)
             self.rfile.readline()
 
     def send_json(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:

@@ -51,6 +51,11 @@ class ChangeSource(Protocol):
         """Wraps the agent's own command: what changes meanwhile is its doing."""
         ...
 
+    def own_writes(self, hashes: Mapping[str, str | None]) -> None:
+        """Files scribe itself just changed outside the file tools (an undo restoring them):
+        path -> the hash it left, None for a file it removed. Not outside changes."""
+        ...
+
     def stop(self) -> None: ...
 
 

@@ -9,10 +9,11 @@ words of what just happened.
 from __future__ import annotations
 
 import json
-import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from .answer import Answer, UnusableAnswer
+from .budget import fit_text
 from .events import (
     AssistantEvent,
     ErrorEvent,
@@ -23,10 +24,10 @@ from .events import (
     ToolResultEvent,
     UserEvent,
 )
+from .observations import TAGS, Observations, read_observations
 from .render import file_change_text, git_undo_text
 from .tokens import TokenEstimator, estimate_text
 
-TAGS = ("🔴", "🟡", "🟢", "✅")
 # How much of each tool output the observer sees: enough for what it showed, not all of it
 # (the log keeps everything, and the observation names the seq to recall).
 OBSERVER_OUTPUT_CHARS = 2_000
@@ -76,10 +77,6 @@ def backoff_until(events: Sequence[Event], kind: str, cleared_by: type[Event]) -
     return 0
 
 
-class UnusableAnswer(ValueError):
-    """The observer or reflector answered with nothing we can keep."""
-
-
 def safe_boundaries(events: Sequence[Event]) -> list[int]:
     """Indexes i such that cutting after events[i] splits no tool call from its result."""
     safe: list[int] = []
@@ -118,8 +115,43 @@ def choose_span(raw: Sequence[Event], estimator: TokenEstimator, *, keep_tokens:
     return Span(raw[0].seq, raw[best].seq, estimator.total(raw[: best + 1]))
 
 
-def observer_input(previous: Sequence[str], events: Sequence[Event], *, tail_tokens: int = OBSERVATIONS_SHOWN) -> str:
-    """The user message for the observer: the tail of existing observations, then the events."""
+def clip_span(raw: Sequence[Event], span: Span, room: int, view: Callable[[Event], int],
+              estimator: TokenEstimator) -> Span:
+    """The oldest part of `span` (which starts at raw[0]) whose observer input fits in `room`
+    estimated tokens, cut at a safe boundary. When not even the first safe boundary fits, the
+    span ends there and `observer_input` cuts the text: an observation must always make progress,
+    or a log past the limit could never be compressed again."""
+    end = _index_of(raw, span.seq_to)
+    used = 0
+    best: int | None = None
+    boundaries = safe_boundaries(raw[: end + 1])
+    at = 0
+    for i in boundaries:
+        used += sum(view(e) for e in raw[at: i + 1])
+        at = i + 1
+        if used > room:
+            break
+        best = i
+    if best is None:
+        best = boundaries[0] if boundaries else end
+    if best == end:
+        return span
+    return Span(raw[0].seq, raw[best].seq, estimator.total(raw[: best + 1]))
+
+
+def _index_of(raw: Sequence[Event], seq: int) -> int:
+    start = raw[0].seq
+    if 0 <= seq - start < len(raw) and raw[seq - start].seq == seq:
+        return seq - start
+    return next(i for i, e in enumerate(raw) if e.seq == seq)
+
+
+def observer_input(previous: Sequence[str], events: Sequence[Event], *, tail_tokens: int = OBSERVATIONS_SHOWN,
+                   room: int | None = None) -> str:
+    """The user message for the observer: the tail of existing observations, then the events.
+    With `room`, the whole message stays within that many estimated tokens."""
+    if room is not None:
+        tail_tokens = min(tail_tokens, room // 4)
     shown: list[str] = []
     used = 0
     for text in reversed(previous):
@@ -130,9 +162,14 @@ def observer_input(previous: Sequence[str], events: Sequence[Event], *, tail_tok
     shown.reverse()
     parts = []
     if shown:
-        parts.append("Existing observations (most recent last; do not repeat them):\n" + "\n".join(shown))
+        existing = "Existing observations (most recent last; do not repeat them):\n" + "\n".join(shown)
+        parts.append(existing if room is None else fit_text(existing, tail_tokens, "the agent has them all"))
     lines = "\n".join(filter(None, (event_line(e) for e in events)))
-    parts.append(f"Events to observe (seq {events[0].seq}-{events[-1].seq}):\n{lines}")
+    first, last = events[0].seq, events[-1].seq
+    body = f"Events to observe (seq {first}-{last}):\n{lines}"
+    if room is not None:
+        body = fit_text(body, room - sum(estimate_text(p) for p in parts) - 2, f"recall seq {first}-{last}")
+    parts.append(body)
     return "\n\n".join(parts)
 
 
@@ -166,13 +203,12 @@ def event_line(event: Event) -> str:
     return ""
 
 
-_FENCE = re.compile(r"^```\w*$")
+def read_observer_answer(answer: Answer) -> Observations:
+    """The observer's reader: every tagged line of the answer in the canonical form, or
+    UnusableAnswer. A line cut by max_tokens is left out and the rest kept: the events it did
+    cover are observed, and the log still holds every one of them for `recall`."""
+    return read_observations(answer)
 
 
-def clean_answer(text: str) -> str:
-    """Keep the observation lines of an answer; refuse an answer with none."""
-    lines = [line.rstrip() for line in text.strip().splitlines()]
-    lines = [line for line in lines if line.strip() and not _FENCE.match(line.strip())]
-    if not any(line.lstrip().startswith(TAGS) for line in lines):
-        raise UnusableAnswer("the answer has no tagged observation lines")
-    return "\n".join(lines)
+__all__ = ["TAGS", "Answer", "Span", "UnusableAnswer", "choose_span", "clip_span", "event_line", "observer_input",
+           "read_observer_answer", "safe_boundaries"]

@@ -12,8 +12,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from .answer import Answer, UnusableAnswer
 from .events import ObservationEvent, ReflectionEvent
-from .observer import UnusableAnswer, clean_answer
+from .observations import Observations, read_observations
 from .tokens import estimate_text
 
 REFLECT_ATTEMPTS = 3
@@ -52,9 +53,16 @@ def chunk_size(chunk: Chunk) -> int:
     return chunk.tokens or estimate_text(chunk.text)
 
 
-def plan_reflection(chunks: Sequence[Chunk], reflect_tokens: int, *, force: bool = False) -> ReflectPlan | None:
+# The reflector's input around the chunks: the line asking for a size, and the blank line after it.
+INPUT_FRAMING_TOKENS = 30
+
+
+def plan_reflection(chunks: Sequence[Chunk], reflect_tokens: int, *, force: bool = False,
+                    room: int | None = None) -> ReflectPlan | None:
     """Condense the oldest chunks, keeping the newest ones that fit in a share of the threshold.
-    None when there is nothing worth condensing (under threshold, or fewer than two chunks)."""
+    With `room` (the side-call limit, in estimated tokens), only the oldest chunks that fit in it
+    are condensed; the rest wait for the next reflection. None when there is nothing worth
+    condensing (under threshold, fewer than two chunks, or not two that fit)."""
     total = sum(chunk_size(c) for c in chunks)
     if len(chunks) < 2 or (total <= reflect_tokens and not force):
         return None
@@ -66,6 +74,16 @@ def plan_reflection(chunks: Sequence[Chunk], reflect_tokens: int, *, force: bool
         keep.insert(0, chunk)
         kept += chunk_size(chunk)
     condense = list(chunks[: len(chunks) - len(keep)])
+    if room is not None:
+        fitting: list[Chunk] = []
+        used = INPUT_FRAMING_TOKENS
+        for chunk in condense:
+            used += chunk_size(chunk) + 1
+            if used > room:
+                break
+            fitting.append(chunk)
+        keep = list(chunks[len(fitting):]) if len(fitting) < len(condense) else keep
+        condense = fitting
     if len(condense) < 2 and not (force and condense):
         return None
     return ReflectPlan(condense, keep, sum(chunk_size(c) for c in condense))
@@ -79,14 +97,25 @@ def reflector_input(plan: ReflectPlan, attempt: int) -> str:
             f"(they are about {plan.tokens} now).\n\n{body}")
 
 
+def read_reflection(answer: Answer, plan: ReflectPlan) -> Observations:
+    """The reflector's reader: the observations of the answer in the canonical form, or
+    UnusableAnswer when it has none, was cut at max_tokens, or is not smaller than what it
+    replaces. A cut reflection is refused, not trimmed: it would stand in for every condensed
+    chunk while saying nothing of the ones it did not reach (the next attempt asks for less)."""
+    if answer.cut:
+        raise UnusableAnswer("the reflection was cut at max_tokens before it covered what it condenses")
+    reading = read_observations(answer)
+    size = estimate_text(reading.text)
+    if size >= plan.tokens:
+        raise UnusableAnswer(f"the reflection ({size} tokens) is not smaller than what it replaces "
+                             f"({plan.tokens} tokens)")
+    return reading
+
+
 def accept_reflection(text: str, plan: ReflectPlan) -> str:
-    """The cleaned reflection, or UnusableAnswer when it is empty or does not shrink."""
-    cleaned = clean_answer(text)
-    if estimate_text(cleaned) >= plan.tokens:
-        raise UnusableAnswer(f"the reflection ({estimate_text(cleaned)} tokens) is not smaller than "
-                             f"what it replaces ({plan.tokens} tokens)")
-    return cleaned
+    """`read_reflection` of a plain answer, as its canonical text."""
+    return read_reflection(Answer(text), plan).text
 
 
 __all__ = ["REFLECTOR_SYSTEM", "REFLECT_ATTEMPTS", "ReflectPlan", "UnusableAnswer", "accept_reflection",
-           "plan_reflection", "reflector_input"]
+           "plan_reflection", "read_reflection", "reflector_input"]

@@ -91,14 +91,32 @@ def canonical_json(value: Any) -> str:
 def prefix_blocks(request: Request) -> list[str]:
     """The request as the cache sees it: one canonical string per block, in prefix order,
     without cache_control (moving a breakpoint does not change the prefix)."""
+    return [block_key(role, block) for role, block in cache_view(request)]
 
-    def plain(block: Block) -> Block:
-        return {k: v for k, v in block.items() if k != "cache_control"}
 
-    out = [canonical_json(plain(t)) for t in request.tools]
-    out += [canonical_json(plain(b)) for b in request.system]
+def cache_view(request: Request) -> list[tuple[str, Block]]:
+    """The blocks of `prefix_blocks` before they are made strings: (role, block without
+    cache_control) in prefix order; role is "" for tool definitions and system blocks. Two
+    requests share a cached prefix exactly as far as these compare equal."""
+    return [(role, {k: v for k, v in block.items() if k != "cache_control"}) for role, block in _in_prefix_order(request)]
+
+
+def block_key(role: str, block: Block) -> str:
+    """One entry of `prefix_blocks`: the block's canonical JSON, after its role for a message."""
+    return f"{role}:{canonical_json(block)}" if role else canonical_json(block)
+
+
+def breakpoints(request: Request) -> list[int]:
+    """Positions, in `prefix_blocks` order, of the blocks that carry a cache breakpoint: where
+    this request asks the cache to write an entry that a later request can read."""
+    return [i for i, (_, block) in enumerate(_in_prefix_order(request)) if "cache_control" in block]
+
+
+def _in_prefix_order(request: Request) -> list[tuple[str, Block]]:
+    out: list[tuple[str, Block]] = [("", t) for t in request.tools]
+    out += [("", b) for b in request.system]
     for message in request.messages:
-        out += [message["role"] + ":" + canonical_json(plain(b)) for b in message["content"]]
+        out += [(message["role"], b) for b in message["content"]]
     return out
 
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .events import Event, ObservationEvent, ReflectionEvent, SessionEvent, UsageEvent, UserEvent
+from .health import MemoryHealth, memory_health
 from .tokens import event_tokens
 
 # (cost, cost of the same call with no caching), in USD
@@ -105,12 +106,14 @@ class SessionStats:
     by_purpose: dict[str, Figures] = field(default_factory=dict)
     calls: list[CallFigures] = field(default_factory=list)
     compression: Compression = field(default_factory=Compression)
+    memory: MemoryHealth = field(default_factory=MemoryHealth)
 
     def as_dict(self) -> dict[str, Any]:
         return {"total": self.total.as_dict(),
                 "by_purpose": {k: v.as_dict() for k, v in self.by_purpose.items()},
                 "per_call": [c.as_dict() for c in self.calls],
-                "compression": self.compression.as_dict()}
+                "compression": self.compression.as_dict(),
+                "memory": self.memory.as_dict()}
 
 
 def figures_of(events: Iterable[Event], price: Pricer | None = None, *, purpose: str | None = None,
@@ -139,6 +142,7 @@ def session_stats(events: Sequence[Event], price: Pricer) -> SessionStats:
     order = {p: i for i, p in enumerate(PURPOSES)}
     stats.by_purpose = dict(sorted(stats.by_purpose.items(), key=lambda kv: (order.get(kv[0], len(order)), kv[0])))
     stats.compression = compression(events)
+    stats.memory = memory_health(events)
     return stats
 
 

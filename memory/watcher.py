@@ -8,7 +8,9 @@ Rules:
 - A burst of events on one path (an editor's write-to-temp-and-rename) settles into one change
   once the path has been quiet for DEBOUNCE_S; a rename is one "moved" change.
 - The agent's own writes are not changes: their hash is the one in `seen` (ToolContext.seen_hashes,
-  which read_file, write_file and edit_file keep).
+  which read_file, write_file and edit_file keep). Nor are scribe's other writes, an undo's
+  restored files: `own_writes` gives their hashes (None: removed), and a path settling at that
+  hash is not reported.
 - While the agent's own command runs (and briefly after), changes are the command's doing and are
   not reported, except to a file the agent had read or written: its view of that file is stale,
   whoever changed it.
@@ -57,6 +59,8 @@ class WorkspaceWatcher:
         self._commands = 0
         self._command_until = float("-inf")
         self._known: dict[str, tuple[str, str | None]] = {}  # path -> (kind, hash) last settled
+        # path -> hash scribe itself left there outside the file tools (None: removed it)
+        self._own: dict[str, str | None] = {}
         self._observer: Any = None
         self._watches: dict[str, Any] = {}  # top-level folder name -> its recursive watch
         self._handler: Any = None
@@ -110,6 +114,9 @@ class WorkspaceWatcher:
         finally:
             self._commands -= 1
             self._command_until = self.clock() + COMMAND_GRACE_S
+
+    def own_writes(self, hashes: Mapping[str, str | None]) -> None:
+        self._own.update(hashes)
 
     # -- what watchdog tells -------------------------------------------------------------------
 
@@ -245,6 +252,11 @@ class WorkspaceWatcher:
             if digest is not None and seen.get(cand.path) == digest and cand.kind in ("created", "modified"):
                 self._known[target] = (cand.kind, digest)
                 continue  # the agent's own write, or a save that changed nothing
+            if target in self._own:
+                if self._own[target] == digest and cand.kind != "moved":
+                    self._known[target] = (cand.kind, digest)
+                    continue  # scribe's own undo (its events may settle over several drains)
+                del self._own[target]  # changed again since: whatever it is now is not ours
             if self._known.get(target) == (cand.kind, digest) and cand.kind != "deleted":
                 continue  # already reported exactly this
             if cand.kind == "deleted" and self._known.get(cand.path, ("",))[0] == "deleted":

@@ -24,8 +24,12 @@ def git(workspace: Path, *args: str) -> str:
 @pytest.fixture
 def workspace(tmp_path: Path) -> Path:
     """A temporary git repository with local identity and one commit holding README.md."""
-    root = tmp_path / "workspace"
-    root.mkdir()
+    return make_repository(tmp_path / "workspace")
+
+
+def make_repository(root: Path) -> Path:
+    """The `workspace` fixture's repository, at `root` (for fixtures of a wider scope)."""
+    root.mkdir(parents=True)
     git(root, "init", "--quiet", "--initial-branch=main")
     git(root, "config", "user.name", "Scribe Test")
     git(root, "config", "user.email", "scribe-test@example.invalid")

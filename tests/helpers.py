@@ -67,3 +67,15 @@ def agent_on(server: FakeMessagesServer, workspace: Path, settings: Settings,
     monkeypatch.setenv("ANTHROPIC_BASE_URL", server.base_url)
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
     return build_agent(workspace, settings, choose_session(workspace, settings, SessionChoice()))
+
+
+def running_in(workspace: Path, *argv: str) -> bool:
+    """Whether a process with exactly this command line runs (not a zombie) in `workspace`."""
+    wanted = "".join(f"{arg}\0" for arg in argv).encode()
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            if (proc / "cmdline").read_bytes() == wanted and proc.joinpath("cwd").resolve() == workspace.resolve():
+                return (proc / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+        except OSError:
+            continue  # gone while we looked, or not ours to read
+    return False

@@ -480,3 +480,22 @@ def test_concurrent_clients_are_all_recorded_and_billed_consistently() -> None:
     assert errors == []
     assert len(server.requests) == 41 and all(r.status == 200 for r in server.requests)
     assert server.cache_stats() == {"entries": 1, "reads": 40, "writes": 1}
+
+
+def test_a_client_that_hangs_up_mid_body_sent_no_request() -> None:
+    """A process killed while sending leaves half a body: no request reached the API, so none is
+    recorded (the crash tests assert every recorded request was valid)."""
+    import socket
+
+    with FakeMessagesServer([Reply.text("never sent")]) as server:
+        host, port = server.base_url.removeprefix("http://").split(":")
+        body = b'{"model": "claude-sonnet-5-5", "max_tokens": 10, "messa'
+        with socket.create_connection((host, int(port))) as conn:
+            conn.sendall(b"POST /v1/messages HTTP/1.1\r\nHost: x\r\ncontent-type: application/json\r\n"
+                         b"x-api-key: k\r\nanthropic-version: 2023-06-01\r\n"
+                         b"Content-Length: 400\r\n\r\n" + body)
+            conn.shutdown(socket.SHUT_WR)
+            assert conn.recv(100) == b""  # hung up on, not answered
+        assert server.requests == []
+        assert server.errors == []
+        assert server.remaining == 1

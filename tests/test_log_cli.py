@@ -513,7 +513,7 @@ def test_verify_fails_naming_the_line(recorded: Recorded, tmp_path: Path) -> Non
         return lines
 
     ran = corrupt(recorded, tmp_path, "garbled", garble)
-    assert ran.code == 1 and "line 7: not valid JSON" in ran.out and "FAILED: 1 problems" in ran.out
+    assert ran.code == 1 and "line 7: not valid JSON" in ran.out and "FAILED: 1 problem in" in ran.out
 
     events = recorded.events
     result = next(e for e in events if isinstance(e, ToolResultEvent))
@@ -596,5 +596,5 @@ def test_show_gives_git_notes_and_model_events_one_readable_line(workspace: Path
     assert "git commit aaaaaaaaaa · scribe: add greet · greet.py" in ran.out
     assert "left out notes.txt: changed outside scribe" in ran.out
     assert "git undo of aaaaaaaaaa · HEAD back at bbbbbbbbbb · greet.py" in ran.out
-    assert "notes curated · 1 entries" in ran.out and "- tabs [from x#1]" in ran.out
+    assert "notes curated · 1 entry ·" in ran.out and "- tabs [from x#1]" in ran.out
     assert "model switched to claude-opus-test" in ran.out

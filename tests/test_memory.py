@@ -25,7 +25,8 @@ from scribe.memory.events import (
     UserEvent,
 )
 from scribe.memory.log import read_log
-from scribe.memory.observer import UnusableAnswer, choose_span, clean_answer, safe_boundaries
+from scribe.memory.observations import read_observations
+from scribe.memory.observer import UnusableAnswer, choose_span, safe_boundaries
 from scribe.memory.reflector import REFLECTOR_SYSTEM, accept_reflection, plan_reflection
 from scribe.memory.render import prefix_blocks, render
 from scribe.memory.store import SessionFile
@@ -78,11 +79,11 @@ def test_a_settled_output_is_estimated_at_the_size_render_shows_it() -> None:
 
 
 def test_answers_without_tagged_lines_are_refused() -> None:
-    assert clean_answer("```\n🔴 keep me\nCurrent task: x\n```") == "🔴 keep me\nCurrent task: x"
+    assert read_observations("```\n🔴 keep me\nCurrent task: x\n```").text == "🔴 keep me\nCurrent task: x"
     with pytest.raises(UnusableAnswer):
-        clean_answer("   ")
+        read_observations("   ")
     with pytest.raises(UnusableAnswer):
-        clean_answer("I could not find anything to observe.")
+        read_observations("I could not find anything to observe.")
 
 
 def test_reflection_plan_condenses_the_oldest_and_refuses_growth() -> None:

@@ -55,23 +55,24 @@ def test_a_fact_reaches_the_next_session_and_a_contradiction_replaces_it(workspa
         first = run_scribe(["run", "Our tests run with `make check`, please remember that."], workspace, env)
         assert first.code == 0, first.err
         notes_file = workspace / ".scribe" / "notes.md"
-        notes = notes_file.read_text()
-        assert "`make check`" in notes and "notes: 1 entries" in first.err
+        assert not notes_file.exists() and model.curations == 0  # a run's end curates nothing
 
+        # the next new session curates the first before its instructions are built
         second = run_scribe(["run", "What do you know about this project?"], workspace, env)
         assert second.code == 0, second.err
+        assert "`make check`" in notes_file.read_text() and "notes: 1 entry in" in second.err
         opening = agent_requests(server)[1]["system"][0]["text"]
         assert "Use tabs for indentation." in opening and "`make check`" in opening
 
         third = run_scribe(["run", "We switched: tests now run with `tox -e py311`."], workspace, env)
         assert third.code == 0, third.err
-        notes = notes_file.read_text()
-        assert "`tox -e py311`" in notes and "make check" not in notes
-
         fourth = run_scribe(["run", "Hello again."], workspace, env)
         assert fourth.code == 0
+        notes = notes_file.read_text()
+        assert "`tox -e py311`" in notes and "make check" not in notes
         opening = agent_requests(server)[3]["system"][0]["text"]
         assert "`tox -e py311`" in opening and "make check" not in opening
+        assert model.curations == 3  # sessions one, two and three, each once
     assert all(r.error is None for r in server.requests)
 
     # provenance: every entry names the session and seq of the words it came from
@@ -112,11 +113,15 @@ def test_nothing_new_means_no_curation_call(workspace: Path, home: Path) -> None
     with FakeMessagesServer(model) as server:
         env = scribe_env(server.base_url, home, SCRIBE_CURATE_NOTES="true")
         assert run_scribe(["run", "Tests: `make check`."], workspace, env).code == 0
+        assert model.curations == 0
+        assert run_scribe(["notes", "curate"], workspace, env).code == 0  # on demand
         assert model.curations == 1
         ran = run_scribe(["notes", "curate"], workspace, env)
-    assert ran.code == 0 and "nothing new" in ran.out
+        assert ran.code == 0 and "nothing new" in ran.out
+        # a new session finds the earlier one curated already: no call before it starts
+        assert run_scribe(["run", "Hello."], workspace, env).code == 0
     assert model.curations == 1
-    assert len(server.requests) == 2
+    assert len(server.requests) == 3
 
 
 def test_curated_answers_are_checked() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from scribe.agent.config import DEFAULT_MODEL, DEFAULT_OBSERVER_MODEL
-from scribe.agent.pricing import call_cost, price_for, uncached_cost
+from scribe.agent.pricing import call_cost, cost_parts, price_for, uncached_cost
 
 
 def test_default_models_are_priced_at_their_own_list_rates() -> None:
@@ -34,3 +34,9 @@ def test_longest_prefix_wins_and_unknown_models_get_the_default() -> None:
     assert price_for("claude-opus-4-1-20250805").input == pytest.approx(15.0)
     assert price_for("claude-opus-4-7").input == pytest.approx(5.0)
     assert price_for("qwen3-coder-local") == price_for(DEFAULT_MODEL)
+
+
+def test_the_parts_of_a_long_prompt_call_add_up_to_its_cost() -> None:
+    counts = {"input": 70_000, "cache_read": 40_000, "cache_write": 5_000, "output": 2_000}
+    assert sum(cost_parts("claude-haiku-5-5", **counts).values()) == pytest.approx(
+        call_cost("claude-haiku-5-5", **counts))

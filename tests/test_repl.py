@@ -4,7 +4,9 @@ Messages API, tools act on a real git workspace, and what rich prints is capture
 from __future__ import annotations
 
 import io
+import json
 import os
+import re
 import signal
 import subprocess
 import threading
@@ -23,9 +25,9 @@ from helpers import events_of, session_logs
 from scribe.agent.config import load_settings
 from scribe.agent.runtime import SessionChoice, choose_session
 from scribe.cli.repl.loop import Repl, start
-from scribe.cli.repl.view import View
+from scribe.cli.repl.view import STATUS_AFTER_S, View
 from scribe.fakeapi import FakeMessagesServer, Reply, text_block, tool_use_block
-from scribe.memory.events import InterruptEvent, ToolResultEvent, UserEvent
+from scribe.memory.events import FileChangeEvent, InterruptEvent, ToolResultEvent, UserEvent
 
 UP, ESC, CTRL_C, CTRL_D = "\x1b[A", "\x1b", "\x03", "\x04"
 
@@ -134,8 +136,8 @@ def test_slash_commands(workspace: Path) -> None:
     assert "claude-opus-5 │" in ran.toolbar
     assert "permission mode ask  (modes:" in out and "permission mode full-auto" in out
     assert "unknown mode 'sideways'" in out
-    assert "unknown command /stat; did you mean /stats?" in out
-    assert "unknown command /xyzzy; see /help" in out
+    assert "unknown command /stat, not sent to the model; did you mean /stats?" in out
+    assert "unknown command /xyzzy, not sent to the model; /help lists the commands" in out
     assert ran.texts == ["hello", "/usr/bin/env is odd"]  # a path is a message, not a command
 
 
@@ -170,8 +172,8 @@ def test_clear_and_resume_switch_sessions(workspace: Path) -> None:
     run = run_repl(workspace, [Reply.text("First answer."), Reply.text("Second answer.")], keys)
     # ids made in the same second sort by their random part, so tell the logs apart by content
     first, second = sorted(session_logs(workspace), key=lambda p: "second question" in p.read_text())
-    assert f"  {first.stem}     1 turn  first question" in run.out
-    assert f"* {second.stem}     1 turn  second question" in run.out
+    assert re.search(rf"  {first.stem}  \d{{4}}-\d\d-\d\d \d\d:\d\d     1 turn  first question", run.out)
+    assert re.search(rf"\* {second.stem}  \d{{4}}-\d\d-\d\d \d\d:\d\d     1 turn  second question", run.out)
     again = run_repl(workspace, [Reply.text("Back in the first.")], f"/resume {first.stem[:-1]}\rand now?\r")
     assert "First answer." in again.out  # the exchange shown on switching
     users = [e.text for e in events_of(first) if isinstance(e, UserEvent)]
@@ -272,3 +274,136 @@ def test_an_interrupt_that_escapes_the_agent_still_closes_its_tool_call(
     assert "interrupted" in ran.out
     events = events_of(session_logs(workspace)[0])
     assert isinstance(events[-1], InterruptEvent) and events[-1].tool_use_ids == ["toolu_x"]
+
+
+def test_slash_commands_in_any_case_never_reach_the_model_and_check_their_arguments(workspace: Path) -> None:
+    lines = ["/HELP", "/Stats", "/exit_now", "/HELP2", "/x.y", "/", "//help me", "/usr/bin/env is broken",
+             "/log 0", "/log abc", "/log -1", "/log 2", "/mode FULL-AUTO", "/diff extra", "/diff --stat",
+             "/stats now", "/help LOG", "/help nope", "/reflect more", "/model a b", "/undo it", "/clear all",
+             "/resume a b", "/notes later", "/exit now", "/EXIT"]
+    ran = run_repl(workspace, [Reply.text("A slash message."), Reply.text("A path message.")],
+                   "".join(f"{line}\r" for line in lines))
+    out = " ".join(ran.out.split())  # the console wraps long lines
+    assert ran.texts == ["/help me", "/usr/bin/env is broken"]  # nothing else reached the model
+    assert "/reflect" in out and "Commands are case-insensitive" in out  # /HELP
+    assert "calls 0" in out  # /Stats
+    assert "unknown command /exit_now, not sent to the model; did you mean /exit?" in out
+    assert "unknown command /help2, not sent to the model; did you mean /help?" in out
+    assert "unknown command /x.y, not sent to the model; /help lists the commands" in out
+    assert "unknown command /, not sent to the model" in out
+    assert "(// sends a line starting with /)" in out
+    for bad in ("'0'", "'abc'", "'-1'"):
+        assert f"/log N shows the last N events: N is a whole number from 1, not {bad}" in out
+    assert "[0] session" not in out  # /log 2 printed its last two events, not the whole log
+    assert "permission mode full-auto" in out and "unknown mode" not in out
+    assert "/diff takes --stat or nothing, not 'extra'" in out
+    assert "/stats takes no arguments (got 'now')" in out
+    assert "/log [N] the log file and its last events" in out  # /help LOG
+    assert "no command /nope; did you mean /notes, /undo, /mode?" in out
+    assert "/reflect takes no arguments (got 'more')" in out
+    assert "/model takes one word at most: /model [NAME]" in out
+    assert "/undo takes no arguments (got 'it')" in out and "/clear takes no arguments (got 'all')" in out
+    assert "/resume takes one word at most" in out and "/notes takes curate or nothing, not 'later'" in out
+    assert "/exit takes no arguments (got 'now')" in out
+    assert "saved; `scribe -c` continues it" in out  # /EXIT left
+    assert len(session_logs(workspace)) == 1  # /clear all did not start a new session
+
+
+def test_a_read_only_refusal_names_the_mode_command(workspace: Path) -> None:
+    script = [Reply([tool_use_block("write_file", {"path": "a.txt", "content": "a\n"})]), Reply.text("Can't.")]
+    ran = run_repl(workspace, script, "write it\r", mode="read-only")
+    refusal = ran.server.requests[1].json["messages"][-1]["content"][0]["content"]
+    assert refusal == "write_file is not allowed in permission mode 'read-only'; the user can allow it with /mode accept-edits"
+
+
+def test_a_call_the_preview_knows_will_fail_is_not_put_to_the_person(workspace: Path) -> None:
+    script = [Reply([tool_use_block("edit_file", {"path": "README.md", "old_text": "absent", "new_text": "x"}),
+                     tool_use_block("write_file", {"path": ".git/hooks/pre-commit", "content": "x"})]),
+              Reply.text("I will read the file first.")]
+    ran = run_repl(workspace, script, "fix the readme\r")  # no key for a question: none may be asked
+    results = ran.server.requests[1].json["messages"][-1]["content"]
+    assert [r["is_error"] for r in results] == [True, True]
+    assert results[0]["content"].startswith("old_text not found in README.md")
+    assert "inside .git/" in results[1]["content"]
+    assert "✗ old_text not found in README.md" in ran.out and "I will read the file first." in ran.out
+
+
+def test_undo_is_not_reported_to_the_model_as_an_outside_change(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SCRIBE_AUTO_COMMIT", "true")
+    script = [Reply([tool_use_block("write_file", {"path": "README.md", "content": "# by scribe\n"}),
+                     tool_use_block("write_file", {"path": "made.txt", "content": "by scribe\n"})]),
+              Reply.text("ok"),
+              # the undo's writes have long settled by the call after this command
+              Reply([tool_use_block("run_command", {"command": "sleep 1"})]),
+              Reply.text("I see the undo.")]
+    ran = run_repl(workspace, script, "make files\r/undo\rwhat now?\r", mode="full-auto")
+    assert "undid " in ran.out and not (workspace / "made.txt").exists()
+    later = [json.dumps(r.json["messages"][-1]) for r in ran.server.requests[2:]]
+    assert "the person undid scribe's commit" in later[0]
+    assert not any("outside scribe" in text for text in later), later
+    events = events_of(session_logs(workspace)[0])
+    assert not any(isinstance(e, FileChangeEvent) for e in events)
+
+
+def test_leaving_while_notes_are_curated_says_so_at_once(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SCRIBE_CURATE_NOTES", "true")
+
+    def answer(request: dict) -> Reply:  # type: ignore[type-arg]
+        if request.get("tools"):
+            return Reply.text("Noted.")
+        time.sleep(STATUS_AFTER_S + 0.5)  # a slow curation, as when the API is slow or unreachable
+        return Reply.text("## Conventions\n- tests run with make check [from x#1]")
+
+    ran = run_repl(workspace, FakeMessagesServer(answer), "tests run with make check\r")
+    assert "curating notes…  (Ctrl-C skips)" in ran.out
+    assert ran.out.index("curating notes…") < ran.out.index("saved; `scribe -c` continues it")
+
+
+def test_a_slow_answer_says_what_it_waits_for(workspace: Path) -> None:
+    def answer(request: dict) -> Reply:  # type: ignore[type-arg]
+        time.sleep(STATUS_AFTER_S + 0.5)  # as a server that takes long to answer, or to connect
+        return Reply.text("At last.")
+
+    ran = run_repl(workspace, FakeMessagesServer(answer), "hello\r")
+    assert "thinking…  (Esc or Ctrl-C cancels)" in ran.out
+    assert ran.out.index("thinking…") < ran.out.index("At last.")
+
+
+def test_resume_lists_dates_how_many_more_and_no_empty_sessions(workspace: Path) -> None:
+    settings = load_settings(workspace, {})
+    made = []
+    for n in range(12):
+        session = choose_session(workspace, settings, SessionChoice())
+        session.append(UserEvent, text=f"question {n}")
+        session.close()
+        made.append(session.id)
+    empty = choose_session(workspace, settings, SessionChoice())  # header only: never used
+    empty.close()
+    ran = run_repl(workspace, [], "/resume\r")
+    listed = [line for line in ran.out.splitlines() if re.match(r" [ *] \d{8}-", line)]
+    assert len(listed) == 10 and listed[-1].startswith(" * ")  # this (empty) one, and the 9 latest used
+    assert empty.id not in ran.out
+    assert all(re.search(r"\d{4}-\d\d-\d\d \d\d:\d\d", line) for line in listed)
+    assert "question 3" in ran.out and "question 2" not in ran.out
+    assert "… and 3 older sessions (`scribe log list` shows them all)" in ran.out
+
+
+def test_a_new_session_says_it_curates_the_earlier_ones_first(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SCRIBE_CURATE_NOTES", "true")
+    settings = load_settings(workspace, {"max_retries": 0})
+    earlier = choose_session(workspace, settings, SessionChoice())
+    earlier.append(UserEvent, text="tests run with make check")
+    earlier.close()
+
+    def answer(request: dict) -> Reply:  # type: ignore[type-arg]
+        time.sleep(STATUS_AFTER_S + 0.5)  # a slow curation, as when the API is slow or unreachable
+        return Reply.text("## Conventions\n- tests run with make check [from x#1]")
+
+    out = io.StringIO()
+    with FakeMessagesServer(answer) as server, create_pipe_input() as pipe, \
+            create_app_session(input=pipe, output=DummyOutput()):
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.base_url)
+        repl = Repl(workspace, settings, View(Console(file=out, width=110)))
+        repl.choose(SessionChoice()).close()
+    assert "curating notes from earlier sessions…  (Ctrl-C skips)" in out.getvalue()
+    assert len(server.requests) == 1  # the earlier session was curated before the new one began

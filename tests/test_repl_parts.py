@@ -31,14 +31,14 @@ from scribe.agent.protocol import (
     ToolDone,
     TurnEnded,
 )
-from scribe.cli.repl.approve import preview
+from scribe.cli.repl.approve import Preview, preview
 from scribe.cli.repl.input import ReplCompleter
 from scribe.cli.repl.loop import drive
 from scribe.cli.repl.records import last_exchanges
-from scribe.cli.repl.stats import numbers, toolbar_text
-from scribe.cli.repl.view import View, fold, tail_source
+from scribe.cli.repl.stats import dollars, numbers, toolbar_text
+from scribe.cli.repl.view import STATUS_AFTER_S, View, fold, tail_source
 from scribe.fakeapi import FakeMessagesServer, Reply, text_block, tool_use_block
-from scribe.memory.events import AssistantEvent, InterruptEvent, ToolResultEvent, UsageEvent
+from scribe.memory.events import AssistantEvent, InterruptEvent, SessionEvent, ToolResultEvent, UsageEvent
 from scribe.tools.base import CommandInterrupted, ToolContext
 from scribe.tools.command import RunCommand
 
@@ -132,16 +132,34 @@ def test_previews_show_what_a_call_would_do(workspace: Path) -> None:
     ctx = ToolContext(workspace=workspace)
     edit = ToolCall("t1", "edit_file", {"path": "README.md", "old_text": "test", "new_text": "real"}, "README.md")
     shown = preview(edit, ctx)
-    assert shown is not None and "-# test workspace" in shown.plain and "+# real workspace" in shown.plain
-    missing = ToolCall("t2", "edit_file", {"path": "README.md", "old_text": "absent", "new_text": "x"}, "README.md")
-    assert "old_text matches 0 times" in str(preview(missing, ctx))
+    assert shown.failure is None and shown.text is not None
+    assert "-# test workspace" in shown.text.plain and "+# real workspace" in shown.text.plain
     write = ToolCall("t3", "write_file", {"path": "README.md", "content": "a\nb\n"}, "README.md")
-    assert "overwrites README.md: 2 lines, 4 bytes" in str(preview(write, ctx))
-    outside = ToolCall("t4", "write_file", {"path": "/etc/passwd", "content": ""}, "/etc/passwd")
-    assert "the write will fail: path '/etc/passwd' is outside the workspace" in str(preview(outside, ctx))
-    assert preview(ToolCall("t5", "run_command", {"command": "ls"}, "ls"), ctx) is None
-    long = preview(ToolCall("t6", "run_command", {"command": "ls\npwd"}, "ls …"), ctx)
+    assert "overwrites README.md: 2 lines, 4 bytes" in str(preview(write, ctx).text)
+    assert preview(ToolCall("t5", "run_command", {"command": "ls"}, "ls"), ctx) == Preview()
+    long = preview(ToolCall("t6", "run_command", {"command": "ls\npwd"}, "ls …"), ctx).text
     assert long is not None and "$ ls" in long.plain and "$ pwd" in long.plain
+    # a CRLF file: the model's "\n" still matches once, as the tool will find
+    (workspace / "dos.txt").write_bytes(b"one\r\ntwo\r\n")
+    crlf = ToolCall("t7", "edit_file", {"path": "dos.txt", "old_text": "one\ntwo", "new_text": "x"}, "dos.txt")
+    assert preview(crlf, ctx).failure is None
+
+
+@pytest.mark.parametrize(("tool", "args", "why"), [
+    ("edit_file", {"path": "README.md", "old_text": "absent", "new_text": "x"}, "old_text not found in README.md"),
+    ("edit_file", {"path": "twice.txt", "old_text": "a", "new_text": "b"}, "old_text matches 2 times"),
+    ("edit_file", {"path": "nowhere.txt", "old_text": "a", "new_text": "b"}, "file not found: nowhere.txt"),
+    ("edit_file", {"path": "README.md", "old_text": "x"}, "missing required argument 'new_text'"),
+    ("write_file", {"path": "/etc/passwd", "content": ""}, "path '/etc/passwd' is outside the workspace"),
+    ("write_file", {"path": ".git/config", "content": ""}, "inside .git/"),
+    ("write_file", {"path": "README.md/inner", "content": ""}, "README.md is a file, not a directory"),
+])
+def test_a_preview_knows_the_calls_the_tool_will_refuse(workspace: Path, tool: str, args: dict[str, str],
+                                                         why: str) -> None:
+    (workspace / "twice.txt").write_text("a a\n")
+    shown = preview(ToolCall("t1", tool, args, str(args.get("path"))), ToolContext(workspace=workspace))
+    assert shown.failure is not None and why in shown.failure, shown
+    assert shown.text is None
 
 
 def test_fold_keeps_head_and_tail() -> None:
@@ -240,3 +258,93 @@ def test_the_repl_and_the_agent_load_without_the_sdk_until_a_call_needs_it() -> 
     ran = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
     assert ran.returncode == 0, ran.stderr
     assert ran.stdout.split() == ["False", "True"]
+
+
+def _usage(seq: int, purpose: str, read: int, written: int) -> UsageEvent:
+    return UsageEvent(seq=seq, ts="2026-01-01T00:00:00Z", purpose=purpose, model="m", input=0, cache_read=read,
+                      cache_write=written, output=1, latency_ms=1)
+
+
+def test_the_bar_is_the_last_agent_calls_rate_and_narrows_at_field_boundaries() -> None:
+    # an agent call read all from the cache; the curator's call after it read none
+    header = SessionEvent(seq=0, ts="2026-01-01T00:00:00Z", id="s", created="2026-01-01T00:00:00Z", cwd="/", model="m",
+                          scribe_version="0", system="", tools=[], prompt_hash="", config={})
+    events = [header, _usage(1, "agent", 900, 100), _usage(2, "agent", 1000, 0), _usage(3, "curator", 0, 500)]
+    n = numbers(events, "accept-edits", ContextSize(fixed=1000, observations=2000, raw=34567))
+    assert n.last_hit == 1.0
+    full = toolbar_text(n)
+    assert "cache 100% last" in full
+    fields = [f.strip() for f in full.split("│")]
+    for width in (40, 60, 80, 120):
+        bar = toolbar_text(n, width)
+        assert len(bar) <= width or bar == toolbar_text(n, 1), (width, bar)
+        shown = [f.strip() for f in bar.split("│") if f.strip() != "…"]
+        assert shown == fields[:len(shown)], bar  # whole fields, most wanted first
+        assert bar.endswith(" │ … ") == (len(shown) < len(fields))
+    assert toolbar_text(n, 40) == f" m │ accept-edits │ {dollars(n.cost)} │ … "
+
+
+def test_a_dumb_terminal_is_as_wide_as_the_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    import fcntl
+    import pty
+    import struct
+    import termios
+
+    from scribe.cli.repl.view import make_console
+
+    leader, follower = pty.openpty()
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 132, 0, 0))
+    monkeypatch.setenv("TERM", "dumb")
+    monkeypatch.delenv("COLUMNS", raising=False)
+    with os.fdopen(follower, "w") as tty:
+        monkeypatch.setattr(sys, "stdout", tty)
+        console = make_console()
+        assert console.is_dumb_terminal and not console.is_interactive  # no live area
+        assert console.width == 132
+    os.close(leader)
+
+
+def test_completion_quotes_a_name_with_a_space(workspace: Path) -> None:
+    (workspace / "my notes.md").write_text("")
+    (workspace / "my dir").mkdir()
+    (workspace / "my dir" / "inner file.txt").write_text("")
+    assert completions(workspace, "read @my") == ['"my dir/', '"my notes.md"']
+    assert completions(workspace, 'read @"my dir/in') == ['"my dir/inner file.txt"']
+    assert completions(workspace, "@READ") == ["README.md"]  # no space: as it was
+    assert completions(workspace, "/RE") == ["/resume", "/reflect"]  # commands in any case
+
+
+def test_the_rest_of_an_answers_word_and_its_enter_are_swallowed() -> None:
+    from prompt_toolkit.key_binding import KeyPress
+    from prompt_toolkit.keys import Keys
+
+    from scribe.cli.repl.keys import swallow
+
+    def keys(text: str) -> list[KeyPress]:
+        return [KeyPress(Keys.ControlM if c == "\r" else c) for c in text]
+
+    def left(text: str, rest: str) -> tuple[str, str | None]:
+        remaining, expected = swallow(keys(text), rest)
+        return "".join("\r" if k.key == Keys.ControlM else str(k.key) for k in remaining), expected
+
+    assert left("es\r", "es") == ("", None)
+    assert left("ES\rnext", "es") == ("next", None)
+    assert left("e", "es") == ("", "s")  # the rest may still come
+    assert left("\rhello", "") == ("hello", None)  # "y" then Enter
+    assert left("what", "es") == ("what", None)  # something else: kept
+    assert left("lw", "lways") == ("", "ays")
+
+
+def test_after_a_tool_result_the_wait_for_the_next_call_is_said(workspace: Path) -> None:
+    """Between a tool's result and the next model call the agent may compress memory, a model
+    call of its own: on a plain terminal a status line comes once that lasts."""
+    out = io.StringIO()
+    view = View(Console(file=out, width=100))
+    call = ToolCall("t1", "read_file", {"path": "a"}, "a")
+    result = ToolResultEvent(seq=3, ts="2026-01-01T00:00:00Z", tool_use_id="t1", tool="read_file", output="x",
+                             is_error=False)
+    view.handle(call)
+    view.handle(ToolDone(call, result))
+    time.sleep(STATUS_AFTER_S + 0.4)
+    view.pause()
+    assert out.getvalue().endswith("thinking…  (Esc or Ctrl-C cancels)\n"), out.getvalue()

@@ -10,7 +10,8 @@ from typing import Any
 import pexpect
 import pytest
 
-from helpers import SCRIBE, events_of, scribe_env, session_logs
+from helpers import SCRIBE, events_of, running_in, scribe_env, session_logs
+from scribe.cli.repl.input import GUARD_S
 from scribe.fakeapi import FakeMessagesServer, Reply, ScriptItem, text_block, tool_use_block
 from scribe.memory.events import AssistantEvent, InterruptEvent, ToolResultEvent, UserEvent
 
@@ -39,14 +40,7 @@ def spawn(args: list[str], workspace: Path, env: dict[str, str]) -> pexpect.spaw
 
 
 def _sleep_running(workspace: Path) -> bool:
-    for proc in Path("/proc").glob("[0-9]*"):
-        try:
-            if (proc / "cmdline").read_bytes() == f"sleep\0{SLEEP}\0".encode() and proc.joinpath(
-                    "cwd").resolve() == workspace.resolve():
-                return (proc / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-        except OSError:
-            continue  # gone while we looked, or not ours to read
-    return False
+    return running_in(workspace, "sleep", SLEEP)
 
 
 @pytest.mark.slow
@@ -66,6 +60,7 @@ def test_a_session_in_a_real_terminal(workspace: Path, tmp_path: Path) -> None:
 
             child.send("start the long job\r")
             child.expect("allow run_command\\?")
+            time.sleep(GUARD_S + 0.2)  # keys in the question's first moments are ignored
             child.send("y")
             deadline = time.monotonic() + 10
             while not _sleep_running(workspace) and time.monotonic() < deadline:

@@ -171,6 +171,29 @@ def test_undo_refuses_when_head_moved_or_its_files_changed_since(workspace: Path
         assert git(workspace, "rev-parse", "HEAD~1").strip() == head
 
 
+def test_undo_of_a_session_open_in_another_scribe_is_refused_and_points_to_slash_undo(
+        workspace: Path, home: Path) -> None:
+    """That process alone writes the session's log, and its watcher would take the restored
+    files for changes made outside scribe."""
+    from scribe.agent.session import open_session, store_for
+
+    script = [Reply([tool_use_block("write_file", {"path": "calc.py", "content": "x = 1\n"})]),
+              Reply([text_block("Done.")])]
+    with FakeMessagesServer(script) as server:
+        env = env_for(server, home, SCRIBE_AUTO_COMMIT="1")
+        assert run_scribe(["run", "write calc.py"], workspace, env).code == 0
+        head = git(workspace, "rev-parse", "HEAD").strip()
+        held = open_session(store_for(workspace).latest(workspace))  # as a running REPL holds it
+        try:
+            refused = run_scribe(["undo"], workspace, env)
+        finally:
+            held.close()
+        assert refused.code == 1 and "undo there with /undo, so its log records the undo" in refused.err
+        assert len(refused.err.strip().splitlines()) == 1
+        assert git(workspace, "rev-parse", "HEAD").strip() == head and (workspace / "calc.py").exists()
+        assert run_scribe(["undo"], workspace, env).code == 0  # once it is closed
+
+
 def test_a_folder_that_is_not_a_repository_says_so_in_one_line(tmp_path: Path, home: Path) -> None:
     plain = tmp_path / "plain"
     plain.mkdir()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import difflib
 import hashlib
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -156,25 +157,42 @@ class WriteFile:
         return _path_arg(args)
 
     def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
-        target = resolve_path(ctx, args["path"], write=True)
-        name = display_path(ctx, target)
-        if target.is_dir():
-            raise ToolError(f"{name} is a directory; give a file path")
-        blocker = next((p for p in target.parents if p.exists() and not p.is_dir()), None)
-        if blocker is not None:
-            raise ToolError(f"cannot create {name}: {display_path(ctx, blocker)} is a file, not a directory")
-        existed = target.exists()
-        if existed:
-            # Overwriting must not silently discard changes made outside the agent either.
-            _check_not_stale(ctx, name, sha256_file(target))
-        data = args["content"].encode("utf-8")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(data)
-        ctx.seen_hashes[name] = sha256_bytes(data)
-        verb = "overwrote" if existed else "created"
+        plan = plan_write(args, ctx)
+        plan.target.parent.mkdir(parents=True, exist_ok=True)
+        plan.target.write_bytes(plan.data)
+        ctx.seen_hashes[plan.name] = sha256_bytes(plan.data)
+        verb = "overwrote" if plan.existed else "created"
         return ToolOutput(
-            f"{verb} {name}: wrote {plural(count_lines(args['content']), 'line')} ({plural(len(data), 'byte')})"
+            f"{verb} {plan.name}: wrote {plural(count_lines(args['content']), 'line')} ({plural(len(plan.data), 'byte')})"
         )
+
+
+@dataclass(frozen=True)
+class PlannedWrite:
+    """A write_file call that passed every check, before anything is written."""
+
+    target: Path
+    name: str
+    data: bytes
+    existed: bool
+
+
+def plan_write(args: dict[str, Any], ctx: ToolContext) -> PlannedWrite:
+    """Every check write_file makes, without writing: raises ToolError (or OSError,
+    UnicodeError) exactly when the write would be refused. The approval preview uses it, so
+    what it says will fail is what the tool refuses."""
+    target = resolve_path(ctx, args["path"], write=True)
+    name = display_path(ctx, target)
+    if target.is_dir():
+        raise ToolError(f"{name} is a directory; give a file path")
+    blocker = next((p for p in target.parents if p.exists() and not p.is_dir()), None)
+    if blocker is not None:
+        raise ToolError(f"cannot create {name}: {display_path(ctx, blocker)} is a file, not a directory")
+    existed = target.exists()
+    if existed:
+        # Overwriting must not silently discard changes made outside the agent either.
+        _check_not_stale(ctx, name, sha256_file(target))
+    return PlannedWrite(target, name, args["content"].encode("utf-8"), existed)
 
 
 class EditFile:
@@ -203,33 +221,50 @@ class EditFile:
         return _path_arg(args)
 
     def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
-        target = resolve_path(ctx, args["path"], write=True)
-        name = _require_file(ctx, target)
-        old_text: str = args["old_text"]
-        new_text: str = args["new_text"]
-        if not old_text:
-            raise ToolError("old_text is empty; to create or replace a whole file use write_file")
-        if old_text == new_text:
-            raise ToolError("old_text and new_text are identical; nothing to change")
-        data = target.read_bytes()
-        if binary_kind(data[:SNIFF_BYTES]) is not None:
-            raise ToolError(f"{name} is a binary file; edit_file only edits text")
-        _check_not_stale(ctx, name, sha256_bytes(data))
-        # surrogateescape carries undecodable bytes through the edit unchanged.
-        before = data.decode("utf-8", errors="surrogateescape")
-        old_text, new_text = _match_line_endings(before, old_text, new_text)
-        matches = before.count(old_text)
-        if matches == 0:
-            raise ToolError(f"old_text not found in {name}; read the file again and copy the text exactly")
-        if matches > 1:
-            raise ToolError(
-                f"old_text matches {matches} times in {name}; include more surrounding lines to make it unique"
-            )
-        after = before.replace(old_text, new_text, 1)
-        new_data = after.encode("utf-8", errors="surrogateescape")
-        target.write_bytes(new_data)
-        ctx.seen_hashes[name] = sha256_bytes(new_data)
-        return ToolOutput(_diff(name, before, after))
+        plan = plan_edit(args, ctx)
+        new_data = plan.after.encode("utf-8", errors="surrogateescape")
+        plan.target.write_bytes(new_data)
+        ctx.seen_hashes[plan.name] = sha256_bytes(new_data)
+        return ToolOutput(_diff(plan.name, plan.before, plan.after))
+
+
+@dataclass(frozen=True)
+class PlannedEdit:
+    """An edit_file call that passed every check: the file's text before and after it."""
+
+    target: Path
+    name: str
+    before: str
+    after: str
+
+
+def plan_edit(args: dict[str, Any], ctx: ToolContext) -> PlannedEdit:
+    """Every check edit_file makes, without writing: raises ToolError (or OSError) exactly when
+    the edit would be refused (no match or several, a stale or binary file, a refused path).
+    The approval preview uses it, so what it says will fail is what the tool refuses."""
+    target = resolve_path(ctx, args["path"], write=True)
+    name = _require_file(ctx, target)
+    old_text: str = args["old_text"]
+    new_text: str = args["new_text"]
+    if not old_text:
+        raise ToolError("old_text is empty; to create or replace a whole file use write_file")
+    if old_text == new_text:
+        raise ToolError("old_text and new_text are identical; nothing to change")
+    data = target.read_bytes()
+    if binary_kind(data[:SNIFF_BYTES]) is not None:
+        raise ToolError(f"{name} is a binary file; edit_file only edits text")
+    _check_not_stale(ctx, name, sha256_bytes(data))
+    # surrogateescape carries undecodable bytes through the edit unchanged.
+    before = data.decode("utf-8", errors="surrogateescape")
+    old_text, new_text = _match_line_endings(before, old_text, new_text)
+    matches = before.count(old_text)
+    if matches == 0:
+        raise ToolError(f"old_text not found in {name}; read the file again and copy the text exactly")
+    if matches > 1:
+        raise ToolError(
+            f"old_text matches {matches} times in {name}; include more surrounding lines to make it unique"
+        )
+    return PlannedEdit(target, name, before, before.replace(old_text, new_text, 1))
 
 
 def _match_line_endings(content: str, old_text: str, new_text: str) -> tuple[str, str]:

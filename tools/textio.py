@@ -77,8 +77,9 @@ def human_bytes(count: int) -> str:
     raise AssertionError("unreachable")
 
 
-def plural(count: int, word: str) -> str:
-    return f"{count} {word}" if count == 1 else f"{count} {word}s"
+def plural(count: int, word: str, many: str | None = None) -> str:
+    """`1 line`, `2 lines`; `many` for a word whose plural is not word + s (entry, entries)."""
+    return f"{count} {word}" if count == 1 else f"{count} {many or word + 's'}"
 
 
 def one_line(message: str, limit: int = 500) -> str:

@@ -76,10 +76,11 @@ def print_json(value: Any) -> None:
 
 def console() -> Any:
     """A rich console for people: colour unless NO_COLOR or not a terminal; no markup, no
-    highlighting (log text is printed as it is); wide when piped, so tables do not squeeze."""
-    from rich.console import Console
+    highlighting (log text is printed as it is, its control characters shown visibly); wide
+    when piped, so tables do not squeeze."""
+    from ..visible import VisibleConsole
 
-    class LogConsole(Console):
+    class LogConsole(VisibleConsole):
         def on_broken_pipe(self) -> None:
             raise BrokenPipeError  # `log_command` ends quietly with 0, as for plain writes
 

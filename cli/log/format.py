@@ -1,7 +1,9 @@
 """Events as a readable transcript, for `scribe log show` and `scribe log tail`.
 
 Each event is a header line `[seq] what` and, when it carries text, indented body lines. Tool
-outputs are folded to their first and last lines unless `full` is asked for.
+outputs are folded to their first and last lines unless `full` is asked for. Everything printed
+passes through `visible`: the log keeps tool output, file names and model text byte for byte,
+and their control characters are shown here, never obeyed by the terminal.
 """
 
 from __future__ import annotations
@@ -28,7 +30,9 @@ from scribe.memory.events import (
     UserEvent,
     to_record,
 )
+from scribe.tools.textio import plural
 
+from ..visible import visible
 from .common import local_time
 
 FOLD_HEAD, FOLD_TAIL = 4, 4  # lines kept of a folded output
@@ -48,6 +52,7 @@ def main_argument(name: str, args: Any) -> str:
     for key in ("command", "path", "pattern"):
         value = args.get(key)
         if isinstance(value, str) and value:
+            value = visible(value)  # before splitting: a lone CR is shown, not a line break
             first = value.strip().splitlines()[0] if value.strip() else value
             parts.append(first[:120] + (" …" if len(first) > 120 or "\n" in value.strip() else ""))
     if parts:
@@ -65,9 +70,15 @@ def fields_text(event: Event) -> str:
                      for k, v in record.items())
 
 
+def lines_of(text: str) -> list[str]:
+    """The lines of a text from the log, shown visibly first: str.splitlines would also break at
+    a lone CR (and other controls), which is to be seen, not obeyed."""
+    return visible(text).splitlines()
+
+
 def fold(text: str, full: bool) -> list[str]:
     """Lines of `text`; unless `full`, the first and last few with a count of the hidden ones."""
-    lines = text.splitlines() or [""]
+    lines = lines_of(text) or [""]
     if full:
         return lines
     if len(lines) > FOLD_HEAD + FOLD_TAIL + 1:
@@ -98,10 +109,10 @@ class EventPrinter:
 
         header, style, body = self.describe(event)
         line = Text(f"[{event.seq}] ", style="dim")
-        line.append(header, style=STYLE.get(style, ""))
+        line.append(visible(header), style=STYLE.get(style, ""))
         self.console.print(line, soft_wrap=True)
         for text, body_style in body:
-            self.console.print(Text(INDENT + text, style=STYLE.get(body_style, "")), soft_wrap=True)
+            self.console.print(Text(INDENT + visible(text), style=STYLE.get(body_style, "")), soft_wrap=True)
 
     def describe(self, event: Event) -> tuple[str, str, list[tuple[str, str]]]:
         """(header, its style, [(body line, style)])."""
@@ -111,7 +122,7 @@ class EventPrinter:
             return (f"session {event.id} · {event.model} · {event.cwd}{where} · scribe {event.scribe_version} · "
                     f"{local_time(event.created)}", "session", [])
         if isinstance(event, UserEvent):
-            return f"user · {when}", "user", [(t, "") for t in event.text.splitlines() or [""]]
+            return f"user · {when}", "user", [(t, "") for t in lines_of(event.text) or [""]]
         if isinstance(event, AssistantEvent):
             return self._assistant(event, when)
         if isinstance(event, ToolResultEvent):
@@ -126,11 +137,11 @@ class EventPrinter:
                     f" · cache write {event.cache_write} · output {event.output} · {event.latency_ms} ms", "usage", [])
         if isinstance(event, ObservationEvent):
             return (f"observation of events {event.seq_from}-{event.seq_to} · {event.tokens} tokens · {event.model}",
-                    "observation", [(t, "") for t in event.text.splitlines()])
+                    "observation", [(t, "") for t in lines_of(event.text)])
         if isinstance(event, ReflectionEvent):
             replaced = ", ".join(str(s) for s in event.supersedes)
             return (f"reflection replacing {replaced} · {event.tokens} tokens · {event.model}", "reflection",
-                    [(t, "") for t in event.text.splitlines()])
+                    [(t, "") for t in lines_of(event.text)])
         if isinstance(event, GitCommitEvent):
             subject = event.message.strip().splitlines()[0] if event.message.strip() else ""
             skipped = [(f"left out {path}: {why}", "dim") for path, why in event.skipped.items()]
@@ -139,7 +150,8 @@ class EventPrinter:
             return (f"git undo of {event.sha[:10]} · HEAD back at {event.head[:10]} · {', '.join(event.files)}",
                     "session", [])
         if isinstance(event, NotesEvent):
-            return (f"notes curated · {event.entries} entries · {event.path} · {event.model}", "observation",
+            return (f"notes curated · {plural(event.entries, 'entry', 'entries')} · {event.path} · {event.model}",
+                    "observation",
                     [(t, "") for t in fold(event.text, self.full)])
         if isinstance(event, FileChangeEvent):
             what = f"moved to {event.dest}" if event.kind == "moved" and event.dest else event.kind
@@ -166,7 +178,7 @@ class EventPrinter:
         for block in event.content:
             kind = block.get("type")
             if kind == "text":
-                body += [(t, "") for t in str(block.get("text", "")).splitlines()]
+                body += [(t, "") for t in lines_of(str(block.get("text", "")))]
             elif kind == "tool_use":
                 name = str(block.get("name", "?"))
                 self.tools[str(block.get("id"))] = name

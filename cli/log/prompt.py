@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from typing import Annotated
 
 import typer
@@ -48,15 +49,27 @@ def _call_index(events: list[Event], seq: int) -> int:
 
 
 def _assistant_of(events: list[Event], usage_index: int) -> int:
-    """The assistant event a usage event accounts for: same message id, else the nearest before."""
+    index = assistant_of(events, usage_index)
+    if index is None:
+        raise fail(f"usage event {events[usage_index].seq} follows no assistant event")
+    return index
+
+
+def assistant_of(events: Sequence[Event], usage_index: int) -> int | None:
+    """The index of the assistant event a usage event accounts for: same message id, else the
+    nearest before; None when no assistant event comes before it. The request of that call is
+    `render(events[:index])`."""
     usage = events[usage_index]
     assert isinstance(usage, UsageEvent)
-    before = [i for i in range(usage_index - 1, -1, -1) if isinstance(events[i], AssistantEvent)]
-    for i in before:
+    nearest: int | None = None
+    for i in range(usage_index - 1, -1, -1):
         event = events[i]
-        assert isinstance(event, AssistantEvent)
+        if not isinstance(event, AssistantEvent):
+            continue
+        if nearest is None:
+            nearest = i
+            if not usage.message_id:
+                break
         if usage.message_id and event.message_id == usage.message_id:
             return i
-    if not before:
-        raise fail(f"usage event {usage.seq} follows no assistant event")
-    return before[0]
+    return nearest

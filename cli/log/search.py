@@ -12,6 +12,7 @@ from scribe.memory.log import LogError
 from scribe.memory.search import Hit, search
 
 from ..errors import EXIT_FAILED, EXIT_USAGE, fail
+from ..visible import visible
 from .common import console, load, log_command, print_json, resolve_session, sessions_in_scope
 
 
@@ -59,8 +60,9 @@ def _print_hit(out: Any, session_id: str, hit: Hit) -> None:
     line = Text(f"{session_id} ", style="dim")
     line.append(f"{hit.seq:>5} ", style="bold")
     where = hit.type if hit.field in ("text", "output") else f"{hit.type}:{hit.field.removeprefix('tool_use ')}"
-    line.append(f"{where:<12}", style="cyan")
-    start = len(line) + 1
-    line.append(" " + hit.line)
-    line.stylize("bold red", start + hit.start, start + hit.end)
+    line.append(f"{where:<12} ", style="cyan")
+    # The log's text as it is, its control characters shown visibly, the match highlighted.
+    line.append(visible(hit.line[:hit.start]))
+    line.append(visible(hit.line[hit.start:hit.end]), style="bold red")
+    line.append(visible(hit.line[hit.end:]))
     out.print(line, soft_wrap=True)

@@ -37,41 +37,64 @@ def stats(
         _print(found.id, figures)
 
 
+COLUMNS = ("purpose", "calls", "input", "cache read", "cache write", "output", "hit rate", "cost", "no-cache cost")
+PRICES_NOTE = ("prices: each model's list prices from agent/pricing.py (input, 5-minute cache write, cache read, "
+               "output)")
+
+
+def cells(f: Figures) -> list[str]:
+    """One row of the table after its purpose: the same words wherever the figures are shown."""
+    return [f"{f.calls:,}", f"{f.input:,}", f"{f.cache_read:,}", f"{f.cache_write:,}", f"{f.output:,}",
+            percent(f.hit_rate), money(f.cost_usd), money(f.uncached_cost_usd)]
+
+
+def rows(figures: SessionStats) -> list[tuple[str, Figures]]:
+    """(purpose, figures) per row; a total row when there is more (or less) than one purpose."""
+    out = list(figures.by_purpose.items())
+    if len(figures.by_purpose) != 1:
+        out.append(("total", figures.total))
+    return out
+
+
+def summary_lines(figures: SessionStats) -> list[str]:
+    """What the table does not say: the cache's share and saving, the compression, and how the
+    memory's side calls fared."""
+    lines: list[str] = []
+    total = figures.total
+    if total.calls:
+        saved = total.uncached_cost_usd - total.cost_usd
+        share = saved / total.uncached_cost_usd if total.uncached_cost_usd else 0.0
+        lines.append(f"prompt tokens: {total.prompt_tokens:,}, {percent(total.hit_rate)} read from the cache; "
+                     f"caching saved {money(saved)} ({percent(share)}) against no caching")
+    else:
+        lines.append("no model calls yet")
+    c = figures.compression
+    if c.observations:
+        lines.append(f"compression: {c.observations} observations stand for {c.raw_tokens:,} raw tokens in "
+                     f"{c.observation_tokens:,} ({c.ratio:.1f}x)")
+    else:
+        lines.append("compression: no observations yet")
+    if c.reflections:
+        lines.append(f"reflections: {c.reflections}, {c.reflection_tokens:,} tokens")
+    lines.append(f"memory: {figures.memory.summary()}")
+    return lines
+
+
 def _print(session_id: str, figures: SessionStats) -> None:
     from rich.table import Table
 
     out = console()
     out.print(f"session {session_id}", style="bold")
     table = Table()
-    table.add_column("purpose")
-    for name in ("calls", "input", "cache read", "cache write", "output", "hit rate", "cost", "no-cache cost"):
+    table.add_column(COLUMNS[0])
+    for name in COLUMNS[1:]:
         table.add_column(name, justify="right")
-
-    def row(name: str, f: Figures) -> list[str]:
-        return [name, f"{f.calls:,}", f"{f.input:,}", f"{f.cache_read:,}", f"{f.cache_write:,}", f"{f.output:,}",
-                percent(f.hit_rate), money(f.cost_usd), money(f.uncached_cost_usd)]
-
-    for purpose, f in figures.by_purpose.items():
-        table.add_row(*row(purpose, f))
-    if len(figures.by_purpose) != 1:
-        table.add_row(*row("total", figures.total), style="bold")
+    for name, f in rows(figures):
+        table.add_row(name, *cells(f), style="bold" if name == "total" else None)
     out.print(table)
-
-    total = figures.total
-    if total.calls:
-        saved = total.uncached_cost_usd - total.cost_usd
-        share = saved / total.uncached_cost_usd if total.uncached_cost_usd else 0.0
-        out.print(f"prompt tokens: {total.prompt_tokens:,}, {percent(total.hit_rate)} read from the cache; "
-                  f"caching saved {money(saved)} ({percent(share)}) against no caching")
-        out.print("prices: each model's list prices from agent/pricing.py (input, 5-minute cache write, "
-                  "cache read, output)", style="dim")
-    else:
-        out.print("no model calls yet")
-    c = figures.compression
-    if c.observations:
-        out.print(f"compression: {c.observations} observations stand for {c.raw_tokens:,} raw tokens in "
-                  f"{c.observation_tokens:,} ({c.ratio:.1f}x)")
-    else:
-        out.print("compression: no observations yet")
-    if c.reflections:
-        out.print(f"reflections: {c.reflections}, {c.reflection_tokens:,} tokens")
+    lines = summary_lines(figures)
+    out.print(lines[0])
+    if figures.total.calls:
+        out.print(PRICES_NOTE, style="dim")
+    for line in lines[1:]:
+        out.print(line)

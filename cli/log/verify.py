@@ -8,8 +8,10 @@ import typer
 
 from scribe.memory.store import SessionFile
 from scribe.memory.verify import Verdict, verify_bytes
+from scribe.tools.textio import plural
 
 from ..errors import EXIT_FAILED, fail
+from ..visible import visible
 from .common import SESSION_HELP, log_command, print_json, resolve_session, sessions_in_scope
 
 
@@ -44,8 +46,9 @@ def _record(found: SessionFile, v: Verdict) -> dict[str, Any]:
 
 def _print(found: SessionFile, v: Verdict, prefix: str) -> None:
     for finding in v.findings:
-        print(f"{prefix}{finding}")
-    summary = f"ok: {v.lines} lines" if v.ok else f"FAILED: {len(v.errors)} problems in {v.lines} lines"
+        print(f"{prefix}{visible(str(finding))}")  # a finding can quote the log
+    lines = plural(v.lines, "line")
+    summary = f"ok: {lines}" if v.ok else f"FAILED: {plural(len(v.errors), 'problem')} in {lines}"
     if v.warnings:
-        summary += f", {len(v.warnings)} warnings"
-    print(f"{prefix}{summary} ({found.path})")
+        summary += f", {plural(len(v.warnings), 'warning')}"
+    print(f"{prefix}{summary} ({visible(str(found.path))})")

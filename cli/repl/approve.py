@@ -1,103 +1,123 @@
 """Permission mode `ask`: before a write or a command, show what it would do and ask.
 
 The preview is computed here, without running the tool: for edit_file the diff the edit would
-make, for write_file the path and size (and the first lines), for run_command the command. The
-answer goes back to the agent loop: True (yes), False (no: the model gets an error result
-saying the person declined) or "always" (this tool runs without asking for the rest of the
-session).
+make, for write_file the path and size (and the first lines), for run_command the command. It
+uses the file tools' own checks (`plan_edit`, `plan_write`), so a call they will refuse (an
+edit whose old_text matches 0 or 2 times, a refused path, a stale file) is not put to the
+person: it runs, fails, and the model reads the error. The answer goes back to the agent loop:
+True (yes), False (no: the model gets an error result saying the person declined) or "always"
+(this tool runs without asking for the rest of the session).
+
+No key typed before the question was drawn answers it (see keys.py and InputArea.choose).
 """
 
 from __future__ import annotations
 
 import difflib
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from rich.text import Text
 
 from scribe.agent.protocol import ToolCall
 from scribe.tools.base import ToolContext, ToolError
-from scribe.tools.paths import display_path, resolve_path
+from scribe.tools.files import EditFile, WriteFile, plan_edit, plan_write
+from scribe.tools.registry import check_args
 from scribe.tools.textio import plural
 
-from .input import InputArea
-from .view import View, diff_text
+from ..visible import visible
+from .input import GUARD_S, InputArea
+from .keys import ANSWER_WORDS, TurnKeys
+from .view import RUNNING, View, diff_text
 
 PREVIEW_LINES = 12
-ANSWERS = {"y": "yes", "n": "no", "a": "always"}
+ANSWERS = {word[0]: word for word in ANSWER_WORDS}  # y: yes, n: no, a: always
 VERDICT: dict[str, bool | str] = {"yes": True, "no": False, "always": "always"}
 
 
-def preview(call: ToolCall, ctx: ToolContext) -> Text | None:
-    """What the call would do, as the person should see it before saying yes (None when the
-    tool line already said it all)."""
+@dataclass(frozen=True)
+class Preview:
+    """What a call would do, as the person should see it before saying yes (`text`, None when
+    the tool line already said it all), or why the tool will refuse it (`failure`)."""
+
+    text: Text | None = None
+    failure: str | None = None
+
+
+def preview(call: ToolCall, ctx: ToolContext) -> Preview:
     args: dict[str, Any] = call.args
     if call.name == "run_command":
         command = str(args.get("command", ""))
         if command.strip() == call.summary and "timeout_s" not in args:
-            return None  # the tool line above already shows the whole command
+            return Preview()  # the tool line above already shows the whole command
         text = Text()
-        for line in command.splitlines():
+        for line in visible(command).splitlines():
             text.append(f"  $ {line}\n", style="bold")
         if "timeout_s" in args:
-            text.append(f"  (timeout {args['timeout_s']} s)\n", style="dim")
-        return text
+            text.append(f"  (timeout {visible(str(args['timeout_s']))} s)\n", style="dim")
+        return Preview(text)
     if call.name == "edit_file":
         return _edit_preview(args, ctx)
     if call.name == "write_file":
         return _write_preview(args, ctx)
-    return None
+    return Preview()
 
 
-def _edit_preview(args: dict[str, Any], ctx: ToolContext) -> Text:
-    path, old, new = str(args.get("path", "")), str(args.get("old_text", "")), str(args.get("new_text", ""))
+def _edit_preview(args: dict[str, Any], ctx: ToolContext) -> Preview:
+    problem, clean = check_args(EditFile(), args)
+    if problem is not None:
+        return Preview(failure=problem)
     try:
-        target = resolve_path(ctx, path, write=True)
-        before = target.read_text(encoding="utf-8", errors="replace")
-    except (ToolError, OSError) as exc:
-        return Text(f"  (the edit will fail: {exc})", style="yellow")
-    name = display_path(ctx, target)
-    count = before.count(old) if old else 0
-    if count != 1:
-        return Text(f"  (the edit will fail: old_text matches {count} times in {name})", style="yellow")
-    after = before.replace(old, new, 1)
-    diff = difflib.unified_diff(before.splitlines(), after.splitlines(), n=3, lineterm="")
-    return diff_text("\n".join(line for line in diff if not line.startswith(("---", "+++"))))
+        plan = plan_edit(clean, ctx)
+    except (ToolError, OSError, UnicodeError) as exc:
+        return Preview(failure=str(exc))
+    diff = difflib.unified_diff(plan.before.splitlines(), plan.after.splitlines(), n=3, lineterm="")
+    return Preview(diff_text("\n".join(line for line in diff if not line.startswith(("---", "+++")))))
 
 
-def _write_preview(args: dict[str, Any], ctx: ToolContext) -> Text:
-    path, content = str(args.get("path", "")), str(args.get("content", ""))
+def _write_preview(args: dict[str, Any], ctx: ToolContext) -> Preview:
+    problem, clean = check_args(WriteFile(), args)
+    if problem is not None:
+        return Preview(failure=problem)
     try:
-        target = resolve_path(ctx, path, write=True)
-    except ToolError as exc:
-        return Text(f"  (the write will fail: {exc})", style="yellow")
-    lines = content.splitlines()
-    size = len(content.encode("utf-8", errors="replace"))
-    verb = "overwrites" if target.exists() else "creates"
-    text = Text(f"  {verb} {display_path(ctx, target)}: {plural(len(lines), 'line')}, "
-                f"{plural(size, 'byte')}\n", style="bold")
+        plan = plan_write(clean, ctx)
+    except (ToolError, OSError, UnicodeError) as exc:
+        return Preview(failure=str(exc))
+    lines = str(clean["content"]).splitlines()
+    verb = "overwrites" if plan.existed else "creates"
+    text = Text(f"  {verb} {visible(plan.name)}: {plural(len(lines), 'line')}, "
+                f"{plural(len(plan.data), 'byte')}\n", style="bold")
     for line in lines[:PREVIEW_LINES]:
-        text.append(f"    {line}\n", style="green")
+        text.append(f"    {visible(line)}\n", style="green")
     if len(lines) > PREVIEW_LINES:
-        text.append(f"    … {len(lines) - PREVIEW_LINES} more lines\n", style="dim")
-    return text
+        text.append(f"    … {plural(len(lines) - PREVIEW_LINES, 'more line')}\n", style="dim")
+    return Preview(text)
 
 
 class Approver:
     """The Agent's `approver` callback for the REPL."""
 
-    def __init__(self, view: View, area: InputArea, context: Callable[[], ToolContext]) -> None:
+    def __init__(self, view: View, area: InputArea, context: Callable[[], ToolContext], keys: TurnKeys) -> None:
         # `context` is read at each call: the REPL builds a new agent (and context) per session.
-        self.view, self.area, self.context = view, area, context
+        self.view, self.area, self.context, self.keys = view, area, context, keys
 
     def __call__(self, call: ToolCall) -> bool | str:
         self.view.pause()  # stop the "running…" spinner: the question needs the terminal
         shown = preview(call, self.context())
-        if shown is not None:
-            self.view.console.print(shown, end="")
+        if shown.failure is not None:
+            return True  # it would only be refused: let the tool say why, to the model
+        if shown.text is not None:
+            text = shown.text.copy()
+            if not text.plain.endswith("\n"):
+                text.append("\n")  # the question starts on a line of its own
+            self.view.console.print(text, end="")
             self.view.previewed.add(call.id)  # so the result need not repeat it
-        word = self.area.choose(f"  allow {call.name}? [y]es [n]o [a]lways for this session › ", ANSWERS,
-                                on_escape="n")
-        if word != "no" and call.name == "run_command":
-            self.view.busy("running…  (Ctrl-C cancels)")
-        return VERDICT[word]
+        question = f"  allow {visible(call.name)}? [y]es [n]o [a]lways for this session › "
+        with self.keys.asking() as discarded:
+            choice = self.area.choose(question, ANSWERS, on_escape="no", discarded=discarded > 0,
+                                      guard_s=GUARD_S if self.keys.on_terminal() else 0.0)
+            self.keys.answered(choice)
+        if choice.word != "no" and call.name == "run_command":
+            self.view.busy(RUNNING)
+        return VERDICT[choice.word]

@@ -1,8 +1,16 @@
 """Slash commands: a registry of name -> handler with its help line, and the dispatcher.
 
-A line is a command when its first word is `/` and a plain name (`/usr/bin/env is broken` is a
-message, not a command). Handlers get the REPL and the rest of the line; expected failures (a
-session that is locked or unknown, a bad config value, git missing) become one error line.
+Which lines are commands (the rule the README states):
+- a line whose first word is `/` followed by a name with no further `/` is a command, in any
+  case (`/help`, `/HELP`, `/exit_now`, `/x.y`); one that is not known is never sent to the
+  model: it is refused with the nearest known names;
+- a line whose first word holds another `/` is a message: a path (`/usr/bin/env is broken`);
+- a line starting with `//` is a message that starts with one `/` (`//help me` sends `/help me`).
+
+Handlers get the REPL and the rest of the line. Every argument is checked: a command that takes
+none refuses one, and a value that does not fit is refused with one line saying what would.
+Expected failures (a session that is locked or unknown, a bad config value, git missing) become
+one error line too.
 """
 
 from __future__ import annotations
@@ -22,6 +30,7 @@ from scribe.agent.loop import Agent
 from scribe.agent.protocol import AgentEvent
 from scribe.agent.session import Session
 from scribe.memory.log import LogError
+from scribe.tools.textio import plural
 
 from .records import session_summaries
 from .stats import Numbers, stats_lines, tokens
@@ -50,7 +59,8 @@ class Repl(Protocol):
 
 
 Handler = Callable[[Repl, str], None]
-_COMMAND = re.compile(r"^/([a-z][a-z-]*)(?:\s+(.*))?$", re.DOTALL)
+_COMMAND = re.compile(r"^/([^/\s]*)(?:\s+(.*))?$", re.DOTALL)
+RESUME_LIST = 10  # sessions /resume lists
 EXPECTED = (LogError, ConfigError, ModelError, ClientSetupError, OSError)
 
 
@@ -58,12 +68,22 @@ class ExitRepl(Exception):
     """/exit: leave the loop normally."""
 
 
+class Refused(Exception):
+    """An argument a command cannot use; the message says what it takes."""
+
+
 @dataclass(frozen=True)
 class Command:
     name: str
     help: str
     run: Handler
-    usage: str = ""
+    usage: str = ""  # "" takes no argument; "[WORD]" an optional single word
+
+    def check(self, arg: str) -> None:
+        if not self.usage and arg:
+            raise Refused(f"/{self.name} takes no arguments (got {arg!r})")
+        if len(arg.split()) > 1:
+            raise Refused(f"/{self.name} takes one word at most: /{self.name} {self.usage}")
 
 
 COMMANDS: dict[str, Command] = {}
@@ -81,23 +101,37 @@ def command_help() -> dict[str, str]:
     return {name: c.help for name, c in COMMANDS.items()}
 
 
-def is_command(line: str) -> bool:
-    return _COMMAND.match(line.strip()) is not None
+def message_of(line: str) -> str | None:
+    """The message a line sends to the model, or None when it is a slash command."""
+    text = line.lstrip()
+    if text.startswith("//"):
+        return text[1:]
+    return None if _COMMAND.match(text.rstrip()) else line
+
+
+def nearest(name: str) -> str:
+    """`did you mean /x?`, or where to look."""
+    close = difflib.get_close_matches(name, COMMANDS, n=3, cutoff=0.5)
+    if not close:  # a prefix or a longer spelling: /HELP2, /exit_now
+        close = [c for c in COMMANDS if name.startswith(c) or (name and c.startswith(name))][:3]
+    return f"did you mean {', '.join('/' + c for c in close)}?" if close else "/help lists the commands"
 
 
 def dispatch(repl: Repl, line: str) -> None:
     """Run one slash command. Raises ExitRepl for /exit."""
     match = _COMMAND.match(line.strip())
-    assert match is not None, "dispatch() needs a line that is_command() accepted"
-    name, arg = match.group(1), (match.group(2) or "").strip()
+    assert match is not None, "dispatch() needs a line that message_of() found to be a command"
+    name, arg = match.group(1).lower(), (match.group(2) or "").strip()
     found = COMMANDS.get(name)
     if found is None:
-        close = difflib.get_close_matches(name, COMMANDS, n=3, cutoff=0.5)
-        hint = f"did you mean {', '.join('/' + c for c in close)}?" if close else "see /help"
-        repl.view.error(f"unknown command /{name}; {hint}")
+        repl.view.error(f"unknown command /{name}, not sent to the model; {nearest(name)} "
+                        "(// sends a line starting with /)")
         return
     try:
+        found.check(arg)
         found.run(repl, arg)
+    except Refused as exc:
+        repl.view.error(str(exc))
     except EXPECTED as exc:
         repl.view.error(str(exc))
 
@@ -110,18 +144,28 @@ def compress_now(agent: Agent) -> Iterator[AgentEvent] | None:
 
 # -- the commands ---------------------------------------------------------------------------
 
-@command("help", "this list")
+@command("help", "this list, or what one command does", "[COMMAND]")
 def _help(repl: Repl, arg: str) -> None:
     width = max(len(c.name) + len(c.usage) for c in COMMANDS.values()) + 3
+    if arg:
+        name = arg.removeprefix("/").lower()
+        if name not in COMMANDS:
+            raise Refused(f"no command /{name}; {nearest(name)}")
+        c = COMMANDS[name]
+        repl.view.lines([f"  /{(c.name + ' ' + c.usage).strip():<{width}} {c.help}"])
+        return
     lines = [f"  /{(c.name + ' ' + c.usage).strip():<{width}} {c.help}" for c in COMMANDS.values()]
     lines += ["", "  Enter sends · Alt-Enter (or Esc Enter) adds a line · Tab completes · @path names a file",
-              "  Ctrl-C cancels the running turn (and its command) · Ctrl-C twice or Ctrl-D exits"]
+              "  Esc or Ctrl-C cancels the running turn (and its command) · Ctrl-C twice or Ctrl-D exits",
+              "  Commands are case-insensitive; a line starting with // is sent as a message starting with /"]
     repl.view.lines(lines)
 
 
 @command("stats", "calls, tokens, cache hit rate and cost of this session")
 def _stats(repl: Repl, arg: str) -> None:
-    repl.view.lines(stats_lines(repl.numbers()))
+    from scribe.memory.health import memory_health
+
+    repl.view.lines(stats_lines(repl.numbers(), memory_health(repl.session.events)))
 
 
 @command("reflect", "compress memory now, showing the context before and after")
@@ -131,6 +175,7 @@ def _reflect(repl: Repl, arg: str) -> None:
         repl.view.note("this session runs without memory compression")
         return
     before = repl.context()
+    repl.view.busy("compressing memory…  (Esc or Ctrl-C cancels)")
     try:
         for event in events:
             repl.view.handle(event)
@@ -146,7 +191,9 @@ def _reflect(repl: Repl, arg: str) -> None:
 def _log(repl: Repl, arg: str) -> None:
     from ..log.format import EventPrinter
 
-    count = int(arg) if arg.isdigit() else 10
+    if arg and not (arg.isdigit() and int(arg) >= 1):
+        raise Refused(f"/log N shows the last N events: N is a whole number from 1, not {arg!r}")
+    count = int(arg) if arg else 10
     repl.view.lines([str(repl.session.path)], style="bold")
     printer = EventPrinter(repl.view.console)  # the same view as `scribe log tail`
     printer.learn(repl.session.events)
@@ -154,12 +201,15 @@ def _log(repl: Repl, arg: str) -> None:
         printer(event)
 
 
-@command("diff", "what changed in the workspace since this session started (git)")
+@command("diff", "what changed in the workspace since this session started (git); --stat: files only",
+         "[--stat]")
 def _diff(repl: Repl, arg: str) -> None:
     from scribe.tools.git import GitRefused, GitUnavailable, session_diff
 
+    if arg and arg.lower() not in ("--stat", "stat"):
+        raise Refused(f"/diff takes --stat or nothing, not {arg!r}")
     try:
-        changes = session_diff(repl.workspace, repl.session.header.git_head)
+        changes = session_diff(repl.workspace, repl.session.header.git_head, stat=bool(arg))
     except (GitUnavailable, GitRefused) as exc:
         repl.view.note(f"{exc}; /diff needs a git repository")
         return
@@ -176,7 +226,7 @@ def _undo(repl: Repl, arg: str) -> None:
     from scribe.tools.git import GitRefused, GitUnavailable
 
     try:
-        result = undo_last(repl.session, repl.workspace)
+        result = undo_last(repl.session, repl.workspace, repl.agent.watcher)
     except (GitUnavailable, GitRefused) as exc:
         repl.view.note(f"{exc}; /undo needs a git repository")
         return
@@ -208,11 +258,11 @@ def _mode(repl: Repl, arg: str) -> None:
     if not arg:
         repl.view.lines([f"permission mode {repl.agent.policy.mode}  (modes: {', '.join(PERMISSION_MODES)})"])
         return
-    if arg not in PERMISSION_MODES:
-        repl.view.error(f"unknown mode {arg!r}; one of {', '.join(PERMISSION_MODES)}")
-        return
-    repl.set_mode(arg)
-    repl.view.note(f"permission mode {arg}")
+    mode = arg.lower()
+    if mode not in PERMISSION_MODES:
+        raise Refused(f"unknown mode {arg!r}; one of {', '.join(PERMISSION_MODES)}")
+    repl.set_mode(mode)
+    repl.view.note(f"permission mode {mode}")
 
 
 @command("clear", "start a new session (this one stays in the log; /resume returns to it)")
@@ -225,14 +275,12 @@ def _resume(repl: Repl, arg: str) -> None:
     if arg:
         repl.resume(arg)
         return
-    summaries = session_summaries(repl.workspace, limit=10)
-    if not summaries:
-        repl.view.note("no sessions yet")
-        return
-    for s in summaries:
+    listed = session_summaries(repl.workspace, limit=RESUME_LIST, keep=repl.session.id)
+    for s in listed.shown:
         mark = "*" if s.id == repl.session.id else " "
-        turns = f"{s.turns} turn" + ("" if s.turns == 1 else "s")
-        repl.view.lines([f" {mark} {s.id}  {turns:>9}  {s.first_prompt}"])
+        repl.view.lines([f" {mark} {s.id}  {s.active}  {plural(s.turns, 'turn'):>9}  {s.first_prompt}"])
+    if listed.more:
+        repl.view.note(f"… and {plural(listed.more, 'older session')} (`scribe log list` shows them all)")
     repl.view.note("/resume ID (or a unique prefix) switches; * is this session")
 
 
@@ -242,12 +290,11 @@ def _notes(repl: Repl, arg: str) -> None:
     from scribe.agent.session import notes_path
 
     path = notes_path(repl.workspace)
-    if arg == "curate":
+    if arg.lower() == "curate":
         repl.curate(repl.agent)
         return
     if arg:
-        repl.view.error("usage: /notes or /notes curate")
-        return
+        raise Refused(f"/notes takes curate or nothing, not {arg!r}")
     if not path.is_file():
         repl.view.note(f"no notes yet ({path}); they are curated when a session ends, or with /notes curate")
         return

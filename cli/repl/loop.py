@@ -6,15 +6,14 @@ The agent runs in this (main) thread, so Ctrl-C during a turn raises KeyboardInt
 the turn is: in the model call or a running command, the agent records an `interrupt` event
 and ends the turn (run_command kills its process group on the way out); if it lands while an
 event is being drawn, `drive` hands it to the agent so the same happens. Either way the log
-stays whole and the session goes on.
+stays whole and the session goes on. Esc during a turn takes the same path (keys.py sends the
+main thread a SIGINT), and keys typed during a turn wait for the next prompt.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import signal
-import sys
-import termios
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -26,7 +25,7 @@ from rich.text import Text
 from scribe import __version__
 from scribe.agent.compress import ContextSize
 from scribe.agent.config import Settings, find_workspace, load_settings, state_dir
-from scribe.agent.curator import curate
+from scribe.agent.curator import Curation, curate, curate_earlier
 from scribe.agent.loop import Agent
 from scribe.agent.model import ModelClient, preload_sdk
 from scribe.agent.protocol import AgentEvent, TurnEnded
@@ -38,11 +37,15 @@ from scribe.memory.pairing import unanswered_tool_uses
 
 from ..errors import cli_errors, fail
 from .approve import Approver
-from .commands import ExitRepl, command_help, dispatch, is_command
+from .commands import ExitRepl, command_help, dispatch, message_of
 from .input import InputArea
+from .keys import TurnKeys
 from .records import last_exchanges
 from .stats import Numbers, numbers, toolbar_text
-from .view import View, make_console
+from .view import THINKING, View, make_console
+
+# In the REPL a refused call names the command that allows it, not the flag.
+MODE_COMMAND = "/mode"
 
 # Further Ctrl-C presses this soon after the one that cancelled a turn are ignored: they would
 # otherwise land in the middle of recording the interrupt.
@@ -67,25 +70,6 @@ def cancellable(window_s: float = REPEAT_WINDOW_S) -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGINT, previous)
-
-
-@contextmanager
-def no_echo() -> Iterator[None]:
-    """While a turn runs the terminal is in its normal (cooked) mode, which would echo keys typed
-    ahead into the middle of the output. Turn echo off meanwhile; the keys still wait in the
-    terminal's buffer and appear at the next prompt. Ctrl-C still signals."""
-    if not sys.stdin.isatty():
-        yield
-        return
-    fd = sys.stdin.fileno()
-    saved = termios.tcgetattr(fd)
-    quiet = termios.tcgetattr(fd)
-    quiet[3] &= ~termios.ECHO  # [3]: the local modes
-    termios.tcsetattr(fd, termios.TCSANOW, quiet)
-    try:
-        yield
-    finally:
-        termios.tcsetattr(fd, termios.TCSANOW, saved)
 
 
 def drive(turn: Iterator[AgentEvent], show: Callable[[AgentEvent], None]) -> TurnEnded:
@@ -121,9 +105,11 @@ class Repl:
         self.workspace, self.settings, self.view = workspace, settings, view
         # One client for every session of this REPL: its connections stay open between turns.
         self.model = model or ModelClient(retry=RetryPolicy(settings.max_retries, settings.retry_backoff_s))
-        self.area = area or InputArea(workspace, state_dir(workspace) / "history", command_help, self.toolbar)
+        self.keys = TurnKeys()
+        self.area = area or InputArea(workspace, state_dir(workspace) / "history", command_help, self.toolbar,
+                                      self.keys)
         self._agent: Agent | None = None
-        self._toolbar = ""
+        self._numbers: Numbers | None = None
 
     @property
     def agent(self) -> Agent:
@@ -138,8 +124,9 @@ class Repl:
 
     def open(self, session: Session, *, resumed: bool) -> None:
         """Make `session` the current one (closing the previous) and greet it."""
-        approver = Approver(self.view, self.area, lambda: self.agent.context)
+        approver = Approver(self.view, self.area, lambda: self.agent.context, self.keys)
         agent = build_agent(self.workspace, self.settings, session, approver=approver, model=self.model)
+        agent.policy.how_to_allow = MODE_COMMAND
         previous, self._agent = self._agent, agent
         if previous is not None:
             self._end(previous)
@@ -151,7 +138,21 @@ class Repl:
         if self._agent is not None:
             self._end(self._agent)
             self._agent = None
-        self.open(choose_session(self.workspace, self.settings, SessionChoice()), resumed=False)
+        self.open(self.choose(SessionChoice()), resumed=False)
+
+    def choose(self, choice: SessionChoice) -> Session:
+        """The session to run in. A new one first curates the earlier sessions the notes have not
+        taken (a wait the person did not ask for: said at once, and Ctrl-C skips it)."""
+        if not (choice.continue_latest or choice.session_id) and self.settings.curate_notes:
+            self.view.busy("curating notes from earlier sessions…  (Ctrl-C skips)")
+            try:
+                for outcome in curate_earlier(self.workspace, self.settings, self.model):
+                    self.reported(outcome)
+            except KeyboardInterrupt:
+                self.view.note("notes: curation skipped (interrupted)")
+            finally:
+                self.view.pause()
+        return choose_session(self.workspace, self.settings, choice)
 
     def resume(self, id_or_prefix: str) -> None:
         found = store_for(self.workspace).find(id_or_prefix, self.workspace)
@@ -180,12 +181,21 @@ class Repl:
             agent.close()  # stops its file watcher
             agent.session.close()
 
+    def reported(self, outcome: Curation) -> None:
+        """An earlier session curated before a new one starts (its notes are in the new one)."""
+        if outcome.noteworthy:
+            self.view.note(outcome.message)
+
     def curate(self, agent: Agent) -> None:
+        # A wait the person did not ask for (leaving, /clear): say what it is and how to skip it.
+        self.view.busy("curating notes…  (Ctrl-C skips)")
         try:
             outcome = curate(agent.session, self.model, self.settings, notes_path(self.workspace))
         except KeyboardInterrupt:
             self.view.note("notes: curation skipped (interrupted)")
             return
+        finally:
+            self.view.pause()
         if outcome.noteworthy:
             self.view.note(outcome.message)
 
@@ -214,10 +224,11 @@ class Repl:
         return numbers(self.session.events, self.agent.policy.mode, self.context(), self.session.chunks)
 
     def refresh(self) -> None:
-        self._toolbar = toolbar_text(self.numbers())
+        self._numbers = self.numbers()
 
-    def toolbar(self) -> str:
-        return self._toolbar  # computed after each turn: prompt-toolkit asks on every redraw
+    def toolbar(self, width: int | None = None) -> str:
+        # The numbers are computed after each turn: prompt-toolkit asks on every redraw.
+        return "" if self._numbers is None else toolbar_text(self._numbers, width)
 
     # -- the loop -------------------------------------------------------------------------------
 
@@ -237,21 +248,27 @@ class Repl:
             armed = False
             if not line.strip():
                 continue
-            if is_command(line):
-                try:
-                    with cancellable(), no_echo():
-                        dispatch(self, line)
-                except ExitRepl:
-                    return
-                except KeyboardInterrupt:
-                    self.view.warn("cancelled")
-            else:
-                self.run_turn(line)
+            try:
+                self.act(line)
+            except ExitRepl:
+                return
+            except KeyboardInterrupt:  # landed outside the turn's own handling, as it ended
+                self.view.warn("cancelled")
             self.view.pause()
             self.refresh()
 
+    def act(self, line: str) -> None:
+        """A slash command, a literal message (`//...`), or a message for the model."""
+        message = message_of(line)
+        if message is None:
+            with cancellable(), self.keys.running():
+                dispatch(self, line)
+        else:
+            self.run_turn(message)
+
     def run_turn(self, text: str) -> TurnEnded:
-        with cancellable(), no_echo():
+        self.view.busy(THINKING)  # at once: the first model call may be a while in coming
+        with cancellable(), self.keys.running():
             ended = drive(self.agent.turn(text), self.view.handle)
             dangling = unanswered_tool_uses(self.session.events)
             if dangling:  # only if an interrupt escaped the agent's own handler
@@ -273,9 +290,10 @@ def start(*, continue_: bool, resume: str | None, permission_mode: str | None, m
                                  defaults={"permission_mode": "ask"})
         preload_sdk()  # while the person types the first message
         repl = Repl(workspace, settings, View(make_console()))
-        session = choose_session(workspace, settings, SessionChoice(continue_, resume, model))
-        try:
-            repl.open(session, resumed=continue_ or bool(resume))
-            repl.loop()
-        finally:
-            repl.close()
+        with repl.keys.session():
+            session = repl.choose(SessionChoice(continue_, resume, model))
+            try:
+                repl.open(session, resumed=continue_ or bool(resume))
+                repl.loop()
+            finally:
+                repl.close()

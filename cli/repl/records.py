@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 from scribe.agent.session import store_for
@@ -43,23 +44,51 @@ class SessionSummary:
     id: str
     turns: int
     first_prompt: str
+    active: str  # when its log was last written, local time to the minute
 
 
-def session_summaries(workspace: Path, limit: int = 10) -> list[SessionSummary]:
-    """The latest sessions of the workspace, newest last. Counts `user` lines without parsing
-    whole logs into events: listing must stay fast however long the sessions are."""
-    found = []
-    for s in store_for(workspace).sessions(workspace)[-limit:]:
-        turns, first = 0, ""
-        with s.path.open("rb") as fh:
-            for raw in fh:
-                if b'"type":"user"' not in raw:
-                    continue
-                turns += 1
-                if not first:
-                    try:
-                        first = _first(str(json.loads(raw).get("text", "")), 70)
-                    except json.JSONDecodeError:
-                        first = "(unreadable line)"
-        found.append(SessionSummary(s.id, turns, first))
-    return found
+@dataclass(frozen=True)
+class SessionList:
+    shown: list[SessionSummary]  # the latest, newest last
+    more: int  # older sessions with something in them, not shown
+
+
+def session_summaries(workspace: Path, limit: int = 10, keep: str | None = None) -> SessionList:
+    """The latest sessions of the workspace that hold more than their header (and `keep`, the
+    current one, even if empty). Counts `user` lines without parsing whole logs into events:
+    listing must stay fast however long the sessions are."""
+    shown: list[SessionSummary] = []
+    more = 0
+    for s in reversed(store_for(workspace).sessions(workspace)):
+        if s.id != keep and _header_only(s.path):
+            continue
+        if len(shown) >= limit:
+            more += 1
+            continue
+        shown.append(_summary(s.id, s.path))
+    return SessionList(shown[::-1], more)
+
+
+def _header_only(path: Path) -> bool:
+    try:
+        with path.open("rb") as fh:
+            fh.readline()
+            return not fh.read(1)
+    except OSError:
+        return False  # listed, and opening it will say what is wrong
+
+
+def _summary(session_id: str, path: Path) -> SessionSummary:
+    turns, first = 0, ""
+    with path.open("rb") as fh:
+        for raw in fh:
+            if b'"type":"user"' not in raw:
+                continue
+            turns += 1
+            if not first:
+                try:
+                    first = _first(str(json.loads(raw).get("text", "")), 70)
+                except json.JSONDecodeError:
+                    first = "(unreadable line)"
+    active = datetime.fromtimestamp(path.stat().st_mtime).strftime("%Y-%m-%d %H:%M")
+    return SessionSummary(session_id, turns, first, active)

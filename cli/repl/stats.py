@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from scribe.agent.compress import ContextSize
 from scribe.agent.pricing import price_usage
 from scribe.memory.events import Event, UsageEvent
+from scribe.memory.health import MemoryHealth
 from scribe.memory.render import ChunkIndex, current_model
 from scribe.memory.stats import Figures, figures_of
 
@@ -23,7 +24,7 @@ class Numbers:
     context: ContextSize
     totals: Figures  # every call of the session, any purpose, priced
     agent_calls: int
-    last_hit: float | None  # cache hit rate of the last call; None before the first
+    last_hit: float | None  # cache hit rate of the last agent call; None before the first
 
     @property
     def cost(self) -> float:
@@ -37,9 +38,12 @@ class Numbers:
 def numbers(events: Sequence[Event], mode: str, context: ContextSize, index: ChunkIndex | None = None) -> Numbers:
     """The figures the bar and /stats show. `index`, the session's own, spares a rescan of the log."""
     usages = [e for e in events if isinstance(e, UsageEvent)]
+    # "Last" is the conversation's last call: a memory call (observer, curator) reads another
+    # prompt, and its rate says nothing about the cache the next turn will read.
+    agent = [u for u in usages if u.purpose == "agent"]
     last_hit = None
-    if usages:
-        last = usages[-1]
+    if agent:
+        last = agent[-1]
         prompt = last.input + last.cache_read + last.cache_write
         last_hit = last.cache_read / prompt if prompt else 0.0
     return Numbers(
@@ -47,7 +51,7 @@ def numbers(events: Sequence[Event], mode: str, context: ContextSize, index: Chu
         mode=mode,
         context=context,
         totals=figures_of(events, price_usage),
-        agent_calls=sum(1 for u in usages if u.purpose == "agent"),
+        agent_calls=len(agent),
         last_hit=last_hit,
     )
 
@@ -69,17 +73,27 @@ def dollars(cost: float) -> str:
     return f"${cost:.4f}" if cost < 1 else f"${cost:.2f}"
 
 
-def toolbar_text(n: Numbers) -> str:
-    """One line: model, mode, cost, context (observations and raw), cache hit rates."""
+def toolbar_fields(n: Numbers) -> list[str]:
+    """Model, mode, cost, context (observations and raw), cache hit rates: most wanted first."""
     ctx = n.context
-    # Most wanted first: a narrow terminal cuts the bar from the right.
-    return (f" {n.model} │ {n.mode} │ {dollars(n.cost)} │ context ~{tokens(ctx.total)} "
-            f"(obs {tokens(ctx.observations)} · raw {tokens(ctx.raw)}) │ "
-            f"cache {percent(n.last_hit)} last · {percent(n.session_hit)} session ")
+    return [n.model, n.mode, dollars(n.cost),
+            f"context ~{tokens(ctx.total)} (obs {tokens(ctx.observations)} · raw {tokens(ctx.raw)})",
+            f"cache {percent(n.last_hit)} last · {percent(n.session_hit)} session"]
 
 
-def stats_lines(n: Numbers) -> list[str]:
-    """What /stats prints."""
+def toolbar_text(n: Numbers, width: int | None = None) -> str:
+    """One line of the fields that fit in `width` columns: a narrow terminal drops whole
+    fields from the right (and says so with "…") rather than cutting one mid-word."""
+    fields = toolbar_fields(n)
+    line = " " + " │ ".join(fields) + " "
+    while width is not None and len(line) > width and len(fields) > 1:
+        fields.pop()
+        line = " " + " │ ".join(fields) + " │ … "
+    return line
+
+
+def stats_lines(n: Numbers, health: MemoryHealth | None = None) -> list[str]:
+    """What /stats prints; with `health`, a line on what memory made and what failed."""
     t = n.totals
     by_purpose = f" ({n.agent_calls} agent, {t.calls - n.agent_calls} memory)" if t.calls != n.agent_calls else ""
     return [
@@ -92,4 +106,5 @@ def stats_lines(n: Numbers) -> list[str]:
         f"context      ~{n.context.total:,} tokens next call: {n.context.fixed:,} instructions and tools, "
         f"{n.context.observations:,} observations, {n.context.raw:,} raw",
         f"cost         {dollars(n.cost)}",
+        *([f"memory       {health.summary()}"] if health is not None else []),
     ]

@@ -7,16 +7,23 @@ answers and scrollback never garble. On a dumb terminal or a pipe there is no li
 written as it arrives and nothing is re-rendered.
 
 Every printed string goes through `Text` (never console markup), so brackets in file contents or
-command output are shown as they are.
+command output are shown as they are, and text from outside passes through `visible` first, so
+its control characters are shown, not obeyed.
+
+A wait the person did not ask for says what it waits for: on a real terminal the spinner's label
+(with the seconds waited, after a few); on a dumb terminal or a pipe, where there is no spinner,
+one line once the wait has lasted STATUS_AFTER_S.
 """
 
 from __future__ import annotations
 
 import os
+import threading
+import time
 from collections.abc import Iterable
 from typing import Any
 
-from rich.console import Console, ConsoleOptions, RenderResult
+from rich.console import Console, ConsoleDimensions, ConsoleOptions, RenderResult
 from rich.live import Live
 from rich.markdown import Markdown
 from rich.segment import Segment
@@ -35,6 +42,9 @@ from scribe.agent.protocol import (
     ToolDone,
     TurnEnded,
 )
+from scribe.tools.textio import plural
+
+from ..visible import VisibleConsole, VisibleStream, visible
 
 # Command output shown in full up to this many lines; longer output shows head and tail.
 FOLD_HEAD, FOLD_TAIL = 4, 4
@@ -46,9 +56,33 @@ END_NOTES = {
 }
 
 
+# A plain terminal shows a wait's status line once it has lasted this long (a spinner would
+# show it at once, but a line on every model call would be noise).
+STATUS_AFTER_S = 1.0
+ELAPSED_AFTER_S = 3.0  # the spinner adds the seconds waited from then on
+THINKING = "thinking…  (Esc or Ctrl-C cancels)"
+RUNNING = "running…  (Esc or Ctrl-C cancels)"
+
+
+class TerminalConsole(VisibleConsole):
+    """The REPL's console. rich itself honours NO_COLOR and TERM=dumb (no colour, no live
+    area), but takes a dumb terminal to be 80 columns wide; this one asks the terminal."""
+
+    @property
+    def size(self) -> ConsoleDimensions:
+        dims = super().size
+        if self.is_dumb_terminal and self._width is None:
+            try:
+                columns, lines = os.get_terminal_size(self.file.fileno())
+            except (AttributeError, ValueError, OSError):  # not a terminal after all
+                return dims
+            if columns > 0:
+                return ConsoleDimensions(columns, self._height or lines or dims.height)
+        return dims
+
+
 def make_console() -> Console:
-    """The terminal console. rich itself honours NO_COLOR and TERM=dumb (no colour, no live area)."""
-    return Console(highlight=False, no_color=bool(os.environ.get("NO_COLOR")) or None)
+    return TerminalConsole(highlight=False, no_color=bool(os.environ.get("NO_COLOR")) or None)
 
 
 def tail_source(text: str, limit: int) -> str:
@@ -73,16 +107,31 @@ class _Tail:
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         # Twice the characters the area can hold is plenty to fill it after wrapping.
         source = tail_source(self.text, 2 * self.max_lines * options.max_width)
-        lines = console.render_lines(Markdown(source), options, pad=False)
+        lines = console.render_lines(Markdown(visible(source)), options, pad=False)
         for line in lines[-self.max_lines:]:
             yield from line
             yield Segment.line()
 
 
+class _Waiting:
+    """A spinner and what it waits for, with the seconds waited once they are worth saying."""
+
+    def __init__(self, label: str) -> None:
+        self.label, self.started = label, time.monotonic()
+        self.spinner = Spinner("dots", Text(label, style="dim"))
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        waited = time.monotonic() - self.started
+        suffix = f"  {waited:.0f} s" if waited >= ELAPSED_AFTER_S else ""
+        self.spinner.update(text=Text(self.label + suffix, style="dim"))
+        yield self.spinner
+
+
 def diff_text(diff: str, indent: str = "    ", max_lines: int = DIFF_MAX_LINES) -> Text:
-    """A unified diff coloured line by line (additions green, removals red, hunks cyan)."""
+    """A unified diff coloured line by line (additions green, removals red, hunks cyan); the
+    lines are file contents, so they are shown through `visible`."""
     out = Text()
-    lines = diff.splitlines()
+    lines = visible(diff).splitlines()
     for line in lines[:max_lines]:
         if line.startswith(("+++", "---", "diff ", "index ")):
             style = "bold"
@@ -96,7 +145,7 @@ def diff_text(diff: str, indent: str = "    ", max_lines: int = DIFF_MAX_LINES) 
             style = "dim"
         out.append(indent + line + "\n", style=style)
     if len(lines) > max_lines:
-        out.append(f"{indent}… {len(lines) - max_lines} more lines\n", style="dim")
+        out.append(f"{indent}… {plural(len(lines) - max_lines, 'more line')}\n", style="dim")
     return out
 
 
@@ -109,7 +158,7 @@ def fold(text: str, head: int = FOLD_HEAD, tail: int = FOLD_TAIL) -> tuple[list[
 
 
 def first_line(text: str) -> str:
-    stripped = text.strip()
+    stripped = visible(text.strip())  # before splitting: a lone CR is shown, not a line break
     return stripped.splitlines()[0] if stripped else ""
 
 
@@ -121,25 +170,57 @@ class View:
         self._live: Live | None = None
         self._text = ""  # assistant text of the model call in progress
         self._midline = False  # plain mode: the last write did not end a line
+        self._stream = VisibleStream()  # plain mode: the streamed text as written
         # Tool calls whose effect was already shown in an approval preview.
         self.previewed: set[str] = set()
+        # Plain mode: the status line a wait will print if it lasts (see `busy`).
+        self._status: threading.Timer | None = None
+        self._status_lock = threading.Lock()
 
     # -- the live area ------------------------------------------------------------------------
 
     def busy(self, label: str) -> None:
-        """A spinner with `label` until the next output (real terminals only)."""
+        """Say what is being waited for until the next output: a spinner with `label` on a real
+        terminal; elsewhere the label as one line, if the wait lasts STATUS_AFTER_S."""
         if self.live_ok:
-            self._show(Spinner("dots", Text(label, style="dim")))
+            self._show(_Waiting(label))
+            return
+        self._quiet()
+        timer = threading.Timer(STATUS_AFTER_S, self._say_status, (label,))
+        timer.daemon = True
+        with self._status_lock:
+            self._status = timer
+        timer.start()
+
+    def _say_status(self, label: str) -> None:
+        with self._status_lock:
+            if self._status is None or self._status is not threading.current_thread():
+                return  # the wait ended (or another began) as the timer fired
+            self._status = None
+            if self._midline:
+                self.console.file.write("\n")
+                self._midline = False
+            self.console.print(Text(label, style="dim"))
+
+    def _quiet(self) -> None:
+        """The wait is over: a status line not yet printed never will be."""
+        with self._status_lock:
+            timer, self._status = self._status, None
+        if timer is not None:
+            timer.cancel()
 
     def pause(self) -> None:
         """Settle the screen so something else (a question, a command's output) may use it."""
+        self._quiet()
         self._stop_live()
         if self._text:
             if self.live_ok:
-                self.console.print(Markdown(self._text))
-            elif self._midline:
-                self.console.file.write("\n")
-                self.console.file.flush()
+                self.console.print(Markdown(visible(self._text)))
+            else:
+                rest = self._stream.flush()
+                if self._midline or rest:
+                    self.console.file.write(rest + "\n")
+                    self.console.file.flush()
             self._text, self._midline = "", False
 
     def _show(self, renderable: Any) -> None:
@@ -163,25 +244,31 @@ class View:
             if self.live_ok:
                 self._show(_Tail(self._text, max(self.console.height - 4, 3)))
             else:
-                self.console.file.write(event.text)
-                self.console.file.flush()
-                self._midline = not event.text.endswith("\n")
+                self._quiet()
+                with self._status_lock:
+                    self.console.file.write(self._stream.feed(event.text))
+                    self.console.file.flush()
+                    self._midline = not event.text.endswith("\n")
         elif isinstance(event, ModelCallStarted):
             self.pause()
-            self.busy("thinking…  (Ctrl-C cancels)")
+            self.busy(THINKING)
         elif isinstance(event, AssistantMessage):
             self.pause()
         elif isinstance(event, ToolCall):
             self.pause()
-            self.console.print(Text.assemble(("→ ", "dim"), (event.name, "bold"), " ", event.summary))
+            self.console.print(Text.assemble(("→ ", "dim"), (visible(event.name), "bold"), " ",
+                                             visible(event.summary)))
             if event.name == "run_command":
-                self.busy("running…  (Ctrl-C cancels)")
+                self.busy(RUNNING)
         elif isinstance(event, ToolDone):
             self.pause()
             self._tool_result(event)
+            # The next call may be a while in coming (memory compression goes first): say so.
+            self.busy(THINKING)
         elif isinstance(event, Retrying):
             # The call starts over and streams its answer again: drop what it had shown so far.
             self._stop_live()
+            self._stream.flush()
             if self._midline:
                 self.console.file.write("\n")
             self._text, self._midline = "", False
@@ -200,8 +287,8 @@ class View:
             self._stop_live()
             self._text = ""
             if self.live_ok:
-                self.console.print(Text(partial, style="dim"))
-            elif self._midline:
+                self.console.print(Text(visible(partial), style="dim"))
+            elif self._midline or self._stream.flush():
                 self.console.file.write("\n")
             self._midline = False
         self.pause()
@@ -220,10 +307,10 @@ class View:
             lines = result.output.splitlines()
             added = sum(1 for line in lines if line.startswith("+") and not line.startswith("+++"))
             removed = sum(1 for line in lines if line.startswith("-") and not line.startswith("---"))
-            self.console.print(Text(f"  ⎿ edited {done.call.summary} (+{added} −{removed})", style="dim"))
+            self.console.print(Text(f"  ⎿ edited {visible(done.call.summary)} (+{added} −{removed})", style="dim"))
         elif name == "edit_file":
             self.console.print(diff_text("\n".join(
-                line for line in result.output.splitlines() if not line.startswith(("---", "+++")))), end="")
+                line for line in visible(result.output).splitlines() if not line.startswith(("---", "+++")))), end="")
         elif name == "run_command":
             self._command_output(result.output, result.is_error)
         elif name == "write_file":
@@ -233,7 +320,7 @@ class View:
             self.console.print(Text(f"  ⎿ {count} line{'s' if count != 1 else ''}", style="dim"))
 
     def _command_output(self, output: str, is_error: bool) -> None:
-        head, tail, hidden = fold(output)
+        head, tail, hidden = fold(visible(output))
         rows = [(line, "dim") for line in head]
         if hidden:
             rows.append((f"… {hidden} more line{'s' if hidden != 1 else ''} …", "italic dim"))
@@ -247,37 +334,39 @@ class View:
 
     # -- one-line messages --------------------------------------------------------------------
 
+    # Each may carry text from outside (a path, a server's message, a model's answer).
+
     def note(self, text: str) -> None:
         self.pause()
-        self.console.print(Text(text, style="dim"))
+        self.console.print(Text(visible(text), style="dim"))
 
     def warn(self, text: str) -> None:
         self.pause()
-        self.console.print(Text(text, style="yellow"))
+        self.console.print(Text(visible(text), style="yellow"))
 
     def error(self, text: str) -> None:
         self.pause()
-        self.console.print(Text("✗ " + text, style="bold red"))
+        self.console.print(Text("✗ " + visible(text), style="bold red"))
 
     def lines(self, lines: Iterable[str], style: str = "") -> None:
         self.pause()
         for line in lines:
-            self.console.print(Text(line, style=style))
+            self.console.print(Text(visible(line), style=style))
 
     def markdown(self, text: str) -> None:
         self.pause()
         if self.live_ok:
-            self.console.print(Markdown(text))
+            self.console.print(Markdown(visible(text)))
         else:
-            self.console.print(Text(text))
+            self.console.print(Text(visible(text)))
 
     def exchanges(self, pairs: list[tuple[str, str]], max_answer_lines: int = 20) -> None:
         """Earlier exchanges of a resumed session: what was asked, what was finally answered."""
         for asked, answered in pairs:
-            self.console.print(Text("› " + asked.strip(), style="bold"))
-            lines = answered.strip().splitlines()
+            self.console.print(Text("› " + visible(asked.strip()), style="bold"))
+            lines = visible(answered.strip()).splitlines()
             if len(lines) > max_answer_lines:
-                lines = [*lines[:max_answer_lines], f"… ({len(lines) - max_answer_lines} more lines)"]
+                lines = [*lines[:max_answer_lines], f"… ({plural(len(lines) - max_answer_lines, 'more line')})"]
             if lines:
                 self.markdown("\n".join(lines))
             self.console.print()

@@ -1,0 +1,65 @@
+"""`scribe log html`: a session as one self-contained HTML page (no network, works from file://)."""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ..errors import fail
+from .common import SESSION_HELP, load, log_command, resolve_session
+
+
+def html_page(
+    session: Annotated[str | None, typer.Argument(help=SESSION_HELP, show_default=False)] = None,
+    output: Annotated[str | None, typer.Option(
+        "--output", "-o", metavar="FILE",
+        help="Where to write the page: a file, a folder (the page is SESSION-ID.html in it), or - for "
+             "standard output. [default: SESSION-ID.html in the current folder]", show_default=False)] = None,
+) -> None:
+    """Write a session as one HTML file that opens in any current browser, offline.
+
+    The page shows the session's figures (as `scribe log stats`), one bar per model call in
+    tokens and dollars with the running cost and each call's cache hit rate, where the memory was
+    compressed, and the timeline of turns: messages, answers, tool calls and their outputs, file
+    changes, interrupts, errors. Choosing a call shows the prompt it was sent (as `scribe log
+    prompt --at` rebuilds it), the part served from the cache, and what broke the cache.
+    Everything is inline: nothing is fetched, no script from the log runs.
+    """
+    from .page import session_page  # here: markdown-it and the page's modules cost `scribe --help` nothing
+
+    with log_command():
+        found = resolve_session(session)
+        page = session_page(found.id, load(found).events)
+        if output == "-":
+            sys.stdout.write(page)
+            sys.stdout.flush()
+            return
+        target = Path(output).expanduser() if output else Path(f"{found.id}.html")
+        if target.is_dir():
+            target = target / f"{found.id}.html"
+        written = _write(target, page.encode("utf-8"))
+        print(f"wrote {target} ({len(written) / 1024:,.0f} KB): open {target.resolve().as_uri()} in a browser")
+
+
+def _write(target: Path, data: bytes) -> bytes:
+    """Write whole or not at all: a page half written would open as a broken one."""
+    try:
+        fd, temporary = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent or Path("."))
+    except OSError as exc:
+        raise fail(f"cannot write {target}: {exc.strerror or exc}") from None
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(temporary, 0o666 & ~umask)  # as an ordinary new file would be, not mkstemp's 0600
+        os.replace(temporary, target)
+    except OSError as exc:
+        Path(temporary).unlink(missing_ok=True)
+        raise fail(f"cannot write {target}: {exc.strerror or exc}") from None
+    return data

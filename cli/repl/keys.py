@@ -1,0 +1,321 @@
+"""Keys pressed while the REPL is not reading a line: during a turn (or a slash command that
+works, like /reflect or /clear), and around an approval question.
+
+While a turn runs, prompt-toolkit is not reading the terminal. `TurnKeys.running()` puts the
+terminal in cbreak mode (no line editing, no echo; Ctrl-C still sends SIGINT) and a thread reads
+what is typed:
+- Esc alone cancels the turn the way Ctrl-C does: SIGINT to the main thread, whose handler
+  raises KeyboardInterrupt wherever the turn is (a model call, a running command).
+- Everything else is kept and handed to the next prompt as prompt-toolkit type-ahead, so a
+  message typed during a turn is waiting at the prompt (Ctrl-D is dropped: there it would end
+  the REPL).
+- `asking()`, around an approval question, discards what was typed before the question: the
+  keys kept so far, what still waits in the terminal's buffer (tcflush) and prompt-toolkit's
+  own type-ahead, so none of it can answer the question.
+- After an answer given by its first letter, the rest of the word and an Enter (`yes⏎`, `n⏎`)
+  are swallowed wherever they arrive (this thread, the next question, the next prompt through
+  `expects`/`take`), instead of landing on the next question or becoming a message.
+
+Without a terminal (tests feed a pipe) only the last rule applies.
+"""
+
+from __future__ import annotations
+
+import array
+import codecs
+import fcntl
+import os
+import select
+import signal
+import termios
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Protocol
+
+from prompt_toolkit.application.current import get_app_session
+from prompt_toolkit.input import Input
+from prompt_toolkit.input.typeahead import get_typeahead, store_typeahead
+from prompt_toolkit.input.vt100_parser import Vt100Parser
+from prompt_toolkit.key_binding import KeyPress
+from prompt_toolkit.keys import Keys
+
+# A lone ESC byte with nothing after it this soon is the Esc key; terminals send the bytes of an
+# escape sequence (an arrow key, Alt-x) together.
+ESC_WAIT_S = 0.05
+# How long after an answer, or after the last letter of its word's rest, the next may still
+# arrive and be swallowed: during the turn by the reading thread, after it by the next prompt.
+CONTINUATION_S = 1.0
+ENTER = (Keys.ControlM, Keys.ControlJ)
+# Never handed to the next prompt: Ctrl-D would end the REPL, the others are the terminal's.
+DROPPED = (Keys.ControlD, Keys.CPRResponse, Keys.Vt100MouseEvent)
+ANSWER_WORDS = ("yes", "no", "always")  # an approval's answers, whose rest may follow its letter
+
+
+class WordRest(Protocol):
+    """What the next prompt needs to swallow the rest of an answer's word arriving late."""
+
+    def expects(self, key: str) -> bool: ...
+    def take(self, key: str) -> None: ...
+
+
+@dataclass(frozen=True)
+class Choice:
+    """An approval's answer: the word, and whether it was given by its first letter (then the
+    rest of the word may follow, and is swallowed)."""
+
+    word: str
+    by_letter: bool
+
+
+def swallow(keys: Sequence[KeyPress], rest: str | None) -> tuple[list[KeyPress], str | None]:
+    """Drop from the front of `keys` the letters of `rest` (either case) and the Enter after
+    them. Returns the keys left and what is still expected (None once the word is over)."""
+    index = 0
+    while rest is not None and index < len(keys):
+        key = keys[index].key
+        if rest and len(key) == 1 and key.lower() == rest[0]:
+            rest = rest[1:]
+        elif key in ENTER:
+            rest = None
+        else:
+            return list(keys[index:]), None  # something else: the person moved on
+        index += 1
+    return list(keys[index:]), rest
+
+
+def interrupt_main() -> None:
+    """What Ctrl-C does, from another thread: SIGINT to the main thread, so a blocking call
+    there (a socket read, a wait on a command) is interrupted too."""
+    signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGINT)
+
+
+def terminal_input() -> tuple[Input, int | None]:
+    """The input prompt-toolkit reads, and its file descriptor when that is a terminal."""
+    source = get_app_session().input
+    try:
+        fd = source.fileno()
+    except (NotImplementedError, ValueError, OSError):  # a dummy input has none
+        return source, None
+    return source, fd if os.isatty(fd) else None
+
+
+def _cbreak(mode: list) -> list:  # type: ignore[type-arg]
+    """termios attributes with line editing and echo off (ISIG kept: Ctrl-C still signals) and
+    CR kept as CR, so Enter reaches prompt-toolkit as the Enter it knows."""
+    new = [*mode[:6], list(mode[6])]
+    new[0] &= ~termios.ICRNL  # [0]: input modes
+    new[3] &= ~(termios.ICANON | termios.ECHO)  # [3]: local modes
+    new[6][termios.VMIN], new[6][termios.VTIME] = 1, 0
+    return new
+
+
+def _discard_pending(fd: int) -> int:
+    """Throw away what waits in the terminal's input buffer; returns how many bytes it held."""
+    pending = array.array("i", [0])
+    try:
+        fcntl.ioctl(fd, termios.FIONREAD, pending)
+    except OSError:
+        pending[0] = 0
+    termios.tcflush(fd, termios.TCIFLUSH)
+    return pending[0]
+
+
+class TurnKeys:
+    """One per REPL; see the module docstring."""
+
+    def __init__(self, on_escape: Callable[[], None] = interrupt_main) -> None:
+        self.on_escape = on_escape
+        self._lock = threading.Lock()
+        self._kept: list[KeyPress] = []
+        self._rest: str | None = None  # the rest of an answer's word, still to swallow
+        self._rest_from = 0.0  # when the answer, or the last letter of its rest, came
+        self._reader: _Reader | None = None
+
+    def on_terminal(self) -> bool:
+        return terminal_input()[1] is not None
+
+    @contextmanager
+    def session(self) -> Iterator[None]:
+        """For the whole REPL: the terminal as it was found is what it is left as. Between turns
+        echo stays off (see `running`), so this puts it back at the end."""
+        _, fd = terminal_input()
+        saved = termios.tcgetattr(fd) if fd is not None else None
+        try:
+            yield
+        finally:
+            if fd is not None and saved is not None:
+                termios.tcsetattr(fd, termios.TCSANOW, saved)
+
+    @contextmanager
+    def running(self) -> Iterator[None]:
+        """For the length of a turn: cbreak mode and the reading thread (on a terminal)."""
+        source, fd = terminal_input()
+        if fd is None:
+            yield
+            return
+        saved = termios.tcgetattr(fd)
+        termios.tcsetattr(fd, termios.TCSANOW, _cbreak(saved))
+        reader = self._reader = _Reader(fd, self._key)
+        reader.start()
+        try:
+            yield
+        finally:
+            # An Esc pressed as the turn ends is delivered once the terminal is itself again.
+            mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+            try:
+                reader.stop()
+                self._reader = None
+                # Line mode again, but still without echo: a key typed between now and the next
+                # prompt waits there instead of being echoed onto the screen (`session` restores
+                # echo when the REPL ends).
+                quiet = [*saved[:6], list(saved[6])]
+                quiet[3] &= ~termios.ECHO
+                termios.tcsetattr(fd, termios.TCSANOW, quiet)
+                with self._lock:
+                    kept, self._kept = self._kept, []
+                store_typeahead(source, kept)
+            finally:
+                signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+
+    @contextmanager
+    def asking(self) -> Iterator[int]:
+        """Around an approval question: stop reading, discard what was typed before it (yields
+        how much was), and afterwards keep what followed the answer, less its word's rest."""
+        source, fd = terminal_input()
+        reader = self._reader
+        try:
+            if reader is not None:
+                reader.pause()
+            discarded = 0
+            if fd is not None:
+                with self._lock:
+                    discarded, self._kept = len(self._kept), []
+                discarded += len(get_typeahead(source)) + _discard_pending(fd)
+            yield discarded
+        finally:
+            # Keys read together with the answer are prompt-toolkit's type-ahead now.
+            left = get_typeahead(source)
+            with self._lock:
+                left = self._swallowed(left)
+                if reader is not None:
+                    self._kept[:0] = left
+            if reader is None:
+                store_typeahead(source, left)
+            else:
+                reader.resume()
+
+    def answered(self, choice: Choice) -> None:
+        """After `choice`: the rest of its word and an Enter are to be swallowed."""
+        with self._lock:
+            self._rest = choice.word[1:] if choice.by_letter else None
+            self._rest_from = time.monotonic()
+
+    # -- the reading thread's side -------------------------------------------------------------
+
+    def _swallowed(self, keys: list[KeyPress]) -> list[KeyPress]:
+        """`keys` less the rest of the last answer's word (call with the lock held)."""
+        if self._rest is None or not keys:
+            return keys
+        if time.monotonic() > self._rest_from + CONTINUATION_S:
+            self._rest = None
+            return keys
+        left, self._rest = swallow(keys, self._rest)
+        if len(left) < len(keys):
+            self._rest_from = time.monotonic()
+        return left
+
+    def _key(self, key: KeyPress, lone: bool) -> None:
+        with self._lock:
+            if not self._swallowed([key]):
+                return
+            if key.key == Keys.Escape and lone:
+                self.on_escape()
+                return
+            if key.key not in DROPPED:
+                self._kept.append(key)
+
+    # -- the next prompt's side (WordRest) --------------------------------------------------------
+
+    def expects(self, key: str) -> bool:
+        """Whether `key` ("enter" or a letter) is the next of the last answer's word."""
+        with self._lock:
+            if self._rest is None or time.monotonic() > self._rest_from + CONTINUATION_S:
+                return False
+            return key == "enter" or (bool(self._rest) and key.lower() == self._rest[0])
+
+    def take(self, key: str) -> None:
+        with self._lock:
+            if self._rest is not None:
+                self._rest = None if key == "enter" else self._rest[1:]
+                self._rest_from = time.monotonic()
+
+
+class _Reader(threading.Thread):
+    """Reads the terminal while a turn runs, turning bytes into prompt-toolkit key presses."""
+
+    def __init__(self, fd: int, on_key: Callable[[KeyPress, bool], None]) -> None:
+        super().__init__(name="scribe-keys", daemon=True)
+        self.fd, self.on_key = fd, on_key
+        self._wake_r, self._wake_w = os.pipe()
+        self._cond = threading.Condition()
+        self._state = "reading"  # reading | paused | stopped
+        self._idle = threading.Event()  # set while the thread is not reading
+        self._flushing = False  # the parser is emitting what waited: an ESC there stood alone
+        self._parser = Vt100Parser(lambda key: self.on_key(key, self._flushing))
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+
+    def run(self) -> None:
+        waiting = False  # bytes were parsed since the last flush
+        try:
+            while True:
+                with self._cond:
+                    while self._state == "paused":
+                        self._idle.set()
+                        self._cond.wait()
+                    if self._state == "stopped":
+                        return
+                    self._idle.clear()
+                ready, _, _ = select.select([self.fd, self._wake_r], [], [], ESC_WAIT_S if waiting else None)
+                if self._wake_r in ready:
+                    os.read(self._wake_r, 64)
+                    continue
+                if self.fd in ready:
+                    data = os.read(self.fd, 1024)
+                    if not data:
+                        return  # the terminal is gone
+                    self._parser.feed(self._decoder.decode(data))
+                    waiting = True
+                elif waiting:
+                    self._flushing = True
+                    try:
+                        self._parser.flush()
+                    finally:
+                        self._flushing = False
+                    waiting = False
+        except OSError:
+            return  # the terminal went away under us: nothing more to read
+        finally:
+            self._idle.set()
+
+    def _set(self, state: str) -> None:
+        with self._cond:
+            self._state = state
+            self._cond.notify()
+        os.write(self._wake_w, b"x")
+
+    def pause(self) -> None:
+        """Stop reading; returns once the thread has stopped."""
+        self._set("paused")
+        self._idle.wait(timeout=1.0)
+
+    def resume(self) -> None:
+        self._set("reading")
+
+    def stop(self) -> None:
+        self._set("stopped")
+        self.join(timeout=1.0)
+        for fd in (self._wake_r, self._wake_w):
+            os.close(fd)

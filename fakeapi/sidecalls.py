@@ -1,0 +1,126 @@
+"""`SideCallModel`: a fake model that answers scribe's memory side calls from their input, in a
+chosen habit (habits.py), and the agent's own calls from a script.
+
+What it says is computed from what it is shown, the way a careful summariser would: one line per
+event for the observer (the person's words as 🔴, tool activity as 🟡), the 🔴 lines kept and the
+rest folded into one ✅ line for the reflector, and the existing notes plus one entry per fact for
+the curator. The habit only changes how that is written, so a test can run the same session with
+two habits and compare what scribe kept.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import threading
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+from . import habits as catalogue
+from .habits import Entry, Said
+from .script import Reply, Responder, ScriptItem
+
+__all__ = ["SideCallModel", "side_call_kind"]
+
+_EVENT = re.compile(r"^\[seq (\d+)\] ([^:]+?)(?: result \(([^)]*)\))?:\s?(.*)$")
+_FACT = re.compile(r"^\[([\w-]+#\d+)\] (.*)$")
+_NOTE = re.compile(r"^- (.*?)(?: \[from ([\w-]+#\d+)\])?$")
+_KINDS = {"You are the Observer": "observer", "You are the Reflector": "reflector", "You are the Curator": "curator"}
+# The curator keeps at most this many new entries per call, the newest, so the notes stay short.
+NEW_ENTRIES = 30
+
+
+def side_call_kind(request: dict[str, Any]) -> str:
+    """"observer", "reflector", "curator", or "agent" for any other call."""
+    system = request.get("system")
+    text = system[0].get("text", "") if isinstance(system, list) and system else system if isinstance(system, str) else ""
+    return next((kind for start, kind in _KINDS.items() if text.startswith(start)), "agent")
+
+
+class SideCallModel:
+    """A responder for FakeMessagesServer. `habit` applies to every side call unless `observer`,
+    `reflector` or `curator` names another for that kind; `calls` counts requests by kind."""
+
+    def __init__(self, agent: Sequence[ScriptItem] | Responder | None = None, *, habit: str = "canonical",
+                 observer: str | None = None, reflector: str | None = None, curator: str | None = None,
+                 seed: int = 0) -> None:
+        self._agent = agent if callable(agent) else list(agent or [])
+        self.habits = {"observer": observer or habit, "reflector": reflector or habit, "curator": curator or habit}
+        for name in self.habits.values():
+            catalogue.habit(name)  # an unknown name fails here, not at the first side call
+        self._rng = random.Random(seed)
+        self._lock = threading.Lock()
+        self.calls: Counter[str] = Counter()
+
+    def __call__(self, request: dict[str, Any]) -> ScriptItem:
+        kind = side_call_kind(request)
+        with self._lock:
+            self.calls[kind] += 1
+            if kind == "agent":
+                return self._agent_reply(request)
+            body = request["messages"][0]["content"][0]["text"]
+            chosen = catalogue.habit(self.habits[kind])
+            if kind == "curator":
+                return chosen.curate(curated_entries(body), self._rng)
+            said = observed(body) if kind == "observer" else reflected(body)
+            return chosen.observe(said, self._rng)
+
+    def _agent_reply(self, request: dict[str, Any]) -> ScriptItem:
+        if callable(self._agent):
+            return self._agent(request)
+        return self._agent.pop(0) if self._agent else Reply.text("Done.")
+
+
+def observed(body: str) -> Said:
+    """One observation per event shown: the person's words whole, the first line of the rest."""
+    events = body.split("Events to observe", 1)[-1].splitlines()[1:]
+    lines: list[tuple[str, str]] = []
+    task = None
+    for n, raw in enumerate(events):
+        match = _EVENT.match(raw)
+        if not match:
+            continue
+        seq, who, status, text = match.groups()
+        text = " ".join(text.split())[:160]
+        if who == "user":
+            lines.append(("🔴", f"User asked (seq {seq}): {text}"))
+            task = text[:80] or task
+        elif status is not None:
+            nxt = events[n + 1] if n + 1 < len(events) else ""
+            shown = " ".join(nxt.split())[:120] if nxt and not _EVENT.match(nxt) else "no output"
+            lines.append(("🟡", f"{who} ({status}, seq {seq}): {shown}"))
+        elif text:
+            lines.append(("🟡", f"Agent (seq {seq}): {text}"))
+    return Said(tuple(lines), task or "continuing", "carry on with the user's request")
+
+
+def reflected(body: str) -> Said:
+    """Every 🔴 line kept, the others folded into one ✅ line, the latest task lines kept."""
+    lines = body.split("\n\n", 1)[-1].splitlines()
+    red = [("🔴", line[1:].strip()) for line in lines if line.startswith("🔴") and line[1:].strip()]
+    others = sum(1 for line in lines if line.startswith(("🟡", "🟢", "✅")))
+    task = next((line.split(":", 1)[1].strip() for line in reversed(lines) if line.startswith("Current task:")), None)
+    step = next((line.split(":", 1)[1].strip() for line in reversed(lines) if line.startswith("Next step:")), None)
+    folded = [("✅", f"{others} earlier steps condensed; recall has the details")] if others else []
+    return Said(tuple(red + folded), task, step)
+
+
+def curated_entries(body: str) -> list[Entry]:
+    """The notes as they are, then one entry per new fact (the newest few, duplicates merged into
+    the latest), each with its source."""
+    existing, _, rest = body.partition("\n\nWhat session ")
+    kept: list[Entry] = []
+    for line in existing.splitlines():
+        match = _NOTE.match(line.strip())
+        if match:
+            kept.append(Entry(match.group(1), match.group(2), "Project facts"))
+    newest: dict[str, str] = {}  # a fact said twice (an observation, then a reflection) is one entry
+    for line in rest.splitlines():
+        if (match := _FACT.match(line)):
+            text = " ".join(match.group(2).split())[:200]
+            newest.pop(text, None)
+            newest[text] = match.group(1)
+    known = {e.text for e in kept}
+    new = [Entry(text, source, "Project facts") for text, source in newest.items() if text not in known]
+    return kept + new[-NEW_ENTRIES:]

@@ -1,0 +1,84 @@
+"""Is memory working? Counted from the log: observations, reflections and curations made, side
+calls that failed (an API error, or an answer refused by its reader) and the last reason.
+
+Pure: events in, figures out. `/stats`, `scribe log stats` and `scribe run --output json` show
+these, so a session whose compression keeps failing says so instead of quietly growing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .events import ErrorEvent, Event, NotesEvent, ObservationEvent, ReflectionEvent
+
+# The error kinds a failed side call leaves in the log, and the call they belong to.
+FAILURE_KINDS = {"observe_backoff": "observer", "reflect_backoff": "reflector", "notes": "curator"}
+
+
+@dataclass
+class SideCalls:
+    made: int = 0  # observations, reflections or curations kept
+    failed: int = 0  # calls that failed or whose answers were refused
+    last_failure: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"made": self.made, "failed": self.failed, "last_failure": self.last_failure}
+
+
+@dataclass
+class MemoryHealth:
+    observer: SideCalls = field(default_factory=SideCalls)
+    reflector: SideCalls = field(default_factory=SideCalls)
+    curator: SideCalls = field(default_factory=SideCalls)
+    last_failure: str | None = None  # the latest failure of any side call
+
+    @property
+    def failed(self) -> int:
+        return self.observer.failed + self.reflector.failed + self.curator.failed
+
+    def summary(self) -> str:
+        """One line for people: what memory made, and what failed, with the last reason."""
+        made = (f"{self.observer.made} observations, {self.reflector.made} reflections, "
+                f"{self.curator.made} curations")
+        if not self.failed:
+            return made + "; no side call failed"
+        parts = [f"{calls.failed} {name}" for name, calls in
+                 (("observer", self.observer), ("reflector", self.reflector), ("curator", self.curator))
+                 if calls.failed]
+        return f"{made}; {self.failed} side calls failed ({', '.join(parts)}), last: {self.last_failure}"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"observations": self.observer.made, "reflections": self.reflector.made,
+                "curations": self.curator.made, "failed": self.failed, "last_failure": self.last_failure,
+                "by_purpose": {"observer": self.observer.as_dict(), "reflector": self.reflector.as_dict(),
+                               "curator": self.curator.as_dict()}}
+
+
+def memory_health(events: Sequence[Event]) -> MemoryHealth:
+    health = MemoryHealth()
+    for event in events:
+        if isinstance(event, ObservationEvent):
+            health.observer.made += 1
+        elif isinstance(event, ReflectionEvent):
+            health.reflector.made += 1
+        elif isinstance(event, NotesEvent):
+            health.curator.made += 1
+        elif isinstance(event, ErrorEvent) and event.kind in FAILURE_KINDS:
+            calls: SideCalls = getattr(health, FAILURE_KINDS[event.kind])
+            # A reflection is tried several times before it backs off; each try was a call.
+            calls.failed += int(event.extra.get("attempts", 1))
+            calls.last_failure = health.last_failure = event.message
+    return health
+
+
+def refusals_in_a_row(events: Sequence[Event], kind: str, cleared_by: type[Event]) -> int:
+    """Failures of `kind` since the last `cleared_by` event (a success), newest first."""
+    count = 0
+    for event in reversed(events):
+        if isinstance(event, cleared_by):
+            break
+        if isinstance(event, ErrorEvent) and event.kind == kind:
+            count += 1
+    return count

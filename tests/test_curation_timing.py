@@ -1,0 +1,87 @@
+"""Curation is a session's act: a `scribe run -c` chain is curated once, when the next new session
+starts (the notes are read only then), and that session starts with every fact of the chain. A
+session another process is writing is skipped, not waited for."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from helpers import events_of, session_logs
+from scribe.agent.config import Settings
+from scribe.agent.curator import curate_earlier
+from scribe.agent.model import ModelClient
+from scribe.agent.runtime import SessionChoice, choose_session
+from scribe.cli.app import app
+from scribe.fakeapi import FakeMessagesServer, Reply, SideCallModel, side_call_kind
+from scribe.memory.events import NotesEvent, UsageEvent
+from scribe.memory.uncurated import needs_curation
+
+CHAIN = 15
+
+
+def fact(k: int) -> str:
+    return f"Remember: build step {k} runs tool{k} with flag --level={k * 3}."
+
+
+@pytest.fixture
+def env(home: Path, workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`scribe` as a person runs it in `workspace`, in this process (the chain is 16 runs: one
+    process each would spend most of the test importing the SDK)."""
+    for name in list(os.environ):
+        if name.startswith(("SCRIBE_", "ANTHROPIC_")):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+    monkeypatch.setenv("SCRIBE_WATCH_FILES", "0")
+    monkeypatch.chdir(workspace)
+
+
+def scribe(*args: str) -> str:
+    result = CliRunner().invoke(app, list(args))
+    assert result.exit_code == 0, (result.output, result.exception)
+    return result.output
+
+
+def test_a_continue_chain_is_curated_once_and_the_next_session_starts_with_its_facts(
+        env: None, workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    model = SideCallModel(lambda request: Reply.text("Noted."))
+    with FakeMessagesServer(model) as server:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.base_url)
+        scribe("run", fact(0))
+        for k in range(1, CHAIN):
+            scribe("run", "-c", fact(k))
+        assert model.calls["curator"] == 0  # no run of the chain ended with a curation
+        scribe("run", "What do you know about the build?")
+    assert model.calls["curator"] <= 2
+    assert model.calls["curator"] == 1
+    opening = [r.json for r in server.requests if side_call_kind(r.json) == "agent"][-1]["system"][0]["text"]
+    assert all(fact(k).removeprefix("Remember: ") in opening for k in range(CHAIN))
+    logs = [events_of(path) for path in session_logs(workspace)]
+    assert len(logs) == 2
+    chain_events = next(events for events in logs if any(getattr(e, "text", None) == fact(0) for e in events))
+    notes = [e for e in chain_events if isinstance(e, NotesEvent)]
+    assert len(notes) == 1  # recorded in the log of the session that was curated
+    assert [e.purpose for e in chain_events if isinstance(e, UsageEvent)].count("curator") == 1
+
+
+def test_a_session_in_use_is_skipped_not_waited_for(env: None, workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    model = SideCallModel(lambda request: Reply.text("Noted."))
+    with FakeMessagesServer(model) as server:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.base_url)
+        scribe("run", fact(1))
+        settings = Settings(curate_notes=True, watch_files=False)
+        client = ModelClient()
+        held = choose_session(workspace, settings, SessionChoice(continue_latest=True))  # another writer
+        try:
+            outcomes = curate_earlier(workspace, settings, client)
+        finally:
+            held.close()
+        assert [o.written for o in outcomes] == [False] and "in use by another process" in outcomes[0].message
+        assert model.calls["curator"] == 0 and needs_curation(held.path)
+        assert [o.written for o in curate_earlier(workspace, settings, client)] == [True]
+    assert not needs_curation(held.path)

@@ -1,0 +1,231 @@
+"""The keys people press at an approval question and during a turn, pressed in a real terminal:
+the `scribe` executable in a pseudo-terminal (pexpect), against the fake API. One REPL answers
+every question in a row: the scripted model asks for a command on each turn."""
+
+from __future__ import annotations
+
+import io
+import termios
+import time
+from pathlib import Path
+from typing import Any
+
+import pexpect
+import pytest
+
+from helpers import SCRIBE, events_of, running_in, scribe_env, session_logs
+from scribe.cli.repl.input import GUARD_S
+from scribe.fakeapi import FakeMessagesServer, Reply, ScriptItem, tool_use_block
+from scribe.memory.events import AssistantEvent, InterruptEvent, ToolResultEvent, UserEvent
+
+ESC, CTRL_C, CTRL_D, UP = "\x1b", "\x03", "\x04", "\x1b[A"
+QUESTION = "allow run_command\\?"
+CHOICES = "y: yes · n: no · a: always"
+SLEEP = "27.5"  # a duration no other test uses, so the process is ours to find
+
+# turn label -> the commands its model asks for, one after another, then it answers "done"
+COMMANDS = {
+    "slow": ["sleep 1.5; echo ran-slow", "rm -f important.txt"],
+    "keep": ["sleep 1; echo ran-keep"],
+    "escape-run": [f"sleep {SLEEP}"],
+}
+
+
+def responder(request: dict[str, Any]) -> ScriptItem:
+    """turn-LABEL: ask for LABEL's commands (default `echo ran-LABEL`) one per call, then say
+    done; anything else the person says is echoed back."""
+    last = request["messages"][-1]["content"]
+    label, results = None, 0
+    for message in reversed(request["messages"]):
+        blocks = message["content"] if isinstance(message["content"], list) else []
+        texts = [b["text"] for b in blocks if b.get("type") == "text"]
+        if message["role"] == "user" and texts:
+            label = texts[-1][len("turn-"):] if texts[-1].startswith("turn-") else None
+            if label is None:
+                return Reply.text(f"heard: {texts[-1]}")
+            break
+        results += sum(1 for b in blocks if b.get("type") == "tool_result")
+    assert label is not None, last
+    commands = COMMANDS.get(label, [f"echo ran-{label}"])
+    if results < len(commands):
+        return Reply([tool_use_block("run_command", {"command": commands[results]})])
+    return Reply.text(f"done {label}")
+
+
+def spawn(server: FakeMessagesServer, workspace: Path, home: Path, term: str, screen: io.StringIO) -> pexpect.spawn:
+    """scribe in a pseudo-terminal of the given TERM, its output copied to `screen`."""
+    env = scribe_env(server.base_url, home, TERM=term, PROMPT_TOOLKIT_NO_CPR="1")
+    child = pexpect.spawn(SCRIBE, [], cwd=str(workspace), env=env, dimensions=(40, 120), encoding="utf-8", timeout=20)
+    child.logfile_read = screen
+    child.expect("permission mode ask")
+    return child
+
+
+def settle() -> None:
+    """Wait out the question's guard, as a person reading it would."""
+    time.sleep(GUARD_S + 0.2)
+
+
+@pytest.mark.slow
+def test_every_key_at_an_approval_question_and_during_a_turn(workspace: Path, home: Path) -> None:
+    (workspace / "important.txt").write_text("keep me\n")
+    screen = io.StringIO()
+    with FakeMessagesServer(responder) as server:
+        child = spawn(server, workspace, home, "xterm-256color", screen)
+        try:
+
+            def ask(label: str) -> None:
+                child.expect("›")
+                child.send(f"turn-{label}\r")
+                child.expect(QUESTION)
+                settle()
+
+            def answered(label: str) -> None:
+                child.expect(f"done {label}")
+
+            # answers given at once, and words typed out (the rest of the word and the Enter
+            # must not reach the next prompt)
+            for label, keys in [("y", "y"), ("n", "n"), ("Y", "Y"), ("y-enter", "y\r"), ("yes", "yes\r"),
+                                ("no", "no\r"), ("escape", ESC), ("ctrl-d", CTRL_D)]:
+                ask(label)
+                child.send(keys)
+                answered(label)
+
+            # keys that answer nothing: the question stays and shows the choices again
+            for label, key, then in [("enter", "\r", "n"), ("letter", "x", "y"), ("arrow", UP, "n")]:
+                ask(label)
+                child.send(key)
+                child.expect(CHOICES)
+                settle()
+                child.send(then)
+                answered(label)
+
+            ask("ctrl-c")
+            child.send(CTRL_C)
+            child.expect("interrupted")
+
+            # type-ahead during an approved command never answers the next question
+            ask("slow")
+            child.send("y")
+            child.send("what about xyz")  # while `sleep 1.5` runs: holds an "a" and a "y"
+            child.expect("keys typed before this question were ignored")
+            child.expect(QUESTION)
+            settle()
+            child.send("n")
+            answered("slow")
+
+            # what is typed during a turn waits at the next prompt
+            ask("keep")
+            child.send("y")
+            child.send("hello there")
+            answered("keep")
+            child.expect("hello there")  # in the prompt's line
+            child.send("\r")
+            child.expect("heard: hello there")
+
+            # Esc while a command runs cancels the turn; the session goes on
+            ask("escape-run")
+            child.send("y")
+            child.expect("→ run_command|running")
+            deadline = time.monotonic() + 10
+            while not _sleep_running(workspace) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert _sleep_running(workspace)
+            child.send(ESC)
+            child.expect("interrupted")
+            assert not _sleep_running(workspace)
+
+            ask("a")  # last: it allows run_command for the rest of the session
+            child.send("a")
+            answered("a")
+            child.expect("›")
+            child.send("turn-after\r")  # runs without a question
+            answered("after")
+
+            child.expect("›")
+            child.send("/exit\r")
+            child.expect(pexpect.EOF)
+            # the terminal is left as scribe found it: echo and line editing on
+            local_modes = termios.tcgetattr(child.child_fd)[3]
+            assert local_modes & termios.ECHO and local_modes & termios.ICANON
+        finally:
+            child.close()
+    transcript = screen.getvalue()
+    assert child.exitstatus == 0, transcript[-2000:]
+    assert "Traceback" not in transcript, transcript
+
+    events = events_of(session_logs(workspace)[0])
+    users = [e.text for e in events if isinstance(e, UserEvent)]
+    labels = ["y", "n", "Y", "y-enter", "yes", "no", "escape", "ctrl-d", "enter", "letter", "arrow", "ctrl-c",
+              "slow", "keep"]
+    assert users == [*(f"turn-{label}" for label in labels), "hello there", "turn-escape-run", "turn-a",
+                     "turn-after"]  # nothing typed at a question became a message
+    verdicts = _verdicts(events)
+    ran, declined = "ran", "declined"
+    assert verdicts == {
+        "echo ran-y": ran, "echo ran-n": declined, "echo ran-Y": ran, "echo ran-y-enter": ran,
+        "echo ran-yes": ran, "echo ran-no": declined, "echo ran-escape": declined, "echo ran-ctrl-d": declined,
+        "echo ran-enter": declined, "echo ran-letter": ran, "echo ran-arrow": declined,
+        "echo ran-ctrl-c": "interrupted", "sleep 1.5; echo ran-slow": ran, "rm -f important.txt": declined,
+        "sleep 1; echo ran-keep": ran, f"sleep {SLEEP}": "cancelled", "echo ran-a": ran, "echo ran-after": ran,
+    }, verdicts
+    assert (workspace / "important.txt").read_text() == "keep me\n"
+
+
+def _verdicts(events: list[Any]) -> dict[str, str]:
+    """Each command the model asked for -> ran, declined, interrupted (no result) or cancelled."""
+    commands: dict[str, str] = {}
+    for event in events:
+        if isinstance(event, AssistantEvent):
+            for block in event.content:
+                if block["type"] == "tool_use":
+                    commands[block["id"]] = block["input"]["command"]
+    verdicts: dict[str, str] = {}
+    for event in events:
+        if isinstance(event, ToolResultEvent):
+            if "declined by the user" in event.output:
+                verdict = "declined"
+            elif "[cancelled; process group killed]" in event.output:
+                verdict = "cancelled"
+            else:
+                verdict = "ran"
+            verdicts[commands[event.tool_use_id]] = verdict
+        elif isinstance(event, InterruptEvent):
+            for use in event.tool_use_ids:
+                verdicts.setdefault(commands[use], "interrupted")
+    return verdicts
+
+
+def _sleep_running(workspace: Path) -> bool:
+    return running_in(workspace, "sleep", SLEEP)
+
+
+@pytest.mark.slow
+def test_the_keys_on_a_dumb_terminal_and_a_word_typed_slowly(workspace: Path, home: Path) -> None:
+    """TERM=dumb: prompt-toolkit's own Enter and Ctrl-D run before a question's keys there. And
+    a word typed slowly after a quick turn: its rest reaches the next prompt, which swallows it."""
+    screen = io.StringIO()
+    with FakeMessagesServer(responder) as server:
+        child = spawn(server, workspace, home, "dumb", screen)
+        try:
+            for label, keys in [("enter", ["\r", UP, "x", "y"]), ("ctrl-d", [CTRL_D]), ("escape", [ESC]),
+                                ("yes", list("yes\r")), ("no", list("no\r")), ("ctrl-c", [CTRL_C])]:
+                child.expect("›")
+                child.send(f"turn-{label}\r")
+                child.expect(QUESTION)
+                for key in keys:
+                    settle()  # slowly: the rest of a word comes after its quick turn has ended
+                    child.send(key)
+                child.expect("interrupted" if label == "ctrl-c" else f"done {label}")
+            child.expect("›")
+            child.send("/exit\r")
+            child.expect(pexpect.EOF)
+        finally:
+            child.close()
+    transcript = screen.getvalue()
+    assert "Traceback" not in transcript, transcript
+    events = events_of(session_logs(workspace)[0])
+    assert [e.text for e in events if isinstance(e, UserEvent)] == [
+        f"turn-{label}" for label in ("enter", "ctrl-d", "escape", "yes", "no", "ctrl-c")]
+    assert _verdicts(events) == {"echo ran-enter": "ran", "echo ran-ctrl-d": "declined", "echo ran-escape": "declined",
+                                 "echo ran-yes": "ran", "echo ran-no": "declined", "echo ran-ctrl-c": "interrupted"}
