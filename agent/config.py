@@ -7,7 +7,10 @@ config-file key is <name>, so the three spellings never drift apart.
 from __future__ import annotations
 
 import dataclasses
+import json
+import math
 import os
+import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -18,6 +21,9 @@ from typing import Any
 DEFAULT_MODEL = "claude-sonnet-5-5"
 DEFAULT_OBSERVER_MODEL = "claude-haiku-5-5"
 PERMISSION_MODES = ("read-only", "ask", "accept-edits", "full-auto")
+# Seconds a model call may go without a byte from the server: enough for a long prompt to be
+# read and for the pauses of a long answer, far short of the SDK's ten minutes.
+DEFAULT_REQUEST_TIMEOUT_S = 120.0
 
 
 class ConfigError(ValueError):
@@ -43,6 +49,7 @@ class Settings:
     output_cap_bytes: int = 1_000_000
     max_retries: int = 4
     retry_backoff_s: float = 1.0
+    request_timeout_s: float = DEFAULT_REQUEST_TIMEOUT_S
     allowed_paths: tuple[str, ...] = ()
     auto_commit: bool = False
     curate_notes: bool = True
@@ -50,6 +57,10 @@ class Settings:
     # The most tokens one observer, reflector or curator request may hold, whatever the log's size.
     side_call_tokens: int = 50_000
     watch_files: bool = True
+    # MCP servers (configured in [mcp.servers.NAME] tables or a trusted .mcp.json; agent/mcpconfig.py).
+    mcp_start_timeout_s: float = 10.0
+    mcp_call_timeout_s: float = 120.0
+    trust_mcp_json: bool = False
 
     def recorded(self) -> dict[str, Any]:
         """What the session event keeps: everything, so a request is rebuilt from the log alone."""
@@ -64,7 +75,8 @@ LIMITS: dict[str, tuple[float, float | None]] = {
     "reflect_tokens": (500, None), "retention": (0.0, 0.9), "command_timeout_s": (0.1, None),
     "render_output_chars": (200, None), "settled_output_chars": (200, None),
     "output_cap_bytes": (1000, None), "max_retries": (0, None), "retry_backoff_s": (0.0, None),
-    "notes_tokens": (0, None),
+    "request_timeout_s": (0.1, None), "notes_tokens": (0, None), "mcp_start_timeout_s": (0.1, None),
+    "mcp_call_timeout_s": (0.1, None),
     # Room for the instructions and two observation chunks at least; at most a 200k-token context
     # window less the side call's own answer (4,096 tokens) and a margin for the estimate.
     "side_call_tokens": (8_000, 190_000),
@@ -113,7 +125,7 @@ def explain_settings(workspace: Path, flags: Mapping[str, Any] | None = None,
         variable = f"SCRIBE_{name.upper()}"
         raw = environ.get(variable)
         if raw is not None and raw != "":
-            values[name] = _coerce(name, raw, variable)
+            values[name] = _from_environment(name, raw, variable)
             origin[name] = variable
     given = {k: v for k, v in (flags or {}).items() if v is not None}
     values.update(given)
@@ -124,39 +136,53 @@ def explain_settings(workspace: Path, flags: Mapping[str, Any] | None = None,
     return settings, origin
 
 
-def _read_toml(path: Path) -> dict[str, Any]:
+def read_config_file(path: Path) -> Any:
+    """A config file parsed (TOML, or JSON for a `.json` file), None if there is none; a file
+    that cannot be read or parsed is a ConfigError naming it."""
     if not path.is_file():
-        return {}
+        return None
+    kind = "JSON" if path.suffix == ".json" else "TOML"
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: not valid TOML ({exc})") from None
+        text = path.read_text(encoding="utf-8")
+        return json.loads(text) if kind == "JSON" else tomllib.loads(text)
+    except (tomllib.TOMLDecodeError, json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: not valid {kind} ({exc})") from None
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read ({exc.strerror})") from None
-    unknown = sorted(set(data) - set(FIELDS))
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    data = read_config_file(path) or {}
+    # [mcp.servers.NAME] tables are read by agent/mcpconfig.py.
+    unknown = sorted(set(data) - set(FIELDS) - {"mcp"})
     if unknown:
         raise ConfigError(f"{path}: unknown setting {', '.join(unknown)} (known: {', '.join(FIELDS)})")
-    return {k: _coerce(k, v, f"{path}: {k}") for k, v in data.items()}
+    return {k: _coerce(k, v, f"{path}: {k}") for k, v in data.items() if k != "mcp"}
 
 
 def _coerce(name: str, value: Any, where: str) -> Any:
-    """Turn a TOML or environment value into the field's type, or say clearly why not."""
+    """Check a TOML value (or a parsed environment value) against the field's type, or say
+    clearly why not.
+
+    Strict on purpose: TOML has numbers and booleans of its own, so a string, a float where an
+    int belongs, or a boolean where a number belongs is a mistake to report, not a value to
+    convert (`true` as a timeout once became 1 s). NaN and infinities are never a setting: NaN
+    compares false with everything, so a NaN timeout never fires."""
     default = FIELDS[name].default
     try:
         if isinstance(default, bool):
-            if isinstance(value, bool):
-                return value
-            lowered = str(value).strip().lower()
-            if lowered in ("1", "true", "yes", "on"):
-                return True
-            if lowered in ("0", "false", "no", "off"):
-                return False
-            raise ValueError
-        if isinstance(default, int):
-            if isinstance(value, bool):
+            if not isinstance(value, bool):
                 raise ValueError
-            return _within(name, int(value), where)
+            return value
+        if isinstance(default, int):
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise ValueError
+            return _within(name, value, where)
         if isinstance(default, float):
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise ValueError
+            if isinstance(value, float) and not math.isfinite(value):
+                raise ConfigError(f"{where}: {name} must be a finite number, got {value}")
             return _within(name, float(value), where)
         if isinstance(default, tuple):
             if isinstance(value, str):
@@ -167,11 +193,43 @@ def _coerce(name: str, value: Any, where: str) -> Any:
         if not isinstance(value, str):
             raise ValueError
         return value
-    except ConfigError:
-        raise
-    except ValueError:
-        kind = type(default).__name__ if not isinstance(default, tuple) else "list of paths"
-        raise ConfigError(f"{where}: expected {kind}, got {value!r}") from None
+    except (ValueError, OverflowError) as exc:
+        if isinstance(exc, ConfigError):
+            raise
+        raise ConfigError(f"{where}: expected {_kind(default)}, got {_shown(value)}") from None
+
+
+def _from_environment(name: str, raw: str, variable: str) -> Any:
+    """An environment variable's text as the field's type: strings by nature, parsed as
+    strictly as TOML would spell the value (no `2.7` for a whole number, no `5_000`)."""
+    default = FIELDS[name].default
+    text = raw.strip()
+    value: Any = raw
+    if isinstance(default, bool):
+        value = {"1": True, "true": True, "yes": True, "on": True,
+                 "0": False, "false": False, "no": False, "off": False}.get(text.lower(), raw)
+    elif isinstance(default, int):
+        value = int(text) if _INT.fullmatch(text) else raw
+    elif isinstance(default, float):
+        value = float(text) if _NUMBER.fullmatch(text) else raw
+    if isinstance(value, str) and not isinstance(default, (str, tuple)):
+        raise ConfigError(f"{variable}: expected {_kind(default)}, got {raw!r}")
+    return _coerce(name, value, variable)
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _kind(default: Any) -> str:
+    return "list of paths" if isinstance(default, tuple) else type(default).__name__
+
+
+# Numbers as the environment spells them: decimal, with an optional sign, fraction and exponent;
+# `nan` and `inf` parse, so that they are refused by name rather than called "not a number".
+_INT = re.compile(r"[+-]?\d+")
+_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?|[+-]?(nan|inf|infinity)", re.IGNORECASE)
 
 
 def _within(name: str, value: float, where: str) -> Any:

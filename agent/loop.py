@@ -170,12 +170,13 @@ class Agent:
         return self.session.append(
             ToolResultEvent, tool_use_id=call.id, tool=call.name, output=out.text, is_error=out.is_error,
             exit_code=out.exit_code, duration_ms=int((time.monotonic() - started) * 1000),
-            dropped_bytes=out.dropped_bytes, seen=seen,
+            dropped_bytes=out.dropped_bytes, seen=seen, blocks=out.blocks, attachments=out.attachments,
         )
 
     def _acting(self, tool: Tool | None) -> AbstractContextManager[None]:
-        """What changes while the agent's own command runs is its doing, not an outside change."""
-        if self.watcher is not None and tool is not None and tool.kind == "command":
+        """What changes while the agent's own command (or MCP call) runs is its doing, not an
+        outside change."""
+        if self.watcher is not None and tool is not None and tool.kind in ("command", "mcp", "mcp-read"):
             return self.watcher.command_running()
         return nullcontext()
 

@@ -1,8 +1,10 @@
 """The model client: one streamed Messages API call through the official SDK.
 
-Retries are ours (see retry.py): 429, 5xx and 529 answers, failed connections, and a stream cut
-after it began are retried as a whole call, and nothing is appended to the log until a call has
-completed, so a retry never duplicates an event.
+Retries are ours (see retry.py): 429, 5xx and 529 answers, failed or silent connections, and
+an answer that broke after it began (cut, ended early, garbled: see answer.py) are retried as a
+whole call, and nothing is appended to the log until a call has completed, so a retry never
+duplicates an event; its text is not shown twice either (shown.py). The stream is read in a
+thread of its own (attempt.py), so a silent server is reported as it happens.
 
 The SDK takes about two seconds to import, longer than everything else scribe loads. It is
 imported when the first call needs it; `preload_sdk` starts that import in a thread, so an
@@ -14,7 +16,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
@@ -26,9 +28,17 @@ if TYPE_CHECKING:
 from scribe.memory.events import Block
 from scribe.memory.render import Request
 
+from .answer import BrokenAnswer
+from .attempt import Attempt, Began, Done, Piece
+from .config import DEFAULT_REQUEST_TIMEOUT_S, Settings
 from .errors import BadBaseUrl, MissingCredentials, ModelError
-from .protocol import Retrying, TextDelta
+from .protocol import Retrying, TextDelta, TextWithdrawn, Waiting
 from .retry import RetryPolicy, retry_after, should_retry
+from .shown import ShownText
+
+CallEvent = TextDelta | TextWithdrawn | Retrying | Waiting
+CONNECT_TIMEOUT_S = 10.0  # a server that takes longer to accept a connection is not answering
+SLOW_AFTER_S = 3.0  # silence worth a word to the person (a Waiting event)
 
 
 @dataclass(frozen=True)
@@ -77,63 +87,123 @@ def _sdk() -> ModuleType:
 
 
 class ModelClient:
-    def __init__(self, *, retry: RetryPolicy | None = None, timeout_s: float = 600.0) -> None:
+    def __init__(self, *, retry: RetryPolicy | None = None, request_timeout_s: float = DEFAULT_REQUEST_TIMEOUT_S,
+                 slow_after_s: float = SLOW_AFTER_S) -> None:
         check_credentials()
         self.retry = retry or RetryPolicy()
-        self._timeout_s = timeout_s
+        self.request_timeout_s = request_timeout_s
+        self.connect_timeout_s = min(CONNECT_TIMEOUT_S, request_timeout_s)
+        self.slow_after_s = slow_after_s
         self._client: anthropic.Anthropic | None = None
+
+    @classmethod
+    def for_settings(cls, settings: Settings) -> ModelClient:
+        return cls(retry=RetryPolicy(settings.max_retries, settings.retry_backoff_s),
+                   request_timeout_s=settings.request_timeout_s)
 
     @property
     def client(self) -> anthropic.Anthropic:
         if self._client is None:
+            import httpx2  # noqa: PLC0415 - the SDK's HTTP layer, loaded with it
+
             # max_retries=0: retries are ours (see retry.py), so every one is visible and configurable.
-            self._client = _sdk().Anthropic(max_retries=0, timeout=self._timeout_s)
+            # The read timeout bounds the silence between two pieces of the answer, not the whole
+            # answer, so a long streamed answer is never cut; connecting gets a short one of its own.
+            timeout = httpx2.Timeout(self.request_timeout_s, connect=self.connect_timeout_s)
+            self._client = _sdk().Anthropic(max_retries=0, timeout=timeout)
         return self._client
 
-    def stream(self, request: Request) -> Iterator[TextDelta | Retrying | CallResult]:
-        """Yield text as it arrives, then the completed call. Raises ModelError."""
+    def stream(self, request: Request) -> Iterator[CallEvent | CallResult]:
+        """Yield text as it arrives (each piece once, across retries), then the completed call.
+        Raises ModelError."""
         client = self.client
         anthropic = _sdk()
         import httpx2  # noqa: PLC0415 - the SDK's HTTP layer, loaded with it
 
+        shown = ShownText()
         for attempt in range(self.retry.retries + 1):
+            if attempt:
+                shown.retry()
             started = time.monotonic()
             try:
-                with client.messages.stream(**request.params()) as stream:
-                    for event in stream:
-                        if event.type == "text" and event.text:
-                            yield TextDelta(event.text)
-                    message = stream.get_final_message()
+                message = yield from self._attempt(client, request, attempt + 1, shown)
             except anthropic.APIStatusError as exc:
                 headers = {k.lower(): v for k, v in exc.response.headers.items()}
-                if attempt == self.retry.retries or not should_retry(exc.status_code, headers):
+                if attempt == self.retry.retries or not _worth_retry(exc, headers):
                     raise ModelError(_status_message(exc, attempt)) from None
                 wait = self.retry.delay(attempt + 1, retry_after(headers))
-                yield Retrying(attempt + 1, f"HTTP {exc.status_code} {_short(exc)}; try {attempt + 2} of "
-                                            f"{self.retry.retries + 1} in {wait:.1f}s")
+                yield self._retrying(attempt, f"{_status_reason(exc)}", wait)
                 time.sleep(wait)
                 continue
-            except (anthropic.APIConnectionError, httpx2.TransportError) as exc:
-                # A connection that failed, or a stream cut after it began: the call is redone whole.
-                if attempt == self.retry.retries:
-                    raise ModelError(f"model call failed{_after(attempt)}: connection lost ({_reason(exc)})") from None
+            except (anthropic.APIConnectionError, httpx2.TransportError, BrokenAnswer) as exc:
+                # A connection that failed or went silent, or an answer cut or garbled after it
+                # began: the call is redone whole.
+                reason = self._failure(exc)
+                if attempt == self.retry.retries or (isinstance(exc, BrokenAnswer) and not exc.retry):
+                    raise ModelError(f"model call failed{_after(attempt)}: {reason}") from None
                 wait = self.retry.delay(attempt + 1)
-                yield Retrying(attempt + 1, f"connection lost ({_reason(exc)}); try {attempt + 2} of "
-                                            f"{self.retry.retries + 1} in {wait:.1f}s")
+                yield self._retrying(attempt, reason, wait)
                 time.sleep(wait)
                 continue
             except anthropic.AnthropicError as exc:
                 raise ModelError(f"model call failed: {_reason(exc)}") from None
+            yield from shown.finish()
             yield _result(message, started)
             return
         raise AssertionError("unreachable: the last attempt returns or raises")
 
     def complete(self, request: Request) -> CallResult:
-        """A whole call without the live text (observer, reflector)."""
+        """A whole call without the live text (observer, reflector, curator)."""
         for item in self.stream(request):
             if isinstance(item, CallResult):
                 return item
         raise ModelError("model call ended without a message")  # unreachable: stream raises or yields one
+
+    def _attempt(self, client: anthropic.Anthropic, request: Request, number: int,
+                 shown: ShownText) -> Generator[CallEvent, None, Any]:
+        """One try: pass on its text, say so when the server goes quiet, return its message."""
+        attempt = Attempt(lambda: client.messages.stream(**request.params()))
+        attempt.start()
+        answering = quiet = False
+        try:
+            while True:
+                step = attempt.next(None if quiet else self.slow_after_s)
+                if step is None:
+                    quiet = True
+                    yield Waiting(number, self._server(), self.slow_after_s, self.request_timeout_s, answering)
+                    continue
+                quiet = False
+                if isinstance(step, Began):
+                    answering = True
+                elif isinstance(step, Piece):
+                    yield from shown.take(step.text)
+                elif isinstance(step, Done):
+                    return step.message
+                else:
+                    raise step.error
+        finally:
+            attempt.abandon()
+
+    def _retrying(self, attempt: int, reason: str, wait: float) -> Retrying:
+        return Retrying(attempt + 1, f"{reason}; try {attempt + 2} of {self.retry.retries + 1} in {wait:.1f}s")
+
+    def _failure(self, exc: BaseException) -> str:
+        """One line for a failed connection or a broken answer; a timeout says it timed out."""
+        import httpx2  # noqa: PLC0415 - the SDK's HTTP layer, loaded with it
+
+        cause = exc.__cause__ if isinstance(exc.__cause__, httpx2.TimeoutException) else exc
+        if isinstance(cause, httpx2.ConnectTimeout):
+            return f"could not connect to {self._server()}: timed out after {self.connect_timeout_s:g} s"
+        if isinstance(cause, httpx2.TimeoutException) or isinstance(exc, _sdk().APITimeoutError):
+            return (f"timed out after {self.request_timeout_s:g} s without a word from {self._server()} "
+                    "(request_timeout_s sets this)")
+        if isinstance(exc, BrokenAnswer):
+            return str(exc)
+        return f"connection lost ({_reason(exc)})"
+
+    def _server(self) -> str:
+        url = urlsplit(str(self.client.base_url))
+        return url.netloc or str(self.client.base_url)
 
 
 def _result(message: Any, started: float) -> CallResult:
@@ -167,11 +237,27 @@ def _reason(exc: BaseException) -> str:
     return text[:300]
 
 
-def _short(exc: anthropic.APIStatusError) -> str:
+def _error_type(exc: anthropic.APIStatusError) -> str:
     body = exc.body
     if isinstance(body, dict) and isinstance(body.get("error"), dict):
         return str(body["error"].get("type", ""))
     return ""
+
+
+# Error types the API may send as an `error` event in the middle of a 200 stream, worth a retry.
+TRANSIENT_ERROR_TYPES = {"overloaded_error", "api_error", "rate_limit_error", "timeout_error"}
+
+
+def _worth_retry(exc: anthropic.APIStatusError, headers: dict[str, str]) -> bool:
+    if exc.status_code < 400:  # an error event inside a stream that began with 200
+        return _error_type(exc) in TRANSIENT_ERROR_TYPES
+    return should_retry(exc.status_code, headers)
+
+
+def _status_reason(exc: anthropic.APIStatusError) -> str:
+    if exc.status_code < 400:
+        return f"the server reported {_error_type(exc) or 'an error'} mid-answer"
+    return f"HTTP {exc.status_code} {_error_type(exc)}"
 
 
 def _status_message(exc: anthropic.APIStatusError, retries: int) -> str:
@@ -182,6 +268,8 @@ def _status_message(exc: anthropic.APIStatusError, retries: int) -> str:
         if isinstance(error, dict):
             detail = str(error.get("message", ""))
     detail = detail or _reason(exc)
+    if exc.status_code < 400:
+        return f"model call failed{_after(retries)}: the server reported {_error_type(exc) or 'an error'} mid-answer: {detail}"
     hint = {
         401: " (check ANTHROPIC_API_KEY)",
         403: " (the key lacks permission for this)",

@@ -11,7 +11,8 @@ from scribe.memory.events import Event, ModelSwitchEvent, ToolResultEvent, to_re
 from scribe.memory.render import current_model
 from scribe.memory.tokens import TokenEstimator
 from scribe.memory.watcher import WorkspaceWatcher
-from scribe.tools.base import ToolContext
+from scribe.tools.base import Tool, ToolContext
+from scribe.tools.mcp.hub import McpHub
 from scribe.tools.registry import builtin_tools, tool_definitions
 
 from .autocommit import TurnCommitter
@@ -19,9 +20,9 @@ from .compress import Compressor
 from .config import Settings, state_dir
 from .curator import Curation, curate_earlier
 from .loop import Agent, Approver
+from .mcptools import allowed_without_asking, pin, pinned_servers, session_tools, waited
 from .model import ModelClient
 from .permissions import PermissionPolicy
-from .retry import RetryPolicy
 from .session import Session, open_session, start_session, store_for
 
 
@@ -35,11 +36,16 @@ class SessionChoice:
     model: str | None = None
 
 
-def choose_session(workspace: Path, settings: Settings, choice: SessionChoice, *,
-                   model: ModelClient | None = None, report: Callable[[Curation], None] | None = None) -> Session:
-    """The session to run in. A new one starts with the project notes; with `model`, the earlier
-    sessions of the workspace that the notes have not taken are curated into them first (each
-    outcome goes to `report`), so the new session's instructions hold every earlier fact."""
+def choose_session(workspace: Path, settings: Settings, choice: SessionChoice, hub: McpHub | None = None, *,
+                   model: ModelClient | None = None, report: Callable[[Curation], None] | None = None,
+                   wait: bool = True, pending: str | None = None) -> Session:
+    """The session to run in. A continued one keeps the tools it pinned. A new one starts with
+    the project notes; with `model`, the earlier sessions of the workspace that the notes have
+    not taken are curated into them first (each outcome goes to `report`), so the new session's
+    instructions hold every earlier fact. It waits for the MCP servers at most
+    `mcp_start_timeout_s` and pins what they offer by then (agent/mcptools.py); with `wait`
+    false the caller has started them and waited, and what is ready now is pinned (`pending`
+    says why the others have no tools, if not for the limit)."""
     store = store_for(workspace)
     if choice.session_id or choice.continue_latest:
         found = store.find(choice.session_id, workspace) if choice.session_id else store.latest(workspace)
@@ -47,11 +53,18 @@ def choose_session(workspace: Path, settings: Settings, choice: SessionChoice, *
         if choice.model:
             switch_model(session, choice.model)
         return session
+    if hub is not None and hub.specs and wait:
+        hub.start()  # they start while earlier sessions are curated
     if model is not None:
         for outcome in curate_earlier(workspace, settings, model):
             if report is not None:
                 report(outcome)
-    return start_session(workspace, settings, tool_definitions(builtin_tools()))
+    mcp_definitions: list[dict] = []
+    record: list[dict] = []
+    if hub is not None and hub.specs:
+        states = hub.wait(settings.mcp_start_timeout_s) if wait else hub.states()
+        mcp_definitions, record = pin(states, pending or waited(settings.mcp_start_timeout_s))
+    return start_session(workspace, settings, tool_definitions(builtin_tools()) + mcp_definitions, record)
 
 
 def switch_model(session: Session, model: str) -> bool:
@@ -73,8 +86,14 @@ def last_seen(events: list[Event]) -> dict[str, str]:
 
 
 def build_agent(workspace: Path, settings: Settings, session: Session, *,
-                approver: Approver | None = None, model: ModelClient | None = None) -> Agent:
-    tools = builtin_tools()
+                approver: Approver | None = None, model: ModelClient | None = None,
+                hub: McpHub | None = None) -> Agent:
+    """`hub`: the process's MCP servers; the session's pinned MCP tools call through it (without
+    one, or when a server is no longer configured, a call says so in its error result)."""
+    hub = hub if hub is not None else McpHub([], workspace)
+    mcp_tools = session_tools(session.header, hub)
+    hub.start(pinned_servers(session.header))  # in the background: a continued session waits for nothing
+    tools: list[Tool] = [*builtin_tools(), *mcp_tools]
     context = ToolContext(
         workspace=workspace,
         allowed_roots=tuple(Path(p).expanduser().resolve() for p in settings.allowed_paths),
@@ -83,7 +102,7 @@ def build_agent(workspace: Path, settings: Settings, session: Session, *,
         read_log=lambda: [to_record(e) for e in session.events],
         seen_hashes=last_seen(session.events),
     )
-    client = model or ModelClient(retry=RetryPolicy(settings.max_retries, settings.retry_backoff_s))
+    client = model or ModelClient.for_settings(settings)
     output_chars = int(session.header.config.get("render_output_chars", settings.render_output_chars))
     settled_chars = int(session.header.config.get("settled_output_chars", output_chars))  # as render reads it
     # Watching starts with the first turn (`scribe reflect` never pays for it) and stops with
@@ -94,7 +113,7 @@ def build_agent(workspace: Path, settings: Settings, session: Session, *,
         model=client,
         tools=tools,
         context=context,
-        policy=PermissionPolicy(settings.permission_mode),
+        policy=PermissionPolicy(settings.permission_mode, allowed=allowed_without_asking(mcp_tools, hub)),
         max_turns=settings.max_turns,
         approver=approver,
         memory=Compressor(client, settings, TokenEstimator(output_chars=output_chars, settled_chars=settled_chars)),

@@ -64,7 +64,10 @@ def notes_path(workspace: Path) -> Path:
     return state_dir(workspace) / "notes.md"
 
 
-def start_session(workspace: Path, settings: Settings, tool_definitions: list[dict[str, Any]]) -> Session:
+def start_session(workspace: Path, settings: Settings, tool_definitions: list[dict[str, Any]],
+                  mcp: list[dict[str, Any]] | None = None) -> Session:
+    """`mcp`: the MCP servers as found at the start (agent/mcptools.pin); their tools are
+    already among `tool_definitions`."""
     store = store_for(workspace)
     exclude_from_git(workspace, store.root)
     state = git_state(workspace)
@@ -89,6 +92,7 @@ def start_session(workspace: Path, settings: Settings, tool_definitions: list[di
         git_head=state.head,
         git_branch=state.branch,
         sources=[t.source() for t in project],
+        mcp=mcp or [],
     )
     writer.sync()
     return session

@@ -13,6 +13,7 @@ from .config import config
 from .demo import demo
 from .diff import diff
 from .log import log_app
+from .mcp import mcp_app
 from .notes import notes_app
 from .reflect import reflect
 from .run import run
@@ -36,6 +37,7 @@ app.command()(undo)
 app.command()(config)
 app.add_typer(log_app, name="log")
 app.add_typer(notes_app, name="notes")
+app.add_typer(mcp_app, name="mcp")
 
 
 def _version(value: bool) -> None:

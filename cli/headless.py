@@ -19,9 +19,11 @@ from scribe.agent.protocol import (
     Notice,
     Retrying,
     TextDelta,
+    TextWithdrawn,
     ToolCall,
     ToolDone,
     TurnEnded,
+    Waiting,
 )
 
 from .visible import VisibleStream, visible
@@ -44,7 +46,17 @@ class TextSink:
                 self.out.write(rest + "\n")
             self._midline = False
         elif isinstance(event, Retrying):
+            # What was shown stays: the retried call's text continues it (agent/shown.py).
             self._note(f"retrying: {event.reason}")
+        elif isinstance(event, TextWithdrawn):
+            rest = self._stream.flush()
+            if self._midline or rest:
+                self.out.write(rest + "\n")
+                self.out.flush()
+            self._midline = False
+            self._note("the retried answer differs from the text above; it starts again below")
+        # Waiting is not shown: a slow first token is common and stderr is read by scripts; a
+        # server that stays silent ends in a "retrying: timed out ..." line.
         elif isinstance(event, ToolCall):
             self._note(f"→ {event.name} {event.summary}")
         elif isinstance(event, ToolDone) and event.result.is_error:
@@ -78,6 +90,8 @@ def _jsonable(event: AgentEvent) -> dict[str, Any]:
         r = event.result
         return {"id": event.call.id, "tool": r.tool, "is_error": r.is_error, "exit_code": r.exit_code,
                 "denied": event.denied, "seq": r.seq, "output": r.output}
-    if isinstance(event, (TextDelta, ModelCallStarted, Retrying, ToolCall, Notice, TurnEnded)):
+    if isinstance(event, Waiting):
+        return {**dataclasses.asdict(event), "reason": event.reason}
+    if isinstance(event, (TextDelta, TextWithdrawn, ModelCallStarted, Retrying, ToolCall, Notice, TurnEnded)):
         return dataclasses.asdict(event)
     return {}

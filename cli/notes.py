@@ -63,7 +63,6 @@ def curate(
     from scribe.agent.config import find_workspace, load_settings
     from scribe.agent.curator import curate as run_curation
     from scribe.agent.model import ModelClient
-    from scribe.agent.retry import RetryPolicy
     from scribe.agent.session import notes_path, open_session, store_for
 
     with cli_errors():
@@ -72,7 +71,7 @@ def curate(
         store = store_for(workspace)
         session = open_session(store.find(session_id, workspace) if session_id else store.latest(workspace))
         try:
-            model = ModelClient(retry=RetryPolicy(settings.max_retries, settings.retry_backoff_s))
+            model = ModelClient.for_settings(settings)
             outcome = run_curation(session, model, settings, notes_path(workspace))
         finally:
             session.close()

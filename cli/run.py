@@ -56,8 +56,8 @@ def run(
     """
     # Imported here, not at the top: the SDK takes over a second to import and `--help` needn't pay.
     from scribe.agent.config import find_workspace
+    from scribe.agent.mcptools import open_hub, start_notes
     from scribe.agent.model import ModelClient
-    from scribe.agent.retry import RetryPolicy
     from scribe.agent.runtime import SessionChoice, build_agent, choose_session
     from scribe.memory.health import memory_health
 
@@ -74,7 +74,7 @@ def run(
         settings = load_settings(workspace, flags)
         if settings.permission_mode == "ask":
             settings = load_settings(workspace, {**flags, "permission_mode": "accept-edits"})
-        client = ModelClient(retry=RetryPolicy(settings.max_retries, settings.retry_backoff_s))
+        client = ModelClient.for_settings(settings)
         # A new session first curates the earlier ones into the notes it starts with; the end
         # of a run curates nothing (a `-c` chain is one session, curated once).
         notes: list[str] = []
@@ -85,18 +85,25 @@ def run(
                 if output is not OutputFormat.json:
                     print(f"scribe: {visible(curation.message)}", file=sys.stderr)
 
-        agent_session = choose_session(workspace, settings, SessionChoice(continue_, session, model),
-                                       model=client, report=report)
+        hub = open_hub(workspace, settings)
         agent = None
         try:
-            agent = build_agent(workspace, settings, agent_session, model=client)
-            for problem in agent_session.problems:
-                print(f"scribe: note: {agent_session.path.name} {visible(problem)}", file=sys.stderr)
-            ended, totals = _drive(agent.turn(text), output)
+            agent_session = choose_session(workspace, settings, SessionChoice(continue_, session, model), hub,
+                                           model=client, report=report)
+            try:
+                agent = build_agent(workspace, settings, agent_session, model=client, hub=hub)
+                for problem in agent_session.problems:
+                    print(f"scribe: note: {agent_session.path.name} {visible(problem)}", file=sys.stderr)
+                if not (continue_ or session):
+                    for line in start_notes(agent_session.header):
+                        print(f"scribe: {visible(line)}", file=sys.stderr)
+                ended, totals = _drive(agent.turn(text), output)
+            finally:
+                if agent is not None:
+                    agent.close()  # stops the file watcher
+                agent_session.close()
         finally:
-            if agent is not None:
-                agent.close()  # stops the file watcher
-            agent_session.close()
+            hub.close()  # stops the MCP servers
         if output is OutputFormat.json:
             print(json.dumps({
                 "session_id": agent_session.id, "log": str(agent_session.path),

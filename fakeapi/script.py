@@ -12,11 +12,15 @@ import itertools
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 __all__ = [
     "EXHAUSTED_TEXT",
+    "FAULT_KINDS",
+    "MALFORMED_SSE",
+    "STREAM_CONTENT_TYPE",
     "Fault",
+    "FaultKind",
     "Reply",
     "Responder",
     "Script",
@@ -65,14 +69,38 @@ class Reply:
         return cls([text_block(text)])
 
 
+FaultKind = Literal["status", "drop", "cut", "short", "no_stop", "null_stop", "garble", "body", "hang", "stall"]
+FAULT_KINDS: tuple[str, ...] = get_args(FaultKind)
+STREAM_CONTENT_TYPE = "text/event-stream; charset=utf-8"
+# A data line whose JSON breaks off: what a proxy that mangles a stream might pass on.
+MALFORMED_SSE = b'event: content_block_delta\ndata: {"type": "content_block_delta", "index": 0, "delt\n\n'
+
+
 @dataclass
 class Fault:
     """A failure to inject instead of a reply.
 
-    kind="status": answer `status` with an Anthropic-style error body.
-    kind="drop":   close the connection without answering at all.
-    kind="cut":    start streaming `reply` (or a text reply) and close the
-                   connection abruptly after `after_events` SSE events.
+    Answers that never arrive:
+    kind="status":    answer `status` with an Anthropic-style error body.
+    kind="drop":      close the connection without answering at all.
+    kind="hang":      read the request, then send nothing for `hang_s` seconds (None: until the
+                      server stops), then hang up: a server that accepted the call and froze.
+
+    Streams that go wrong after a 200 (`reply`, or a text reply, is what is being streamed; a
+    non-streamed request gets the first half of its JSON body and a hang-up instead):
+    kind="cut":       close the connection abruptly after `after_events` SSE events.
+    kind="stall":     send `after_events` events, then nothing for `hang_s` seconds (None:
+                      until the server stops), then hang up: a stream frozen mid-answer.
+    kind="short":     end the stream cleanly (a proper last chunk) after `after_events` events:
+                      a server that closes after some text as if it were done.
+    kind="no_stop":   every event but the final `message_stop`, then a clean end.
+    kind="null_stop": every event, but `message_delta` carries `stop_reason: null`.
+    kind="garble":    `after_events` events, then the bytes `garbage` (by default a data line
+                      whose JSON breaks off, MALFORMED_SSE), then the rest of the events.
+
+    A 200 that is not an event stream at all:
+    kind="body":      answer 200 with exactly `body` as `content_type` (HTML, plain JSON, bytes
+                      that are not UTF-8, or nothing), whatever the request asked for.
 
     `retry_after_ms` is sent (with `retry-after: 0`) on retryable statuses: the SDK
     ignores a zero `retry-after` and would back off ~0.5 s, while a positive
@@ -81,16 +109,22 @@ class Fault:
 
     status: int = 500
     message: str = ""
-    kind: Literal["status", "drop", "cut"] = "status"
+    kind: FaultKind = "status"
     after_events: int = 3
     reply: Reply | None = None
     retry_after_ms: int | None = 1
+    body: bytes = b""
+    content_type: str = STREAM_CONTENT_TYPE
+    garbage: bytes = MALFORMED_SSE
+    hang_s: float | None = None
 
     def __post_init__(self) -> None:
-        if self.kind not in ("status", "drop", "cut"):
+        if self.kind not in FAULT_KINDS:
             raise ValueError(f"unknown Fault kind {self.kind!r}")
         if self.kind == "status" and not 400 <= self.status <= 599:
             raise ValueError(f"Fault status must be an HTTP error status, got {self.status}")
+        if self.after_events < 0:
+            raise ValueError(f"after_events must not be negative, got {self.after_events}")
 
 
 ScriptItem = Reply | Fault

@@ -14,16 +14,18 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from types import TracebackType
 from typing import Any, Self
 from urllib.parse import urlsplit
 
 from .cache import PromptCache
+from .faults import STREAM_FAULTS, shape_stream
 from .problems import InvalidRequest
 from .script import Fault, Reply, Responder, Script, ScriptItem
 from .transport import ExchangeHandler, MessagesHTTPServer
 from .validate import check_headers, validate_request
-from .wire import encode_sse, error_body, message_json, output_tokens, stream_events
+from .wire import error_body, message_json, output_tokens, stream_events
 
 __all__ = ["CUT_FILLER_TEXT", "NO_RESPONSE", "FakeMessagesServer", "RecordedRequest"]
 
@@ -67,6 +69,8 @@ class FakeMessagesServer:
         self._ids = itertools.count(1)
         self._httpd: MessagesHTTPServer | None = None
         self._thread: threading.Thread | None = None
+        # Set by stop(): releases handlers that hang on purpose (Fault kinds "hang" and "stall").
+        self._stopping = threading.Event()
         self.requests: list[RecordedRequest] = []
         self.base_url = ""
 
@@ -76,6 +80,7 @@ class FakeMessagesServer:
         """Bind, serve in a daemon thread, and return the base URL for the SDK."""
         if self._httpd is not None:
             return self.base_url
+        self._stopping.clear()
         self._httpd = MessagesHTTPServer(self._address, self._dispatch)
         host, port = self._httpd.server_address[:2]
         self.base_url = f"http://{host}:{port}"
@@ -89,6 +94,7 @@ class FakeMessagesServer:
     def stop(self) -> None:
         if self._httpd is None:
             return
+        self._stopping.set()
         self._httpd.shutdown()
         self._httpd.close_all()
         self._httpd.server_close()
@@ -183,7 +189,21 @@ class FakeMessagesServer:
                 self._record(record)
                 handler.hang_up()
                 return
+            if item.kind == "hang":
+                self._record(record)
+                self._hold(item)
+                handler.hang_up()
+                return
+            if item.kind == "body":
+                record.status = 200
+                self._record(record)
+                handler.send_raw(200, item.content_type, item.body, {"request-id": request_id})
+                return
         self._answer_reply(handler, record, request_id, item, parsed)
+
+    def _hold(self, fault: Fault) -> None:
+        """Wait out a hang: `hang_s` seconds, or until the server stops."""
+        self._stopping.wait(fault.hang_s)
 
     def _reject(
         self,
@@ -223,7 +243,7 @@ class FakeMessagesServer:
         item: Reply | Fault,
         request: dict[str, Any],
     ) -> None:
-        cut = item if isinstance(item, Fault) else None
+        fault = item if isinstance(item, Fault) and item.kind in STREAM_FAULTS else None
         reply = item if isinstance(item, Reply) else (item.reply or Reply.text(CUT_FILLER_TEXT))
         # A cut reply was still processed upstream, so the prompt is billed and cached.
         cache_usage = self._cache.account(request, self.now())
@@ -236,9 +256,11 @@ class FakeMessagesServer:
         headers = {"request-id": request_id}
         common = {"message_id": self._new_id("msg"), "model": request["model"], "usage": usage}
         if request.get("stream"):
-            chunks = (encode_sse(name, data) for name, data in stream_events(reply, **common))
-            handler.send_stream(chunks, headers, cut_after=cut.after_events if cut else None)
-        elif cut is not None:
+            chunks, ending = shape_stream(stream_events(reply, **common), fault)
+            handler.send_stream(chunks, headers, ending, wait=partial(self._hold, fault) if fault else None)
+        elif fault is not None:
+            if fault.kind == "stall":
+                self._hold(fault)
             handler.send_truncated_json(message_json(reply, **common), headers)
         else:
             handler.send_json(200, message_json(reply, **common), headers)

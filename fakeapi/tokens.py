@@ -16,7 +16,8 @@ __all__ = ["block_tokens", "canonical_json", "count_tokens", "strip_cache_contro
 
 def count_tokens(text: str) -> int:
     """Return ceil(utf8_bytes / 4); any non-empty text is at least one token."""
-    size = len(text.encode("utf-8"))
+    # surrogatepass: a lone surrogate in a reply (a fault worth testing) still has a size.
+    size = len(text.encode("utf-8", "surrogatepass"))
     return (size + 3) // 4
 
 

@@ -8,15 +8,18 @@ just look like a short, successful stream.
 
 from __future__ import annotations
 
-import json
 import socket
 import sys
 import threading
 from collections.abc import Callable, Iterable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Literal
 
-__all__ = ["ExchangeHandler", "MessagesHTTPServer"]
+from .wire import json_bytes
+
+__all__ = ["ExchangeHandler", "MessagesHTTPServer", "StreamEnding"]
+
+StreamEnding = Literal["end", "cut", "stall"]
 
 
 class ClientGone(ConnectionResetError):
@@ -77,18 +80,21 @@ class ExchangeHandler(BaseHTTPRequestHandler):
             self.rfile.readline()
 
     def send_json(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
-        data = json.dumps(payload, ensure_ascii=False).encode("utf-8")
+        self.send_raw(status, "application/json", json_bytes(payload), headers)
+
+    def send_raw(self, status: int, content_type: str, body: bytes, headers: dict[str, str] | None = None) -> None:
+        """A complete response of exactly these bytes."""
         self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
         for name, value in (headers or {}).items():
             self.send_header(name, value)
         self.end_headers()
-        self.wfile.write(data)
+        self.wfile.write(body)
 
     def send_truncated_json(self, payload: dict[str, Any], headers: dict[str, str]) -> None:
         """Promise a full JSON body, send half, then hang up: a cut non-streamed reply."""
-        data = json.dumps(payload).encode("utf-8")
+        data = json_bytes(payload)
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
@@ -98,8 +104,11 @@ class ExchangeHandler(BaseHTTPRequestHandler):
         self.wfile.write(data[: len(data) // 2])
         self.hang_up()
 
-    def send_stream(self, chunks: Iterable[bytes], headers: dict[str, str], cut_after: int | None) -> None:
-        """Send each chunk as one SSE event; with `cut_after`, hang up after that many."""
+    def send_stream(self, chunks: Iterable[bytes], headers: dict[str, str], ending: StreamEnding = "end",
+                    wait: Callable[[], object] | None = None) -> None:
+        """Send each chunk as one piece of a chunked body, then end it: "end" with the last
+        chunk, as a complete response does; "cut" by hanging up at once; "stall" by hanging up
+        once `wait` returns."""
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream; charset=utf-8")
         self.send_header("Cache-Control", "no-cache")
@@ -107,14 +116,15 @@ class ExchangeHandler(BaseHTTPRequestHandler):
         for name, value in headers.items():
             self.send_header(name, value)
         self.end_headers()
-        for sent, chunk in enumerate(chunks):
-            if cut_after is not None and sent >= cut_after:
-                break
+        for chunk in chunks:
             self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
-        if cut_after is not None:
-            self.hang_up()
+        if ending == "end":
+            self.wfile.write(b"0\r\n\r\n")
             return
-        self.wfile.write(b"0\r\n\r\n")
+        if ending == "stall" and wait is not None:
+            self.wfile.flush()
+            wait()
+        self.hang_up()
 
     def hang_up(self) -> None:
         """Close the connection now, without the bytes that would end a response cleanly."""

@@ -21,6 +21,7 @@ __all__ = [
     "encode_sse",
     "error_body",
     "error_type_for",
+    "json_bytes",
     "message_json",
     "output_tokens",
     "stream_events",
@@ -144,5 +145,14 @@ def stream_events(
     return events
 
 
+def json_bytes(payload: Any) -> bytes:
+    """UTF-8 JSON as the API sends it. A lone surrogate (which no UTF-8 can carry) goes out as a
+    `\\udXXX` escape, as a JSON encoder on the real server's side would write it."""
+    try:
+        return json.dumps(payload, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(payload, ensure_ascii=True).encode("ascii")
+
+
 def encode_sse(event: str, data: dict[str, Any]) -> bytes:
-    return f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n".encode()
+    return b"event: %s\ndata: %s\n\n" % (event.encode(), json_bytes(data))

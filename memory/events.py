@@ -53,6 +53,9 @@ class SessionEvent(Event):
     git_branch: str | None = None
     # Project files read into the instructions (AGENTS.md, CLAUDE.md, the notes): path and sha256.
     sources: list[dict[str, str]] = field(default_factory=list)
+    # The MCP servers as the session found them: per server its name, transport, state and the
+    # tools pinned from it (their definitions are in `tools`), so `--continue` offers the same.
+    mcp: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -83,6 +86,10 @@ class ToolResultEvent(Event):
     # sha256 of the files this call read or wrote, as it saw them (path -> hash): a continued
     # session rebuilds from these what the agent last saw, so stale edits stay refused.
     seen: dict[str, str] = field(default_factory=dict)
+    # Content blocks sent after the output text (an MCP tool's images or PDFs), as the API takes them.
+    blocks: list[Block] = field(default_factory=list)
+    # Non-text content of an MCP result the API cannot take (audio, binary resources, links), as sent.
+    attachments: list[Block] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

@@ -277,7 +277,7 @@ def render_messages(events: Sequence[Event], output_chars: int, settled: Settled
                 # recall answers are bounded by recall itself; eliding one would hide what was asked for
                 limit = settled.limit(event, len(event.output) if event.tool == "recall" else output_chars)
                 text = elide(event.output, limit, event.seq) if event.output else NO_OUTPUT
-                results[event.tool_use_id] = _tool_result(event.tool_use_id, text, event.is_error)
+                results[event.tool_use_id] = _tool_result(event.tool_use_id, text, event.is_error, event.blocks)
         elif isinstance(event, InterruptEvent):
             for tool_use_id in event.tool_use_ids:
                 if tool_use_id in pending_ids and tool_use_id not in results:
@@ -293,8 +293,10 @@ def render_messages(events: Sequence[Event], output_chars: int, settled: Settled
     return messages
 
 
-def _tool_result(tool_use_id: str, text: str, is_error: bool) -> Block:
-    block: Block = {"type": "tool_result", "tool_use_id": tool_use_id, "content": text}
+def _tool_result(tool_use_id: str, text: str, is_error: bool, extra: Sequence[Block] = ()) -> Block:
+    """A tool_result block: the text alone, or (an MCP tool's images) the text then its blocks."""
+    content: str | list[Block] = [{"type": "text", "text": text}, *extra] if extra else text
+    block: Block = {"type": "tool_result", "tool_use_id": tool_use_id, "content": content}
     if is_error:
         block["is_error"] = True
     return block

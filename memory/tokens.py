@@ -27,6 +27,9 @@ from .events import (
 CHARS_PER_TOKEN = 3.6
 # Per-block framing the API adds (role markers, block headers); small but not zero.
 BLOCK_OVERHEAD = 4
+# An image or document block sent with a tool result: the API bills an image by its pixels,
+# about 1,600 tokens for a screenshot-sized one (calibration corrects the rest).
+BLOCK_TOKENS = 1600
 
 
 def estimate_text(text: str) -> int:
@@ -43,7 +46,7 @@ def event_tokens(event: Event, output_chars: int | None = None) -> int:
                    + BLOCK_OVERHEAD for b in event.content)
     if isinstance(event, ToolResultEvent):
         size = len(event.output) if output_chars is None else min(len(event.output), output_chars + 120)
-        return int(size / CHARS_PER_TOKEN) + 1 + BLOCK_OVERHEAD
+        return int(size / CHARS_PER_TOKEN) + 1 + BLOCK_OVERHEAD + len(event.blocks) * BLOCK_TOKENS
     if isinstance(event, FileChangeEvent):
         return estimate_text(event.path) + estimate_text(event.dest or "") + 16
     if isinstance(event, GitUndoEvent):

@@ -29,6 +29,9 @@ from hypothesis import strategies as st
 
 from scribe.fakeapi import (
     EXHAUSTED_TEXT,
+    FAULT_KINDS,
+    MALFORMED_SSE,
+    STREAM_CONTENT_TYPE,
     FakeMessagesServer,
     Fault,
     PromptCache,
@@ -38,6 +41,7 @@ from scribe.fakeapi import (
     tool_use_block,
 )
 from scribe.fakeapi.__main__ import echo
+from scribe.fakeapi.server import NO_RESPONSE
 
 MODEL = "claude-test-model"
 CC = {"type": "ephemeral"}
@@ -480,6 +484,119 @@ def test_concurrent_clients_are_all_recorded_and_billed_consistently() -> None:
     assert errors == []
     assert len(server.requests) == 41 and all(r.status == 200 for r in server.requests)
     assert server.cache_stats() == {"entries": 1, "reads": 40, "writes": 1}
+
+
+# -- answers that break after a 200 ----------------------------------------------
+# What the SDK makes of each, as observed here: several are accepted as if complete, which is
+# why scribe's client checks for message_stop and a stop reason itself.
+
+LONG = Reply([text_block("one two three four five six seven eight nine")])
+
+
+def stream_once(server: FakeMessagesServer, timeout: float | None = None) -> tuple[list[str], list[str], Any]:
+    """Stream one call: the event types and texts seen, then the final message (or the error)."""
+    options: dict[str, Any] = {} if timeout is None else {"timeout": httpx2.Timeout(timeout)}
+    client = anthropic.Anthropic(api_key="test", base_url=server.base_url, max_retries=0, **options)
+    types: list[str] = []
+    texts: list[str] = []
+    try:
+        with client.messages.stream(model=MODEL, max_tokens=10, messages=[user("hi")]) as stream:
+            for event in stream:
+                types.append(event.type)
+                if event.type == "text":
+                    texts.append(event.text)
+            return types, texts, stream.get_final_message()
+    except Exception as exc:  # noqa: BLE001 - returned for the test to examine
+        return types, texts, exc
+
+
+def test_no_stop_ends_cleanly_without_message_stop_and_the_sdk_calls_it_done() -> None:
+    with serve([Fault(kind="no_stop", reply=LONG)]) as server:
+        types, texts, final = stream_once(server)
+    assert "message_stop" not in types and types[-1] == "message_delta"
+    assert "".join(texts) == LONG.blocks[0]["text"]
+    assert final.stop_reason == "end_turn"  # the trap: nothing says the answer was incomplete
+
+
+def test_null_stop_sends_message_stop_with_no_stop_reason() -> None:
+    with serve([Fault(kind="null_stop", reply=LONG)]) as server:
+        types, _, final = stream_once(server)
+    assert types[-1] == "message_stop"
+    assert final.stop_reason is None and final.content[0].text == LONG.blocks[0]["text"]
+
+
+def test_short_closes_cleanly_after_some_text() -> None:
+    # message_start, content_block_start, ping, the first text delta; then a proper end of body.
+    with serve([Fault(kind="short", after_events=4, reply=LONG)]) as server:
+        types, texts, final = stream_once(server)
+    assert texts == ["one two three "] and "message_delta" not in types
+    assert final.content[0].text == "one two three " and final.stop_reason is None
+    assert server.requests[0].status == 200 and server.requests[0].usage is not None
+
+
+@pytest.mark.parametrize(("garbage", "error"), [
+    (MALFORMED_SSE, json.JSONDecodeError),
+    (b"data: \xff\xfe\n\n", UnicodeDecodeError),
+], ids=["json-breaks-off", "not-utf8"])
+def test_garble_sends_events_then_a_malformed_line(garbage: bytes, error: type[Exception]) -> None:
+    with serve([Fault(kind="garble", after_events=4, reply=LONG, garbage=garbage)]) as server:
+        _, texts, final = stream_once(server)
+    assert texts == ["one two three "]
+    assert isinstance(final, error)
+
+
+@pytest.mark.parametrize(("body", "content_type"), [
+    (b"<!doctype html><html><body><h1>Welcome to nginx!</h1></body></html>", "text/html"),
+    (b'{"id": "msg_1", "type": "message", "content": []}', "application/json"),
+    (b"", STREAM_CONTENT_TYPE),
+], ids=["html", "plain-json", "empty-stream"])
+def test_body_answers_200_with_exactly_the_given_bytes(body: bytes, content_type: str) -> None:
+    with serve([Fault(kind="body", body=body, content_type=content_type)]) as server:
+        types, _, final = stream_once(server)
+        raw = httpx2.post(f"{server.base_url}/v1/messages", headers={"x-api-key": "k", "anthropic-version": "2023-06-01"},
+                          json={"model": MODEL, "max_tokens": 5, "messages": [user("hi")]})
+    assert types == [] and isinstance(final, AssertionError)  # get_final_message finds no message
+    assert server.requests[0].status == 200 and server.requests[0].usage is None
+    # The second request spends the exhausted script's default reply, not the fault again.
+    assert raw.status_code == 200 and "application/json" in raw.headers["content-type"]
+
+
+def test_body_with_bytes_that_are_not_utf8() -> None:
+    latin1 = "event: message_start\ndata: café\n\n".encode("latin-1")
+    with serve([Fault(kind="body", body=latin1)]) as server:
+        _, _, final = stream_once(server)
+    assert isinstance(final, UnicodeDecodeError)
+
+
+def test_a_lone_surrogate_goes_out_escaped_and_breaks_the_sdk_on_tool_input() -> None:
+    with serve([Reply([text_block("a\ud800b"), tool_use_block("write_file", {"path": "a", "content": "x\udc00"})])]) as server:
+        _, texts, final = stream_once(server)
+    assert texts == ["a\ud800b"]  # text reaches the caller holding a lone surrogate
+    assert isinstance(final, UnicodeEncodeError)  # the SDK encodes tool input fragments to UTF-8
+
+
+def test_hang_answers_nothing_until_the_client_gives_up() -> None:
+    with serve([Fault(kind="hang")]) as server:
+        types, _, final = stream_once(server, timeout=0.3)
+    # stop() released the handler that would otherwise hang for good (serve() checked no errors)
+    assert types == [] and isinstance(final, anthropic.APITimeoutError)
+    assert isinstance(final.__cause__, httpx2.ReadTimeout)
+    assert server.requests[0].status == NO_RESPONSE
+
+
+def test_stall_freezes_mid_stream() -> None:
+    with serve([Fault(kind="stall", after_events=4, reply=LONG)]) as server:
+        _, texts, final = stream_once(server, timeout=0.3)
+    assert texts == ["one two three "]
+    assert isinstance(final, httpx2.ReadTimeout)  # raw, mid-stream: not wrapped by the SDK
+
+
+def test_unknown_fault_kinds_and_negative_counts_are_refused() -> None:
+    with pytest.raises(ValueError, match="unknown Fault kind"):
+        Fault(kind="explode")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="after_events"):
+        Fault(kind="short", after_events=-1)
+    assert set(FAULT_KINDS) >= {"hang", "stall", "short", "no_stop", "null_stop", "garble", "body"}
 
 
 def test_a_client_that_hangs_up_mid_body_sent_no_request() -> None:

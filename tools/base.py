@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-ToolKind = Literal["read", "edit", "command"]
+# "mcp" and "mcp-read": a tool of an MCP server, and one its server marks read-only.
+ToolKind = Literal["read", "edit", "command", "mcp", "mcp-read"]
 
 
 class ToolError(Exception):
@@ -28,6 +29,10 @@ class ToolOutput:
     is_error: bool = False
     exit_code: int | None = None
     dropped_bytes: int = 0
+    # API content blocks sent with the text (an MCP tool's images), and non-text content kept
+    # in the log only (see tools/mcp/content.py).
+    blocks: list[dict[str, Any]] = field(default_factory=list)
+    attachments: list[dict[str, Any]] = field(default_factory=list)
 
 
 class CommandInterrupted(KeyboardInterrupt):

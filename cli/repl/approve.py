@@ -14,6 +14,7 @@ No key typed before the question was drawn answers it (see keys.py and InputArea
 from __future__ import annotations
 
 import difflib
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -23,13 +24,14 @@ from rich.text import Text
 from scribe.agent.protocol import ToolCall
 from scribe.tools.base import ToolContext, ToolError
 from scribe.tools.files import EditFile, WriteFile, plan_edit, plan_write
+from scribe.tools.mcp.spec import PREFIX as MCP_PREFIX
 from scribe.tools.registry import check_args
 from scribe.tools.textio import plural
 
 from ..visible import visible
 from .input import GUARD_S, InputArea
 from .keys import ANSWER_WORDS, TurnKeys
-from .view import RUNNING, View, diff_text
+from .view import RUNNING, View, diff_text, waiting_for_mcp
 
 PREVIEW_LINES = 12
 ANSWERS = {word[0]: word for word in ANSWER_WORDS}  # y: yes, n: no, a: always
@@ -57,11 +59,25 @@ def preview(call: ToolCall, ctx: ToolContext) -> Preview:
         if "timeout_s" in args:
             text.append(f"  (timeout {visible(str(args['timeout_s']))} s)\n", style="dim")
         return Preview(text)
+    if call.name.startswith(MCP_PREFIX):
+        return _mcp_preview(call)
     if call.name == "edit_file":
         return _edit_preview(args, ctx)
     if call.name == "write_file":
         return _write_preview(args, ctx)
     return Preview()
+
+
+def _mcp_preview(call: ToolCall) -> Preview:
+    """An MCP call: which server and tool (its summary says, exactly) and every argument."""
+    server, _, tool = call.summary.partition(" · ")
+    text = Text(f"  MCP server {visible(server)}, tool {visible(tool.split(' ', 1)[0])}\n", style="bold")
+    lines = json.dumps(call.args, ensure_ascii=False, indent=2).splitlines() if call.args else ["(no arguments)"]
+    for line in lines[:PREVIEW_LINES]:
+        text.append(f"    {visible(line)}\n")
+    if len(lines) > PREVIEW_LINES:
+        text.append(f"    … {plural(len(lines) - PREVIEW_LINES, 'more line')}\n", style="dim")
+    return Preview(text)
 
 
 def _edit_preview(args: dict[str, Any], ctx: ToolContext) -> Preview:
@@ -120,4 +136,6 @@ class Approver:
             self.keys.answered(choice)
         if choice.word != "no" and call.name == "run_command":
             self.view.busy(RUNNING)
+        elif choice.word != "no" and call.name.startswith(MCP_PREFIX):
+            self.view.busy(waiting_for_mcp(call.summary))
         return VERDICT[choice.word]

@@ -27,13 +27,14 @@ from scribe.agent.compress import ContextSize
 from scribe.agent.config import Settings, find_workspace, load_settings, state_dir
 from scribe.agent.curator import Curation, curate, curate_earlier
 from scribe.agent.loop import Agent
+from scribe.agent.mcptools import open_hub, start_notes
 from scribe.agent.model import ModelClient, preload_sdk
 from scribe.agent.protocol import AgentEvent, TurnEnded
-from scribe.agent.retry import RetryPolicy
 from scribe.agent.runtime import SessionChoice, build_agent, choose_session
 from scribe.agent.session import Session, notes_path, open_session, store_for
 from scribe.memory.events import InterruptEvent
 from scribe.memory.pairing import unanswered_tool_uses
+from scribe.tools.mcp.hub import McpHub
 
 from ..errors import cli_errors, fail
 from .approve import Approver
@@ -101,10 +102,12 @@ def drive(turn: Iterator[AgentEvent], show: Callable[[AgentEvent], None]) -> Tur
 
 class Repl:
     def __init__(self, workspace: Path, settings: Settings, view: View, *, model: ModelClient | None = None,
-                 area: InputArea | None = None) -> None:
+                 area: InputArea | None = None, hub: McpHub | None = None) -> None:
         self.workspace, self.settings, self.view = workspace, settings, view
+        # The MCP servers of this REPL, shared by its sessions (each pins its own tools).
+        self.hub = hub if hub is not None else McpHub([], workspace)
         # One client for every session of this REPL: its connections stay open between turns.
-        self.model = model or ModelClient(retry=RetryPolicy(settings.max_retries, settings.retry_backoff_s))
+        self.model = model or ModelClient.for_settings(settings)
         self.keys = TurnKeys()
         self.area = area or InputArea(workspace, state_dir(workspace) / "history", command_help, self.toolbar,
                                       self.keys)
@@ -125,7 +128,8 @@ class Repl:
     def open(self, session: Session, *, resumed: bool) -> None:
         """Make `session` the current one (closing the previous) and greet it."""
         approver = Approver(self.view, self.area, lambda: self.agent.context, self.keys)
-        agent = build_agent(self.workspace, self.settings, session, approver=approver, model=self.model)
+        agent = build_agent(self.workspace, self.settings, session, approver=approver, model=self.model,
+                            hub=self.hub)
         agent.policy.how_to_allow = MODE_COMMAND
         previous, self._agent = self._agent, agent
         if previous is not None:
@@ -142,8 +146,13 @@ class Repl:
 
     def choose(self, choice: SessionChoice) -> Session:
         """The session to run in. A new one first curates the earlier sessions the notes have not
-        taken (a wait the person did not ask for: said at once, and Ctrl-C skips it)."""
-        if not (choice.continue_latest or choice.session_id) and self.settings.curate_notes:
+        taken (a wait the person did not ask for: said at once, and Ctrl-C skips it), while its
+        MCP servers start; then it waits for them (at most mcp_start_timeout_s; Ctrl-C stops
+        waiting) and pins the tools of those ready."""
+        new = not (choice.continue_latest or choice.session_id)
+        if new:
+            self.hub.start()
+        if new and self.settings.curate_notes:
             self.view.busy("curating notes from earlier sessions…  (Ctrl-C skips)")
             try:
                 for outcome in curate_earlier(self.workspace, self.settings, self.model):
@@ -152,7 +161,24 @@ class Repl:
                 self.view.note("notes: curation skipped (interrupted)")
             finally:
                 self.view.pause()
-        return choose_session(self.workspace, self.settings, choice)
+        pending = self.wait_for_servers() if new else None
+        return choose_session(self.workspace, self.settings, choice, self.hub, wait=False, pending=pending)
+
+    def wait_for_servers(self) -> str | None:
+        """Wait for the new session's MCP servers, saying so; Ctrl-C stops waiting. Returns why
+        the servers not ready have no tools when it is not the limit."""
+        if not self.hub.specs:
+            return None
+        names, limit = ", ".join(self.hub.specs), self.settings.mcp_start_timeout_s
+        self.view.note(f"starting MCP servers: {names} (waiting at most {limit:g} s)")
+        self.view.busy("waiting for MCP servers…  (Ctrl-C stops waiting)")
+        try:
+            self.hub.wait(limit)
+        except KeyboardInterrupt:
+            return "it had not answered when the person stopped waiting (Ctrl-C)"
+        finally:
+            self.view.pause()
+        return None
 
     def resume(self, id_or_prefix: str) -> None:
         found = store_for(self.workspace).find(id_or_prefix, self.workspace)
@@ -208,6 +234,8 @@ class Repl:
         self.view.note("/help lists commands · Alt-Enter adds a line · Ctrl-C cancels a turn · Ctrl-D exits")
         for problem in self.session.problems:
             self.view.warn(f"note: {self.session.path.name} {problem}")
+        for line in ([] if resumed else start_notes(self.session.header)):
+            self.view.warn(line)
         pairs = last_exchanges(self.session.events) if resumed else []
         if pairs:
             self.view.note("── earlier in this session ──")
@@ -289,11 +317,15 @@ def start(*, continue_: bool, resume: str | None, permission_mode: str | None, m
         settings = load_settings(workspace, flags,
                                  defaults={"permission_mode": "ask"})
         preload_sdk()  # while the person types the first message
-        repl = Repl(workspace, settings, View(make_console()))
-        with repl.keys.session():
-            session = repl.choose(SessionChoice(continue_, resume, model))
-            try:
-                repl.open(session, resumed=continue_ or bool(resume))
-                repl.loop()
-            finally:
-                repl.close()
+        hub = open_hub(workspace, settings)
+        try:
+            repl = Repl(workspace, settings, View(make_console()), hub=hub)
+            with repl.keys.session():
+                session = repl.choose(SessionChoice(continue_, resume, model))
+                try:
+                    repl.open(session, resumed=continue_ or bool(resume))
+                    repl.loop()
+                finally:
+                    repl.close()
+        finally:
+            hub.close()  # stops the MCP servers

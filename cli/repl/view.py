@@ -38,10 +38,13 @@ from scribe.agent.protocol import (
     Notice,
     Retrying,
     TextDelta,
+    TextWithdrawn,
     ToolCall,
     ToolDone,
     TurnEnded,
+    Waiting,
 )
+from scribe.tools.mcp.spec import PREFIX as MCP_PREFIX
 from scribe.tools.textio import plural
 
 from ..visible import VisibleConsole, VisibleStream, visible
@@ -62,6 +65,11 @@ STATUS_AFTER_S = 1.0
 ELAPSED_AFTER_S = 3.0  # the spinner adds the seconds waited from then on
 THINKING = "thinking…  (Esc or Ctrl-C cancels)"
 RUNNING = "running…  (Esc or Ctrl-C cancels)"
+
+
+def waiting_for_mcp(summary: str) -> str:
+    """The spinner's words while an MCP call runs: which server it waits for (from the summary)."""
+    return f"waiting for MCP server {visible(summary.split(' · ')[0])}…  (Esc or Ctrl-C cancels)"
 
 
 class TerminalConsole(VisibleConsole):
@@ -260,25 +268,54 @@ class View:
                                              visible(event.summary)))
             if event.name == "run_command":
                 self.busy(RUNNING)
+            elif event.name.startswith(MCP_PREFIX):
+                self.busy(waiting_for_mcp(event.summary))
         elif isinstance(event, ToolDone):
             self.pause()
             self._tool_result(event)
             # The next call may be a while in coming (memory compression goes first): say so.
             self.busy(THINKING)
         elif isinstance(event, Retrying):
-            # The call starts over and streams its answer again: drop what it had shown so far.
+            # The text shown so far stays: the retried call sends only what goes past it, or
+            # withdraws it (TextWithdrawn) if its answer differs. On a live terminal the line
+            # goes above the answer, which streams on and is printed whole at the end.
+            if self._live is not None and self._text:
+                self.console.print(Text(visible(f"retrying: {event.reason}"), style="yellow"))
+            else:
+                self.warn(f"retrying: {event.reason}")
+        elif isinstance(event, TextWithdrawn):
             self._stop_live()
             self._stream.flush()
             if self._midline:
                 self.console.file.write("\n")
             self._text, self._midline = "", False
-            self.warn(f"retrying: {event.reason}")
+            self.warn("the retried answer differs from the text above; it starts again below")
+        elif isinstance(event, Waiting):
+            self._waiting(event)
         elif isinstance(event, Notice):
             self.note(event.text)
         elif isinstance(event, TurnEnded):
             self._turn_ended(event)
         elif isinstance(event, Compressed):
             self.note(compressed_line(event))
+
+    def _waiting(self, event: Waiting) -> None:
+        """The server has gone quiet: say who is silent, for how long it will be waited for, and
+        how to stop waiting. A streaming answer stays where it is; the line goes above it."""
+        line = f"waiting: {event.reason}  (Esc or Ctrl-C cancels)"
+        if self._text:
+            if self._live is not None:
+                self.console.print(Text(visible(line), style="yellow"))
+            else:
+                if self._midline:
+                    self.console.file.write("\n")
+                    self._midline = False
+                self.console.print(Text(visible(line), style="yellow"))
+        elif self.live_ok:
+            self._show(_Waiting(visible(line)))
+        else:
+            self._quiet()
+            self.console.print(Text(visible(line), style="dim"))
 
     def _turn_ended(self, event: TurnEnded) -> None:
         partial = self._text
@@ -311,7 +348,7 @@ class View:
         elif name == "edit_file":
             self.console.print(diff_text("\n".join(
                 line for line in visible(result.output).splitlines() if not line.startswith(("---", "+++")))), end="")
-        elif name == "run_command":
+        elif name == "run_command" or name.startswith(MCP_PREFIX):
             self._command_output(result.output, result.is_error)
         elif name == "write_file":
             self.console.print(Text("  ⎿ " + first_line(result.output), style="dim"))

@@ -1,0 +1,102 @@
+"""One try of a streamed model call, read in a thread of its own.
+
+The SDK blocks while it connects and while it waits for the next byte, and a generator cannot
+say anything meanwhile. So the stream is read in a worker thread that hands each piece over a
+queue; the caller waits on the queue with a timeout and can tell its front ends at once that
+the server has gone quiet. A Ctrl-C lands in the caller's thread, which stops waiting at once;
+the worker notices at its next piece (or its read timeout) and closes the stream.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import Any
+
+from .answer import check_unicode, complete_message, unreadable
+
+
+@dataclass(frozen=True)
+class Began:
+    """The server answered 200; the body follows."""
+
+    content_type: str
+
+
+@dataclass(frozen=True)
+class Piece:
+    text: str
+
+
+@dataclass(frozen=True)
+class Done:
+    message: Any  # the SDK's Message, complete (answer.complete_message)
+
+
+@dataclass(frozen=True)
+class Broke:
+    error: BaseException
+
+
+Step = Began | Piece | Done | Broke
+
+# What the SDK raises while reading a 200 whose body is not what it expects: it parses without
+# validating, so a malformed answer can surface as any of these (and httpx's DecodingError, for a
+# body that does not decompress).
+UNREADABLE = (ValueError, LookupError, TypeError, AttributeError, RuntimeError, AssertionError)
+
+
+class Attempt:
+    def __init__(self, open_stream: Callable[[], AbstractContextManager[Any]]) -> None:
+        self._open = open_stream
+        self._steps: queue.Queue[Step] = queue.Queue()
+        self._abandoned = threading.Event()
+        self._thread = threading.Thread(target=self._read, name="scribe-model-call", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def next(self, timeout: float | None) -> Step | None:
+        """The next step, or None if nothing came within `timeout` seconds."""
+        try:
+            return self._steps.get(timeout=timeout)
+        except queue.Empty:
+            return None
+
+    def abandon(self) -> None:
+        """The caller has stopped listening: the worker closes the stream at its next piece."""
+        self._abandoned.set()
+
+    def _read(self) -> None:
+        import httpx2  # noqa: PLC0415 - the SDK's HTTP layer, loaded with it by the time a call is made
+
+        try:
+            with self._open() as stream:
+                content_type = stream.response.headers.get("content-type", "")
+                self._steps.put(Began(content_type))
+                try:
+                    message = self._events(stream)
+                except (*UNREADABLE, httpx2.DecodingError) as exc:
+                    raise unreadable(exc, content_type) from exc
+                if message is not None:
+                    self._steps.put(Done(message))
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread, which raises it
+            self._steps.put(Broke(exc))
+
+    def _events(self, stream: Any) -> Any:
+        started = stopped = False
+        for event in stream:
+            if self._abandoned.is_set():
+                return None
+            if event.type == "message_start":
+                started = True
+            elif event.type == "message_stop":
+                stopped = True
+            elif event.type == "text" and event.text:
+                check_unicode(event.text)
+                self._steps.put(Piece(event.text))
+        message = stream.current_message_snapshot if started else None
+        return complete_message(message, stopped, stream.response.headers.get("content-type", ""))

@@ -1,0 +1,159 @@
+"""Which MCP servers this workspace has: `[mcp.servers.NAME]` tables in the config files, and
+Claude Code's `.mcp.json` at the workspace root.
+
+Weakest first, a later source replacing a server of the same name:
+    ~/.config/scribe/config.toml  ->  <workspace>/.mcp.json  ->  <workspace>/.scribe/config.toml
+
+`.mcp.json` is usually committed with the project, so a clone could start any program on your
+machine; its servers are used only once you trust the file (`trust_mcp_json = true`, in a config
+file of yours or as SCRIBE_TRUST_MCP_JSON), as Claude Code asks before using them.
+
+`${VAR}` and `${VAR:-default}` in a command, its arguments, `env`, a URL or `headers` are
+replaced from the environment (so a committed file can name a token without holding it).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from scribe.tools.mcp.spec import ServerSpec, Transport
+
+from .config import ConfigError, Settings, read_config_file, state_dir, user_config_path
+
+MCP_JSON = ".mcp.json"
+KEYS = ("type", "command", "args", "env", "cwd", "url", "headers", "allow", "timeout_s", "enabled")
+_TRANSPORTS: dict[str, Transport] = {"stdio": "stdio", "http": "http", "streamable-http": "http",
+                                     "streamable_http": "http"}
+_VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+
+
+@dataclass(frozen=True)
+class McpConfig:
+    servers: list[ServerSpec]
+    # Servers of a `.mcp.json` left unused because it is not trusted (name -> the file).
+    untrusted: dict[str, str] = field(default_factory=dict)
+
+
+def mcp_config(workspace: Path, settings: Settings, environ: Mapping[str, str] | None = None) -> McpConfig:
+    environ = os.environ if environ is None else environ
+    found: dict[str, ServerSpec | None] = {}
+    untrusted: dict[str, str] = {}
+    found.update(_from_toml(user_config_path(), environ))
+    project = workspace / MCP_JSON
+    if project.is_file():
+        if settings.trust_mcp_json:
+            found.update(_from_mcp_json(project, environ))
+        else:
+            untrusted = {name: str(project) for name in _mcp_json_names(project)}
+    found.update(_from_toml(state_dir(workspace) / "config.toml", environ))
+    servers = [spec for spec in found.values() if spec is not None]
+    return McpConfig(sorted(servers, key=lambda s: s.name), {k: v for k, v in untrusted.items() if k not in found})
+
+
+def _from_toml(path: Path, environ: Mapping[str, str]) -> dict[str, ServerSpec | None]:
+    """The `[mcp.servers.*]` tables of a scribe config file (the rest is agent/config.py's)."""
+    table = (read_config_file(path) or {}).get("mcp")
+    if table is None:
+        return {}
+    if not isinstance(table, dict) or set(table) - {"servers"}:
+        raise ConfigError(f"{path}: [mcp] holds only [mcp.servers.NAME] tables")
+    servers = table.get("servers", {})
+    if not isinstance(servers, dict):
+        raise ConfigError(f"{path}: mcp.servers must be a table of servers")
+    return {name: _spec(name, entry, f"{path}: mcp.servers.{name}", str(path), environ, strict=True)
+            for name, entry in servers.items()}
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    data = read_config_file(path)
+    servers = data.get("mcpServers", {}) if isinstance(data, dict) else None
+    if not isinstance(servers, dict):
+        raise ConfigError(f'{path}: expected {{"mcpServers": {{NAME: {{...}}}}}}')
+    return servers
+
+
+def _mcp_json_names(path: Path) -> list[str]:
+    try:
+        return list(_read_json(path))
+    except ConfigError:
+        return ["(unreadable)"]
+
+
+def _from_mcp_json(path: Path, environ: Mapping[str, str]) -> dict[str, ServerSpec | None]:
+    # Other tools read the same file and add keys of their own: those are left alone.
+    return {name: _spec(name, entry, f"{path}: {name}", str(path), environ, strict=False)
+            for name, entry in _read_json(path).items()}
+
+
+def _spec(name: str, entry: Any, where: str, source: str, environ: Mapping[str, str],
+          *, strict: bool) -> ServerSpec | None:
+    """One server entry, checked; None when it is switched off (`enabled = false`)."""
+    if not name or not isinstance(entry, dict):
+        raise ConfigError(f"{where}: a server is a table of settings ({', '.join(KEYS)})")
+    unknown = sorted(set(entry) - set(KEYS))
+    if strict and unknown:
+        raise ConfigError(f"{where}: unknown key {', '.join(unknown)} (known: {', '.join(KEYS)})")
+    if entry.get("enabled", True) is False:
+        return None
+    kind = entry.get("type") or ("http" if "url" in entry else "stdio")
+    if kind == "sse":
+        raise ConfigError(f"{where}: the SSE transport is not supported; use the server's streamable HTTP "
+                          'endpoint (type "http")')
+    if kind not in _TRANSPORTS:
+        raise ConfigError(f"{where}: type must be stdio or http, not {kind!r}")
+    transport = _TRANSPORTS[kind]
+
+    def text(key: str, value: Any) -> str:
+        if not isinstance(value, str):
+            raise ConfigError(f"{where}: {key} must be a string, got {value!r}")
+        return _expand(value, environ, f"{where}: {key}")
+
+    def strings(key: str) -> tuple[str, ...]:
+        value = entry.get(key, [])
+        if not isinstance(value, list):
+            raise ConfigError(f"{where}: {key} must be a list of strings")
+        return tuple(text(key, v) for v in value)
+
+    def table(key: str) -> dict[str, str]:
+        value = entry.get(key, {})
+        if not isinstance(value, dict):
+            raise ConfigError(f"{where}: {key} must be a table of strings")
+        return {str(k): text(f"{key}.{k}", v) for k, v in value.items()}
+
+    timeout = entry.get("timeout_s")
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0):
+        raise ConfigError(f"{where}: timeout_s must be a positive number of seconds, got {timeout!r}")
+    allow = entry.get("allow", [])
+    if not isinstance(allow, list) or not all(isinstance(v, str) for v in allow):
+        raise ConfigError(f"{where}: allow must be a list of tool names (or patterns such as \"get_*\")")
+    common: dict[str, Any] = {"name": name, "transport": transport, "source": source, "allow": tuple(allow),
+                              "timeout_s": float(timeout) if timeout is not None else None}
+    if transport == "http":
+        url = text("url", entry.get("url", ""))
+        if not url.startswith(("http://", "https://")):
+            raise ConfigError(f"{where}: url must be an http:// or https:// address, got {url!r}")
+        return ServerSpec(url=url, headers=table("headers"), **common)
+    command = text("command", entry.get("command", ""))
+    if not command.strip():
+        raise ConfigError(f"{where}: a stdio server needs a command (or a url for an HTTP server)")
+    cwd = entry.get("cwd")
+    return ServerSpec(command=command, args=strings("args"), env=table("env"),
+                      cwd=text("cwd", cwd) if cwd is not None else None, **common)
+
+
+def _expand(value: str, environ: Mapping[str, str], where: str) -> str:
+    def one(match: re.Match[str]) -> str:
+        name, default = match.group(1), match.group(2)
+        found = environ.get(name)
+        if found is not None and (found != "" or default is None):
+            return found
+        if default is not None:
+            return default
+        raise ConfigError(f"{where}: ${{{name}}} is not set (give it a value, or write ${{{name}:-default}})")
+
+    return _VARIABLE.sub(one, value)

@@ -1,0 +1,93 @@
+"""`scribe mcp list`: the MCP servers configured for this workspace, whether each starts, and
+the tools a new session would get from it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from .errors import cli_errors
+
+if TYPE_CHECKING:
+    from scribe.agent.mcpconfig import McpConfig
+    from scribe.tools.mcp.hub import ServerState
+
+mcp_app = typer.Typer(help="MCP servers: what is configured, whether each starts, and its tools.",
+                      no_args_is_help=True, add_completion=False, rich_markup_mode=None)
+
+
+@mcp_app.command("list")
+def list_servers(
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON document: the servers, their states and tools.")] = False,
+) -> None:
+    """Start every configured server (in parallel, waiting at most mcp_start_timeout_s), then
+    show each one's state and tools, and stop them again.
+
+    Servers come from [mcp.servers.NAME] tables in ~/.config/scribe/config.toml and
+    <workspace>/.scribe/config.toml, and from <workspace>/.mcp.json once trusted
+    (trust_mcp_json = true).
+    """
+    from scribe.agent.config import find_workspace, load_settings, state_dir
+    from scribe.agent.mcpconfig import mcp_config
+    from scribe.tools.mcp.hub import McpHub
+
+    with cli_errors():
+        workspace = find_workspace(Path.cwd())
+        settings = load_settings(workspace)
+        config = mcp_config(workspace, settings)
+        with McpHub(config.servers, workspace, log_dir=state_dir(workspace) / "mcp",
+                    start_timeout_s=settings.mcp_start_timeout_s, call_timeout_s=settings.mcp_call_timeout_s) as hub:
+            hub.start()
+            states = hub.wait()
+            allowed = {name: spec.allow for name, spec in hub.specs.items()}
+    rows = [_row(s, allowed.get(s.name, ()), settings.mcp_start_timeout_s) for s in states]
+    rows += [_untrusted(name, source) for name, source in config.untrusted.items()]
+    if as_json:
+        print(json.dumps({"servers": rows}, indent=2, ensure_ascii=False))
+        return
+    _print(rows, config)
+
+
+def _row(state: ServerState, allow: tuple[str, ...], limit: float) -> dict[str, Any]:
+    import fnmatch
+
+    shown = "no answer" if state.state in ("starting", "not started") else state.state
+    error = state.error
+    if shown == "no answer":
+        error = f"it had not answered within {limit:g} s (mcp_start_timeout_s)"
+    return {
+        "name": state.name, "transport": state.transport, "where": state.where, "source": state.source,
+        "state": shown, "error": error, "skipped": list(state.skipped),
+        "tools": [{"name": t.name, "tool": t.tool, "read_only": t.read_only,
+                   "allowed": any(fnmatch.fnmatchcase(t.tool, p) for p in allow),
+                   "description": t.definition.get("description", "")} for t in state.tools],
+    }
+
+
+def _untrusted(name: str, source: str) -> dict[str, Any]:
+    return {"name": name, "transport": None, "where": None, "source": source, "state": "untrusted",
+            "error": "the project's .mcp.json is not trusted: set trust_mcp_json = true to use its servers",
+            "skipped": [], "tools": []}
+
+
+def _print(rows: list[dict[str, Any]], config: McpConfig) -> None:
+    if not rows:
+        print("no MCP servers configured: add [mcp.servers.NAME] tables to a config file "
+              "(scribe config shows which), or a .mcp.json to the workspace")
+        return
+    for row in rows:
+        line = f"{row['name']}  {row['transport'] or '-'}  {row['state']}"
+        if row["error"]:
+            line += f": {row['error']}"
+        print(line)
+        if row["where"]:
+            print(f"  {row['where']}  (from {row['source']})")
+        width = max((len(t["name"]) for t in row["tools"]), default=0)
+        for tool in row["tools"]:
+            marks = [m for m, on in (("read-only", tool["read_only"]), ("runs without asking", tool["allowed"])) if on]
+            print(f"  {tool['name']:<{width}}  {tool['tool']}" + (f"  ({', '.join(marks)})" if marks else ""))
+        for skipped in row["skipped"]:
+            print(f"  left out: {skipped}")

@@ -1,0 +1,122 @@
+"""A real MCP server, written with the official SDK, for scribe's tests.
+
+    python notes.py              serve over stdio
+    python notes.py http PORT    serve streamable HTTP on 127.0.0.1:PORT (path /mcp)
+
+NOTES_VARIANT=v2 changes what it offers (a tool gone, one added, a schema changed), as a server
+upgraded between two runs would. NOTES_MODE makes it misbehave on purpose:
+    fail        exit at start-up, saying why on stderr
+    slow:S      wait S seconds before serving
+    chatty      print lines that are not JSON-RPC on stdout, then exit
+Its tools `crash`, `exit_soon`, `hang` and `garble` fail mid-session: exit during the call, exit
+just after answering, never answer, or answer with a result that is not an MCP result.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+import time
+
+from mcp.server import MCPServer
+from mcp.server.mcpserver import Context
+from mcp.server.mcpserver.utilities.types import Image
+from mcp_types import ToolAnnotations
+from tiny_png import png_bytes  # beside this file
+
+VARIANT = os.environ.get("NOTES_VARIANT", "v1")
+MODE = os.environ.get("NOTES_MODE", "")
+server = MCPServer("notes", log_level="WARNING")
+# The SDK points fd 1 at stderr while it serves (stray prints must not corrupt the protocol), so
+# `garble` keeps its own handle on the real stdout, taken before that.
+WIRE = os.dup(1)
+notes: dict[str, str] = {}
+
+
+if VARIANT == "v1":
+    @server.tool()
+    def add_note(title: str, body: str) -> str:
+        """Store a note under a title."""
+        notes[title] = body
+        return f"stored note '{title}' ({len(body)} characters)"
+
+    @server.tool(annotations=ToolAnnotations(read_only_hint=True))
+    def find_notes(query: str) -> str:
+        """Find the notes whose title or body contains the query."""
+        found = [f"{t}: {b}" for t, b in notes.items() if query in t or query in b]
+        return "\n".join(found) if found else f"no note matches '{query}'"
+else:
+    @server.tool()
+    def tag_note(title: str, tag: str) -> str:
+        """Tag a note."""
+        return f"tagged '{title}' with {tag}"
+
+    @server.tool(annotations=ToolAnnotations(read_only_hint=True))
+    def find_notes(query: str, limit: int = 10) -> str:
+        """Find notes (at most `limit`)."""
+        return f"no note matches '{query}'"
+
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
+def chart(title: str) -> list:
+    """Draw a chart as a PNG image."""
+    return [f"chart of {title}", Image(data=png_bytes(), format="png")]
+
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
+def big(lines: int) -> str:
+    """Print many numbered lines."""
+    return "\n".join(f"line {i} of the report" for i in range(1, lines + 1))
+
+
+@server.tool()
+def crash() -> str:
+    """Exit in the middle of the call."""
+    print("notes: crashed on purpose", file=sys.stderr, flush=True)
+    os._exit(3)
+
+
+@server.tool()
+def exit_soon() -> str:
+    """Answer, then exit a moment later (a server that dies while idle)."""
+    threading.Timer(0.2, os._exit, args=(4,)).start()
+    return "bye"
+
+
+@server.tool()
+def hang() -> str:
+    """Never answer."""
+    time.sleep(3600)
+    return "unreachable"
+
+
+@server.tool()
+def garble(ctx: Context) -> str:
+    """Answer the call with something that is not an MCP result."""
+    request_id = int(ctx.request_id) if ctx.request_id.isdigit() else ctx.request_id
+    line = json.dumps({"jsonrpc": "2.0", "id": request_id, "result": {"content": "not a list of blocks"}})
+    os.write(WIRE, (line + "\n").encode())
+    return "too late: the answer above came first"
+
+
+def main() -> None:
+    if MODE == "fail":
+        print("notes: cannot open the notes database at /nonexistent/notes.db", file=sys.stderr)
+        sys.exit(2)
+    if MODE.startswith("slow:"):
+        time.sleep(float(MODE.split(":", 1)[1]))
+    if MODE == "chatty":  # a program that is not an MCP server, like a mistyped command
+        print("Welcome to notes 1.0!", flush=True)
+        print("Type 'help' for a list of commands.", flush=True)
+        time.sleep(0.5)
+        sys.exit(1)
+    if sys.argv[1:2] == ["http"]:
+        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
+    else:
+        server.run()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,194 @@
+"""The hub against real MCP server processes (tests/mcp_servers/notes.py, written with the SDK),
+over stdio and streamable HTTP: listing, calls, every way a server fails, and the agent loop's
+permission modes for MCP tools."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from mcp_servers.launch import NOTES, START_S, free_port, notes_over_http
+
+from scribe.agent.config import Settings
+from scribe.agent.loop import Agent
+from scribe.agent.runtime import SessionChoice, build_agent, choose_session
+from scribe.fakeapi import FakeMessagesServer, Reply, tool_use_block
+from scribe.memory.events import ToolResultEvent
+from scribe.tools.base import CommandInterrupted, ToolContext
+from scribe.tools.mcp.hub import McpHub
+from scribe.tools.mcp.link import McpCallError
+from scribe.tools.mcp.spec import ServerSpec
+from scribe.tools.mcp.tool import McpTool
+
+
+def notes_spec(name: str = "notes", **env: str) -> ServerSpec:
+    return ServerSpec(name, "stdio", "test", command=sys.executable, args=(NOTES,), env=dict(env),
+                      allow=("add_*",))
+
+
+@pytest.fixture(scope="module")
+def hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[McpHub]:
+    """One notes server over stdio for the module's tests (they leave it running, or restartable)."""
+    root = tmp_path_factory.mktemp("mcp-hub")
+    with McpHub([notes_spec()], root, log_dir=root / "logs", start_timeout_s=START_S, call_timeout_s=30) as hub:
+        hub.start()
+        hub.wait()
+        yield hub
+
+
+def test_a_stdio_server_lists_its_tools_and_answers_calls(hub: McpHub) -> None:
+    [state] = hub.states()
+    assert state.state == "ready", state.error
+    names = [t.name for t in state.tools]
+    assert names[:3] == ["mcp__notes__add_note", "mcp__notes__find_notes", "mcp__notes__chart"]
+    assert {t.tool: t.read_only for t in state.tools}["find_notes"] is True
+    assert hub.call("notes", "add_note", {"title": "milk", "body": "buy oat milk"})["content"] == [
+        {"type": "text", "text": "stored note 'milk' (12 characters)"}]
+    found = hub.call("notes", "find_notes", {"query": "oat"})
+    assert found["content"][0]["text"] == "milk: buy oat milk" and not found["isError"]
+    chart = hub.call("notes", "chart", {"title": "sales"})["content"]
+    assert [c["type"] for c in chart] == ["text", "image"] and chart[1]["mimeType"] == "image/png"
+
+
+def test_an_unknown_tool_and_bad_arguments_come_back_as_errors_from_the_server(hub: McpHub) -> None:
+    with pytest.raises(McpCallError, match="no longer offers the tool 'delete_all'"):
+        hub.call("notes", "delete_all", {})
+    result = hub.call("notes", "find_notes", {"query": 3})
+    assert result["isError"] is True
+
+
+def test_a_server_crashing_mid_call_is_an_error_and_the_next_call_starts_it_again(hub: McpHub) -> None:
+    with pytest.raises(McpCallError) as caught:
+        hub.call("notes", "crash", {})
+    assert str(caught.value) == ("MCP server 'notes' stopped during the call; its stderr ends: notes: crashed on "
+                                 "purpose; scribe starts it again at the next call")
+    assert hub.call("notes", "find_notes", {"query": "x"})["content"][0]["text"] == "no note matches 'x'"
+
+
+def test_a_server_that_exits_while_idle_is_restarted_before_the_next_call(hub: McpHub) -> None:
+    assert hub.call("notes", "exit_soon", {})["content"][0]["text"] == "bye"
+    deadline = time.monotonic() + 10
+    while hub.states()[0].state == "ready" and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert hub.states()[0].state == "failed" and "it exited" in (hub.states()[0].error or "")
+    assert not hub.call("notes", "find_notes", {"query": "y"})["isError"]  # not sent into the void
+
+
+def test_a_hanging_call_times_out_with_one_line(hub: McpHub) -> None:
+    with pytest.raises(McpCallError, match=r"^MCP server 'notes' did not answer within 1 s \(mcp_call_timeout_s\); "
+                                           "the call was cancelled$"):
+        hub.call("notes", "hang", {}, timeout_s=1)
+
+
+def test_ctrl_c_during_a_call_cancels_it_and_gives_it_a_result(hub: McpHub, workspace: Path) -> None:
+    hang = McpTool(hub, "notes", next(t for t in hub.states()[0].tools if t.tool == "hang"))
+    interrupt = threading.Timer(1.0, os.kill, args=(os.getpid(), signal.SIGINT))  # a real Ctrl-C
+    interrupt.start()
+    try:
+        with pytest.raises(CommandInterrupted) as caught:
+            hang.run({}, ToolContext(workspace=workspace))
+    finally:
+        interrupt.cancel()
+    assert caught.value.output.is_error
+    assert caught.value.output.text == "[cancelled by the user: the call to hang on MCP server 'notes' was stopped]"
+    assert not hub.call("notes", "find_notes", {"query": "z"})["isError"]  # the server goes on
+
+
+def test_an_answer_that_is_not_an_mcp_result_is_an_error(hub: McpHub) -> None:
+    with pytest.raises(McpCallError, match="answered with something that is not a valid tool result: "
+                                           "CallToolResult.content: Input should be a valid list"):
+        hub.call("notes", "garble", {})
+
+
+def test_servers_that_cannot_start_each_say_why(tmp_path: Path) -> None:
+    specs = [notes_spec("broken", NOTES_MODE="fail"), ServerSpec("missing", "stdio", "t", command="/nonexistent/x"),
+             ServerSpec("web", "http", "t", url=f"http://127.0.0.1:{free_port()}/mcp")]
+    with McpHub(specs, tmp_path, log_dir=tmp_path / "logs", start_timeout_s=START_S) as hub:
+        hub.start()
+        states = {s.name: s for s in hub.wait()}
+        assert {n: s.state for n, s in states.items()} == {"broken": "failed", "missing": "failed", "web": "failed"}
+        assert states["broken"].error == ("exited during start-up; its stderr ends: notes: cannot open the notes "
+                                          "database at /nonexistent/notes.db")
+        assert states["missing"].error == "cannot start `/nonexistent/x`: No such file or directory"
+        assert states["web"].error.startswith(f"cannot connect to {specs[2].url}")
+        with pytest.raises(McpCallError, match="MCP server 'broken' is not available: exited during start-up"):
+            hub.call("broken", "find_notes", {"query": "x"})
+
+
+def test_a_server_that_prints_garbage_says_so(tmp_path: Path) -> None:
+    with McpHub([notes_spec("chatty", NOTES_MODE="chatty")], tmp_path, start_timeout_s=START_S) as hub:
+        hub.start()
+        [state] = hub.wait()
+    assert (state.state, state.error) == ("failed", "exited during start-up; it wrote 2 lines to stdout that are "
+                                                    "not JSON-RPC (is it an MCP server?)")
+
+
+def test_a_server_that_has_not_finished_starting_is_not_waited_for_past_the_limit(tmp_path: Path) -> None:
+    with McpHub([notes_spec("slow", NOTES_MODE="slow:600")], tmp_path, start_timeout_s=1.5) as hub:
+        hub.start()
+        [state] = hub.wait()
+        assert state.state == "starting"
+        with pytest.raises(McpCallError) as caught:
+            hub.call("slow", "find_notes", {"query": "x"})
+    assert str(caught.value) == ("MCP server 'slow' is not available: it did not finish starting within 1.5 s "
+                                 "(mcp_start_timeout_s)")
+
+
+@pytest.fixture
+def http_server() -> Iterator[str]:
+    with notes_over_http() as url:
+        yield url
+
+
+def test_a_streamable_http_server_lists_and_answers(http_server: str, tmp_path: Path) -> None:
+    spec = ServerSpec("web", "http", "t", url=http_server, headers={"X-Trace": "scribe-test"})
+    with McpHub([spec], tmp_path, start_timeout_s=START_S) as hub:
+        hub.start()
+        [state] = hub.wait()
+        assert state.state == "ready", state.error
+        assert "mcp__web__find_notes" in [t.name for t in state.tools]
+        hub.call("web", "add_note", {"title": "t", "body": "over http"})
+        assert hub.call("web", "find_notes", {"query": "http"})["content"][0]["text"] == "t: over http"
+
+
+# -- through the agent loop ------------------------------------------------------------------------
+
+def agent_with(hub: McpHub, server: FakeMessagesServer, workspace: Path, mode: str,
+               monkeypatch: pytest.MonkeyPatch) -> Agent:
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", server.base_url)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+    settings = Settings(permission_mode=mode, watch_files=False, curate_notes=False, mcp_start_timeout_s=START_S)
+    return build_agent(workspace, settings, choose_session(workspace, settings, SessionChoice(), hub), hub=hub)
+
+
+def results_of(agent: Agent) -> dict[str, ToolResultEvent]:
+    return {e.tool: e for e in agent.session.events if isinstance(e, ToolResultEvent)}
+
+
+@pytest.mark.parametrize("mode", ["accept-edits", "read-only"])
+def test_permission_modes_decide_which_mcp_tools_run(hub: McpHub, workspace: Path, mode: str,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    script = [Reply([tool_use_block("mcp__notes__find_notes", {"query": "zzz"}),
+                     tool_use_block("mcp__notes__add_note", {"title": "a", "body": "b"}),
+                     tool_use_block("mcp__notes__garble", {})]),
+              Reply.text("done")]
+    with FakeMessagesServer(script) as server:
+        agent = agent_with(hub, server, workspace, mode, monkeypatch)
+        ended = list(agent.turn("use the notes"))[-1]
+        agent.session.close()
+    assert ended.reason == "end_turn"
+    results = results_of(agent)
+    assert results["mcp__notes__find_notes"].output == "no note matches 'zzz'"  # read-only: runs in both
+    garble = results["mcp__notes__garble"]
+    assert garble.is_error and "is not allowed in permission mode" in garble.output  # refused, never sent
+    add = results["mcp__notes__add_note"]
+    if mode == "accept-edits":  # the server's `allow` list names add_*
+        assert not add.is_error and add.output.startswith("stored note 'a'")
+    else:  # ... but read-only stays read-only
+        assert add.is_error and "does not mark it read-only" in add.output
