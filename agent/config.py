@@ -41,6 +41,8 @@ class Settings:
     reflect_tokens: int = 40_000
     retention: float = 0.2
     observe_on_payback: bool = True
+    compress_when_cold: bool = True
+    reflect_on_payback: bool = True
     command_timeout_s: float = 120.0
     render_output_chars: int = 12_000
     settled_output_chars: int = 2_000
