@@ -10,7 +10,7 @@ import pytest
 
 from helpers import run_scribe, scribe_env, session_logs
 from scribe.fakeapi import FakeMessagesServer, Reply, text_block, tool_use_block
-from scribe.tools.base import ToolContext
+from scribe.tools.base import ToolContext, ToolOutput
 from scribe.tools.registry import builtin_tools, run_tool
 from scribe.tools.sandbox import command_protection
 from scribe.tools.secrets import Redactor, is_secret, is_secret_name
@@ -61,6 +61,29 @@ def test_every_tools_output_is_redacted_a_dotenv_read_too(workspace: Path) -> No
         assert KEY not in text and "s3cret-pw" not in text
     assert "ANTHROPIC_API_KEY=[redacted ANTHROPIC_API_KEY]" in read
     assert "postgres://app:[redacted]@db/x" in read
+
+
+class _ServerEcho:
+    """A tool whose result carries non-text content as an MCP server may send it: kept in the
+    log as sent, so a secret in it must be redacted there too."""
+
+    name, kind, description = "echo_attachment", "mcp", "returns what a server might"
+    input_schema = {"type": "object", "properties": {}}
+
+    def summary(self, args: dict) -> str:
+        return ""
+
+    def run(self, args: dict, ctx: ToolContext) -> ToolOutput:
+        return ToolOutput("[audio/wav]", attachments=[
+            {"type": "audio", "meta": {"note": f"token {KEY}"}, "uris": [f"https://bot:{KEY}@h/x"]}])
+
+
+def test_secrets_in_non_text_content_are_redacted_too(workspace: Path) -> None:
+    ctx = ToolContext(workspace=workspace, redact=Redactor.from_environ({"ANTHROPIC_API_KEY": KEY}))
+    out = run_tool([_ServerEcho()], "echo_attachment", {}, ctx)
+    assert KEY not in json.dumps(out.attachments)
+    assert out.attachments == [{"type": "audio", "meta": {"note": "token [redacted ANTHROPIC_API_KEY]"},
+                                "uris": ["https://bot:[redacted ANTHROPIC_API_KEY]@h/x"]}]
 
 
 def scripted_command(command: str) -> list[Reply]:

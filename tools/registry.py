@@ -57,8 +57,23 @@ def run_tool(tools: Sequence[Tool], name: str, args: Any, ctx: ToolContext) -> T
 
 
 def _redacted(out: ToolOutput, ctx: ToolContext) -> ToolOutput:
+    """The output with secret values replaced in its text and in every string of the non-text
+    content it carries (an MCP server's unknown content types are kept in the log as sent)."""
     text = ctx.redact(out.text)
-    return out if text == out.text else dataclasses.replace(out, text=text)
+    attachments = [_redact_strings(a, ctx) for a in out.attachments]
+    if text == out.text and attachments == out.attachments:
+        return out
+    return dataclasses.replace(out, text=text, attachments=attachments)
+
+
+def _redact_strings(value: Any, ctx: ToolContext) -> Any:
+    if isinstance(value, str):
+        return ctx.redact(value)
+    if isinstance(value, dict):
+        return {k: _redact_strings(v, ctx) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_redact_strings(v, ctx) for v in value]
+    return value
 
 
 def _run_tool(tools: Sequence[Tool], name: str, args: Any, ctx: ToolContext) -> ToolOutput:
