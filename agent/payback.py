@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import accumulate
 
-from scribe.memory.events import AssistantEvent, Event, UsageEvent, UserEvent
+from scribe.memory.events import AssistantEvent, Event, ToolResultEvent, UsageEvent, UserEvent
 from scribe.memory.observer import safe_boundaries
 
 from .pricing import price_for
@@ -80,6 +80,24 @@ def calls_since_settled(raw: Sequence[Event]) -> list[int]:
     return calls
 
 
+def raw_from(raw: Sequence[Event], current: int) -> int:
+    """Where the part of the last finished exchange that stays raw begins: its final answer (the
+    model's last message, one that calls no tool), or its user message too when no tool ran in
+    between (a plain exchange is small). `current` when the turn ended without an answer."""
+    for i in range(current - 1, -1, -1):
+        event = raw[i]
+        if isinstance(event, UserEvent):
+            return current
+        if isinstance(event, AssistantEvent):
+            if any(b.get("type") == "tool_use" for b in event.content):
+                return current
+            asked = next((j for j in range(i - 1, -1, -1) if isinstance(raw[j], UserEvent)), None)
+            if asked is not None and not any(isinstance(e, ToolResultEvent) for e in raw[asked:i]):
+                return asked
+            return i
+    return current
+
+
 def calls_per_turn(raw: Sequence[Event]) -> float:
     """Agent calls per turn over the turns that began in `raw` (at least one)."""
     turns = sum(isinstance(e, UserEvent) for e in raw)
@@ -123,7 +141,10 @@ def paid_off(raw: Sequence[Event], prompt_tokens: Sequence[float], observer_toke
     # Every finished turn may be observed, the last one too: whatever stays raw behind the new
     # chunk is written to the cache again, and a write costs 25 reads at Sonnet 5.5's prices, so
     # keeping the last exchange raw cost more than re-reading it ever saved (recall has it whole).
-    for i in safe_boundaries(raw[:current]):
+    # Its final answer stays, though (with the question, when no tool ran between): it is what
+    # the person's next message answers ("yes, do that"), it is short next to the tool work
+    # before it, and an observation of it would paraphrase the very words being replied to.
+    for i in safe_boundaries(raw[:raw_from(raw, current)]):
         answer = OBSERVATION_YIELD * read_by_observer[i]
         rewrite = kept_raw[i + 1] if i + 1 < current and not cold else 0
         price = ((observer_overhead + read_by_observer[i]) * rates.observer_input

@@ -115,8 +115,11 @@ def test_the_current_turn_stays_raw_the_finished_ones_may_all_go_and_cuts_are_sa
     quote = paid_off(events, sizes(events), sizes(events), 600, RATES)
     assert quote is not None
     users = [i for i, e in enumerate(events) if isinstance(e, UserEvent)]
-    # Through the end of the last finished turn: keeping it raw would only have it written again.
-    assert quote.last == users[-1] - 1
+    # Through the last finished turn's tool work: keeping it raw would only have it written
+    # again. Its final answer ("done", then its usage line) stays, for the next message to answer.
+    assert isinstance(events[users[-1] - 2], AssistantEvent) and events[users[-1] - 2].content == [
+        {"type": "text", "text": "done"}]
+    assert quote.last == users[-1] - 3
     assert quote.last in safe_boundaries(events[: quote.last + 1])
     assert paid_off(events[:-1], sizes(events[:-1]), sizes(events[:-1]), 600, RATES) is None  # not mid-turn
 
@@ -183,7 +186,8 @@ def test_a_cold_cache_makes_observing_worth_it_without_rent() -> None:
     big = sizes(events, tool_tokens=1000)
     assert paid_off(events, big, sizes(events, 500), 600, RATES) is None  # warm: its rent is too little yet
     quote = paid_off(events, big, sizes(events, 500), 600, RATES, cold=True)
-    assert quote is not None and quote.last == len(events) - 2  # every finished turn, the current one left raw
+    # the first turn's tool work; the short exchange after it (question and answer) stays raw
+    assert quote is not None and quote.last == len(events) - 5
     small = sizes(events, tool_tokens=50)
     assert paid_off(events, small, small, 600, RATES, cold=True) is None
 
@@ -265,5 +269,5 @@ def test_the_turn_that_has_begun_counts_its_expected_reads_as_rent() -> None:
     events = session_of([4])
     assert calls_per_turn(events[:-1]) == 4
     quote = paid_off(events, sizes(events, 8000), sizes(events, 200), 600, RATES)
-    assert quote is not None and quote.last == len(events) - 2
+    assert quote is not None and quote.last == len(events) - 4  # its tool work; its answer stays
     assert paid_off(events, sizes(events, 100), sizes(events, 200), 600, RATES) is None  # a small one waits
