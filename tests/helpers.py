@@ -36,7 +36,10 @@ class Ran:
 
 def scribe_env(base_url: str, home: Path, **extra: str) -> dict[str, str]:
     """The environment of a person with a key, pointed at the fake API, with no stray config."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("SCRIBE_", "ANTHROPIC_"))}
+    # COLUMNS and LINES too: a test runner may set them (pytest-xdist's workers do), and output
+    # written to a pipe must not depend on the terminal the tests were started from.
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("SCRIBE_", "ANTHROPIC_")) and k not in ("COLUMNS", "LINES")}
     env.update(ANTHROPIC_BASE_URL=base_url, ANTHROPIC_API_KEY="sk-test-secret-key", HOME=str(home),
                XDG_CONFIG_HOME=str(home / ".config"), NO_COLOR="1",
                # Curating notes adds a model call at the end of each run; tests that script
