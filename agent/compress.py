@@ -9,6 +9,7 @@ the log, so a restarted process behaves as the one before it.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -32,6 +33,7 @@ from scribe.memory.observer import (
 from scribe.memory.reflector import (
     BACKOFF_GROWTH,
     BACKOFF_KIND,
+    INPUT_FRAMING_TOKENS,
     REFLECT_ATTEMPTS,
     REFLECTOR_SYSTEM,
     ReflectPlan,
@@ -46,7 +48,7 @@ from scribe.memory.tokens import TokenEstimator, estimate_text, fixed_tokens
 from .config import Settings
 from .errors import ModelError
 from .model import CallResult, ModelClient
-from .payback import Rates, paid_off, turn_start
+from .payback import Rates, paid_off, reflection_paid_off, turn_start
 from .protocol import AgentEvent, Compressed, Notice
 from .session import Session
 
@@ -55,6 +57,7 @@ OBSERVE_FAILED_KIND = "observe_backoff"
 # After this many observer answers refused in a row, the person is told plainly, once.
 STALLED_AFTER = 3
 OBSERVER_OVERHEAD = estimate_text(OBSERVER_SYSTEM) + 40  # instructions and framing of its input
+REFLECTOR_OVERHEAD = estimate_text(REFLECTOR_SYSTEM) + 40
 
 
 @dataclass(frozen=True)
@@ -86,7 +89,7 @@ class Compressor:
         events = session.events
         size = self.context(session)
         threshold = self.settings.observe_tokens
-        cold = self._cache_is_cold(events)
+        cold = self.settings.compress_when_cold and self._cache_is_cold(events)
         if cold:
             threshold //= 2  # nothing cached to lose: compressing now costs nothing extra
         if size.raw > session.digest.backoff(OBSERVE_FAILED_KIND, ObservationEvent):  # as backoff_until reads it
@@ -94,6 +97,8 @@ class Compressor:
                 yield from self.observe(session)
             elif self.settings.observe_on_payback and (span := self.paid_off_span(session, cold=cold)) is not None:
                 yield from self.observe(session, span=span)
+                if self.settings.reflect_on_payback:
+                    yield from self.reflect(session, plan=self.paid_off_reflection(session))
         yield from self.reflect(session)
 
     def compress_now(self, session: Session) -> Iterator[AgentEvent]:
@@ -183,17 +188,39 @@ class Compressor:
 
     # -- reflector -----------------------------------------------------------------------
 
-    def reflect(self, session: Session, *, force: bool = False) -> Iterator[AgentEvent]:
+    def paid_off_reflection(self, session: Session) -> ReflectPlan | None:
+        """Just after an observation at a turn start: the oldest chunks whose re-reading has
+        paid for condensing them (payback.reflection_paid_off)."""
+        chunks, _ = self._update(session)
+        if len(chunks) < 3:
+            return None
+        agent_calls = [e.seq for e in session.events if isinstance(e, UsageEvent) and e.purpose == "agent"]
+        calls = [len(agent_calls) - bisect_right(agent_calls, c.seq) for c in chunks]
+        factor = self.estimator.factor
+        rates = Rates.of(current_model(session.events, session.chunks), self.settings.observer_model)
+        n = reflection_paid_off([chunk_size(c) * factor for c in chunks], calls, REFLECTOR_OVERHEAD * factor, rates)
+        room = self._budget().room(REFLECTOR_SYSTEM)  # the side-call limit holds here too
+        while n is not None and n >= 2 and INPUT_FRAMING_TOKENS + sum(chunk_size(c) + 1 for c in chunks[:n]) > room:
+            n -= 1
+        if n is None or n < 2:
+            return None
+        return ReflectPlan(chunks[:n], chunks[n:], sum(chunk_size(c) for c in chunks[:n]))
+
+    def reflect(self, session: Session, *, force: bool = False, plan: ReflectPlan | None = None) -> Iterator[AgentEvent]:
+        """Reflect when observations pass `reflect_tokens` (or on demand), or carry out `plan`."""
         chunks, _ = self._update(session)
         total = sum(chunk_size(c) for c in chunks)
+        given = plan is not None
         room = self._budget().room(REFLECTOR_SYSTEM)
-        plan = plan_reflection(chunks, self.settings.reflect_tokens, force=force, room=room)
+        plan = plan or plan_reflection(chunks, self.settings.reflect_tokens, force=force, room=room)
         if plan is None:
             if force:
                 yield Notice("nothing to reflect: fewer than two observation chunks")
             return
         waiting = session.digest.backoff(BACKOFF_KIND, ReflectionEvent)  # kept as the log grows: no scan back
         if waiting and total <= waiting and not force:
+            return
+        if given and plan.condense[-1] is chunks[-1]:  # a plan always keeps the newest chunk verbatim
             return
         problems: list[str] = []
         for attempt in range(REFLECT_ATTEMPTS):

@@ -41,6 +41,8 @@ class Settings:
     reflect_tokens: int = 40_000
     retention: float = 0.2
     observe_on_payback: bool = True
+    compress_when_cold: bool = True
+    reflect_on_payback: bool = True
     command_timeout_s: float = 120.0
     render_output_chars: int = 12_000
     settled_output_chars: int = 2_000
@@ -59,6 +61,10 @@ class Settings:
     mcp_start_timeout_s: float = 10.0
     mcp_call_timeout_s: float = 120.0
     trust_mcp_json: bool = False
+    # Commands run in a bubblewrap sandbox where the platform allows it (tools/sandbox.py).
+    sandbox: bool = True
+    # Seconds of regular-expression matching one search may spend (search_files, recall, log search).
+    regex_timeout_s: float = 5.0
 
     def recorded(self) -> dict[str, Any]:
         """What the session event keeps: everything, so a request is rebuilt from the log alone."""
@@ -74,7 +80,7 @@ LIMITS: dict[str, tuple[float, float | None]] = {
     "render_output_chars": (200, None), "settled_output_chars": (200, None),
     "output_cap_bytes": (1000, None), "max_retries": (0, None), "retry_backoff_s": (0.0, None),
     "request_timeout_s": (0.1, None), "notes_tokens": (0, None), "mcp_start_timeout_s": (0.1, None),
-    "mcp_call_timeout_s": (0.1, None),
+    "mcp_call_timeout_s": (0.1, None), "regex_timeout_s": (0.01, None),
     # Room for the instructions and two observation chunks at least; at most a 200k-token context
     # window less the side call's own answer (4,096 tokens) and a margin for the estimate.
     "side_call_tokens": (8_000, 190_000),

@@ -109,9 +109,10 @@ class Agent:
         except ModelError as exc:
             self.session.append(ErrorEvent, kind="api", message=str(exc))
             return TurnEnded("error", final_text, calls, error=str(exc))
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as stop:
+            # Ctrl-C says nothing; a signal that ends scribe says which ("stopped by SIGTERM").
             dangling = unanswered_tool_uses(self.session.events)
-            self.session.append(InterruptEvent, tool_use_ids=dangling, reason="cancelled by the user")
+            self.session.append(InterruptEvent, tool_use_ids=dangling, reason=str(stop) or "cancelled by the user")
             return TurnEnded("interrupted", final_text, calls)
         finally:
             self.session.sync()
@@ -159,7 +160,7 @@ class Agent:
                 except CommandInterrupted as stop:
                     # The call keeps its real, partial result; the turn then ends as cancelled.
                     self._append_result(call, stop.output, started, before)
-                    raise KeyboardInterrupt from None
+                    raise stop.cause from None
         yield ToolDone(call, self._append_result(call, out, started, before), denied=denial is not None)
 
     def _append_result(self, call: ToolCall, out: ToolOutput, started: float,

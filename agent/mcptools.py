@@ -22,6 +22,7 @@ from scribe.tools.mcp.hub import McpHub, ServerState
 from scribe.tools.mcp.listing import ListedTool
 from scribe.tools.mcp.spec import distinct_name
 from scribe.tools.mcp.tool import McpTool
+from scribe.tools.secrets import Redactor
 
 from .config import Settings, state_dir
 from .mcpconfig import mcp_config
@@ -39,9 +40,12 @@ def waited(limit_s: float) -> str:
     return f"it had not answered within {limit_s:g} s (mcp_start_timeout_s)"
 
 
-def pin(states: Sequence[ServerState], pending: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def pin(states: Sequence[ServerState], pending: str,
+        redact: Redactor | None = None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """The MCP tool definitions a new session sends, and the `mcp` record of its session event
-    (`pending`: why a server still starting has no tools, see `waited`)."""
+    (`pending`: why a server still starting has no tools, see `waited`). A failed server's error
+    holds what it printed, so it is redacted like any tool output before it is logged."""
+    redact = redact or Redactor.from_environ()
     definitions: list[dict[str, Any]] = []
     record: list[dict[str, Any]] = []
     taken: set[str] = set()
@@ -55,7 +59,7 @@ def pin(states: Sequence[ServerState], pending: str) -> tuple[list[dict[str, Any
         elif server.state in ("starting", "not started"):
             entry.update(state="pending", error=pending, tools=[])
         else:
-            entry.update(state="failed", error=server.error or "it stopped", tools=[])
+            entry.update(state="failed", error=redact(server.error or "it stopped"), tools=[])
         if server.skipped:
             entry["skipped"] = list(server.skipped)
         record.append(entry)

@@ -5,8 +5,10 @@ call reads them again from the cache: that is rent. Observing them costs one obs
 writing the chunk it produces into the cache, and writing again whatever settled events stay raw
 behind the new chunk: that is the price. Paying rent until it has added up to the price, then
 buying, never costs more than twice what the best choice in hindsight would have (the ski-rental
-rule), and it needs no guess at how long the session will go on. A big tool output that later
-calls keep re-reading is observed soon; a short exchange in a session of one call per turn waits.
+rule), and it needs no guess at how long the session will go on. The one forecast it makes is
+the turn that has just begun: its calls are about to read whatever stays raw, so their rent,
+at the session's recent calls per turn, counts as due. A big tool output that later calls keep
+re-reading is observed soon; a short exchange in a session of one call per turn waits.
 
 Pure functions over the raw tail, in US dollars at list prices (the observer runs on a cheaper
 model than the agent, so tokens alone would misjudge it).
@@ -18,10 +20,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import accumulate
 
-from scribe.memory.events import AssistantEvent, Event, UsageEvent, UserEvent
+from scribe.memory.events import AssistantEvent, Event, ToolResultEvent, UsageEvent, UserEvent
 from scribe.memory.observer import safe_boundaries
 
-from .pricing import CACHE_READ, CACHE_WRITE_5M, price_for
+from .pricing import price_for
 
 # Observation lines come out at about a tenth of what the observer reads (it keeps facts and
 # exact identifiers, not output): the expected size of the answer and of the chunk it becomes.
@@ -39,8 +41,8 @@ class Rates:
 
     @classmethod
     def of(cls, model: str, observer_model: str) -> Rates:
-        agent, observer = price_for(model), price_for(observer_model)
-        return cls(read=agent.input * CACHE_READ / 1e6, write=agent.input * CACHE_WRITE_5M / 1e6,
+        agent, observer = price_for(model).base, price_for(observer_model).base
+        return cls(read=agent.read / 1e6, write=agent.write_5m / 1e6,
                    observer_input=observer.input / 1e6, observer_output=observer.output / 1e6)
 
 
@@ -78,6 +80,31 @@ def calls_since_settled(raw: Sequence[Event]) -> list[int]:
     return calls
 
 
+def raw_from(raw: Sequence[Event], current: int) -> int:
+    """Where the part of the last finished exchange that stays raw begins: its final answer (the
+    model's last message, one that calls no tool), or its user message too when no tool ran in
+    between (a plain exchange is small). `current` when the turn ended without an answer."""
+    for i in range(current - 1, -1, -1):
+        event = raw[i]
+        if isinstance(event, UserEvent):
+            return current
+        if isinstance(event, AssistantEvent):
+            if any(b.get("type") == "tool_use" for b in event.content):
+                return current
+            asked = next((j for j in range(i - 1, -1, -1) if isinstance(raw[j], UserEvent)), None)
+            if asked is not None and not any(isinstance(e, ToolResultEvent) for e in raw[asked:i]):
+                return asked
+            return i
+    return current
+
+
+def calls_per_turn(raw: Sequence[Event]) -> float:
+    """Agent calls per turn over the turns that began in `raw` (at least one)."""
+    turns = sum(isinstance(e, UserEvent) for e in raw)
+    calls = sum(isinstance(e, UsageEvent) and e.purpose == "agent" for e in raw)
+    return max(1.0, calls / turns) if turns else 1.0
+
+
 def paid_off(raw: Sequence[Event], prompt_tokens: Sequence[float], observer_tokens: Sequence[float],
              observer_overhead: float, rates: Rates, kept_tokens: Sequence[float] | None = None, *,
              cold: bool = False) -> Quote | None:
@@ -91,12 +118,19 @@ def paid_off(raw: Sequence[Event], prompt_tokens: Sequence[float], observer_toke
     happens: nothing kept raw is rewritten because of the chunk, and what is observed is not
     written at all, which counts toward the price like rent already paid.
 
-    Called at a turn start (the current turn is never observed here); None when nothing has
-    paid off yet. The new chunk's own rent, about a tenth of what it replaces, is left out."""
+    Rent counts the calls that have read an event since its turn ended and the calls the
+    current turn is expected to make (it has begun, so at least one will): a finished turn that
+    the next one would re-read call after call is observed before it does, not after.
+
+    Called at a turn start (the current turn is never observed here, the finished ones all may
+    be); None when nothing has paid off yet. The new chunk's own rent, about a tenth of what it replaces, is left out."""
     current = turn_start(raw)
     if current is None or current == 0:
         return None
-    calls = calls_since_settled(raw)
+    # The current turn has begun, so its calls will read whatever stays raw: count the rent they
+    # are expected to pay (as many calls as the finished turns in view made on average) as due.
+    ahead = calls_per_turn(raw[:current])
+    calls = [c + ahead for c in calls_since_settled(raw)]
     rent = list(accumulate(c * t * rates.read for c, t in zip(calls[:current], prompt_tokens[:current], strict=True)))
     if cold:  # observing spares writing these events again at the next call
         rent = [r + t * rates.write for r, t in zip(rent, accumulate(prompt_tokens[:current]), strict=True)]
@@ -104,9 +138,13 @@ def paid_off(raw: Sequence[Event], prompt_tokens: Sequence[float], observer_toke
     kept = prompt_tokens if kept_tokens is None else kept_tokens
     kept_raw = list(accumulate(reversed(kept[:current])))[::-1]  # kept_raw[i]: tokens of raw[i:current]
     best: Quote | None = None
-    users = [i for i, e in enumerate(raw[:current]) if isinstance(e, UserEvent)]
-    keep_from = users[-1] if users else current  # the last finished exchange stays raw
-    for i in safe_boundaries(raw[:keep_from]):
+    # Every finished turn may be observed, the last one too: whatever stays raw behind the new
+    # chunk is written to the cache again, and a write costs 25 reads at Sonnet 5.5's prices, so
+    # keeping the last exchange raw cost more than re-reading it ever saved (recall has it whole).
+    # Its final answer stays, though (with the question, when no tool ran between): it is what
+    # the person's next message answers ("yes, do that"), it is short next to the tool work
+    # before it, and an observation of it would paraphrase the very words being replied to.
+    for i in safe_boundaries(raw[:raw_from(raw, current)]):
         answer = OBSERVATION_YIELD * read_by_observer[i]
         rewrite = kept_raw[i + 1] if i + 1 < current and not cold else 0
         price = ((observer_overhead + read_by_observer[i]) * rates.observer_input
@@ -114,4 +152,36 @@ def paid_off(raw: Sequence[Event], prompt_tokens: Sequence[float], observer_toke
                  + rewrite * (rates.write - rates.read))
         if rent[i] >= price:
             best = Quote(i, rent[i], price)
+    return best
+
+
+# A reflection comes out at about a third of what it condenses (the reflector is asked for half
+# at first, less on retries): the share of the chunks' reads it stops is the rest.
+REFLECTION_YIELD = 1 / 3
+
+
+def reflection_paid_off(chunk_tokens: Sequence[float], calls_since: Sequence[int], overhead: float,
+                        rates: Rates) -> int | None:
+    """How many of the oldest chunks to condense into one reflection now (at least two), or None.
+
+    The same rent-or-buy rule for observations that every call re-reads: `chunk_tokens[i]` is
+    what chunk i adds to the prompt, `calls_since[i]` how many agent calls have read it since it
+    was made; the rent is what re-reading the part a reflection would remove has cost so far.
+    The price: the reflector's call (`overhead`: its instructions), writing its answer, and
+    writing again the chunks kept after it, except the newest, which is new and written anyway.
+
+    Called just after an observation made at a turn start, so the raw tail is rewritten at the
+    next call whatever happens and costs the reflection nothing more."""
+    best: int | None = None
+    rent = condensed = 0.0
+    last = len(chunk_tokens) - 1  # the newest chunk stays verbatim
+    for k in range(last):
+        rent += calls_since[k] * chunk_tokens[k] * rates.read * (1 - REFLECTION_YIELD)
+        condensed += chunk_tokens[k]
+        answer = REFLECTION_YIELD * condensed
+        rewrite = sum(chunk_tokens[k + 1:last])
+        price = ((overhead + condensed) * rates.observer_input + answer * (rates.observer_output + rates.write)
+                 + rewrite * (rates.write - rates.read))
+        if k >= 1 and rent >= price:
+            best = k + 1
     return best

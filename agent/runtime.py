@@ -24,6 +24,7 @@ from .loop import Agent, Approver
 from .mcptools import allowed_without_asking, pin, pinned_servers, session_tools, waited
 from .model import ModelClient
 from .permissions import PermissionPolicy
+from .protection import protection_for
 from .session import Session, open_session, start_session, store_for
 
 
@@ -71,7 +72,8 @@ def choose_session(workspace: Path, settings: Settings, choice: SessionChoice, h
     if hub is not None and hub.specs:
         states = hub.wait(settings.mcp_start_timeout_s) if wait else hub.states()
         mcp_definitions, record = pin(states, pending or waited(settings.mcp_start_timeout_s))
-    return start_session(workspace, settings, tool_definitions(builtin_tools()) + mcp_definitions, record)
+    return start_session(workspace, settings, tool_definitions(builtin_tools()) + mcp_definitions, record,
+                         protection=protection_for(workspace, settings).record())
 
 
 def skipped_note(session: SessionFile) -> str:
@@ -103,6 +105,8 @@ def build_agent(workspace: Path, settings: Settings, session: Session, *,
         output_cap_bytes=settings.output_cap_bytes,
         read_log=lambda: (to_record(e) for e in session.events),
         seen_hashes=dict(session.digest.seen),
+        protection=protection_for(workspace, settings),
+        regex_timeout_s=settings.regex_timeout_s,
     )
     client = model or ModelClient.for_settings(settings)
     output_chars = int(session.header.config.get("render_output_chars", settings.render_output_chars))

@@ -103,7 +103,8 @@ def notes_path(workspace: Path) -> Path:
 
 
 def start_session(workspace: Path, settings: Settings, tool_definitions: list[dict[str, Any]],
-                  mcp: list[dict[str, Any]] | None = None) -> Session:
+                  mcp: list[dict[str, Any]] | None = None,
+                  protection: dict[str, Any] | None = None) -> Session:
     """`mcp`: the MCP servers as found at the start (agent/mcptools.pin); their tools are
     already among `tool_definitions`."""
     store = store_for(workspace)
@@ -130,6 +131,7 @@ def start_session(workspace: Path, settings: Settings, tool_definitions: list[di
         git_branch=state.branch,
         sources=[t.source() for t in project],
         mcp=mcp or [],
+        protection=protection or {},
     )
     session = Session(session_id, path, EventLog(header, [header], [(0, 1)]), writer, [])
     session.digest.add(header)

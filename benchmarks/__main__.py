@@ -1,7 +1,11 @@
-"""`python -m benchmarks [memory|strategies|overhead|all]`: run the benchmarks, print a markdown
-report, and write it with the raw figures to benchmarks/results/ (latest.md, latest.json).
+"""`python -m benchmarks [costs|memory|overhead|watcher|all] [--before REV] [--readme]`: run the
+benchmarks, print a markdown report, and write it with the raw figures to benchmarks/results/
+(latest.md, latest.json); `--readme` also puts it in README.md's Performance section.
 
-Everything runs locally against the project's fake Messages API; no key, no network."""
+Everything runs locally against the project's fake Messages API; no key, no network. The cost
+suite drives the `scribe` executable of this virtualenv and, on the tool-heavy shape, the same
+repository at REV (default f838f28, the code before the second wave; `--before none` skips it),
+installed once under the temporary folder."""
 
 from __future__ import annotations
 
@@ -15,10 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from scribe import __version__
-from scribe.agent.config import Settings
 
-from . import memory_figures, overhead, strategies, watcher
-from .sessions import chatty, tool_heavy
+from . import cost_report, memory_figures, overhead, watcher
 
 RESULTS = Path(__file__).parent / "results"
 
@@ -43,19 +45,9 @@ def run_memory() -> tuple[dict[str, Any], str]:
     return figures.as_dict() | {"verdicts": ok}, text
 
 
-def run_strategies() -> tuple[dict[str, Any], str]:
-    data: dict[str, Any] = {}
-    sections = []
-    for session in (tool_heavy(30), chatty(40)):
-        results = strategies.compare(session, Settings(permission_mode="full-auto"))
-        data[session.name] = [r.as_dict() for r in results]
-        table = ["| strategy | billed input vs full history, no cache | input $ (list prices) | cache-read share | "
-                 "largest prompt | planted facts kept | requests rejected |", "|---|---|---|---|---|---|---|"]
-        table += [f"| {r.strategy} | {r.relative_cost:.1%} | {r.input_usd:.2f} | {r.cache_read_share:.1%} | "
-                  f"{r.largest_prompt:,} | {r.facts_kept}/{r.facts_total} | {r.rejected} |" for r in results]
-        sections.append(f"### Memory strategies: {session.name} session ({len(session.turns)} turns)\n\n"
-                        + "\n".join(table))
-    return data, "\n\n".join(sections)
+def run_costs(before: str | None) -> tuple[dict[str, Any], str]:
+    executable = cost_report.install_before(before) if before else None
+    return cost_report.section(cost_report.measure(executable))
 
 
 def run_overhead() -> tuple[dict[str, Any], str]:
@@ -96,13 +88,18 @@ def run_watcher() -> tuple[dict[str, Any], str]:
     return data, text
 
 
-SUITES = {"memory": run_memory, "strategies": run_strategies, "overhead": run_overhead, "watcher": run_watcher}
+SUITES = {"costs": run_costs, "memory": run_memory, "overhead": run_overhead, "watcher": run_watcher}
+README = Path(__file__).resolve().parent.parent / "README.md"
+BEGIN, END = "<!-- benchmarks:begin -->", "<!-- benchmarks:end -->"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
     parser.add_argument("suites", nargs="*", metavar="SUITE", help=f"{', '.join(SUITES)} or all (the default)")
+    parser.add_argument("--before", default="f838f28", help="revision to compare on the tool-heavy shape, or none")
+    parser.add_argument("--readme", action="store_true", help="write the report into README.md's Performance section")
     args = parser.parse_args()
+    before = None if args.before.lower() == "none" else args.before
     unknown = [s for s in args.suites if s not in (*SUITES, "all")]
     if unknown:
         parser.error(f"unknown suite {', '.join(unknown)}; choose from {', '.join(SUITES)}, all")
@@ -114,15 +111,28 @@ def main() -> None:
     data: dict[str, Any] = {"date": when, "machine": machine, "scribe": __version__}
     texts = []
     for name in chosen:
-        data[name], text = SUITES[name]()
+        data[name], text = SUITES[name](before) if name == "costs" else SUITES[name]()
         texts.append(text)
-    header = (f"Measured {when} on {machine}, scribe {__version__}, with `python -m benchmarks "
-              f"{' '.join(args.suites) or 'all'}` ({time.monotonic() - started:.0f} s).")
+    command = " ".join(["python -m benchmarks", *(args.suites or ["all"]), *(["--readme"] if args.readme else [])])
+    header = (f"Measured {when} on {machine}, scribe {__version__}, with `{command}` "
+              f"({time.monotonic() - started:.0f} s; the machine's other work moves the timings).")
     report = header + "\n\n" + "\n\n".join(texts) + "\n"
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "latest.md").write_text(report, encoding="utf-8")
     (RESULTS / "latest.json").write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    if args.readme:
+        write_readme(report)
     print(report)
+
+
+def write_readme(report: str) -> None:
+    """Replace what stands between the markers in README.md with `report`."""
+    text = README.read_text(encoding="utf-8")
+    if BEGIN not in text or END not in text:
+        raise SystemExit(f"README.md has no {BEGIN} ... {END} block to replace")
+    head, rest = text.split(BEGIN, 1)
+    _, tail = rest.split(END, 1)
+    README.write_text(f"{head}{BEGIN}\n{report.strip()}\n{END}{tail}", encoding="utf-8")
 
 
 if __name__ == "__main__":

@@ -7,7 +7,6 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from scribe.agent.config import Settings
-from scribe.agent.pricing import CACHE_READ, CACHE_WRITE_5M
 from scribe.memory.events import (
     AssistantEvent,
     Event,
@@ -18,8 +17,9 @@ from scribe.memory.events import (
 )
 from scribe.memory.render import render, render_messages
 
-from .replay import prompt_tokens, purpose_of, replay, shared_prefix_tokens
-from .sessions import tool_heavy
+from .bills import UNIT_READ, UNIT_WRITE, purpose_of
+from .replay import prompt_tokens, replay, shared_prefix_tokens
+from .sessions import coding
 
 # A line of command output from turn 3, deep inside an output the prompt shows only as head and tail.
 RECALL_QUERY = r"step 3 row +123 value"
@@ -47,10 +47,10 @@ class MemoryFigures:
 
 
 def measure(turns: int = 24, observe_tokens: int = 6000, reflect_tokens: int = 4000) -> MemoryFigures:
-    session = tool_heavy(turns)
+    session = coding("tool-heavy", turns)
     settings = Settings(permission_mode="full-auto", observe_tokens=observe_tokens, reflect_tokens=reflect_tokens)
     run = replay(session, settings, recall_fact=RECALL_QUERY)
-    agent = [r for r in run.requests if purpose_of(r) == "agent"]
+    agent = [r for r in run.requests if purpose_of(r.json) == "agent"]
 
     shared = read_of_shared = 0
     for earlier, later in zip(agent, agent[1:], strict=False):
@@ -60,15 +60,15 @@ def measure(turns: int = 24, observe_tokens: int = 6000, reflect_tokens: int = 4
     later_calls = [r.usage for r in agent[1:]]
     agent_read = sum(u["cache_read_input_tokens"] for u in later_calls)
     agent_prompt = sum(_prompt(u) for u in later_calls)
-    billed = sum(r.usage["input_tokens"] + CACHE_WRITE_5M * r.usage["cache_creation_input_tokens"]
-                 + CACHE_READ * r.usage["cache_read_input_tokens"] for r in run.requests if r.usage)
+    billed = sum(r.usage["input_tokens"] + UNIT_WRITE * r.usage["cache_creation_input_tokens"]
+                 + UNIT_READ * r.usage["cache_read_input_tokens"] for r in run.requests if r.usage)
     naive = naive_input(run.events)
     fixed = prompt_tokens({**agent[0].json, "messages": []})
 
     recalled, exact = _recall_check(run.events, agent)
     return MemoryFigures(
         turns=len(session.turns) + 1,
-        calls={p: sum(1 for r in run.requests if purpose_of(r) == p) for p in ("agent", "observer", "reflector")},
+        calls={p: sum(1 for r in run.requests if purpose_of(r.json) == p) for p in ("agent", "observer", "reflector")},
         rejected_requests=sum(1 for r in run.requests if r.error or r.status != 200),
         observations=sum(isinstance(e, ObservationEvent) for e in run.events),
         reflections=sum(isinstance(e, ReflectionEvent) for e in run.events),

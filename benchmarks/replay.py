@@ -1,11 +1,13 @@
-"""Replaying a scripted session through scribe (real loop, tools, log, SDK) against the fake
-API, and reading the figures off what the server billed."""
+"""Replaying a scripted session in one process, as the REPL runs it (one agent for every turn,
+the notes curated once at the end), through the real loop, tools, log and SDK against the fake
+API; and reading figures off what the server billed."""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import tempfile
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -13,11 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from scribe.agent.config import Settings
+from scribe.agent.curator import curate
 from scribe.agent.model import ModelClient
 from scribe.agent.protocol import TurnEnded
 from scribe.agent.retry import RetryPolicy
 from scribe.agent.runtime import build_agent
-from scribe.agent.session import start_session
+from scribe.agent.session import notes_path, start_session
 from scribe.fakeapi import FakeMessagesServer, RecordedRequest, tool_use_block
 from scribe.fakeapi.cache import flatten_request
 from scribe.fakeapi.script import Reply
@@ -36,6 +39,7 @@ class Replay:
     events: list[Event]
     log_path: Path
     calls: dict[str, int]
+    seconds: float
 
 
 @contextmanager
@@ -52,6 +56,7 @@ def replay(session: ScriptedSession, settings: Settings, *, recall_fact: str | N
     """Run every turn of `session`; with `recall_fact`, end with a turn whose model asks recall
     for that fact (the benchmark then checks the exact text came back)."""
     model = ScriptedModel(session)
+    started = time.monotonic()
     with temporary_repository() as workspace, FakeMessagesServer(model) as server:
         os.environ["ANTHROPIC_BASE_URL"] = server.base_url
         os.environ.setdefault("ANTHROPIC_API_KEY", "benchmark-no-key")
@@ -68,21 +73,14 @@ def replay(session: ScriptedSession, settings: Settings, *, recall_fact: str | N
                 ended = [e for e in agent.turn(prompt) if isinstance(e, TurnEnded)][-1]
                 if ended.reason != "end_turn":
                     raise RuntimeError(f"turn ended with {ended.reason}: {ended.error}")
+            if settings.curate_notes:  # as the REPL does when the person leaves
+                curate(log, agent.model, settings, notes_path(workspace))
             log.close()
             events = read_log(log.path).events
-            return Replay(session, list(server.requests), events, log.path, dict(model.calls))
+            return Replay(session, list(server.requests), events, log.path, dict(model.calls),
+                          time.monotonic() - started)
         finally:
             del os.environ["SCRIBE_HOME"]
-
-
-def purpose_of(request: RecordedRequest) -> str:
-    system = request.json.get("system")
-    text = system[0]["text"] if isinstance(system, list) and system else ""
-    if text.startswith("You are the Observer"):
-        return "observer"
-    if text.startswith("You are the Reflector"):
-        return "reflector"
-    return "agent"
 
 
 def prompt_tokens(body: dict[str, Any]) -> int:

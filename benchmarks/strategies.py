@@ -1,63 +1,84 @@
-"""Memory strategies side by side, on the same turns.
+"""Memory strategies side by side on the same session shapes, in dollars.
 
-scribe runs a scripted session for real (observer and reflector included). For every other
-strategy, the request each agent call would have sent is rebuilt from that same raw log, and
-sent in order to a fresh fake Messages server, which validates it and bills it against its
-prompt cache. Same turns, same tool outputs; only the memory strategy differs.
+scribe's rows are real runs of the `scribe` executable (chain.py), one process per turn, or, for
+the long session, one in-process agent as the REPL keeps it (replay.py): every call they paid
+for is billed, side calls included. Each "rule off" row is its own run with one setting
+changed. The other rows rebuild, from the raw events of scribe's own run, the request each agent
+call would have sent under that strategy, and send them in order to a fresh fake server that
+validates and bills them: same turns, same tool outputs, the same output tokens per call, no
+side calls (so no memory, no curation). They stop at the probe's first call: with the whole
+history in view they would not need the recall calls scribe may make after it.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import math
-import re
-from collections import Counter
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
 import anthropic
 
-from scribe.agent.config import Settings
-from scribe.agent.pricing import CACHE_READ, CACHE_WRITE_5M, call_cost
 from scribe.fakeapi import FakeMessagesServer, Reply
-from scribe.memory.events import AssistantEvent, Event, ObservationEvent, ReflectionEvent
+from scribe.memory.events import (
+    AssistantEvent,
+    Event,
+    ObservationEvent,
+    ReflectionEvent,
+    UsageEvent,
+    UserEvent,
+)
 from scribe.memory.render import CACHE, render
 
-from .replay import Replay, prompt_tokens, purpose_of, replay
+from .bills import Bill, Call, Kept, bill_of, kept_facts, probe_request
+from .chain import ChainRun, Executable, run_chain
+from .replay import replay
 from .sessions import ScriptedSession
 
 Body = dict[str, Any]
 Strategy = Callable[[list[Event]], Body]  # raw events before a call -> that call's request body
 
-RETRIEVAL_K = 8
+SHIPPED = "scribe as shipped"
+IN_PROCESS = "scribe as shipped, in one process (REPL-like)"
+FULL_CACHED = "full history, cached (no memory)"
+NAIVE = "naive: full history, no caching, no memory"
+FLOOR = "current turn only (the floor)"
+# Each rule off in turn: the SCRIBE_* setting that turns it off.
+RULES_OFF: dict[str, dict[str, str]] = {
+    "scribe, payback rule off": {"SCRIBE_OBSERVE_ON_PAYBACK": "false"},
+    "scribe, no reflection on payback": {"SCRIBE_REFLECT_ON_PAYBACK": "false"},
+    "scribe, settled outputs not shortened": {"SCRIBE_SETTLED_OUTPUT_CHARS": "12000"},
+    "scribe, no early compression on a cold cache": {"SCRIBE_COMPRESS_WHEN_COLD": "false"},
+}
+# Where a rule can do nothing its row is left out rather than run for an identical figure.
+COLD_RULE = "scribe, no early compression on a cold cache"
 
 
 @dataclass
-class StrategyResult:
+class Row:
     strategy: str
-    billed_input: float  # token units: uncached 1x, cache writes 1.25x, reads 0.1x
-    relative_cost: float  # billed_input / full history without caching
-    # Input side at list prices of each call's model (observer and reflector on the cheaper one).
-    # Output is left out: the rebuilt strategies' replies are placeholders, not the session's.
-    input_usd: float
-    cache_read_share: float
-    largest_prompt: int
-    facts_kept: int
-    facts_total: int
-    requests: int
-    rejected: int
+    bill: Bill
+    kept: Kept
+    seconds: float = 0.0  # wall time of the run (scribe's rows)
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return {"strategy": self.strategy, "usd": round(self.bill.usd, 6),
+                "usd_by_purpose": {k: round(v, 6) for k, v in self.bill.usd_by_purpose.items()},
+                "input_units": round(self.bill.input_units, 1), "largest_prompt": self.bill.largest_prompt,
+                "calls": {p: self.bill.count(p) for p in ("agent", "observer", "reflector", "curator")},
+                "facts_kept": self.kept.count, "facts_in_prompt": self.kept.in_prompt,
+                "facts_recalled": self.kept.recalled, "rejected": self.bill.rejected,
+                "seconds": round(self.seconds, 1)}
 
 
-def raw_events(events: list[Event]) -> list[Event]:
-    return [e for e in events if not isinstance(e, ObservationEvent | ReflectionEvent)]
+@dataclass
+class ScribeRun:
+    requests: list[Any]
+    events: list[Event]
+    seconds: float
 
 
 def _strip(body: Body) -> Body:
-    """The same request without any cache_control."""
     def plain(block: Any) -> Any:
         return {k: v for k, v in block.items() if k != "cache_control"} if isinstance(block, dict) else block
 
@@ -65,154 +86,110 @@ def _strip(body: Body) -> Body:
             "messages": [{**m, "content": [plain(b) for b in m["content"]]} for m in body["messages"]]}
 
 
-def _mark_last(body: Body, system_too: bool) -> Body:
-    body = _strip(body)
-    if system_too:
-        body["system"][0] = {**body["system"][0], "cache_control": CACHE}
+def full_no_cache(events: list[Event]) -> Body:
+    return _strip(render(events).body())
+
+
+def full_cached(events: list[Event]) -> Body:
+    """The whole history with scribe's own breakpoints (instructions, the last two user turns)."""
+    return render(events).body()
+
+
+def current_turn_only(events: list[Event]) -> Body:
+    """Instructions and the current turn alone, system and last message cached. Not a strategy
+    anyone would ship: it is close to the least a session can be billed (every output is still
+    written once and re-read within its turn), so the cost of memory is what is above it."""
+    body = _strip(render(events).body())
+    messages = body["messages"]
+    starts = [i for i, m in enumerate(messages) if m["role"] == "user"
+              and not any(b.get("type") == "tool_result" for b in m["content"])]
+    body["messages"] = messages[starts[-1]:]
+    body["system"][0] = {**body["system"][0], "cache_control": CACHE}
     last = body["messages"][-1]
     last["content"] = [*last["content"][:-1], {**last["content"][-1], "cache_control": CACHE}]
     return body
 
 
-def full_no_cache(events: list[Event]) -> Body:
-    return _strip(render(events).body())
+REBUILT: dict[str, Strategy] = {NAIVE: full_no_cache, FULL_CACHED: full_cached, FLOOR: current_turn_only}
 
 
-def full_last_breakpoint(events: list[Event]) -> Body:
-    return _mark_last(render(events).body(), system_too=False)
-
-
-def rolling_window(budget: int) -> Strategy:
-    """Full history, minus the oldest turns beyond `budget` tokens; system and last message cached."""
-    def build(events: list[Event]) -> Body:
-        body = render(events).body()
-        messages = body["messages"]
-        starts = [i for i, m in enumerate(messages) if m["role"] == "user"
-                  and not any(b.get("type") == "tool_result" for b in m["content"])]
-        for start in starts:
-            if prompt_tokens({**body, "messages": messages[start:]}) <= budget or start == starts[-1]:
-                body["messages"] = messages[start:]
-                break
-        return _mark_last(body, system_too=True)
-    return build
-
-
-_WORD = re.compile(r"[a-z0-9_]+")
-
-
-def _vector(text: str) -> Counter[str]:
-    return Counter(_WORD.findall(text.lower()))
-
-
-def _cosine(a: Counter[str], b: Counter[str]) -> float:
-    dot = sum(a[w] * b[w] for w in a.keys() & b.keys())
-    norm = math.sqrt(sum(v * v for v in a.values())) * math.sqrt(sum(v * v for v in b.values()))
-    return dot / norm if norm else 0.0
-
-
-def retrieval(k: int = RETRIEVAL_K) -> Strategy:
-    """The current turn's messages, plus the k earlier messages most similar to its prompt."""
-    def build(events: list[Event]) -> Body:
-        body = render(events).body()
-        messages = body["messages"]
-        starts = [i for i, m in enumerate(messages) if m["role"] == "user"
-                  and not any(b.get("type") == "tool_result" for b in m["content"])]
-        current = messages[starts[-1]:]
-        earlier = messages[:starts[-1]]
-        query = _vector(_text(current[0]))
-        ranked = sorted(range(len(earlier)), key=lambda i: -_cosine(query, _vector(_text(earlier[i]))))[:k]
-        recalled = "\n\n".join(f"[{earlier[i]['role']}] {_text(earlier[i])[:2000]}" for i in sorted(ranked))
-        if recalled:
-            first = current[0]
-            note = {"type": "text", "text": f"Relevant earlier context:\n{recalled}"}
-            current = [{**first, "content": [*first["content"], note]}, *current[1:]]
-        body["messages"] = current
-        return _mark_last(body, system_too=True)
-    return build
-
-
-def _text(message: dict[str, Any]) -> str:
-    parts = []
-    for block in message["content"]:
-        if block.get("type") == "text":
-            parts.append(block["text"])
-        elif block.get("type") == "tool_result":
-            parts.append(str(block.get("content", "")))
-        elif block.get("type") == "tool_use":
-            parts.append(f"{block['name']} {block.get('input')}")
-    return "\n".join(parts)
-
-
-def bill(bodies: list[Body]) -> list[dict[str, Any]]:
-    """Send the requests in order to a fresh fake server; return what it billed for each."""
+def rebuild(name: str, build: Strategy, run: ScribeRun, session: ScriptedSession) -> Row:
+    raw = [e for e in run.events if not isinstance(e, ObservationEvent | ReflectionEvent)]
+    calls = [i for i, e in enumerate(raw) if isinstance(e, AssistantEvent)]
+    outputs = [e.output for e in raw if isinstance(e, UsageEvent) and e.purpose == "agent"]
+    bodies = [build(raw[:i]) for i in calls]
+    probe = probe_request(bodies)
+    bodies = bodies[: next(i for i, b in enumerate(bodies) if b is probe) + 1]
+    # The person's time away ages this server's cache as it aged scribe's: before the first
+    # call of a turn that came after a gap.
+    turn_of = [sum(isinstance(e, UserEvent) for e in raw[:i]) - 1 for i in calls]
     with FakeMessagesServer(lambda request: Reply.text("ok")) as server:
         client = anthropic.Anthropic(api_key="benchmark", base_url=server.base_url, max_retries=0)
-        for body in bodies:
+        for n, body in enumerate(bodies):
+            if n == 0 or turn_of[n] != turn_of[n - 1]:
+                server.advance(session.turns[turn_of[n]].idle_before_s)
             client.messages.create(**{k: v for k, v in body.items() if k != "stream"})
-        return [_billed(r) for r in server.requests]
+        billed = bill_of(server.requests)
+    bill = Bill([Call(c.purpose, c.model, c.usage, out) for c, out in zip(billed.calls, outputs, strict=False)],
+                billed.rejected)
+    return Row(name, bill, kept_facts(session.facts, probe))
 
 
-def _billed(request: Any) -> dict[str, Any]:
-    return {"usage": request.usage, "error": request.error, "status": request.status,
-            "model": request.json.get("model", "")}
+def scribe_row(name: str, run: ScribeRun, session: ScriptedSession) -> Row:
+    agent = [r.json for r in run.requests if r.usage and "tools" in r.json]
+    return Row(name, bill_of(run.requests), kept_facts(session.facts, probe_request(agent), run.events), run.seconds)
 
 
-def _summary(name: str, billed: list[dict[str, Any]], baseline: float, final_prompt: str,
-             facts: list[str], recallable: set[str]) -> StrategyResult:
-    usages = [b["usage"] for b in billed if b["usage"]]
-    cost = sum(u["input_tokens"] + CACHE_WRITE_5M * u["cache_creation_input_tokens"]
-               + CACHE_READ * u["cache_read_input_tokens"] for u in usages)
-    prompt = sum(u["input_tokens"] + u["cache_read_input_tokens"] + u["cache_creation_input_tokens"] for u in usages)
-    return StrategyResult(
-        strategy=name,
-        billed_input=round(cost, 1),
-        relative_cost=cost / baseline if baseline else 0.0,
-        input_usd=round(sum(call_cost(b["model"], input=b["usage"]["input_tokens"],
-                                      cache_read=b["usage"]["cache_read_input_tokens"],
-                                      cache_write=b["usage"]["cache_creation_input_tokens"],
-                                      output=0) for b in billed if b["usage"]), 4),
-        cache_read_share=sum(u["cache_read_input_tokens"] for u in usages) / prompt if prompt else 0.0,
-        largest_prompt=max(u["input_tokens"] + u["cache_read_input_tokens"] + u["cache_creation_input_tokens"]
-                           for u in usages),
-        facts_kept=sum(1 for f in facts if f in final_prompt or f in recallable),
-        facts_total=len(facts),
-        requests=len(billed),
-        rejected=sum(1 for b in billed if b["error"] or b["status"] != 200),
-    )
+def _idle(session: ScriptedSession) -> bool:
+    return any(t.idle_before_s for t in session.turns)
 
 
-def _scribe(name: str, run: Replay, baseline: float, log_text: str) -> StrategyResult:
-    last_agent_request = [r.json for r in run.requests if purpose_of(r) == "agent"][-1]
-    facts = run.session.facts
-    return _summary(name, [_billed(r) for r in run.requests], baseline, str(last_agent_request), facts,
-                    {f for f in facts if f in log_text})
+def compare_chain(session: ScriptedSession, current: Executable, settings_for: Callable[[dict[str, str]], Any],
+                  before: Executable | None = None, workers: int = 2) -> list[Row]:
+    """One shape: scribe as shipped through the executable (and `before`, today's code, beside
+    it), each rule off in turn in-process, and the rebuilt baselines."""
+    chains: dict[str, tuple[Executable, dict[str, str]]] = {SHIPPED: (current, {})}
+    if before is not None:
+        chains[before.label] = (before, {})
+    if _idle(session):  # an in-process run cannot move the clock its log is stamped with
+        chains |= {name: (current, env) for name, env in RULES_OFF.items()}
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        futures = {name: pool.submit(run_chain, session, exe, env) for name, (exe, env) in chains.items()}
+        in_process = None if _idle(session) else pool.submit(_rules_off, session, settings_for)
+        runs: dict[str, ScribeRun] = {name: _of(f.result()) for name, f in futures.items()}
+        if in_process is not None:
+            runs |= in_process.result()
+    return _rows(session, runs)
 
 
-def compare(session: ScriptedSession, settings: Settings) -> list[StrategyResult]:
-    run: Replay = replay(session, settings)
-    raw = raw_events(run.events)
-    calls = [i for i, e in enumerate(raw) if isinstance(e, AssistantEvent)]
-    budget = settings.observe_tokens + settings.reflect_tokens
-    others: dict[str, Strategy] = {
-        "full history, no caching": full_no_cache,
-        "full history, breakpoint on last message": full_last_breakpoint,
-        f"rolling window ({budget // 1000}k tokens)": rolling_window(budget),
-        f"retrieval (top {RETRIEVAL_K} similar messages)": retrieval(),
-        # Not a strategy anyone would ship: the model sees only its current turn. Every output is
-        # still written to the cache once and re-read within its turn, which any strategy pays, so
-        # this is close to the least a session can be billed: the cost of memory is what is above it.
-        "current turn only (no memory)": retrieval(k=0),
-    }
-    billed = {name: bill([build(raw[:i]) for i in calls]) for name, build in others.items()}
-    baseline_usage = billed["full history, no caching"]
-    baseline = sum(b["usage"]["input_tokens"] for b in baseline_usage)
-    # What the last call of each strategy showed the model (plus, for scribe, its log via recall).
-    log_text = "\n".join(str(e) for e in raw)
-    results = [_scribe("scribe (observations, reflections, breakpoints)", run, baseline, log_text)]
-    # The same, with compression decided by the threshold alone: what observing on payback buys.
-    threshold_only = replay(session, dataclasses.replace(settings, observe_on_payback=False))
-    results.append(_scribe("scribe, threshold only (`observe_on_payback = false`)", threshold_only, baseline, log_text))
-    for name, build in others.items():
-        final = str(build(raw[: calls[-1]]))
-        results.append(_summary(name, billed[name], baseline, final, session.facts, set()))
-    return results
+def compare_in_process(session: ScriptedSession, settings_for: Callable[[dict[str, str]], Any]) -> list[Row]:
+    """The long shape: one agent for every turn, as the REPL keeps it."""
+    shipped = replay(session, settings_for({}))
+    return _rows(session, {SHIPPED: ScribeRun(shipped.requests, shipped.events, shipped.seconds),
+                           **_rules_off(session, settings_for, with_shipped=False)})
+
+
+def _of(run: ChainRun) -> ScribeRun:
+    return ScribeRun(run.requests, run.events, run.seconds)
+
+
+def _rules_off(session: ScriptedSession, settings_for: Callable[[dict[str, str]], Any], *,
+               with_shipped: bool = True) -> dict[str, ScribeRun]:
+    """In one process, as the REPL runs (notes curated once at the end): scribe as shipped, then
+    with each rule off, so each rule's saving is read against the same mode of running."""
+    variants = {**({IN_PROCESS: {}} if with_shipped else {}),
+                **{n: e for n, e in RULES_OFF.items() if n != COLD_RULE or _idle(session)}}
+    out = {}
+    for name, env in variants.items():
+        done = replay(session, settings_for(env))
+        out[name] = ScribeRun(done.requests, done.events, done.seconds)
+    return out
+
+
+def _rows(session: ScriptedSession, runs: dict[str, ScribeRun]) -> list[Row]:
+    rows = [scribe_row(name, run, session) for name, run in runs.items()]
+    shipped = rows[0]
+    rows.insert(1, Row("scribe, notes curation off (its run less the curator calls)", shipped.bill.without("curator"),
+                       shipped.kept, shipped.seconds))
+    rows += [rebuild(name, build, runs[SHIPPED], session) for name, build in REBUILT.items()]
+    return rows

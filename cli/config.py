@@ -19,20 +19,29 @@ def config(
 
     Strongest first: flags, SCRIBE_<NAME> environment variables, <workspace>/.scribe/config.toml,
     ~/.config/scribe/config.toml, defaults. (Headless runs use accept-edits and the REPL ask when
-    permission_mode is left at its default.)
+    permission_mode is left at its default.) Then what protects scribe from the commands it runs:
+    the sandbox in force on this machine, what it covers and what it does not.
     """
     from scribe.agent.config import explain_settings, find_workspace, state_dir, user_config_path
+    from scribe.agent.protection import protection_for
 
     with cli_errors():
         workspace = find_workspace(Path.cwd())
         settings, origin = explain_settings(workspace)
     values = dataclasses.asdict(settings)
+    protection = protection_for(workspace, settings)
     if as_json:
-        print(json.dumps({name: {"value": list(v) if isinstance(v, tuple) else v, "source": origin[name]}
-                          for name, v in values.items()}, indent=2))
+        shown_json = {name: {"value": list(v) if isinstance(v, tuple) else v, "source": origin[name]}
+                      for name, v in values.items()}
+        # Not a setting: what the sandbox setting gives on this machine, as detected now.
+        shown_json["command_protection"] = {"value": protection.record(), "source": "detected"}
+        print(json.dumps(shown_json, indent=2))
         return
     width = max(map(len, values))
     for name, value in values.items():
         shown = ", ".join(value) if isinstance(value, tuple) else value
         print(f"{name:<{width}}  {shown!s:<24}  {origin[name]}")
     print(f"\nfiles read: {user_config_path()}, {state_dir(workspace) / 'config.toml'} (when present)")
+    print()
+    for line in protection.lines():
+        print(line)

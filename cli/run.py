@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
+import signal
 import sys
-from collections.abc import Iterator
+from collections.abc import Generator
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
 
 from .errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_MAX_TURNS, EXIT_OK, cli_errors, fail
 from .headless import StreamJsonSink, TextSink
+from .signals import ending_signals
 from .visible import visible
 
 
@@ -30,6 +32,8 @@ class OutputFormat(StrEnum):
     stream_json = "stream-json"
 
 
+# In a headless run Ctrl-C ends scribe as SIGTERM and SIGHUP do, and says so the same way.
+RUN_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 EXIT_FOR = {"end_turn": EXIT_OK, "max_tokens": EXIT_OK, "refusal": EXIT_FAILED, "error": EXIT_FAILED,
             "max_turns": EXIT_MAX_TURNS, "interrupted": EXIT_INTERRUPTED}
 
@@ -53,7 +57,7 @@ def run(
 
     Exit codes: 0 done, 1 the model call failed, 2 bad usage or configuration,
     3 stopped at --max-turns, 4 the session log could not be written (disk full,
-    read-only), 130 interrupted.
+    read-only), 130 interrupted (Ctrl-C), 143 SIGTERM, 129 SIGHUP.
     """
     # Imported here, not at the top: the SDK takes over a second to import and `--help` needn't pay.
     from scribe.agent.config import find_workspace
@@ -61,7 +65,7 @@ def run(
     from scribe.agent.model import ModelClient
     from scribe.agent.runtime import SessionChoice, build_agent, choose_session
 
-    with cli_errors():
+    with cli_errors(), ending_signals(RUN_SIGNALS) as ending:
         text = sys.stdin.read() if prompt == "-" else prompt
         if not text.strip():
             raise fail("the prompt is empty")
@@ -118,16 +122,30 @@ def run(
         elif ended.reason == "max_turns":
             print(f"scribe: stopped after {ended.calls} model calls (--max-turns); "
                   f"continue with: scribe run -c '...'", file=sys.stderr)
+        ending.raise_if_received()  # a signal ended the turn: scribe ends now, saying so
         raise typer.Exit(EXIT_FOR.get(ended.reason, EXIT_FAILED))
 
 
-def _drive(events: Iterator[AgentEvent], output: OutputFormat) -> tuple[TurnEnded, Figures]:
+def _drive(events: Generator[AgentEvent, None, None], output: OutputFormat) -> tuple[TurnEnded, Figures]:
     sink = {OutputFormat.text: TextSink, OutputFormat.stream_json: StreamJsonSink}.get(output)
     show = sink() if sink else None
     totals = Figures()
-    for event in events:
-        if show is not None:
-            show(event)
+    stop: KeyboardInterrupt | None = None
+    while True:
+        try:
+            event = events.throw(stop) if stop is not None else next(events)
+        except StopIteration:
+            break
+        stop = None
+        try:
+            if show is not None:
+                show(event)
+        except KeyboardInterrupt as interrupt:
+            # It landed while an event was printed, outside the agent: hand it to the agent, which
+            # records it as it would one raised inside (after the turn's end there is nothing to do).
+            if isinstance(event, TurnEnded):
+                raise
+            stop = interrupt
         if isinstance(event, AssistantMessage):
             totals.add(event.usage, *price_usage(event.usage))
         if isinstance(event, TurnEnded):

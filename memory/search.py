@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from .events import (
     AssistantEvent,
@@ -23,6 +22,19 @@ from .events import (
 )
 
 LINE_CHARS = 200
+
+
+class Found(Protocol):
+    def start(self) -> int: ...
+
+    def end(self) -> int: ...
+
+
+class Pattern(Protocol):
+    """What `search` matches with: a compiled `re` pattern, or one whose work is bounded
+    (tools/pattern.py), which raises when its budget runs out."""
+
+    def search(self, text: str) -> Found | None: ...
 
 
 @dataclass(frozen=True)
@@ -84,7 +96,7 @@ def _strings(value: Any, key: str = "") -> Iterator[tuple[str, str]]:
             yield from _strings(item, key)
 
 
-def search(events: Iterable[Event], pattern: re.Pattern[str]) -> Iterator[Hit]:
+def search(events: Iterable[Event], pattern: Pattern) -> Iterator[Hit]:
     for event in events:
         type_name = event.type_name if isinstance(event, UnknownEvent) else event.type
         for where, text in texts(event):
@@ -105,7 +117,7 @@ def search(events: Iterable[Event], pattern: re.Pattern[str]) -> Iterator[Hit]:
                 yield _hit(event.seq, type_name, where, line, match, shift=begin)
 
 
-def _hit(seq: int, type_name: str, where: str, line: str, match: re.Match[str], shift: int = 0) -> Hit:
+def _hit(seq: int, type_name: str, where: str, line: str, match: Found, shift: int = 0) -> Hit:
     start, end = match.start() - shift, min(match.end() - shift, len(line))
     shown, offset = trim(line, start, end)
     return Hit(seq, type_name, where, shown, start - offset, min(end - offset, len(shown)))

@@ -6,6 +6,8 @@ import json
 import os
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,7 +36,10 @@ class Ran:
 
 def scribe_env(base_url: str, home: Path, **extra: str) -> dict[str, str]:
     """The environment of a person with a key, pointed at the fake API, with no stray config."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("SCRIBE_", "ANTHROPIC_"))}
+    # COLUMNS and LINES too: a test runner may set them (pytest-xdist's workers do), and output
+    # written to a pipe must not depend on the terminal the tests were started from.
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("SCRIBE_", "ANTHROPIC_")) and k not in ("COLUMNS", "LINES")}
     env.update(ANTHROPIC_BASE_URL=base_url, ANTHROPIC_API_KEY="sk-test-secret-key", HOME=str(home),
                XDG_CONFIG_HOME=str(home / ".config"), NO_COLOR="1",
                # Curating notes adds a model call at the end of each run; tests that script
@@ -79,3 +84,35 @@ def running_in(workspace: Path, *argv: str) -> bool:
         except OSError:
             continue  # gone while we looked, or not ours to read
     return False
+
+
+def sleep_argv(seconds: int) -> tuple[str, str]:
+    """A `sleep` command line no other test, and no other test run on this machine, uses: this
+    process's pid is the fraction, so `running(*sleep_argv(n))` finds only our own."""
+    return ("sleep", f"{seconds}.{os.getpid()}")
+
+
+def running(*argv: str) -> list[int]:
+    """Live processes whose command line is exactly `argv`: how a test finds the `sleep 1234.5`
+    it started, sandboxed or not (a sandboxed one has another pid inside its namespace)."""
+    wanted = "".join(f"{arg}\0" for arg in argv).encode()
+    found = []
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            if (proc / "cmdline").read_bytes() == wanted and (
+                    proc / "stat").read_text().rsplit(")", 1)[1].split()[0] not in ("Z", "X"):
+                found.append(int(proc.name))
+        except OSError:
+            continue  # gone while we looked
+    return found
+
+
+def wait_for(condition: Callable[[], bool], seconds: float = 15) -> bool:
+    """Poll until `condition` holds or `seconds` pass: a guard against hanging, not a timing
+    assertion (callers assert the condition, never how long it took)."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True

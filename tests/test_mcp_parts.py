@@ -155,6 +155,16 @@ def test_pin_takes_ready_servers_tools_and_records_the_rest() -> None:
     ]
 
 
+def test_a_failed_servers_error_is_redacted_before_it_is_recorded() -> None:
+    from scribe.tools.secrets import Redactor
+
+    redact = Redactor.from_environ({"GH_TOKEN": "ghp_0123456789abcdef"})
+    failed = ServerState("c", "http", "u", "f", "failed",
+                         "refused https://me:hunter2-pass@mcp.example/x with token ghp_0123456789abcdef", (), ())
+    _, [entry] = pin([failed], waited(1), redact)
+    assert entry["error"] == "refused https://me:[redacted]@mcp.example/x with token [redacted GH_TOKEN]"
+
+
 def test_two_servers_whose_names_collide_for_the_api_still_send_distinct_tool_names() -> None:
     one, _ = listed_tools("a.b", [{"name": "t", "inputSchema": schema()}])
     two, _ = listed_tools("a_b", [{"name": "t", "inputSchema": schema()}])

@@ -12,7 +12,14 @@ import pytest
 
 from helpers import agent_on
 from scribe.agent.config import Settings
-from scribe.agent.payback import Rates, calls_since_settled, paid_off, turn_start
+from scribe.agent.payback import (
+    Rates,
+    calls_per_turn,
+    calls_since_settled,
+    paid_off,
+    reflection_paid_off,
+    turn_start,
+)
 from scribe.agent.pricing import call_cost
 from scribe.agent.protocol import TurnEnded
 from scribe.fakeapi import FakeMessagesServer, Reply, text_block, tool_use_block
@@ -20,12 +27,14 @@ from scribe.memory.events import (
     AssistantEvent,
     Event,
     ObservationEvent,
+    ReflectionEvent,
     ToolResultEvent,
     UsageEvent,
     UserEvent,
 )
 from scribe.memory.log import read_log
 from scribe.memory.observer import OBSERVER_SYSTEM, safe_boundaries
+from scribe.memory.reflector import REFLECTOR_SYSTEM
 
 RATES = Rates.of("claude-sonnet-4-5", "claude-haiku-4-5")
 
@@ -98,15 +107,19 @@ def test_big_outputs_pay_off_sooner_than_small_ones() -> None:
             if paid_off(events, sizes(events, tool_tokens), sizes(events, 200), 600, RATES):
                 return later
         return 60
-    assert calls_needed(8000) < calls_needed(500)
+    assert calls_needed(8000) < calls_needed(100)
 
 
-def test_the_current_turn_and_the_last_finished_exchange_stay_raw_and_cuts_are_safe() -> None:
+def test_the_current_turn_stays_raw_the_finished_ones_may_all_go_and_cuts_are_safe() -> None:
     events = session_of([4] * 12)
     quote = paid_off(events, sizes(events), sizes(events), 600, RATES)
     assert quote is not None
     users = [i for i, e in enumerate(events) if isinstance(e, UserEvent)]
-    assert quote.last < users[-2]  # before the last finished exchange began
+    # Through the last finished turn's tool work: keeping it raw would only have it written
+    # again. Its final answer ("done", then its usage line) stays, for the next message to answer.
+    assert isinstance(events[users[-1] - 2], AssistantEvent) and events[users[-1] - 2].content == [
+        {"type": "text", "text": "done"}]
+    assert quote.last == users[-1] - 3
     assert quote.last in safe_boundaries(events[: quote.last + 1])
     assert paid_off(events[:-1], sizes(events[:-1]), sizes(events[:-1]), 600, RATES) is None  # not mid-turn
 
@@ -116,12 +129,12 @@ def test_the_current_turn_and_the_last_finished_exchange_stay_raw_and_cuts_are_s
 class Script:
     """Agent turns: a command with a big output, a file read, an answer. Observer: one line per call."""
 
-    def __init__(self, turns: int) -> None:
+    def __init__(self, turns: int, rows: int = 300) -> None:
         self.replies: list[Reply] = []
         for k in range(turns):
             self.replies += [
                 Reply([text_block(f"Run {k}."), tool_use_block("run_command", {
-                    "command": f"for i in $(seq 1 300); do echo \"run {k} row $i value $((i * 7919))\"; done"})]),
+                    "command": f"for i in $(seq 1 {rows}); do echo \"run {k} row $i value $((i * 7919))\"; done"})]),
                 Reply([tool_use_block("read_file", {"path": "README.md"})]),
                 Reply([text_block(f"Run {k} printed 300 rows.")])]
 
@@ -149,7 +162,7 @@ def billed(workspace: Path, payback: bool, monkeypatch: pytest.MonkeyPatch) -> t
     return cost, read_log(session.path).events
 
 
-def test_observing_paid_off_turns_lowers_the_bill_and_keeps_the_last_exchange(
+def test_observing_paid_off_turns_lowers_the_bill_and_leaves_the_current_turn_raw(
         workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     plain, plain_events = billed(workspace, False, monkeypatch)
     assert not [e for e in plain_events if isinstance(e, ObservationEvent)]  # far below observe_tokens
@@ -162,27 +175,30 @@ def test_observing_paid_off_turns_lowers_the_bill_and_keeps_the_last_exchange(
     for obs in observations:
         before = [e for e in events if e.seq < obs.seq and not isinstance(e, UsageEvent)]
         assert isinstance(before[-1], UserEvent)  # made at a turn start, before its first call
-        previous_turn = [u for u in users if u < before[-1].seq][-1]
-        assert obs.seq_to < previous_turn  # the last finished exchange was left raw
+        assert obs.seq_to < before[-1].seq  # the current turn is left raw
+    assert any(obs.seq_to > [u for u in users if u < obs.seq][-2] for obs in observations)  # the last one too
 
 
 def test_a_cold_cache_makes_observing_worth_it_without_rent() -> None:
     """After an idle spell the next call writes the whole prompt anyway: a big finished turn
     is worth observing at once, a small one still is not."""
     events = session_of([2, 1])  # a turn with one big output, then a short exchange (kept raw)
-    big = sizes(events, tool_tokens=3000)
+    big = sizes(events, tool_tokens=1000)
     assert paid_off(events, big, sizes(events, 500), 600, RATES) is None  # warm: its rent is too little yet
     quote = paid_off(events, big, sizes(events, 500), 600, RATES, cold=True)
-    assert quote is not None and quote.last < [i for i, e in enumerate(events) if isinstance(e, UserEvent)][-2]
+    # the first turn's tool work; the short exchange after it (question and answer) stays raw
+    assert quote is not None and quote.last == len(events) - 5
     small = sizes(events, tool_tokens=50)
     assert paid_off(events, small, small, 600, RATES, cold=True) is None
 
 
-@pytest.mark.parametrize("idle_minutes", [0, 10])
+@pytest.mark.parametrize(("idle_minutes", "when_cold"), [(0, True), (10, True), (10, False)])
 def test_after_an_idle_spell_a_finished_turn_is_observed_at_once(
-        workspace: Path, monkeypatch: pytest.MonkeyPatch, idle_minutes: int) -> None:
-    settings = Settings(permission_mode="full-auto", observe_tokens=200_000, curate_notes=False, watch_files=False)
-    with FakeMessagesServer(Script(3)) as server:
+        workspace: Path, monkeypatch: pytest.MonkeyPatch, idle_minutes: int, when_cold: bool) -> None:
+    settings = Settings(permission_mode="full-auto", observe_tokens=200_000, curate_notes=False, watch_files=False,
+                        compress_when_cold=when_cold)
+    # Small outputs: warm, a turn's re-reads are far from paying for observing it.
+    with FakeMessagesServer(Script(3, rows=20)) as server:
         agent = agent_on(server, workspace, settings, monkeypatch)
         session = agent.session
         for k in range(2):
@@ -193,5 +209,65 @@ def test_after_an_idle_spell_a_finished_turn_is_observed_at_once(
         list(agent.turn("do run 2"))
         session.close()
     observations = [e for e in read_log(session.path).events if isinstance(e, ObservationEvent)]
-    # Warm, one turn of rent does not pay for observing and rewriting the kept exchange; cold, it does.
-    assert len(observations) == (1 if idle_minutes else 0)
+    # Warm, one turn of rent does not pay for observing it; cold, it does (the next call would
+    # write it all again), unless the cold-cache rule is turned off (`compress_when_cold = false`).
+    assert len(observations) == (1 if idle_minutes and when_cold else 0)
+
+
+# --- reflecting when re-reading the observations has paid for it -----------------------------
+
+REFLECT_RATES = Rates.of("claude-sonnet-5-5", "claude-haiku-5-5")
+
+
+def test_old_chunks_are_condensed_once_their_rereads_pay_and_the_newest_stays() -> None:
+    tokens = [400.0] * 6
+    assert reflection_paid_off(tokens, [0] * 6, 300, REFLECT_RATES) is None  # nothing re-read yet
+    assert reflection_paid_off(tokens, [2, 2, 1, 1, 0, 0], 300, REFLECT_RATES) is None  # too little yet
+    n = reflection_paid_off(tokens, [40, 32, 24, 16, 8, 0], 300, REFLECT_RATES)
+    assert n is not None and 2 <= n <= 5  # never the newest chunk
+    assert reflection_paid_off([400.0, 400.0], [40, 0], 300, REFLECT_RATES) is None  # one chunk alone is not condensed
+
+
+class ReflectingScript(Script):
+    """Observations of 40 lines; the reflector folds them into two."""
+
+    def __call__(self, request: dict[str, Any]) -> Reply:
+        system = request["system"][0]["text"]
+        if system == OBSERVER_SYSTEM:
+            return Reply.text("\n".join(f"🟡 run printed row {i} of many, value noted" for i in range(40))
+                              + "\nCurrent task: runs\nNext step: more runs")
+        if system == REFLECTOR_SYSTEM:
+            return Reply.text("✅ runs printed their rows\nCurrent task: runs\nNext step: more runs")
+        return super().__call__(request)
+
+
+@pytest.mark.parametrize("on", [True, False])
+def test_reflection_on_payback_condenses_observations_long_before_reflect_tokens(
+        workspace: Path, monkeypatch: pytest.MonkeyPatch, on: bool) -> None:
+    settings = Settings(permission_mode="full-auto", observe_tokens=200_000, curate_notes=False, watch_files=False,
+                        reflect_on_payback=on)
+    with FakeMessagesServer(ReflectingScript(20)) as server:
+        agent = agent_on(server, workspace, settings, monkeypatch)
+        session = agent.session
+        for k in range(20):
+            assert [e for e in agent.turn(f"do run {k}") if isinstance(e, TurnEnded)][-1].reason == "end_turn"
+        session.close()
+        assert all(r.status == 200 and r.error is None for r in server.requests)
+    events = read_log(session.path).events
+    reflections = [e for e in events if isinstance(e, ReflectionEvent)]
+    observed = sum(e.tokens for e in events if isinstance(e, ObservationEvent))
+    assert observed < settings.reflect_tokens  # the threshold alone would never have reflected
+    assert bool(reflections) is on
+    for r in reflections:  # each made right after an observation, before the turn's first call
+        before = [e for e in events if e.seq < r.seq and not isinstance(e, UsageEvent)]
+        assert isinstance(before[-1], ObservationEvent) and before[-1].seq not in r.supersedes
+
+
+def test_the_turn_that_has_begun_counts_its_expected_reads_as_rent() -> None:
+    """Just after one finished turn nothing has re-read it yet, but the turn that has begun is
+    about to, call after call: a big output is observed before those calls, not after."""
+    events = session_of([4])
+    assert calls_per_turn(events[:-1]) == 4
+    quote = paid_off(events, sizes(events, 8000), sizes(events, 200), 600, RATES)
+    assert quote is not None and quote.last == len(events) - 4  # its tool work; its answer stays
+    assert paid_off(events, sizes(events, 100), sizes(events, 200), 600, RATES) is None  # a small one waits

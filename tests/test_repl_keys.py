@@ -17,6 +17,7 @@ from helpers import SCRIBE, events_of, running_in, scribe_env, session_logs
 from scribe.cli.repl.input import GUARD_S
 from scribe.fakeapi import FakeMessagesServer, Reply, ScriptItem, tool_use_block
 from scribe.memory.events import AssistantEvent, InterruptEvent, ToolResultEvent, UserEvent
+from scribe.tools.command import ENDED
 
 ESC, CTRL_C, CTRL_D, UP = "\x1b", "\x03", "\x04", "\x1b[A"
 QUESTION = "allow run_command\\?"
@@ -185,7 +186,7 @@ def _verdicts(events: list[Any]) -> dict[str, str]:
         if isinstance(event, ToolResultEvent):
             if "declined by the user" in event.output:
                 verdict = "declined"
-            elif "[cancelled; process group killed]" in event.output:
+            elif f"[cancelled; {ENDED}]" in event.output:
                 verdict = "cancelled"
             else:
                 verdict = "ran"

@@ -1,19 +1,25 @@
-"""run_command with real bash: exit codes, timeouts that reach background children, bounded
-output, a scrubbed environment and cancellation from another thread."""
+"""run_command with real bash, in the sandbox and without one: exit codes, timeouts and cancels
+that end everything a command started (setsid jobs too), bounded output, a scrubbed
+environment."""
 
 from __future__ import annotations
 
-import os
 import resource
 import threading
-import time
 from pathlib import Path
 
 import pytest
 
+from helpers import running, sleep_argv, wait_for
 from scribe.tools.base import ToolContext
-from scribe.tools.command import RunCommand, command_env
+from scribe.tools.command import RunCommand
 from scribe.tools.registry import builtin_tools, run_tool
+from scribe.tools.sandbox import command_protection
+from scribe.tools.secrets import command_env
+
+SANDBOXED = command_protection(Path("/")).sandboxed
+ENDED = "the command and the processes it started were ended"
+LEFT = "[ended with the command: 1 background process still running (everything a command starts ends when it does)]"
 
 
 @pytest.fixture
@@ -21,19 +27,23 @@ def ctx(workspace: Path) -> ToolContext:
     return ToolContext(workspace=workspace, command_timeout_s=30)
 
 
+@pytest.fixture(params=["sandbox", "no sandbox"])
+def either(request: pytest.FixtureRequest, workspace: Path) -> ToolContext:
+    """The same checks under each protection: what ends a command's processes differs (the
+    sandbox's PID namespace, or the process group and the marker)."""
+    if request.param == "sandbox" and not SANDBOXED:
+        pytest.skip("bubblewrap cannot create namespaces here")
+    protection = command_protection(workspace, enabled=request.param == "sandbox")
+    return ToolContext(workspace=workspace, command_timeout_s=30, protection=protection)
+
+
+def sleep(seconds: int) -> str:
+    return " ".join(sleep_argv(seconds))
+
+
 def run(ctx: ToolContext, command: str, **extra: object) -> tuple[str, bool, int | None, int]:
     out = run_tool(builtin_tools(), "run_command", {"command": command, **extra}, ctx)
     return out.text, out.is_error, out.exit_code, out.dropped_bytes
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # A zombie still answers kill(0); it is dead for our purposes.
-    stat = Path(f"/proc/{pid}/stat")
-    return stat.exists() and stat.read_text().split()[2] != "Z"
 
 
 def test_success_runs_in_workspace_with_merged_output(ctx: ToolContext, workspace: Path) -> None:
@@ -55,49 +65,31 @@ def test_no_output_and_no_stdin(ctx: ToolContext) -> None:
     assert (text, is_error) == ("done\n", False)
 
 
-def test_timeout_kills_the_whole_group_including_background_children(
-    ctx: ToolContext, tmp_path: Path
-) -> None:
-    pidfile = tmp_path / "bg.pid"
-    start = time.monotonic()
-    text, is_error, _, _ = run(
-        ctx, f"sleep 1000 & echo $! > {pidfile}; echo started; sleep 1000", timeout_s=1
-    )
-    elapsed = time.monotonic() - start
-    assert elapsed < 10
+def test_timeout_ends_the_command_and_its_background_children(either: ToolContext) -> None:
+    text, is_error, _, _ = run(either, f"{sleep(1001)} & echo started; {sleep(1002)}", timeout_s=1)
     assert is_error
-    assert text == "started\n[timed out after 1s; process group killed]"
-    background = int(pidfile.read_text())
-    deadline = time.monotonic() + 5
-    while alive(background) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not alive(background)
+    assert text == f"started\n[timed out after 1s; {ENDED}]"
+    assert wait_for(lambda: not running(*sleep_argv(1001)) and not running(*sleep_argv(1002)))
 
 
 def test_timeout_escalates_to_sigkill_when_term_is_ignored(ctx: ToolContext) -> None:
-    start = time.monotonic()
     text, is_error, _, _ = run(ctx, "trap '' TERM; echo stubborn; while :; do sleep 0.1; done", timeout_s=0.5)
-    assert time.monotonic() - start < 10
-    assert is_error and text.endswith("[timed out after 0.5s; process group killed]")
+    assert is_error and text.endswith(f"[timed out after 0.5s; {ENDED}]")
 
 
-def test_a_background_child_holding_the_pipe_does_not_hang(ctx: ToolContext) -> None:
-    start = time.monotonic()
-    text, is_error, code, _ = run(ctx, "(sleep 1000 &); echo hi")
-    assert time.monotonic() - start < 5
-    assert text.startswith("hi\n") and "background jobs" in text
-    assert (is_error, code) == (False, 0)
+def test_a_background_child_holding_the_pipe_does_not_hang(either: ToolContext) -> None:
+    text, is_error, code, _ = run(either, f"({sleep(1003)} &); echo hi")
+    assert (text, is_error, code) == (f"hi\n{LEFT}", False, 0)
+    assert wait_for(lambda: not running(*sleep_argv(1003)))
 
 
-def test_a_background_job_with_redirected_output_is_left_running(ctx: ToolContext, tmp_path: Path) -> None:
-    pidfile = tmp_path / "server.pid"
-    text, is_error, _, _ = run(ctx, f"sleep 30 > /dev/null 2>&1 & echo $! > {pidfile}; echo ok")
-    pid = int(pidfile.read_text())
-    try:
-        assert (text, is_error) == ("ok\n", False)
-        assert alive(pid)
-    finally:
-        os.kill(pid, 9)
+@pytest.mark.parametrize("start", ["{} > /dev/null 2>&1 &", "setsid {} > /dev/null 2>&1 &", "setsid {} &"])
+def test_background_jobs_end_with_the_command_even_in_a_new_session(either: ToolContext, start: str) -> None:
+    """`setsid` leaves the process group: the sandbox's PID namespace, or the marker in the
+    job's environment, still finds it; the result says what was ended."""
+    text, is_error, code, _ = run(either, f"{start.format(sleep(1004))} echo ok")
+    assert (text, is_error, code) == (f"ok\n{LEFT}", False, 0)
+    assert wait_for(lambda: not running(*sleep_argv(1004)))
 
 
 def test_output_is_capped_head_and_tail_with_bounded_memory(workspace: Path) -> None:
@@ -116,41 +108,49 @@ def test_output_is_capped_head_and_tail_with_bounded_memory(workspace: Path) -> 
     assert rss_growth_kb < 15_000  # 20 MB passed through; far less than that was ever held
 
 
-def test_secrets_are_scrubbed_from_the_environment(ctx: ToolContext, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-very-secret")
-    monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://proxy.invalid")
-    monkeypatch.setenv("GITHUB_TOKEN", "ghp_secret")
-    monkeypatch.setenv("my_db_password", "hunter2")
-    monkeypatch.setenv("Aws_Secret_Access", "aws-secret")
+def test_secrets_are_scrubbed_from_the_environment(either: ToolContext, monkeypatch: pytest.MonkeyPatch) -> None:
+    secrets = {
+        "ANTHROPIC_API_KEY": "sk-ant-very-secret", "ANTHROPIC_BASE_URL": "http://proxy.invalid",
+        "GITHUB_TOKEN": "ghp_secret", "my_db_password": "hunter2", "Aws_Secret_Access": "aws-secret",
+        # Missed by a rule of names holding KEY, TOKEN, SECRET or PASSWORD:
+        "MYSQL_PWD": "mysql-pw-1", "PGPASS": "pg-pass-1", "GH_PAT": "gh-pat-1", "NPM_AUTH": "npm-auth-1",
+        "SENTRY_DSN": "https://sentry-key-1@o1.ingest.invalid/5",
+        # Secret by value: credentials inside a URL.
+        "DATABASE_URL": "postgres://app:db-pw-1@db.invalid/prod", "HTTPS_PROXY": "http://u:proxy-pw-1@proxy:3128",
+    }
+    for name, value in secrets.items():
+        monkeypatch.setenv(name, value)
     monkeypatch.setenv("HARMLESS_SETTING", "visible")
+    monkeypatch.setenv("NO_PROXY_URL", "http://mirror.invalid:3128")  # a URL without credentials stays
     monkeypatch.setenv("PAGER", "less")
-    text, _, _, _ = run(ctx, "env")
-    for secret in ("sk-ant-very-secret", "proxy.invalid", "ghp_secret", "hunter2", "aws-secret"):
-        assert secret not in text
-    lines = set(text.splitlines())
+    text, _, _, _ = run(either, "env")
+    names = {line.split("=", 1)[0] for line in text.splitlines() if "=" in line}
+    assert not names & set(secrets)
+    for value in secrets.values():
+        assert value not in text
     assert {
         "HARMLESS_SETTING=visible",
+        "NO_PROXY_URL=http://mirror.invalid:3128",
         "SCRIBE=1",
         "PAGER=cat",
         "GIT_PAGER=cat",
         "GIT_TERMINAL_PROMPT=0",
-    } <= lines
-    assert "PATH" in command_env()
+    } <= set(text.splitlines())
+    assert {"PATH", "PWD", "HOME"} <= set(command_env())
 
 
-def test_cancel_from_another_thread_kills_the_group(ctx: ToolContext) -> None:
+def test_cancel_from_another_thread_ends_everything(either: ToolContext) -> None:
     tool = RunCommand()
     assert tool.cancel() is False  # nothing running: a no-op
-    timer = threading.Timer(0.5, tool.cancel)
-    start = time.monotonic()
-    timer.start()
-    out = tool.run({"command": "echo begun; sleep 1000 & sleep 1000"}, ctx)
-    timer.join()
-    assert time.monotonic() - start < 10
+    canceller = threading.Thread(target=lambda: wait_for(lambda: bool(running(*sleep_argv(1006)))) and tool.cancel())
+    canceller.start()
+    out = tool.run({"command": f"echo begun; setsid {sleep(1005)} & {sleep(1006)}"}, either)
+    canceller.join()
     assert out.is_error
-    assert out.text == "begun\n[cancelled; process group killed]"
+    assert out.text == f"begun\n[cancelled; {ENDED}]"
+    assert wait_for(lambda: not running(*sleep_argv(1005)) and not running(*sleep_argv(1006)))
     # The next command on the same tool runs normally.
-    assert tool.run({"command": "echo again"}, ctx).text == "again\n"
+    assert tool.run({"command": "echo again"}, either).text == "again\n"
 
 
 def test_undecodable_output_is_replaced(ctx: ToolContext) -> None:

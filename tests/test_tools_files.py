@@ -4,7 +4,13 @@ calls them."""
 from __future__ import annotations
 
 import hashlib
+import json
 import os
+import socket
+import stat
+import subprocess
+import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -77,12 +83,36 @@ def test_read_missing_file_and_directory(ctx: ToolContext, workspace: Path) -> N
     assert directory.is_error and "is a directory; use list_files" in directory.text
 
 
-def test_read_and_edit_refuse_special_files(ctx: ToolContext, workspace: Path) -> None:
-    os.mkfifo(workspace / "pipe")  # opening it for reading would block forever
-    assert call(ctx, "read_file", path="pipe").text == "pipe is not a regular file"
-    assert (
-        call(ctx, "edit_file", path="pipe", old_text="a", new_text="b").text == "pipe is not a regular file"
-    )
+def special_files(workspace: Path) -> dict[str, str]:
+    """A FIFO, a socket and (as root) a character device in the workspace: path -> what it is."""
+    os.mkfifo(workspace / "pipe")  # opening it for writing (or reading) would block forever
+    made = {"pipe": "a named pipe (FIFO)", "sock": "a socket"}
+    listener = socket.socket(socket.AF_UNIX)
+    listener.bind(str(workspace / "sock"))
+    listener.close()  # the socket file stays
+    if os.geteuid() == 0:
+        os.mknod(workspace / "null", 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+        made["null"] = "a character device"
+    return made
+
+
+def test_every_file_tool_refuses_special_files_without_opening_them(ctx: ToolContext, workspace: Path) -> None:
+    for path, kind in special_files(workspace).items():
+        refusal = f"{path} is {kind}, not a regular file"
+        # Run where a hang would show: the write must come back at once, not wait for a reader.
+        result: list[ToolOutput] = []
+        writer = threading.Thread(target=lambda p=path, into=result: into.append(
+            call(ctx, "write_file", path=p, content="x")), daemon=True)
+        writer.start()
+        writer.join(timeout=10)
+        if writer.is_alive():  # let the blocked open go, then fail
+            os.close(os.open(workspace / path, os.O_RDONLY | os.O_NONBLOCK))
+            writer.join(timeout=10)
+            pytest.fail(f"write_file to {path} blocked")
+        assert result[0].is_error and result[0].text == f"{refusal}; only regular files are written"
+        assert call(ctx, "read_file", path=path).text == refusal
+        assert call(ctx, "edit_file", path=path, old_text="a", new_text="b").text == refusal
+    assert stat.S_ISFIFO(os.stat(workspace / "pipe").st_mode)  # still the FIFO, not replaced
 
 
 def test_read_refuses_binary_with_a_summary(ctx: ToolContext, workspace: Path) -> None:
@@ -114,6 +144,44 @@ def test_read_cuts_very_long_lines_with_a_marker(ctx: ToolContext, workspace: Pa
     first, second = call(ctx, "read_file", path="min.js").text.splitlines()
     assert first == "     1\t" + "y" * 2000 + "… [line cut: 3000 more chars]"
     assert second == "     2\tshort"
+
+
+def test_a_huge_single_line_is_read_in_memory_bounded_by_what_is_shown(workspace: Path) -> None:
+    """64 MB on one line: the read streams it, holding a piece at a time, and still counts the
+    characters it cut and hashes every byte. Measured in a fresh process, whose peak is its own."""
+    size = 64_000_000
+    with (workspace / "one-line.txt").open("wb") as handle:
+        for _ in range(size // 1_000_000):
+            handle.write(b"z" * 1_000_000)
+        handle.write(b"\nlast\n")
+    code = (
+        "import json, resource, sys; from pathlib import Path;"
+        "from scribe.tools.base import ToolContext; from scribe.tools.registry import builtin_tools, run_tool;"
+        "ctx = ToolContext(workspace=Path(sys.argv[1])); run_tool(builtin_tools(), 'read_file', {'path': 'README.md'}, ctx);"
+        "before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss;"
+        "out = run_tool(builtin_tools(), 'read_file', {'path': 'one-line.txt'}, ctx);"
+        "grew = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before;"
+        "print(json.dumps({'text': out.text, 'grew_kb': grew, 'hash': ctx.seen_hashes['one-line.txt']}))"
+    )
+    done = subprocess.run([sys.executable, "-c", code, str(workspace)], capture_output=True, text=True, check=True)
+    seen = json.loads(done.stdout)
+    assert seen["text"] == "     1\t" + "z" * 2000 + f"… [line cut: {size - 2000} more chars]\n     2\tlast"
+    assert seen["hash"] == sha((workspace / "one-line.txt").read_bytes())
+    assert seen["grew_kb"] < 16_000, seen["grew_kb"]  # reading it whole held 64 MB twice over
+
+
+def test_line_pieces_keep_cuts_and_line_endings_exact(ctx: ToolContext, workspace: Path) -> None:
+    from scribe.tools.lines import PIECE_BYTES
+
+    # CRs at a piece's end wait to see whether the line ends; a character split across pieces
+    # decodes whole.
+    long_crlf = b"a" * (PIECE_BYTES - 1) + b"\r\n"
+    split_char = b"b" * (PIECE_BYTES - 1) + "é".encode() + b"c\n"
+    (workspace / "pieces.txt").write_bytes(long_crlf + split_char + b"end")
+    first, second, third, note = call(ctx, "read_file", path="pieces.txt").text.splitlines()
+    assert first == "     1\t" + "a" * 2000 + f"… [line cut: {PIECE_BYTES - 1 - 2000} more chars]"
+    assert second == "     2\t" + "b" * 2000 + f"… [line cut: {PIECE_BYTES - 2000 + 1} more chars]"
+    assert (third, note) == ("     3\tend", "(file uses CRLF line endings)")
 
 
 def test_read_strips_crlf_and_says_so(ctx: ToolContext, workspace: Path) -> None:
@@ -159,6 +227,24 @@ def test_write_to_a_directory_is_an_error(ctx: ToolContext, workspace: Path) -> 
 
 
 # --- edit_file -------------------------------------------------------------------------------
+
+
+def test_writes_replace_the_file_keeping_its_mode_and_symlinks(ctx: ToolContext, workspace: Path) -> None:
+    script = workspace / "run.sh"
+    script.write_text("echo one\n")
+    script.chmod(0o750)
+    (workspace / "alias.sh").symlink_to("run.sh")
+    call(ctx, "read_file", path="run.sh")
+    assert not call(ctx, "edit_file", path="alias.sh", old_text="one", new_text="two").is_error
+    assert not call(ctx, "write_file", path="alias.sh", content="echo three\n").is_error
+    assert (workspace / "alias.sh").is_symlink() and os.readlink(workspace / "alias.sh") == "run.sh"
+    assert script.read_text() == "echo three\n"
+    assert stat.S_IMODE(script.stat().st_mode) == 0o750
+    umask = os.umask(0o022)
+    os.umask(umask)
+    assert not call(ctx, "write_file", path="new.txt", content="x").is_error
+    assert stat.S_IMODE((workspace / "new.txt").stat().st_mode) == 0o666 & ~umask
+    assert not [p for p in os.listdir(workspace) if p.endswith(".scribe-tmp")]
 
 
 def test_edit_replaces_the_single_match_and_returns_a_diff(ctx: ToolContext, workspace: Path) -> None:

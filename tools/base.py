@@ -6,7 +6,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+from scribe.tools.secrets import Redactor
+
+if TYPE_CHECKING:
+    from scribe.tools.sandbox import Protection
 
 # "mcp" and "mcp-read": a tool of an MCP server, and one its server marks read-only.
 ToolKind = Literal["read", "edit", "command", "mcp", "mcp-read"]
@@ -36,12 +41,14 @@ class ToolOutput:
 
 
 class CommandInterrupted(KeyboardInterrupt):
-    """Ctrl-C reached a running command: its process group was killed, and `output` is what it
-    printed until then (kept, so the log and the model see how far it got)."""
+    """Ctrl-C (or a signal that ends scribe) reached a running command: it was ended, and
+    `output` is what it printed until then (kept, so the log and the model see how far it
+    got). `cause` is the interrupt itself, raised again once the result is recorded."""
 
-    def __init__(self, output: ToolOutput) -> None:
-        super().__init__()
+    def __init__(self, output: ToolOutput, cause: KeyboardInterrupt | None = None) -> None:
+        super().__init__(*(cause.args if cause is not None else ()))
         self.output = output
+        self.cause = cause if cause is not None else KeyboardInterrupt()
 
 
 @dataclass
@@ -59,6 +66,12 @@ class ToolContext:
     read_log: Callable[[], Iterable[dict[str, Any]]] | None = None
     # sha256 of each file as the agent last read or wrote it (workspace-relative posix path).
     seen_hashes: dict[str, str] = field(default_factory=dict)
+    # Where commands run (the sandbox, or what stands in for it); None: detect it on first use.
+    protection: Protection | None = None
+    # Replaces secret values in every tool's output before it is logged.
+    redact: Redactor = field(default_factory=Redactor.from_environ)
+    # Seconds of regular-expression matching one search may spend (search_files, recall).
+    regex_timeout_s: float = 5.0
 
 
 class Tool(Protocol):

@@ -1,9 +1,12 @@
-"""run_command: one bash command in the workspace, in its own process group, with bounded
-time and bounded memory. It owns the rules for killing what a command leaves behind and for
-keeping secrets out of the command's environment."""
+"""run_command: one bash command in the workspace, with bounded time and bounded memory, under
+the protection `tools/sandbox.py` decides (a bubblewrap sandbox where the platform allows).
+It owns the rule that every process a command starts ends with it: on exit, timeout, cancel
+and any signal that ends scribe (the sandbox's PID namespace, or the process group plus the
+marker of leftovers.py without one)."""
 
 from __future__ import annotations
 
+import functools
 import os
 import selectors
 import signal
@@ -11,35 +14,27 @@ import subprocess
 import threading
 import time
 from collections import deque
+from pathlib import Path
 from typing import Any
 
+from scribe.tools import leftovers
 from scribe.tools.base import CommandInterrupted, ToolContext, ToolError, ToolKind, ToolOutput
-from scribe.tools.textio import human_bytes
+from scribe.tools.sandbox import Protection, command_protection, hide_own_process
+from scribe.tools.secrets import command_env
+from scribe.tools.textio import human_bytes, plural
 
 MAX_TIMEOUT_S = 1800.0
 # After SIGTERM, how long the group gets before SIGKILL.
 TERM_GRACE_S = 1.0
-# After SIGKILL, how long to keep draining: a process that escaped the group (setsid) may
-# still hold the pipe, and must not hang the tool.
+# After SIGKILL, how long to keep draining: a process that escaped everything we can reach
+# may still hold the pipe, and must not hang the tool.
 DRAIN_GRACE_S = 0.5
 # After bash itself exits, how long background jobs still writing to our pipe may finish
-# before the group is killed. Jobs that redirected their output are left running.
+# before they are ended (without a sandbox; in one they end with the command at once).
 ORPHAN_GRACE_S = 0.5
 _READ_CHUNK = 65536
 _POLL_S = 0.05
-_SECRET_MARKERS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL")
-
-
-def command_env() -> dict[str, str]:
-    """The parent's environment minus anything that looks like a secret, plus scribe's markers."""
-    env = {
-        name: value
-        for name, value in os.environ.items()
-        if not name.upper().startswith("ANTHROPIC_")
-        and not any(marker in name.upper() for marker in _SECRET_MARKERS)
-    }
-    env.update(SCRIBE="1", PAGER="cat", GIT_PAGER="cat", GIT_TERMINAL_PROMPT="0")
-    return env
+ENDED = "the command and the processes it started were ended"
 
 
 class _CappedOutput:
@@ -79,9 +74,45 @@ class _CappedOutput:
 
 
 class _Running:
-    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
+    """One command in flight: its process (bash, or bubblewrap around it) and how to reach
+    everything it started."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], protection: Protection, command_id: str,
+                 status_fd: int) -> None:
         self.proc = proc
+        self.protection = protection
+        self.command_id = command_id
+        self.status_fd = status_fd  # the sandbox's report of leftovers; -1 without one
         self.cancelled = threading.Event()
+
+    def signal(self, sig: signal.Signals) -> None:
+        """Signal the command's process group and, without a sandbox, every process that
+        carries its marker (a `setsid` job has left the group). In the sandbox, the end of
+        bubblewrap ends the whole PID namespace."""
+        _signal_group(self.proc.pid, sig)
+        if not self.protection.sandboxed:
+            leftovers.signal_marked(self.command_id, sig)
+
+    def end_leftovers(self) -> int:
+        """End what the command left running once bash has exited; returns how many."""
+        if self.protection.sandboxed:
+            return self._reported_leftovers()
+        count = leftovers.end_marked(self.command_id)
+        _signal_group(self.proc.pid, signal.SIGKILL)  # any that dropped the marker but not the group
+        return count
+
+    def _reported_leftovers(self) -> int:
+        try:
+            report = os.read(self.status_fd, 64)
+        except BlockingIOError:
+            return 0
+        text = report.decode("ascii", errors="replace").strip()
+        return int(text) if text.isdigit() else 0
+
+    def close(self) -> None:
+        if self.status_fd >= 0:
+            os.close(self.status_fd)
+            self.status_fd = -1
 
 
 def _signal_group(pgid: int, sig: signal.Signals) -> None:
@@ -96,9 +127,10 @@ class RunCommand:
     kind: ToolKind = "command"
     description = (
         "Run a bash command in the workspace root; returns stdout and stderr combined. No stdin and no "
-        "terminal, so use non-interactive flags. The whole process group is killed after timeout_s "
-        "seconds (default from config, max 1800). Background jobs must redirect their output or they are "
-        "killed when the command ends. Very long output is cut in the middle."
+        "terminal, so use non-interactive flags. It is ended after timeout_s seconds (default from config, "
+        "max 1800). Every process it starts, background jobs included, ends when it does. Where a sandbox "
+        "is in force only the workspace and a private /tmp are writable. Very long output is cut in the "
+        "middle."
     )
 
     def __init__(self) -> None:
@@ -124,12 +156,12 @@ class RunCommand:
         return first + " …" if "\n" in command else first
 
     def cancel(self) -> bool:
-        """Kill the running command's process group (safe from another thread or a signal
+        """End the running command and what it started (safe from another thread or a signal
         handler). Returns whether anything was running."""
         runs = list(self._running.values())
         for run in runs:
             run.cancelled.set()
-            _signal_group(run.proc.pid, signal.SIGTERM)
+            run.signal(signal.SIGTERM)
         return bool(runs)
 
     def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
@@ -140,36 +172,70 @@ class RunCommand:
         if timeout <= 0:
             raise ToolError("timeout_s must be a positive number of seconds")
         timeout = min(timeout, MAX_TIMEOUT_S)
+        run = _start(command, ctx)
+        self._running[id(run)] = run
+        output = _CappedOutput(ctx.output_cap_bytes)
+        try:
+            try:
+                reason, left = _pump(run, output, timeout)
+            except KeyboardInterrupt as stop:  # Ctrl-C, or a signal that ends scribe (str says which)
+                run.signal(signal.SIGKILL)  # leave nothing behind, keep what it printed
+                partial = _result(run, "cancelled", timeout, output, 0, why=str(stop))
+                raise CommandInterrupted(partial, stop) from None
+            except BaseException:
+                run.signal(signal.SIGKILL)
+                raise
+            finally:
+                self._running.pop(id(run), None)
+                assert run.proc.stdout is not None
+                run.proc.stdout.close()
+            return _result(run, reason, timeout, output, left)
+        finally:
+            run.close()
+
+
+def _start(command: str, ctx: ToolContext) -> _Running:
+    protection = ctx.protection or _default_protection(ctx.workspace.resolve(), tuple(ctx.allowed_roots))
+    command_id = leftovers.new_command_id()
+    env = {**command_env(), leftovers.MARKER: command_id}
+    if not protection.sandboxed:
+        hide_own_process()
+        if leftovers.can_find():
+            leftovers.ensure_reaper(env)
+    status_r, status_w = os.pipe() if protection.sandboxed else (-1, -1)
+    try:
         proc = subprocess.Popen(
-            ["bash", "-c", command],
+            protection.argv(command, status_w),
             cwd=ctx.workspace,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             start_new_session=True,  # its own process group, so one killpg reaches every child
-            env=command_env(),
+            env=env,
+            pass_fds=(status_w,) if status_w >= 0 else (),
         )
-        run = _Running(proc)
-        self._running[id(run)] = run
-        output = _CappedOutput(ctx.output_cap_bytes)
-        try:
-            reason = _pump(run, output, timeout)
-        except KeyboardInterrupt:
-            _signal_group(proc.pid, signal.SIGKILL)  # leave nothing behind, keep what it printed
-            raise CommandInterrupted(_result(proc, "cancelled", timeout, output)) from None
-        except BaseException:
-            _signal_group(proc.pid, signal.SIGKILL)
-            raise
-        finally:
-            self._running.pop(id(run), None)
-            assert proc.stdout is not None
-            proc.stdout.close()
-        return _result(proc, reason, timeout, output)
+    except BaseException:
+        if status_r >= 0:
+            os.close(status_r)
+        raise
+    finally:
+        if status_w >= 0:
+            os.close(status_w)
+    if status_r >= 0:
+        os.set_blocking(status_r, False)
+    return _Running(proc, protection, command_id, status_r)
 
 
-def _pump(run: _Running, output: _CappedOutput, timeout: float) -> str | None:
+@functools.cache
+def _default_protection(workspace: Path, allowed_roots: tuple[Path, ...]) -> Protection:
+    """For a context built without one (tests, tools used on their own): the same detection."""
+    return command_protection(workspace, allowed_roots=allowed_roots)
+
+
+def _pump(run: _Running, output: _CappedOutput, timeout: float) -> tuple[str | None, int]:
     """Read output until the pipe closes and bash has exited, enforcing timeout and cancel.
-    Returns why the group was killed ("timeout", "cancelled", "orphans"), or None."""
+    Returns why the command was ended early ("timeout", "cancelled"), or None, and how many
+    processes it left running that were ended."""
     proc = run.proc
     assert proc.stdout is not None
     fd = proc.stdout.fileno()
@@ -178,9 +244,11 @@ def _pump(run: _Running, output: _CappedOutput, timeout: float) -> str | None:
     selector.register(fd, selectors.EVENT_READ)
     deadline = time.monotonic() + timeout
     reason: str | None = None
+    left = 0
     killed_at = 0.0
     hard_killed = False
     exited_at: float | None = None
+    orphans_ended = False
     eof = False
     try:
         while not (eof and exited_at is not None):
@@ -192,16 +260,20 @@ def _pump(run: _Running, output: _CappedOutput, timeout: float) -> str | None:
                     reason = "cancelled"
                 elif now >= deadline:
                     reason = "timeout"
-                elif exited_at is not None and not eof and now - exited_at >= ORPHAN_GRACE_S:
-                    reason = "orphans"
                 if reason is not None:
                     killed_at = now
-                    _signal_group(proc.pid, signal.SIGTERM)
+                    run.signal(signal.SIGTERM)
+                elif (exited_at is not None and not eof and not orphans_ended
+                      and now - exited_at >= ORPHAN_GRACE_S):
+                    # bash is gone but something it started still holds the output
+                    orphans_ended = True
+                    left = run.end_leftovers()
+                    killed_at, hard_killed = now, True
             elif not hard_killed and now - killed_at >= TERM_GRACE_S:
                 hard_killed = True
-                _signal_group(proc.pid, signal.SIGKILL)
-            elif hard_killed and now - killed_at >= TERM_GRACE_S + DRAIN_GRACE_S:
-                break  # whatever still holds the pipe escaped the group; stop waiting for it
+                run.signal(signal.SIGKILL)
+            if hard_killed and now - killed_at >= TERM_GRACE_S + DRAIN_GRACE_S:
+                break  # whatever still holds the pipe escaped us; stop waiting for it
             if eof:
                 time.sleep(_POLL_S)  # bash closed its output but is still running
                 continue
@@ -217,37 +289,38 @@ def _pump(run: _Running, output: _CappedOutput, timeout: float) -> str | None:
                     selector.unregister(fd)
     finally:
         selector.close()
-    return reason
+    if reason is None and not orphans_ended:
+        left = run.end_leftovers()
+    return reason, left
 
 
-def _result(
-    proc: subprocess.Popen[bytes], reason: str | None, timeout: float, output: _CappedOutput
-) -> ToolOutput:
+def _result(run: _Running, reason: str | None, timeout: float, output: _CappedOutput, left: int,
+            why: str = "") -> ToolOutput:
+    proc = run.proc
     try:
         proc.wait(timeout=2)
     except subprocess.TimeoutExpired:
-        _signal_group(proc.pid, signal.SIGKILL)
+        run.signal(signal.SIGKILL)
         proc.wait()
     code = proc.returncode
     signal_name = ""
     if code < 0:  # killed by a signal: report it the way a shell would
+        code = 128 - code
+    if code > 128:  # a shell's (and the sandbox's) way of saying "killed by signal N"
         try:
-            signal_name = signal.Signals(-code).name
+            signal_name = signal.Signals(code - 128).name
         except ValueError:
             pass
-        code = 128 - code
     text, dropped = output.render()
     notes: list[str] = []
     if reason == "timeout":
-        notes.append(f"[timed out after {timeout:g}s; process group killed]")
+        notes.append(f"[timed out after {timeout:g}s; {ENDED}]")
     elif reason == "cancelled":
-        notes.append("[cancelled; process group killed]")
+        notes.append(f"[cancelled ({why}); {ENDED}]" if why else f"[cancelled; {ENDED}]")
     else:
-        if reason == "orphans":
-            notes.append(
-                "[background jobs still holding the output were killed; "
-                "redirect their output (cmd > file 2>&1 &) to keep them running]"
-            )
+        if left:
+            notes.append(f"[ended with the command: {plural(left, 'background process', 'background processes')}"
+                         " still running (everything a command starts ends when it does)]")
         if code != 0:
             notes.append(f"[exit code {code} ({signal_name})]" if signal_name else f"[exit code {code}]")
     if notes:

@@ -5,12 +5,13 @@ changed since the model last saw it (tracked through `ctx.seen_hashes`)."""
 from __future__ import annotations
 
 import difflib
-import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from scribe.tools.atomic import refuse_special, special_kind, write_atomic
 from scribe.tools.base import ToolContext, ToolError, ToolKind, ToolOutput
+from scribe.tools.lines import numbered_lines
 from scribe.tools.paths import display_path, resolve_path
 from scribe.tools.textio import (
     SNIFF_BYTES,
@@ -40,8 +41,9 @@ def _require_file(ctx: ToolContext, target: Path) -> str:
         raise ToolError(f"{name} is a directory; use list_files to see its contents")
     if not target.exists():
         raise ToolError(f"file not found: {name}")
-    if not target.is_file():
-        raise ToolError(f"{name} is not a regular file")
+    kind = special_kind(target)
+    if kind is not None:
+        raise ToolError(f"{name} is {kind}, not a regular file")
     return name
 
 
@@ -94,8 +96,9 @@ class ReadFile:
             ctx.seen_hashes[name] = sha256_file(target)
             size = human_bytes(target.stat().st_size)
             return ToolOutput(f"{name} is a binary file ({kind}, {size}); its contents are not shown")
-        shown, total, crlf, digest = _numbered_lines(target, offset, limit)
-        ctx.seen_hashes[name] = digest
+        lines = numbered_lines(target, offset, limit, MAX_LINE_CHARS, MAX_READ_CHARS)
+        shown, total, crlf = lines.shown, lines.total, lines.crlf
+        ctx.seen_hashes[name] = lines.digest
         if total == 0:
             return ToolOutput(f"{name} is empty")
         if offset > total:
@@ -107,30 +110,6 @@ class ReadFile:
         if crlf:
             text += "\n(file uses CRLF line endings)"
         return ToolOutput(text)
-
-
-def _numbered_lines(target: Path, offset: int, limit: int) -> tuple[list[str], int, bool, str]:
-    """Stream the file once: format the requested window, count every line, hash every byte."""
-    digest = hashlib.sha256()
-    shown: list[str] = []
-    chars = 0
-    crlf = False
-    total = 0
-    with target.open("rb") as handle:
-        for raw in handle:
-            digest.update(raw)
-            total += 1
-            if total < offset or len(shown) >= limit or chars >= MAX_READ_CHARS:
-                continue
-            if raw.endswith(b"\r\n"):
-                crlf = True
-            line = raw.rstrip(b"\r\n").decode("utf-8", errors="replace")
-            if len(line) > MAX_LINE_CHARS:
-                line = f"{line[:MAX_LINE_CHARS]}… [line cut: {len(line) - MAX_LINE_CHARS} more chars]"
-            entry = f"{total:>6}\t{line}"
-            shown.append(entry)
-            chars += len(entry) + 1
-    return shown, total, crlf, digest.hexdigest()
 
 
 class WriteFile:
@@ -159,7 +138,7 @@ class WriteFile:
     def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         plan = plan_write(args, ctx)
         plan.target.parent.mkdir(parents=True, exist_ok=True)
-        plan.target.write_bytes(plan.data)
+        write_atomic(plan.target, plan.data, plan.name)
         ctx.seen_hashes[plan.name] = sha256_bytes(plan.data)
         verb = "overwrote" if plan.existed else "created"
         return ToolOutput(
@@ -188,6 +167,7 @@ def plan_write(args: dict[str, Any], ctx: ToolContext) -> PlannedWrite:
     blocker = next((p for p in target.parents if p.exists() and not p.is_dir()), None)
     if blocker is not None:
         raise ToolError(f"cannot create {name}: {display_path(ctx, blocker)} is a file, not a directory")
+    refuse_special(target, name)  # before anything opens it: a FIFO would block
     existed = target.exists()
     if existed:
         # Overwriting must not silently discard changes made outside the agent either.
@@ -223,7 +203,7 @@ class EditFile:
     def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         plan = plan_edit(args, ctx)
         new_data = plan.after.encode("utf-8", errors="surrogateescape")
-        plan.target.write_bytes(new_data)
+        write_atomic(plan.target, new_data, plan.name)
         ctx.seen_hashes[plan.name] = sha256_bytes(new_data)
         return ToolOutput(_diff(plan.name, plan.before, plan.after))
 

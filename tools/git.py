@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -22,6 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import git
+
+from scribe.tools.atomic import PendingWrite, WriteFailed, prepare
 
 TRAILER = "Scribe-Session"
 # Operations during which a commit would land in the middle of the person's work.
@@ -270,11 +273,22 @@ def undo_commit(workspace: Path, sha: str | None, session_id: str | None = None)
         if dirty:
             return UndoResult(False, f"uncommitted changes to {', '.join(dirty)} would be lost; commit or stash "
                                      "them first")
-        _run(repo, "update-ref", "-m", f"scribe undo: {subject}", "HEAD", parent, head)
         restore = [p for p in files if status[p] != "A"]
         added = [p for p in files if status[p] == "A"]
-        for batch in _chunks(restore):
+        root = Path(repo.working_tree_dir or workspace)
+        # Every restored file is written beside its place first; if one cannot be (a full disk),
+        # none is put in place and nothing, HEAD included, has changed.
+        try:
+            pending, by_git = _prepare_restore(repo.commit(parent).tree, restore, root)
+        except WriteFailed as exc:
+            return UndoResult(False, f"{exc}; nothing undone")
+        _run(repo, "update-ref", "-m", f"scribe undo: {subject}", "HEAD", parent, head)
+        for write in pending:
+            write.commit()
+        for batch in _chunks(by_git):
             _run(repo, "checkout", parent, "--", *batch)
+        for batch in _chunks([w.name for w in pending]):
+            _run(repo, "reset", "-q", parent, "--", *batch, ok=(0, 1))  # the index follows the restored files
         for batch in _chunks(added):
             _run(repo, "rm", "-q", "--cached", "--", *batch)
         for rel in added:
@@ -285,6 +299,31 @@ def undo_commit(workspace: Path, sha: str | None, session_id: str | None = None)
                                 + ("; ".join(what) or "no files changed"), head, parent, files)
 
 
+def _prepare_restore(tree: git.Tree, paths: Sequence[str], root: Path) -> tuple[list[PendingWrite], list[str]]:
+    """Write the parent's content of each regular file in `paths` beside it (not yet in place).
+    Symlinks, submodules and paths under a symlinked folder are left to `git checkout`, which
+    writes no file content in place and refuses to write through a link."""
+    pending: list[PendingWrite] = []
+    by_git: list[str] = []
+    real_root = root.resolve()
+    try:
+        for rel in paths:
+            blob = tree / rel
+            target = root / rel
+            if blob.type != "blob" or stat.S_ISLNK(blob.mode) or target.parent.resolve() != (real_root / rel).parent:
+                by_git.append(rel)
+                continue
+            target.parent.mkdir(parents=True, exist_ok=True)
+            pending.append(prepare(target, blob.data_stream.read(), rel, executable=bool(blob.mode & 0o111)))
+    except (WriteFailed, OSError) as exc:
+        for write in pending:
+            write.discard()
+        if isinstance(exc, WriteFailed):
+            raise
+        raise WriteFailed(f"could not restore: {(exc.strerror or str(exc)).lower()}") from None
+    return pending, by_git
+
+
 def _remove_file(root: Path, rel: str) -> None:
     """Delete a file the undone commit added, and the folders that held only it."""
     target = root / rel
@@ -293,3 +332,13 @@ def _remove_file(root: Path, rel: str) -> None:
     while folder != root and folder.is_dir() and not any(folder.iterdir()):
         folder.rmdir()
         folder = folder.parent
+
+
+def git_dirs(workspace: Path) -> list[Path]:
+    """The repository's git folders: its own and, for a worktree, the common one (both must be
+    writable for `git commit` to work); none outside a repository."""
+    try:
+        with open_repo(workspace) as repo:
+            return sorted({Path(repo.git_dir).resolve(), Path(repo.common_dir).resolve()})
+    except GitUnavailable:
+        return []

@@ -8,10 +8,10 @@ error message, the middle of a long output) comes back into view.
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 from scribe.tools.base import ToolContext, ToolError, ToolKind, ToolOutput
+from scribe.tools.pattern import BoundedPattern, PatternError, PatternTooSlow
 
 # One answer is bounded like any tool output; a narrower query or range reads further.
 MAX_CHARS = 40_000
@@ -62,24 +62,27 @@ class Recall:
             if not records:
                 raise ToolError("no events in that seq range")
             return ToolOutput(_bounded("\n\n".join(_whole(r) for r in records)))
-        return ToolOutput(_bounded(_search(records, _matcher(query))))
+        try:
+            return ToolOutput(_bounded(_search(records, _matcher(query, ctx.regex_timeout_s))))
+        except PatternTooSlow as exc:
+            raise ToolError(str(exc)) from None
 
 
-def _matcher(query: str) -> re.Pattern[str] | list[str]:
+def _matcher(query: str, budget_s: float) -> BoundedPattern | list[str]:
     try:
-        return re.compile(query)
-    except re.error:
+        return BoundedPattern(query, budget_s)
+    except PatternError:
         return [w.lower() for w in query.split()]
 
 
-def _matches(line: str, matcher: re.Pattern[str] | list[str]) -> bool:
+def _matches(line: str, matcher: BoundedPattern | list[str]) -> bool:
     if isinstance(matcher, list):
         lowered = line.lower()
         return all(w in lowered for w in matcher)
     return matcher.search(line) is not None
 
 
-def _search(records: list[dict[str, Any]], matcher: re.Pattern[str] | list[str]) -> str:
+def _search(records: list[dict[str, Any]], matcher: BoundedPattern | list[str]) -> str:
     hits: list[str] = []
     total = 0
     for record in records:

@@ -6,11 +6,12 @@ failure into a one-line error result, so nothing but a programming error escapes
 from __future__ import annotations
 
 import copy
+import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from scribe.tools.base import Tool, ToolContext, ToolError, ToolOutput
+from scribe.tools.base import CommandInterrupted, Tool, ToolContext, ToolError, ToolOutput
 from scribe.tools.command import RunCommand
 from scribe.tools.files import EditFile, ReadFile, WriteFile
 from scribe.tools.paths import display_path
@@ -46,7 +47,36 @@ def tool_definitions(tools: Sequence[Tool]) -> list[dict[str, Any]]:
 
 def run_tool(tools: Sequence[Tool], name: str, args: Any, ctx: ToolContext) -> ToolOutput:
     """Run one tool call. Unknown tools, bad arguments, refusals and OS failures come back as
-    an error ToolOutput with one line of text; they never raise."""
+    an error ToolOutput with one line of text; they never raise. Whatever a tool returns has
+    scribe's secret values redacted (the log keeps it, the next request sends it)."""
+    try:
+        out = _run_tool(tools, name, args, ctx)
+    except CommandInterrupted as stop:
+        raise CommandInterrupted(_redacted(stop.output, ctx), stop.cause) from None
+    return _redacted(out, ctx)
+
+
+def _redacted(out: ToolOutput, ctx: ToolContext) -> ToolOutput:
+    """The output with secret values replaced in its text and in every string of the non-text
+    content it carries (an MCP server's unknown content types are kept in the log as sent)."""
+    text = ctx.redact(out.text)
+    attachments = [_redact_strings(a, ctx) for a in out.attachments]
+    if text == out.text and attachments == out.attachments:
+        return out
+    return dataclasses.replace(out, text=text, attachments=attachments)
+
+
+def _redact_strings(value: Any, ctx: ToolContext) -> Any:
+    if isinstance(value, str):
+        return ctx.redact(value)
+    if isinstance(value, dict):
+        return {k: _redact_strings(v, ctx) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_redact_strings(v, ctx) for v in value]
+    return value
+
+
+def _run_tool(tools: Sequence[Tool], name: str, args: Any, ctx: ToolContext) -> ToolOutput:
     tool = next((t for t in tools if t.name == name), None)
     if tool is None:
         available = ", ".join(t.name for t in tools)

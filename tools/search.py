@@ -4,10 +4,10 @@ caps and the one `path:line:text` format both search back ends (ripgrep, Python)
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import subprocess
 import tempfile
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,6 +15,7 @@ from typing import Any
 from scribe.tools.base import ToolContext, ToolError, ToolKind, ToolOutput
 from scribe.tools.listing import SKIP_DIRS, files_under, glob_match, tree_order
 from scribe.tools.paths import display_path, resolve_path
+from scribe.tools.pattern import BoundedPattern, PatternError, PatternTooSlow
 from scribe.tools.textio import SNIFF_BYTES, one_line
 
 MAX_FILES = 1000
@@ -115,20 +116,23 @@ class SearchFiles:
         if not pattern:
             raise ToolError("pattern is empty")
         try:
-            regex = re.compile(pattern)
-        except re.error as exc:
-            raise ToolError(f"invalid regular expression {pattern!r}: {exc}") from exc
+            bounded = BoundedPattern(pattern, ctx.regex_timeout_s)
+        except PatternError as exc:
+            raise ToolError(str(exc)) from None
         base, name = _existing(ctx, args)
         rg = find_ripgrep()
-        matches = _rg_matches(rg, pattern, base, ctx) if rg else _python_matches(regex, base, ctx)
+        matches = _rg_matches(rg, pattern, base, ctx) if rg else _python_matches(bounded, base, ctx)
         lines: list[str] = []
         total = 0
-        for path, number, text in matches:
-            total += 1
-            if total <= MAX_MATCHES:
-                if len(text) > MAX_MATCH_CHARS:
-                    text = text[:MAX_MATCH_CHARS] + "…"
-                lines.append(f"{path}:{number}:{text}")
+        try:
+            for path, number, text in matches:
+                total += 1
+                if total <= MAX_MATCHES:
+                    if len(text) > MAX_MATCH_CHARS:
+                        text = text[:MAX_MATCH_CHARS] + "…"
+                    lines.append(f"{path}:{number}:{text}")
+        except PatternTooSlow as exc:
+            raise ToolError(str(exc)) from None
         if not lines:
             return ToolOutput(f"no matches for {pattern!r}{_where(name)}")
         if total > MAX_MATCHES:
@@ -144,7 +148,7 @@ def find_ripgrep() -> str | None:
     return shutil.which("rg")
 
 
-def _python_matches(regex: re.Pattern[str], base: Path, ctx: ToolContext) -> Iterator[Match]:
+def _python_matches(pattern: BoundedPattern, base: Path, ctx: ToolContext) -> Iterator[Match]:
     named = sorted(
         ((display_path(ctx, path), path) for path in files_under(base)), key=lambda n: tree_order(n[0])
     )
@@ -159,7 +163,7 @@ def _python_matches(regex: re.Pattern[str], base: Path, ctx: ToolContext) -> Ite
                 handle.seek(0)
                 for number, raw in enumerate(handle, start=1):
                     line = raw.rstrip(b"\r\n").decode("utf-8", errors="replace")
-                    if regex.search(line):
+                    if pattern.search(line):
                         yield name, number, line
         except OSError:
             continue  # unreadable file: skipped, as ripgrep does
@@ -180,6 +184,16 @@ def _rg_matches(rg: str, pattern: str, base: Path, ctx: ToolContext) -> Iterator
         )
         assert proc.stdout is not None
         found = False
+        # ripgrep's engine runs in linear time, so no pattern makes it backtrack without end;
+        # a search of a huge tree is still bounded by the same budget, as a whole.
+        expired = threading.Event()
+
+        def stop() -> None:
+            expired.set()
+            proc.kill()
+
+        deadline = threading.Timer(ctx.regex_timeout_s, stop)
+        deadline.start()
         try:
             for raw in proc.stdout:
                 path, _, rest = raw.rstrip(b"\r\n").partition(b"\0")
@@ -189,8 +203,12 @@ def _rg_matches(rg: str, pattern: str, base: Path, ctx: ToolContext) -> Iterator
                 found = True
                 yield display_path(ctx, Path(os.fsdecode(path))), int(number), text.decode("utf-8", "replace")
         finally:
+            deadline.cancel()
             proc.stdout.close()
             proc.wait()
+        if expired.is_set():
+            raise PatternTooSlow(f"the search took more than {ctx.regex_timeout_s:g} s (regex_timeout_s) and was "
+                                 "stopped; narrow the path or the pattern")
         stderr.seek(0)
         errors = stderr.read().decode("utf-8", errors="replace")
     # Exit 1 is "no match"; 2 with nothing found is a real failure, e.g. a regex that Python

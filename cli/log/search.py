@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-import re
 import sys
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
+from scribe.agent.config import find_workspace, load_settings
 from scribe.memory.log import LogError
 from scribe.memory.search import Hit, search
+from scribe.tools.pattern import BoundedPattern, PatternError, PatternTooSlow
 
 from ..errors import EXIT_FAILED, EXIT_USAGE, fail
 from ..visible import visible
@@ -26,12 +28,13 @@ def search_logs(
 ) -> None:
     """Search user and assistant text, tool calls and outputs, observations, reflections, file
     changes and errors. Prints session id, seq, event type and each matching line (trimmed).
-    Exit 0 when something matched, 1 when nothing did, 2 on a bad pattern."""
+    Exit 0 when something matched, 1 when nothing did, 2 on a bad pattern or one whose matching
+    takes longer than regex_timeout_s (5 s by default)."""
     with log_command():
         try:
-            regex = re.compile(pattern, re.IGNORECASE if ignore_case else 0)
-        except re.error as exc:
-            raise fail(f"invalid regular expression {pattern!r}: {exc}", EXIT_USAGE) from None
+            regex = BoundedPattern(pattern, load_settings(find_workspace(Path.cwd())).regex_timeout_s, ignore_case)
+        except PatternError as exc:
+            raise fail(str(exc), EXIT_USAGE) from None
         targets = [resolve_session(session)] if session else sessions_in_scope(all_)
         rows: list[dict[str, Any]] = []
         matched = 0
@@ -42,12 +45,15 @@ def search_logs(
             except LogError as exc:
                 print(f"scribe: note: {exc}", file=sys.stderr)
                 continue
-            for hit in search(events, regex):
-                matched += 1
-                if out is None:
-                    rows.append({"session_id": found.id, **hit.as_dict()})
-                else:
-                    _print_hit(out, found.id, hit)
+            try:
+                for hit in search(events, regex):
+                    matched += 1
+                    if out is None:
+                        rows.append({"session_id": found.id, **hit.as_dict()})
+                    else:
+                        _print_hit(out, found.id, hit)
+            except PatternTooSlow as exc:
+                raise fail(str(exc), EXIT_USAGE) from None
         if as_json:
             print_json(rows)
         if not matched:

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from scribe.agent.pricing import CACHE_WRITE_5M, price_usage
+from scribe.agent.pricing import price_usage
 from scribe.memory.stats import Figures, SessionStats, session_stats
 
 from .common import (
@@ -38,8 +38,8 @@ def stats(
 
 
 COLUMNS = ("purpose", "calls", "input", "cache read", "cache write", "output", "hit rate", "cost", "no-cache cost")
-PRICES_NOTE = (f"prices: agent/pricing.py list prices; cache writes at the 5-minute rate ({CACHE_WRITE_5M}x), "
-               "reads at 0.1x")
+PRICES_NOTE = ("prices: each model's list prices from agent/pricing.py (input, 5-minute cache write, cache read, "
+               "output)")
 
 
 def cells(f: Figures) -> list[str]:

@@ -38,6 +38,7 @@ from scribe.memory.store import SessionFile, SessionNotFound
 from scribe.tools.mcp.hub import McpHub
 
 from ..errors import cli_errors, fail
+from ..signals import Ending, Stopped, ending_signals
 from .approve import Approver
 from .commands import ExitRepl, command_help, dispatch, message_of
 from .input import InputArea
@@ -114,6 +115,8 @@ class Repl:
                                       self.keys)
         self._agent: Agent | None = None
         self._numbers: Numbers | None = None
+        # SIGTERM and SIGHUP end the REPL (cli/signals.py); start() installs the handlers.
+        self.ending = Ending(())
 
     @property
     def agent(self) -> Agent:
@@ -272,8 +275,13 @@ class Repl:
     def loop(self) -> None:
         armed = False  # Ctrl-C was pressed on an empty line; a second one exits
         while True:
+            # A signal that ends scribe and was recorded where it landed (a turn, a curation that
+            # skipped on it): scribe ends now.
+            self.ending.raise_if_received()
             try:
                 line = self.area.read()
+            except Stopped:
+                raise
             except KeyboardInterrupt:
                 if armed:
                     return
@@ -289,6 +297,8 @@ class Repl:
                 self.act(line)
             except ExitRepl:
                 return
+            except Stopped:
+                raise
             except KeyboardInterrupt:  # landed outside the turn's own handling, as it ended
                 self.view.warn("cancelled")
             self.view.pause()
@@ -339,12 +349,14 @@ def start(*, continue_: bool, resume: str | None, permission_mode: str | None, m
         hub = open_hub(workspace, settings)
         try:
             repl = Repl(workspace, settings, View(make_console()), hub=hub)
-            with repl.keys.session():
+            with repl.keys.session(), ending_signals(resume="scribe -c") as repl.ending:
                 session = repl.choose(SessionChoice(continue_, resume, model))
                 try:
                     repl.open(session, resumed=continue_ or bool(resume))
                     repl.loop()
                 finally:
+                    if repl.ending.received is not None:  # ending on a signal: no model call for the notes
+                        repl.settings = dataclasses.replace(repl.settings, curate_notes=False)
                     repl.close()
         finally:
             hub.close()  # stops the MCP servers

@@ -4,7 +4,7 @@ running cost; then each call's cache hit rate, and a strip telling the agent's c
 side calls (observer, reflector, curator), whose bars are also drawn lighter.
 
 Figures are `scribe log stats`'s, call by call (memory/stats.CallFigures); dollars split by kind
-come from the same list prices (agent/pricing.call_cost), so the parts add up to the call's cost.
+come from the same list prices (agent/pricing.cost_parts), so the parts add up to the call's cost.
 
 A long session has thousands of calls, so each kind of segment is one path holding a rectangle
 per call, not an element per bar: the page stays light and opens fast. The chart is one control:
@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from html import escape
 
-from scribe.agent.pricing import call_cost
+from scribe.agent.pricing import cost_parts
 from scribe.memory.stats import PURPOSES, CallFigures
 
 from ..common import money
@@ -66,8 +66,8 @@ class Layout:
 
 
 def part_dollars(call: CallFigures) -> dict[str, float]:
-    zero = {"input": 0, "cache_read": 0, "cache_write": 0, "output": 0}
-    return {part: call_cost(call.model, **{**zero, part: getattr(call, part)}) for part in PARTS}
+    # Priced together: a model with a long-prompt band prices every part at the call's band.
+    return cost_parts(call.model, **{part: getattr(call, part) for part in PARTS})
 
 
 def layout_of(calls: Sequence[CallFigures]) -> Layout:

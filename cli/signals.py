@@ -1,0 +1,79 @@
+"""Signals that end scribe (SIGTERM from `timeout` or a CI runner, SIGHUP from a closed
+terminal, and SIGINT in `scribe run`) take the path Ctrl-C takes: the handler raises `Stopped`,
+a KeyboardInterrupt, wherever the main thread is, so a running command is ended and keeps its
+partial output as its result, the turn is recorded as interrupted, and then scribe exits with
+128 + the signal's number after one line saying so. The first such signal does it; more of
+them while scribe is stopping are ignored, so the stop itself is never cut short."""
+
+from __future__ import annotations
+
+import signal
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from types import FrameType
+
+import typer
+
+ENDING = (signal.SIGTERM, signal.SIGHUP)
+
+
+class Stopped(KeyboardInterrupt):
+    """A signal asked scribe to end. Its text is the reason the log records."""
+
+    def __init__(self, signum: int) -> None:
+        self.signum = signum
+        super().__init__(f"stopped by {signal.Signals(signum).name}")
+
+    @property
+    def exit_code(self) -> int:
+        return 128 + self.signum
+
+
+@dataclass
+class Ending:
+    """What the handlers saw: the first signal that asked scribe to end, if any."""
+
+    signals: tuple[signal.Signals, ...]
+    received: Stopped | None = None
+    _previous: dict[int, object] = field(default_factory=dict)
+
+    def handle(self, signum: int, frame: FrameType | None) -> None:
+        if self.received is not None:
+            return  # already stopping
+        self.received = Stopped(signum)
+        raise self.received
+
+    def raise_if_received(self) -> None:
+        """Raise the stop again where the first one was absorbed (a turn that recorded it)."""
+        if self.received is not None:
+            raise self.received
+
+
+
+@contextmanager
+def ending_signals(signals: tuple[signal.Signals, ...] = ENDING, *,
+                   resume: str = "scribe run -c") -> Iterator[Ending]:
+    """Install the handlers for `signals` for the duration (the previous ones come back after).
+    A stop that reaches the end of the block becomes one line and exit 128 + the signal."""
+    ending = Ending(signals)
+    for sig in signals:
+        ending._previous[sig] = signal.signal(sig, ending.handle)
+    try:
+        yield ending
+    except Stopped as stop:
+        say(f"scribe: {stop}; what it was running was ended and recorded; `{resume}` continues the session")
+        raise typer.Exit(stop.exit_code) from None
+    finally:
+        for sig, previous in ending._previous.items():
+            signal.signal(sig, previous if previous is not None else signal.SIG_DFL)  # type: ignore[arg-type]
+
+
+def say(text: str) -> None:
+    """Print the closing line. After SIGHUP the terminal may be gone; then there is no one to
+    tell, and failing to write must not turn a clean stop into a traceback."""
+    try:
+        print(text, file=sys.stderr, flush=True)
+    except OSError:
+        pass

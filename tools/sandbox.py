@@ -1,0 +1,193 @@
+"""Where commands run, and what that protects: a bubblewrap sandbox where the platform allows
+it, or the plain process with what can be had without one, and a plain account of either.
+
+In the sandbox a command gets a PID namespace with its own /proc (scribe's process, its
+environment and every other process are out of sight), the workspace, `allowed_paths` and the
+repository's git folders writable, a private /tmp, the state folder (`.scribe/`) hidden and the
+rest of the file system read-only. Network is shared, as without a sandbox. When scribe runs as
+root the sandbox keeps only the capabilities a container runtime grants by default: with
+CAP_SYS_ADMIN a command could unmount the private /proc and read the host's.
+
+Without bubblewrap (or where it cannot create namespaces, or with `sandbox = false`) commands
+run as before; scribe makes its own process non-dumpable, so a command running as the same
+(non-root) user cannot read its environment, and finds the command's leftovers by a marker
+(see leftovers.py). `Protection.lines()` says which of the two is in force and what it does
+not cover; the session event records it."""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import functools
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+# Docker's default capability set, less CAP_MKNOD (a device node in the writable workspace
+# would open the raw disk): enough for chown, setuid tools and binding low ports as root.
+ROOT_CAPS = ("CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FOWNER", "CAP_FSETID", "CAP_KILL", "CAP_SETGID",
+             "CAP_SETUID", "CAP_SETPCAP", "CAP_NET_BIND_SERVICE", "CAP_NET_RAW", "CAP_SYS_CHROOT",
+             "CAP_SETFCAP", "CAP_AUDIT_WRITE")
+PROBE_TIMEOUT_S = 10.0
+# Runs inside the sandbox as its first process (PID 2, after bubblewrap's init): the command
+# itself in a child bash, with the status pipe closed for it and its stderr the real one (the
+# wrapper's own stderr is /dev/null while it waits, so a child killed by a signal does not add
+# bash's "Segmentation fault" line). Then it counts the processes still alive in the namespace
+# (all but init and itself), which die as it exits, and reports them on the status pipe so the
+# result can say so. $1 is the command, $2 the status pipe's fd.
+_WRAPPER = ('eval \'bash -c "$1" 2>&9 9>&- \'"$2"\'>&-\' 9>&2 2>/dev/null; s=$?; '
+            'p=(/proc/[0-9]*); n=$((${#p[@]} - 2)); ((n > 0)) && printf "%d\\n" "$n" >&"$2"; exit $s')
+_PR_SET_DUMPABLE = 4
+
+
+@dataclass(frozen=True)
+class Protection:
+    """What protects scribe and the machine from the commands it runs."""
+
+    sandbox: str  # "bubblewrap" or "none"
+    workspace: str
+    # Host paths a sandboxed command may write (besides its private /tmp).
+    writable: tuple[str, ...] = ()
+    # Paths a sandboxed command sees as an empty, read-only folder.
+    hidden: tuple[str, ...] = ()
+    # Why there is no sandbox, in words a person can act on.
+    reason: str = ""
+    bwrap: str = ""
+    as_root: bool = False
+
+    @property
+    def sandboxed(self) -> bool:
+        return self.sandbox == "bubblewrap"
+
+    def argv(self, command: str, status_fd: int) -> list[str]:
+        """The command line that runs `command` under this protection. Inside the sandbox the
+        count of processes the command left behind is written to `status_fd`."""
+        if not self.sandboxed:
+            return ["bash", "-c", command]
+        return [*_bwrap_args(self), "--chdir", self.workspace,
+                "--", "bash", "-c", _WRAPPER, "scribe-command", command, str(status_fd)]
+
+    def record(self) -> dict[str, Any]:
+        """What the session event keeps."""
+        record: dict[str, Any] = {"sandbox": self.sandbox, "private_proc": self.sandboxed,
+                                  "secrets": "stripped from the environment, redacted by value",
+                                  "network": "shared"}
+        if self.sandboxed:
+            record.update(writable=[*self.writable, "/tmp (private)"], hidden=list(self.hidden),
+                          read_only="the rest of the file system")
+        else:
+            record.update(reason=self.reason, process_readable=self.as_root or not _can_hide_process())
+        return record
+
+    def lines(self) -> list[str]:
+        """What `scribe config` prints: what is in force, what it covers, what it does not."""
+        secrets = ("secret-looking variables (by name, or holding credentials in a URL) are not passed to "
+                   "commands, and their values and URL credentials are redacted from every tool's output")
+        if self.sandboxed:
+            writable = ", ".join([*self.writable, "a private /tmp"])
+            hidden = f"; {', '.join(self.hidden)} hidden" if self.hidden else ""
+            return [
+                "commands: sandboxed with bubblewrap" + (" (as root, with container default capabilities)"
+                                                          if self.as_root else ""),
+                "  covers: a private /proc and PID namespace (scribe's process and environment are out of "
+                "sight); every process a command starts ends with it, and with scribe, even on SIGKILL; "
+                f"writable: {writable}; the rest of the file system is read-only{hidden}; {secrets}",
+                "  does not cover: the network (shared); files you can read (shell profiles, ~/.netrc, a "
+                ".env in the workspace: redacted only where they hold a value scribe's environment "
+                "holds too); what the workspace's own scripts do inside it",
+            ]
+        process = ("scribe's own process is not readable by commands (it is made non-dumpable)"
+                   if not self.as_root and _can_hide_process() else
+                   "nothing keeps a command from reading scribe's process and its environment"
+                   + (" (scribe runs as root)" if self.as_root else ""))
+        return [
+            f"commands: not sandboxed ({self.reason})",
+            f"  covers: {secrets}; {process}; processes a command starts are found by a marker in their "
+            "environment and ended with it, and with scribe, even on SIGKILL",
+            "  does not cover: commands write wherever you can, see every process and the network; a "
+            "process that clears its environment (env -i) escapes the marker; files you can read",
+        ]
+
+
+def command_protection(workspace: Path, *, allowed_roots: Sequence[Path] = (), state_dir: Path | None = None,
+                       enabled: bool = True, bwrap: str | None = None) -> Protection:
+    """The protection commands of this workspace get: the sandbox when it can be had."""
+    root = os.geteuid() == 0
+    base = str(workspace.resolve())
+    if not enabled:
+        return Protection("none", base, reason="turned off: sandbox = false", as_root=root)
+    found = bwrap or shutil.which("bwrap")
+    if not found:
+        return Protection("none", base, reason="bubblewrap (bwrap) is not installed", as_root=root)
+    writable = _writable(workspace.resolve(), allowed_roots)
+    hidden = ()
+    if state_dir is not None:
+        state = state_dir.resolve()
+        # Never hide a folder that holds what commands must see.
+        if not any(Path(p) == state or Path(p).is_relative_to(state) for p in writable):
+            hidden = (str(state),)
+    protection = Protection("bubblewrap", base, writable, hidden, bwrap=found, as_root=root)
+    problem = _probe(found, root)
+    if problem is not None:
+        return Protection("none", base, reason=f"bubblewrap cannot create its namespaces here: {problem}",
+                          as_root=root)
+    return protection
+
+
+def _writable(workspace: Path, allowed_roots: Sequence[Path]) -> tuple[str, ...]:
+    from scribe.tools.git import git_dirs  # gitpython takes a while to import; only now is it needed
+
+    paths: list[Path] = [workspace]
+    # A worktree's or a submodule's git folder lives outside it; git commit must still work.
+    for path in [*(Path(r).resolve() for r in allowed_roots), *git_dirs(workspace)]:
+        if path.exists() and not any(path == p or path.is_relative_to(p) for p in paths):
+            paths.append(path)
+    return tuple(str(p) for p in paths)
+
+
+def _bwrap_args(protection: Protection) -> list[str]:
+    args = [protection.bwrap, "--die-with-parent", "--unshare-pid",
+            "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+    for path in protection.writable:
+        args += ["--bind", path, path]
+    for path in protection.hidden:
+        if Path(path).is_dir():  # bubblewrap would create a missing one, in the real workspace
+            args += ["--tmpfs", path, "--remount-ro", path]
+    if protection.as_root:
+        args += ["--cap-drop", "ALL", *(a for cap in ROOT_CAPS for a in ("--cap-add", cap))]
+    return [*args, "--setenv", "TMPDIR", "/tmp"]
+
+
+@functools.cache
+def _probe(bwrap: str, as_root: bool) -> str | None:
+    """None if bubblewrap can set up the sandbox here, else its first line of complaint."""
+    probe = Protection("bubblewrap", "/", bwrap=bwrap, as_root=as_root)
+    try:
+        done = subprocess.run([*_bwrap_args(probe), "--", "true"], stdin=subprocess.DEVNULL,
+                              capture_output=True, timeout=PROBE_TIMEOUT_S)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return str(exc)
+    if done.returncode == 0:
+        return None
+    lines = done.stderr.decode("utf-8", errors="replace").strip().splitlines()
+    return lines[0] if lines else f"exit status {done.returncode}"
+
+
+@functools.cache
+def _can_hide_process() -> bool:
+    return sys.platform.startswith("linux") and ctypes.util.find_library("c") is not None
+
+
+@functools.cache
+def hide_own_process() -> bool:
+    """Make scribe non-dumpable: its /proc files (environ, mem) become unreadable to processes
+    of the same user that lack CAP_SYS_PTRACE, and they cannot attach to it. Once per process."""
+    if not _can_hide_process():
+        return False
+    libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+    return libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0) == 0
