@@ -39,6 +39,20 @@ class ExchangeHandler(BaseHTTPRequestHandler):
         # Library code stays quiet; everything worth seeing is in server.requests.
         return
 
+    def handle(self) -> None:
+        try:
+            super().handle()
+        except (BrokenPipeError, ConnectionResetError):
+            # A client that abandons a stream with bytes unread resets the connection; the
+            # next read of a request line then fails. Nothing was asked, so nothing is owed.
+            self.close_connection = True
+
+    def finish(self) -> None:
+        try:
+            super().finish()
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the flush of a reset connection: the client is already gone
+
     def do_POST(self) -> None:
         try:
             self.server.dispatch(self)
