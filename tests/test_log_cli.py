@@ -279,6 +279,38 @@ def test_list_shows_the_workspace_sessions_and_all_of_them_with_all(recorded: Re
     assert_all_logs_verify(state)
 
 
+@pytest.mark.parametrize("width", [40, 60, 80, 120])
+def test_list_and_stats_fit_the_terminal_by_leaving_columns_out_never_cutting_values(
+        recorded: Recorded, tmp_path: Path, width: int) -> None:
+    state = tmp_path / "state"
+    here = init_repo(tmp_path / "here")
+    big = {"input": 1_234_567, "cache_read": 98_765_432, "cache_write": 1_000_000, "output": 250_000}
+    ids = ["20260101-000000-aaaaaa", "20260102-000000-bbbbbb"]
+    for session_id in ids:
+        make_session(state, session_id, here, usages=[big, {**big, "purpose": "observer", "model": "claude-haiku-5-5"}])
+    env = {**scribe_env(NO_API, recorded.home, SCRIBE_HOME=str(state)), "COLUMNS": str(width)}
+    every = run_scribe(["log", "list", "--json"], here, env).json()
+    costs = [f"${row['cost_usd']:,.4f}" for row in every]
+    for args in (["log", "list"], ["log", "list", "--all"], ["log", "stats"]):
+        ran = run_scribe(args, here, env)
+        assert ran.code == 0, ran
+        lines = ran.out.splitlines()
+        table = [line for line in lines if "  " in line.strip()]  # the table's rows, not the prose
+        assert table and all(len(line) <= width for line in table), (args, width, ran.out)
+        assert "…" not in "\n".join(table), ran.out  # a value is shown whole or its column is left out
+        if args[1] == "list":
+            assert all(any(line.startswith(i) for line in lines) for i in ids), ran.out
+            assert all(cost in ran.out for cost in costs), ran.out
+            left_out = width < 120 or args[-1] == "--all"
+        else:
+            assert "$" in table[-1] and "agent" in ran.out and "observer" in ran.out, ran.out
+            left_out = width < 120
+        note = [line for line in ran.err.splitlines() if "left out to fit" in line]
+        assert bool(note) == left_out, (args, width, ran.err)
+        if note:
+            assert note[0].startswith("scribe: note: ") and f"fit {width} columns" in note[0]
+
+
 # -- show and tail ------------------------------------------------------------------------------
 
 

@@ -88,15 +88,16 @@ def console() -> Any:
     return LogConsole(highlight=False, markup=False, emoji=False, width=200 if wide else None)
 
 
-def local_time(ts: str | None, *, date: bool = True) -> str:
-    """An ISO timestamp from the log, in local time, to the second."""
+def local_time(ts: str | None, *, date: bool = True, seconds: bool = True) -> str:
+    """An ISO timestamp from the log, in local time, to the second (or the minute)."""
     if not ts:
         return "-"
     try:
         moment = datetime.fromisoformat(ts.replace("Z", "+00:00")).astimezone()
     except ValueError:
         return ts
-    return moment.strftime("%Y-%m-%d %H:%M:%S" if date else "%H:%M:%S")
+    clock = "%H:%M:%S" if seconds else "%H:%M"
+    return moment.strftime(f"%Y-%m-%d {clock}" if date else clock)
 
 
 def money(value: float) -> str:

@@ -23,6 +23,7 @@ from .common import (
     print_json,
     sessions_in_scope,
 )
+from .table import Column, fitted
 
 
 def list_sessions(
@@ -66,22 +67,24 @@ def _row(found: SessionFile) -> SessionSummary:
 
 
 def _print(rows: list[SessionSummary], with_cwd: bool) -> None:
-    from rich.table import Table
-
-    table = Table()
-    table.add_column("session", no_wrap=True)
-    table.add_column("started", no_wrap=True)
-    table.add_column("last activity", no_wrap=True)
-    for name in ("turns", "calls", "input tokens", "hit rate", "cost"):
-        table.add_column(name, justify="right", no_wrap=True)
+    columns = [Column("session"), Column("started", keep=1), Column("last activity", keep=7),
+               Column("turns", "right", keep=5), Column("calls", "right", keep=3),
+               Column("input tokens", "right", keep=2), Column("hit rate", "right", keep=4),
+               Column("cost", "right")]
     if with_cwd:
-        table.add_column("workspace")
+        columns.append(Column("workspace", keep=6, wraps=True))
     damaged = any(r.damaged for r in rows)
     if damaged:
-        table.add_column("damaged")
+        columns.append(Column("damaged", wraps=True))
+    cells: list[list[str]] = []
     for r in rows:
         f = r.figures
-        cells = [r.id, local_time(r.started), local_time(r.last_activity), str(r.turns), str(f.calls),
-                 f"{f.prompt_tokens:,}", percent(f.hit_rate), money(f.cost_usd)]
-        table.add_row(*cells, *([r.cwd or "?"] if with_cwd else []), *([r.damaged or ""] if damaged else []))
-    console().print(table)
+        cells.append([r.id, local_time(r.started, seconds=False), local_time(r.last_activity, seconds=False),
+                      str(r.turns), str(f.calls), f"{f.prompt_tokens:,}", percent(f.hit_rate), money(f.cost_usd),
+                      *([r.cwd or "?"] if with_cwd else []), *([r.damaged or ""] if damaged else [])])
+    out = console()
+    table, hidden = fitted(out, columns, cells)
+    out.print(table)
+    if hidden:
+        print(f"scribe: note: {', '.join(hidden)} left out to fit {out.width} columns (--json has every figure)",
+              file=sys.stderr)

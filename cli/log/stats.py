@@ -19,6 +19,7 @@ from .common import (
     print_json,
     resolve_session,
 )
+from .table import Column, fitted
 
 
 def stats(
@@ -80,17 +81,20 @@ def summary_lines(figures: SessionStats) -> list[str]:
     return lines
 
 
+# How readily a column is left out of a narrow terminal's table (0: never); see table.py.
+KEEP = {"purpose": 0, "calls": 6, "input": 4, "cache read": 5, "cache write": 3, "output": 7, "hit rate": 2,
+        "cost": 0, "no-cache cost": 1}
+
+
 def _print(session_id: str, figures: SessionStats) -> None:
-    from rich.table import Table
+    import sys
 
     out = console()
     out.print(f"session {session_id}", style="bold")
-    table = Table()
-    table.add_column(COLUMNS[0])
-    for name in COLUMNS[1:]:
-        table.add_column(name, justify="right")
-    for name, f in rows(figures):
-        table.add_row(name, *cells(f), style="bold" if name == "total" else None)
+    columns = [Column(name, "left" if name == "purpose" else "right", keep=KEEP[name]) for name in COLUMNS]
+    table_rows = rows(figures)
+    bold = frozenset(i for i, (name, _) in enumerate(table_rows) if name == "total")
+    table, hidden = fitted(out, columns, [[name, *cells(f)] for name, f in table_rows], bold_rows=bold)
     out.print(table)
     lines = summary_lines(figures)
     out.print(lines[0])
@@ -98,3 +102,6 @@ def _print(session_id: str, figures: SessionStats) -> None:
         out.print(PRICES_NOTE, style="dim")
     for line in lines[1:]:
         out.print(line)
+    if hidden:
+        print(f"scribe: note: {', '.join(hidden)} left out to fit {out.width} columns (--json has every figure)",
+              file=sys.stderr)
