@@ -80,10 +80,22 @@ def calls_since_settled(raw: Sequence[Event]) -> list[int]:
     return calls
 
 
-def raw_from(raw: Sequence[Event], current: int) -> int:
+# The most of the last finished exchange kept raw behind a new chunk. Everything kept there is
+# written to the cache again at each observation; a short answer ("done: 3 files changed, shall
+# I push?") is worth that, a long one (a 900-token design answer in a chat) costs more in
+# rewrites than it saves, and its observation keeps the gist while recall has every word.
+KEEP_RAW_TOKENS = 300
+
+
+def raw_from(raw: Sequence[Event], current: int, tokens: Sequence[float] | None = None,
+             limit: float = KEEP_RAW_TOKENS) -> int:
     """Where the part of the last finished exchange that stays raw begins: its final answer (the
     model's last message, one that calls no tool), or its user message too when no tool ran in
-    between (a plain exchange is small). `current` when the turn ended without an answer."""
+    between (a plain exchange is small); with `tokens` (each event's share of the prompt), only
+    while what stays is at most `limit` tokens. `current` when nothing stays."""
+    def fits(start: int) -> bool:
+        return tokens is None or sum(tokens[start:current]) <= limit
+
     for i in range(current - 1, -1, -1):
         event = raw[i]
         if isinstance(event, UserEvent):
@@ -92,9 +104,9 @@ def raw_from(raw: Sequence[Event], current: int) -> int:
             if any(b.get("type") == "tool_use" for b in event.content):
                 return current
             asked = next((j for j in range(i - 1, -1, -1) if isinstance(raw[j], UserEvent)), None)
-            if asked is not None and not any(isinstance(e, ToolResultEvent) for e in raw[asked:i]):
+            if asked is not None and not any(isinstance(e, ToolResultEvent) for e in raw[asked:i]) and fits(asked):
                 return asked
-            return i
+            return i if fits(i) else current
     return current
 
 
@@ -141,10 +153,10 @@ def paid_off(raw: Sequence[Event], prompt_tokens: Sequence[float], observer_toke
     # Every finished turn may be observed, the last one too: whatever stays raw behind the new
     # chunk is written to the cache again, and a write costs 25 reads at Sonnet 5.5's prices, so
     # keeping the last exchange raw cost more than re-reading it ever saved (recall has it whole).
-    # Its final answer stays, though (with the question, when no tool ran between): it is what
-    # the person's next message answers ("yes, do that"), it is short next to the tool work
-    # before it, and an observation of it would paraphrase the very words being replied to.
-    for i in safe_boundaries(raw[:raw_from(raw, current)]):
+    # Its final answer stays, though (with the question, when no tool ran between), when it is
+    # short (KEEP_RAW_TOKENS): it is what the person's next message answers ("yes, do that"),
+    # and an observation of it would paraphrase the very words being replied to.
+    for i in safe_boundaries(raw[:raw_from(raw, current, prompt_tokens)]):
         answer = OBSERVATION_YIELD * read_by_observer[i]
         rewrite = kept_raw[i + 1] if i + 1 < current and not cold else 0
         price = ((observer_overhead + read_by_observer[i]) * rates.observer_input

@@ -13,6 +13,7 @@ import pytest
 from helpers import agent_on
 from scribe.agent.config import Settings
 from scribe.agent.payback import (
+    KEEP_RAW_TOKENS,
     Rates,
     calls_per_turn,
     calls_since_settled,
@@ -122,6 +123,22 @@ def test_the_current_turn_stays_raw_the_finished_ones_may_all_go_and_cuts_are_sa
     assert quote.last == users[-1] - 3
     assert quote.last in safe_boundaries(events[: quote.last + 1])
     assert paid_off(events[:-1], sizes(events[:-1]), sizes(events[:-1]), 600, RATES) is None  # not mid-turn
+
+
+@pytest.mark.parametrize("answer_tokens", [50, 900])
+def test_a_plain_exchange_stays_raw_only_while_it_is_short(answer_tokens: int) -> None:
+    """A chat: one call per turn, no tools. A short last exchange stays for the next message to
+    answer; a long one is rewritten at every observation, so it is observed like the rest."""
+    events = session_of([1] * 30)
+    tokens = [answer_tokens if isinstance(e, AssistantEvent) else 10 for e in events]
+    quote = paid_off(events, tokens, tokens, 600, RATES)
+    assert quote is not None
+    users = [i for i, e in enumerate(events) if isinstance(e, UserEvent)]
+    last_exchange = users[-2]  # the last finished turn: its question, its answer, its usage
+    if answer_tokens <= KEEP_RAW_TOKENS:
+        assert quote.last == last_exchange - 1
+    else:
+        assert quote.last == users[-1] - 1
 
 
 # --- the agent against the fake API ---------------------------------------------------------
