@@ -86,7 +86,10 @@ def _probe_state(request: dict[str, Any]) -> tuple[bool, list[str] | None]:
     messages = request["messages"]
     for i in range(len(messages) - 1, -1, -1):
         m = messages[i]
-        if m["role"] == "user" and any(b.get("type") == "text" and b.get("text") == PROBE for b in m["content"]):
+        texts = [b.get("text") for b in m["content"] if b.get("type") == "text"] if m["role"] == "user" else []
+        if texts and PROBE not in texts:
+            return False, None  # a later question than the probe: the turn being answered is that one
+        if PROBE in texts:
             after = messages[i + 1:]
             if not after:
                 return True, None
