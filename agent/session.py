@@ -173,5 +173,10 @@ def open_session(found: SessionFile) -> Session:
         session.append(InterruptEvent, tool_use_ids=dangling, reason="the session stopped before these tool calls finished")
         session.sync()
     elif not log.from_checkpoint:
-        session.checkpoint()  # read whole this time; the next reopen need not
+        # Read whole this time; the next reopen need not. Every call is priced once, then the
+        # usage rows are held as text, as a reopen from the checkpoint holds them: as lists, a
+        # long log's rows take twice the memory for the rest of the process.
+        keep_priced(session.digest, price_usage, pricing_key())
+        session.digest.usage.hold_as_text()
+        session.checkpoint()
     return session

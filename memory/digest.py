@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +30,11 @@ from .health import MemoryHealth, SideCalls, count
 # A usage event's own fields in the order UsageEvent takes them, the rest of a row being its
 # extra fields (a newer scribe's, kept). message_id is left out: nothing priced needs it.
 _USAGE_FIELDS = ("seq", "ts", "purpose", "model", "input", "cache_read", "cache_write", "output", "latency_ms")
+
+
+def _usage_event(row: list[Any]) -> UsageEvent:
+    width = len(_USAGE_FIELDS)  # UsageEvent's positional fields, in this order
+    return UsageEvent(*row[:width], extra=dict(row[width]) if len(row) > width else {})
 
 
 class UsageRows:
@@ -65,6 +72,12 @@ class UsageRows:
             self._rows, self._text = rows + self._added, None
             self._added = []
         return self._rows
+
+    def hold_as_text(self) -> None:
+        """Hold the rows as their JSON text, as a reopen from the checkpoint does: a long log's
+        rows take about half the memory as text as they do as lists."""
+        if self._rows:
+            self._text, self._in_text, self._rows = self.text(), len(self._rows), None
 
     def text(self) -> str:
         if self._rows is not None:
@@ -114,6 +127,8 @@ class LogDigest:
             self.seen.update(event.seen)
         elif isinstance(event, UsageEvent):
             row: list[Any] = [getattr(event, name) for name in _USAGE_FIELDS]
+            # One string per purpose and model, not one per call: a long log has tens of thousands.
+            row[2], row[3] = sys.intern(row[2]), sys.intern(row[3])
             self.usage.append(row + [event.extra] if event.extra else row)
         elif isinstance(event, NotesEvent):
             self.notes_upto = max(self.notes_upto, event.upto)
@@ -123,18 +138,19 @@ class LogDigest:
             self.commits.remove(event.sha)
 
     def calls(self, first: int = 0) -> list[UsageEvent]:
-        """The model calls from the `first`-th on as usage events (what pricing takes); made from
-        the rows once when all are asked for."""
-        width = len(_USAGE_FIELDS)  # UsageEvent's positional fields, in this order
-
-        def event(row: list[Any]) -> UsageEvent:
-            return UsageEvent(*row[:width], extra=dict(row[width]) if len(row) > width else {})
-
+        """The model calls from the `first`-th on as usage events; made from the rows once when
+        all are asked for (the REPL's figures ask again at every turn)."""
         if first:
-            return [event(row) for row in self.usage.rows_from(first)]
+            return list(self.each_call(first))
         made = self._calls
-        made.extend(event(row) for row in self.usage.rows_from(len(made)))
+        made.extend(self.each_call(len(made)))
         return made
+
+    def each_call(self, first: int = 0) -> Iterator[UsageEvent]:
+        """The model calls from the `first`-th on, one at a time and not kept: pricing a long
+        log whole (before its first checkpoint) must not hold tens of thousands of events."""
+        for row in self.usage.rows_from(first):
+            yield _usage_event(row)
 
     def backoff(self, kind: str, cleared_by: type[Event]) -> int:
         """What memory/observer.backoff_until finds reading the log backwards: the `until_tokens`

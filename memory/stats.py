@@ -206,7 +206,7 @@ def priced_figures(digest: LogDigest, price: Pricer, key: str | None = None) -> 
             figures, first = Figures(), 0
         if not 0 <= first <= len(digest.usage):
             figures, first = Figures(), 0
-    for usage in digest.calls(first):
+    for usage in digest.each_call(first):
         figures.add(usage, *price(usage))
     return figures
 

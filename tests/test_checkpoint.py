@@ -266,3 +266,24 @@ def test_log_list_figures_from_the_digest_equal_those_of_a_full_read(workspace: 
     checkpoint_path(path).unlink()
     log = digest_of(path)  # no checkpoint: one streaming read
     assert summarize_digest(path.stem, log.header, log.digest, price_usage).as_dict() == from_digest.as_dict()
+
+
+def test_a_reopen_without_a_checkpoint_holds_its_calls_as_text_and_prices_them_all(workspace: Path) -> None:
+    from scribe.memory.stats import figures_of
+
+    path = long_compressed_session(workspace, turns=25)
+    checkpoint_path(path).unlink()
+    session = reopened(path)  # read whole: every call priced once, the rows then held as text
+    calls = sum(isinstance(e, UsageEvent) for e in full_read(path))
+    assert calls > 10 and len(session.digest.usage) == calls
+    assert session.digest.priced is not None and session.digest.priced["calls"] == calls
+    assert priced_figures(session.digest, price_usage, pricing_key()) == figures_of(full_read(path), price_usage)
+    # Calls made after it join the text-held rows; the REPL's list of every call has them all.
+    session.append(UsageEvent, purpose="observer", model="claude-haiku-5-5", input=11, cache_read=0, cache_write=3,
+                   output=5)
+    every = [(e.purpose, e.input) for e in full_read(path) if isinstance(e, UsageEvent)]  # flushed as written
+    assert [(u.purpose, u.input) for u in session.digest.calls()] == every and every[-1] == ("observer", 11)
+    session.close()
+    again = reopened(path)
+    assert priced_figures(again.digest, price_usage, pricing_key()) == figures_of(full_read(path), price_usage)
+    again.close()
