@@ -193,7 +193,7 @@ def _log(repl: Repl, arg: str) -> None:
     if arg and not (arg.isdigit() and int(arg) >= 1):
         raise Refused(f"/log N shows the last N events: N is a whole number from 1, not {arg!r}")
     count = int(arg) if arg else 10
-    repl.view.lines([str(repl.session.path)], style="bold")
+    repl.view.lines([str(repl.session.path)], style="bold", soft_wrap=True)  # whole, to copy
     printer = EventPrinter(repl.view.console)  # the same view as `scribe log tail`
     printer.learn(repl.session.events)
     for event in repl.session.events[-count:]:

@@ -385,10 +385,12 @@ class View:
         self.pause()
         self.console.print(Text("✗ " + visible(text), style="bold red"))
 
-    def lines(self, lines: Iterable[str], style: str = "") -> None:
+    def lines(self, lines: Iterable[str], style: str = "", *, soft_wrap: bool = False) -> None:
+        """`soft_wrap`: no line breaks added, the terminal wraps what is too long (a path stays
+        one line to copy)."""
         self.pause()
         for line in lines:
-            self.console.print(Text(visible(line), style=style))
+            self.console.print(Text(visible(line), style=style), soft_wrap=soft_wrap)
 
     def markdown(self, text: str) -> None:
         self.pause()
