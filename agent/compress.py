@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 
 from scribe.memory.answer import Answer
 from scribe.memory.budget import InputBudget
+from scribe.memory.chunks import Chunk, tail_after
 from scribe.memory.events import ErrorEvent, Event, ObservationEvent, ReflectionEvent, UsageEvent
 from scribe.memory.health import refusals_in_a_row
 from scribe.memory.observer import (
@@ -42,7 +43,7 @@ from scribe.memory.reflector import (
     read_reflection,
     reflector_input,
 )
-from scribe.memory.render import Chunk, Request, current_model, tail_after
+from scribe.memory.render import Request, current_model
 from scribe.memory.tokens import TokenEstimator, estimate_text, fixed_tokens
 
 from .config import Settings

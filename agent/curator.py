@@ -21,6 +21,7 @@ from pathlib import Path
 
 from scribe.memory.answer import Answer
 from scribe.memory.budget import InputBudget
+from scribe.memory.chunks import tail_after
 from scribe.memory.events import ErrorEvent, Event, NotesEvent, UsageEvent
 from scribe.memory.log import LogError, SessionLocked
 from scribe.memory.notes import (
@@ -31,7 +32,7 @@ from scribe.memory.notes import (
     read_notes,
     session_facts,
 )
-from scribe.memory.render import Request, tail_after
+from scribe.memory.render import Request
 from scribe.memory.tokens import estimate_text
 from scribe.memory.uncurated import needs_curation
 from scribe.tools.textio import plural

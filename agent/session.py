@@ -9,6 +9,7 @@ from typing import Any, TypeVar
 
 from scribe import __version__
 from scribe.memory.checkpoint import NotASessionLog, checkpoint_path, make_checkpoint, reopen, save_checkpoint
+from scribe.memory.chunks import ChunkIndex
 from scribe.memory.digest import LogDigest
 from scribe.memory.eventlog import EventLog
 from scribe.memory.events import (
@@ -20,7 +21,6 @@ from scribe.memory.events import (
 )
 from scribe.memory.log import LogError, LogProblem, LogWriter, SessionLock
 from scribe.memory.pairing import unanswered_tool_uses
-from scribe.memory.render import ChunkIndex
 from scribe.memory.stats import keep_priced
 from scribe.memory.store import SessionFile, SessionStore, exclude_from_git
 from scribe.tools.git import git_state

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .answer import Answer
+from .chunks import tail_after
 from .events import Event, ObservationEvent, ReflectionEvent, UserEvent
 from .notes_reader import (
     ENTRY,
@@ -23,7 +24,6 @@ from .notes_reader import (
     read_notes,
     sources,
 )
-from .render import tail_after
 from .tokens import estimate_text
 
 MUST_KEEP = "🔴"

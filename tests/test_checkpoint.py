@@ -17,6 +17,7 @@ from scribe.agent.config import Settings
 from scribe.agent.pricing import price_usage, pricing_key
 from scribe.agent.session import Session, open_session, start_session
 from scribe.memory.checkpoint import checkpoint_path, digest_of, load_checkpoint, reopen
+from scribe.memory.chunks import ChunkIndex, tail_after
 from scribe.memory.digest import LogDigest
 from scribe.memory.events import (
     AssistantEvent,
@@ -33,7 +34,7 @@ from scribe.memory.events import (
 from scribe.memory.log import LogWriter, read_log
 from scribe.memory.observer import backoff_until
 from scribe.memory.pairing import unanswered_tool_uses
-from scribe.memory.render import ChunkIndex, canonical_json, render, tail_after
+from scribe.memory.render import canonical_json, render
 from scribe.memory.stats import priced_figures
 from scribe.memory.store import describe
 from scribe.tools.registry import builtin_tools, tool_definitions

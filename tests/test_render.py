@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scribe.fakeapi.validate import validate_request
+from scribe.memory.chunks import ChunkIndex, active_chunks
 from scribe.memory.events import (
     AssistantEvent,
     Event,
@@ -27,8 +28,6 @@ from scribe.memory.pairing import unanswered_tool_uses
 from scribe.memory.render import (
     INTERRUPTED,
     RESUME_NOTE,
-    ChunkIndex,
-    active_chunks,
     current_model,
     prefix_blocks,
     render,

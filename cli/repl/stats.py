@@ -11,9 +11,10 @@ from dataclasses import dataclass
 
 from scribe.agent.compress import ContextSize
 from scribe.agent.pricing import price_usage
+from scribe.memory.chunks import ChunkIndex
 from scribe.memory.events import Event, UsageEvent
 from scribe.memory.health import MemoryHealth
-from scribe.memory.render import ChunkIndex, current_model
+from scribe.memory.render import current_model
 from scribe.memory.stats import Figures, figures_of
 
 

@@ -1,0 +1,123 @@
+"""Which observation chunks are in force, and where the raw tail begins: what render and the
+compressor need of the whole log, kept current as it grows (ChunkIndex) and saved in the
+checkpoint."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from .eventlog import EventLog
+from .events import (
+    Event,
+    ModelSwitchEvent,
+    ObservationEvent,
+    ReflectionEvent,
+    UserEvent,
+    from_record,
+    to_record,
+)
+
+Chunk = ObservationEvent | ReflectionEvent
+
+
+def active_chunks(events: Sequence[Event]) -> tuple[list[Chunk], int]:
+    """Observation chunks in prompt order and the last seq they cover."""
+    return ChunkIndex().update(events)
+
+
+class ChunkIndex:
+    """`active_chunks`, and the rest render needs from the whole log (where settled outputs end,
+    the model switched to), kept up to date as the log grows: each call reads only the events
+    added since the last, so per-call bookkeeping grows with what is new, not with the whole log.
+
+    A reflection takes the place of the oldest chunk it supersedes (it condenses the oldest
+    ones), and the chunks it supersedes drop out."""
+
+    def __init__(self) -> None:
+        self._seen = 0
+        self._last_user = -1
+        self.settled_before = -1  # see Settled: the last user message before the latest chunk
+        self.model: str | None = None  # the latest ModelSwitchEvent's model, if any
+        self._chunks: list[Chunk] = []
+        self._covers: dict[int, int] = {}  # chunk seq -> last raw seq it covers
+        # Coverage only grows: a reflection covers what its chunks covered, nothing less.
+        self._observed_to = -1
+
+    def update(self, events: Sequence[Event]) -> tuple[list[Chunk], int]:
+        if len(events) < self._seen:  # a different, shorter log: start over
+            self.__init__()  # type: ignore[misc]
+        for event in events[self._seen:]:
+            self._add(event)
+        self._seen = len(events)
+        return list(self._chunks), self._observed_to
+
+    def add(self, event: Event) -> None:
+        """The next event of the log (reading one as it streams by, without a sequence)."""
+        self._add(event)
+        self._seen += 1
+
+    @property
+    def observed_to(self) -> int:
+        return self._observed_to
+
+    def _add(self, event: Event) -> None:
+        if isinstance(event, UserEvent):
+            self._last_user = event.seq
+        elif isinstance(event, ModelSwitchEvent):
+            self.model = event.model
+        if isinstance(event, ObservationEvent):
+            self._chunks.append(event)
+            self._covers[event.seq] = event.seq_to
+            self._observed_to = max(self._observed_to, event.seq_to)
+            self.settled_before = self._last_user
+        elif isinstance(event, ReflectionEvent) and self._reflect(event):
+            self.settled_before = self._last_user
+
+    def to_state(self) -> dict[str, Any]:
+        """What the index knows, as JSON (kept in the session's checkpoint)."""
+        return {"seen": self._seen, "last_user": self._last_user, "settled_before": self.settled_before,
+                "model": self.model, "chunks": [to_record(c) for c in self._chunks],
+                "covers": [[seq, to] for seq, to in self._covers.items()], "observed_to": self._observed_to}
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any]) -> ChunkIndex:
+        """The index as `to_state` left it. Raises (KeyError, TypeError, ValueError, EventFormatError)
+        on anything else: the checkpoint is then rebuilt from the log."""
+        index = cls()
+        index._seen, index._last_user = int(state["seen"]), int(state["last_user"])
+        index.settled_before, index._observed_to = int(state["settled_before"]), int(state["observed_to"])
+        model = state["model"]
+        if not (model is None or isinstance(model, str)):
+            raise ValueError("model")
+        index.model = model
+        chunks = [from_record(r) for r in state["chunks"]]
+        if not all(isinstance(c, (ObservationEvent, ReflectionEvent)) for c in chunks):
+            raise ValueError("chunks")
+        index._chunks = chunks  # type: ignore[assignment]
+        index._covers = {int(seq): int(to) for seq, to in state["covers"]}
+        return index
+
+    def _reflect(self, event: ReflectionEvent) -> bool:
+        """Put the reflection in place of the chunks it supersedes; False if it supersedes none."""
+        gone = set(event.supersedes)
+        positions = [i for i, c in enumerate(self._chunks) if c.seq in gone]
+        if not positions:
+            return False
+        self._covers[event.seq] = max(self._covers.get(s, -1) for s in gone)
+        first = positions[0]
+        self._chunks = ([c for c in self._chunks[:first] if c.seq not in gone] + [event]
+                        + [c for c in self._chunks[first:] if c.seq not in gone])
+        return True
+
+
+def tail_after(events: Sequence[Event], observed_to: int) -> Sequence[Event]:
+    """Events after `observed_to`. In a well-formed log seq equals list position, so this is a
+    slice, not a scan of the whole log; a log with gaps falls back to the scan (of the part in
+    memory, for a reopened log: the raw tail is always there)."""
+    if isinstance(events, EventLog):
+        return events.after_seq(observed_to)
+    start = observed_to + 1
+    if 0 <= start < len(events) and events[start].seq == start:
+        return events[start:]
+    return [e for e in events if e.seq > observed_to]
