@@ -23,7 +23,7 @@ from .common import (
     print_json,
     sessions_in_scope,
 )
-from .table import Column, fitted
+from .table import Column, fitted, say_left_out
 
 
 def list_sessions(
@@ -85,6 +85,4 @@ def _print(rows: list[SessionSummary], with_cwd: bool) -> None:
     out = console()
     table, hidden = fitted(out, columns, cells)
     out.print(table)
-    if hidden:
-        print(f"scribe: note: {', '.join(hidden)} left out to fit {out.width} columns (--json has every figure)",
-              file=sys.stderr)
+    say_left_out(hidden, out.width)

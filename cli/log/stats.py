@@ -19,7 +19,7 @@ from .common import (
     print_json,
     resolve_session,
 )
-from .table import Column, fitted
+from .table import Column, fitted, say_left_out
 
 
 def stats(
@@ -87,7 +87,6 @@ KEEP = {"purpose": 0, "calls": 6, "input": 4, "cache read": 5, "cache write": 3,
 
 
 def _print(session_id: str, figures: SessionStats) -> None:
-    import sys
 
     out = console()
     out.print(f"session {session_id}", style="bold")
@@ -102,6 +101,4 @@ def _print(session_id: str, figures: SessionStats) -> None:
         out.print(PRICES_NOTE, style="dim")
     for line in lines[1:]:
         out.print(line)
-    if hidden:
-        print(f"scribe: note: {', '.join(hidden)} left out to fit {out.width} columns (--json has every figure)",
-              file=sys.stderr)
+    say_left_out(hidden, out.width)

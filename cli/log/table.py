@@ -8,6 +8,7 @@ went (`--json` always has every figure).
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -35,6 +36,13 @@ def fitted(console: Any, columns: list[Column], rows: list[list[str]], *,
         shown.remove(droppable.pop(0))
     table = _table([columns[i] for i in shown], rows, shown, bold_rows)
     return table, [columns[i].name for i in range(len(columns)) if i not in shown]
+
+
+def say_left_out(hidden: list[str], width: int) -> None:
+    """One line on stderr naming the columns `fitted` left out, if any."""
+    if hidden:
+        print(f"scribe: note: {', '.join(hidden)} left out to fit {width} columns (--json has every figure)",
+              file=sys.stderr)
 
 
 def natural_width(console: Any, columns: list[Column], rows: list[list[str]], shown: list[int]) -> int:
