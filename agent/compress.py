@@ -195,7 +195,7 @@ class Compressor:
         chunks, _ = self._update(session)
         if len(chunks) < 3:
             return None
-        agent_calls = [e.seq for e in session.events if isinstance(e, UsageEvent) and e.purpose == "agent"]
+        agent_calls = session.digest.call_seqs("agent")  # from the digest: older events stay on disk
         calls = [len(agent_calls) - bisect_right(agent_calls, c.seq) for c in chunks]
         factor = self.estimator.factor
         rates = Rates.of(current_model(session.events, session.chunks), self.settings.observer_model)

@@ -146,6 +146,10 @@ class LogDigest:
         made.extend(self.each_call(len(made)))
         return made
 
+    def call_seqs(self, purpose: str) -> list[int]:
+        """The seqs of the calls made for `purpose`, in log order: no event is made or read."""
+        return [row[0] for row in self.usage.rows() if row[2] == purpose]
+
     def each_call(self, first: int = 0) -> Iterator[UsageEvent]:
         """The model calls from the `first`-th on, one at a time and not kept: pricing a long
         log whole (before its first checkpoint) must not hold tens of thousands of events."""

@@ -288,3 +288,14 @@ def test_a_reopen_without_a_checkpoint_holds_its_calls_as_text_and_prices_them_a
     again = reopened(path)
     assert priced_figures(again.digest, price_usage, pricing_key()) == figures_of(full_read(path), price_usage)
     again.close()
+
+
+def test_the_digest_knows_each_purpose_s_calls_without_reading_older_events(workspace: Path) -> None:
+    path = long_compressed_session(workspace, turns=25)
+    session = reopened(path)
+    expected = [e.seq for e in full_read(path) if isinstance(e, UsageEvent) and e.purpose == "agent"]
+    held_from = session.events.start
+    assert held_from > 0  # the older events are on disk, not in memory
+    assert expected and session.digest.call_seqs("agent") == expected
+    assert session.events.start == held_from  # and asking did not read them back
+    session.close()
