@@ -195,7 +195,7 @@ def _from_checkpoint(log_path: Path, fh: Any, saved: Checkpoint) -> Reopened | N
         chunks = ChunkIndex.from_state(saved.chunks)
     except (KeyError, TypeError, ValueError, EventFormatError):
         return None
-    if chunks.to_state()["seen"] != saved.events:
+    if chunks.seen != saved.events:
         return None
     read = LogRead(last_seq=saved.last_seq)
     read.problems = [p for p in saved.problems if p.line < saved.keep_line]

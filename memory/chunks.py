@@ -58,6 +58,11 @@ class ChunkIndex:
         self._seen += 1
 
     @property
+    def seen(self) -> int:
+        """How many events of the log the index has read."""
+        return self._seen
+
+    @property
     def observed_to(self) -> int:
         return self._observed_to
 
