@@ -10,7 +10,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -328,6 +327,6 @@ def test_after_a_tool_result_the_wait_for_the_next_call_is_said(workspace: Path)
                              is_error=False)
     view.handle(call)
     view.handle(ToolDone(call, result))
-    time.sleep(STATUS_AFTER_S + 0.4)
+    assert wait_for(lambda: "thinking…" in out.getvalue(), STATUS_AFTER_S + 10)  # its timer fires in its thread
     view.pause()
     assert out.getvalue().endswith("thinking…  (Esc or Ctrl-C cancels)\n"), out.getvalue()
