@@ -37,6 +37,12 @@ def _usage_event(row: list[Any]) -> UsageEvent:
     return UsageEvent(*row[:width], extra=dict(row[width]) if len(row) > width else {})
 
 
+def _joined(text: str, rows: list[list[Any]]) -> str:
+    """The JSON array `text` with `rows` appended."""
+    more = json.dumps(rows, ensure_ascii=False, separators=(",", ":"))
+    return more if text == "[]" else text[:-1] + "," + more[1:]
+
+
 class UsageRows:
     """The usage rows, kept as the checkpoint's JSON text until something prices them: a
     continued `scribe run` never does, and a long session has tens of thousands of calls."""
@@ -46,6 +52,9 @@ class UsageRows:
         self._rows: list[list[Any]] | None = [] if text == "[]" else None
         self._in_text = count  # rows in the text, known without parsing it
         self._added: list[list[Any]] = []
+        # While the rows are lists: how many of them `text` has encoded, and that text, so a
+        # checkpoint at each turn's end encodes only the calls made since the last one.
+        self._encoded: tuple[int, str] = (0, "[]")
 
     def append(self, row: list[Any]) -> None:
         if self._rows is not None:
@@ -69,6 +78,7 @@ class UsageRows:
             if len(rows) != self._in_text or not all(isinstance(r, list) and len(r) >= len(_USAGE_FIELDS)
                                                      for r in rows):
                 raise ValueError("usage rows in the checkpoint")
+            self._encoded = (self._in_text, self._text)
             self._rows, self._text = rows + self._added, None
             self._added = []
         return self._rows
@@ -81,12 +91,13 @@ class UsageRows:
 
     def text(self) -> str:
         if self._rows is not None:
-            return json.dumps(self._rows, ensure_ascii=False, separators=(",", ":"))
+            done, text = self._encoded
+            if done < len(self._rows):
+                text = _joined(text, self._rows[done:])
+                self._encoded = (len(self._rows), text)
+            return text
         assert self._text is not None
-        if not self._added:
-            return self._text
-        more = json.dumps(self._added, ensure_ascii=False, separators=(",", ":"))
-        return more if self._text == "[]" else self._text[:-1] + "," + more[1:]
+        return _joined(self._text, self._added) if self._added else self._text
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, UsageRows) and self.rows() == other.rows()

@@ -299,3 +299,29 @@ def test_the_digest_knows_each_purpose_s_calls_without_reading_older_events(work
     assert expected and session.digest.call_seqs("agent") == expected
     assert session.events.start == held_from  # and asking did not read them back
     session.close()
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_usage_rows_say_the_same_whatever_mix_of_appends_encodes_parses_and_reloads(seed: int) -> None:
+    """Usage rows are held as lists or as their checkpoint text, and encoded a part at a time;
+    every view of them must still be every row, in order."""
+    from scribe.memory.digest import UsageRows
+
+    rng = random.Random(seed)
+    rows, expected = UsageRows(), []
+    for _ in range(60):
+        step = rng.random()
+        if step < 0.55:
+            row = [len(expected), "t", rng.choice(["agent", "observer"]), "m", 1, 2, 3, 4, 5]
+            rows.append(row)
+            expected.append(row)
+        elif step < 0.7:
+            assert json.loads(rows.text()) == expected
+        elif step < 0.8:
+            rows.hold_as_text()
+        elif step < 0.9:
+            assert rows.rows() == expected
+        else:  # as a reopen from the checkpoint holds them
+            rows = UsageRows(rows.text(), len(expected))
+        assert len(rows) == len(expected)
+    assert json.loads(rows.text()) == expected and rows.rows() == expected and json.loads(rows.text()) == expected
