@@ -83,6 +83,16 @@ class UsageRows:
             self._added = []
         return self._rows
 
+    def each_row(self) -> Iterator[list[Any]]:
+        """Every row, without keeping text-held rows parsed (a reopened session's thousands of
+        calls are read when asked for, not held twice)."""
+        if self._rows is not None:
+            yield from self._rows
+            return
+        assert self._text is not None
+        yield from (json.loads(self._text) if self._in_text else [])
+        yield from self._added
+
     def hold_as_text(self) -> None:
         """Hold the rows as their JSON text, as a reopen from the checkpoint does: a long log's
         rows take about half the memory as text as they do as lists."""
@@ -159,7 +169,7 @@ class LogDigest:
 
     def call_seqs(self, purpose: str) -> list[int]:
         """The seqs of the calls made for `purpose`, in log order: no event is made or read."""
-        return [row[0] for row in self.usage.rows() if row[2] == purpose]
+        return [row[0] for row in self.usage.each_row() if row[2] == purpose]
 
     def each_call(self, first: int = 0) -> Iterator[UsageEvent]:
         """The model calls from the `first`-th on, one at a time and not kept: pricing a long

@@ -316,7 +316,7 @@ def test_usage_rows_say_the_same_whatever_mix_of_appends_encodes_parses_and_relo
             rows.append(row)
             expected.append(row)
         elif step < 0.7:
-            assert json.loads(rows.text()) == expected
+            assert json.loads(rows.text()) == expected and list(rows.each_row()) == expected
         elif step < 0.8:
             rows.hold_as_text()
         elif step < 0.9:
