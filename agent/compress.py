@@ -43,7 +43,7 @@ from scribe.memory.reflector import (
     read_reflection,
     reflector_input,
 )
-from scribe.memory.render import Request, current_model
+from scribe.memory.render import CACHE_TTL_S, Request, current_model
 from scribe.memory.tokens import TokenEstimator, estimate_text, fixed_tokens
 
 from .config import Settings
@@ -53,7 +53,6 @@ from .payback import Rates, paid_off, reflection_paid_off, turn_start
 from .protocol import AgentEvent, Compressed, Notice
 from .session import Session
 
-CACHE_TTL_S = 300.0
 OBSERVE_FAILED_KIND = "observe_backoff"
 # After this many observer answers refused in a row, the person is told plainly, once.
 STALLED_AFTER = 3

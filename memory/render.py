@@ -40,6 +40,8 @@ from .events import (
 )
 
 CACHE = {"type": "ephemeral"}
+# How long the provider keeps what a CACHE breakpoint writes: the 5-minute cache.
+CACHE_TTL_S = 300.0
 # Stands first when the raw tail begins mid-conversation (after compression), since the API
 # requires messages to open with a user turn. Fixed text: it is part of the cached prefix.
 RESUME_NOTE = "(Earlier parts of this session are summarised in the observations above.)"

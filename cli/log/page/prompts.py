@@ -21,9 +21,8 @@ from typing import Any
 
 from scribe.memory.chunks import ChunkIndex
 from scribe.memory.events import Event, UsageEvent
-from scribe.memory.render import Request, block_key, breakpoints, cache_view, render
+from scribe.memory.render import CACHE_TTL_S, Request, block_key, breakpoints, cache_view, render
 
-CACHE_TTL_S = 300.0  # the 5-minute cache the renderer asks for (cache_control ephemeral)
 LOOKBACK_BLOCKS = 20  # how far before a breakpoint the cache looks for an entry
 
 
