@@ -35,10 +35,6 @@ class NotAStream(BrokenAnswer):
     retry = False
 
 
-def is_event_stream(content_type: str) -> bool:
-    return content_type.split(";")[0].strip().lower() == "text/event-stream"
-
-
 def not_a_stream(content_type: str) -> NotAStream | None:
     """The problem with a 200 of this content type, or None if it is an event stream."""
     kind = content_type.split(";")[0].strip().lower()

@@ -76,13 +76,6 @@ def turn_writes(events: Sequence[Event], since_seq: int) -> list[str]:
     return list(dict.fromkeys(written))
 
 
-def last_scribe_commit(events: Sequence[Event]) -> str | None:
-    """The newest commit this session made that was not undone since."""
-    undone = {e.sha for e in events if isinstance(e, GitUndoEvent)}
-    commits = [e.sha for e in events if isinstance(e, GitCommitEvent) and e.sha not in undone]
-    return commits[-1] if commits else None
-
-
 def _sha256(path: Path) -> str | None:
     try:
         with path.open("rb") as fh:

@@ -53,10 +53,6 @@ class Reopened:
     hasher: Any  # sha256 of the first `size` bytes, to be carried on as lines are appended
     from_checkpoint: bool
 
-    @property
-    def header(self) -> SessionEvent | None:
-        return self.events.header if len(self.events) else None
-
 
 class NotASessionLog(Exception):
     """The log's first line is not a session event: it cannot be reopened."""

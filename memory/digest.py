@@ -158,11 +158,9 @@ class LogDigest:
         elif isinstance(event, GitUndoEvent) and event.sha in self.commits:
             self.commits.remove(event.sha)
 
-    def calls(self, first: int = 0) -> list[UsageEvent]:
-        """The model calls from the `first`-th on as usage events; made from the rows once when
-        all are asked for (the REPL's figures ask again at every turn)."""
-        if first:
-            return list(self.each_call(first))
+    def calls(self) -> list[UsageEvent]:
+        """Every model call as a usage event; each made from its row once (the REPL's figures
+        ask again at every turn)."""
         made = self._calls
         made.extend(self.each_call(len(made)))
         return made

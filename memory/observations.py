@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Iterable
 from dataclasses import dataclass
 
 from .answer import (
@@ -97,10 +96,6 @@ class Observations:
         if self.next_step:
             out.append(f"{NEXT_LABEL}: {self.next_step}")
         return "\n".join(out)
-
-
-def canonical_text(lines: Iterable[Observation], current_task: str | None = None, next_step: str | None = None) -> str:
-    return Observations(tuple(lines), current_task, next_step).text
 
 
 def read_observations(answer: Answer | str) -> Observations:

@@ -126,11 +126,6 @@ class McpHub:
 
     # -- calls --------------------------------------------------------------------------------------
 
-    def offers(self, server: str) -> list[ListedTool] | None:
-        """The tools `server` lists now, or None when it is not connected."""
-        link = self._links.get(server)
-        return list(link.tools) if link is not None and link.state == "ready" else None
-
     def call(self, server: str, tool: str, args: dict[str, Any], timeout_s: float | None = None) -> dict[str, Any]:
         """Call `tool` of `server` and return its CallToolResult as JSON. Starts (or restarts)
         the server if need be. Raises McpCallError with one line on any failure; a Ctrl-C

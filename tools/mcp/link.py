@@ -237,13 +237,10 @@ class Link:
         from mcp_types import CONNECTION_CLOSED
 
         if isinstance(leaf, MCPError) and leaf.code == CONNECTION_CLOSED:
-            return f"exited during start-up{self._stderr_tail()}{self._junk_note()}"
-        return one_line(f"{kind}: {leaf}", 300) + self._junk_note()
+            return f"exited during start-up{self._stderr_tail()}{self.junk_note()}"
+        return one_line(f"{kind}: {leaf}", 300) + self.junk_note()
 
     def junk_note(self) -> str:
-        return self._junk_note()
-
-    def _junk_note(self) -> str:
         if not self._junk:
             return ""
         return (f"; it wrote {plural(self._junk, 'line')} to stdout that "
