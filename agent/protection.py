@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 from scribe.tools.sandbox import Protection, command_protection
@@ -11,5 +12,13 @@ from .config import Settings, state_dir
 
 
 def protection_for(workspace: Path, settings: Settings) -> Protection:
-    return command_protection(workspace, allowed_roots=[Path(p).expanduser() for p in settings.allowed_paths],
-                              state_dir=state_dir(workspace), enabled=settings.sandbox)
+    """Worked out once per process for the same workspace and settings: a new session records
+    it and its agent runs under it, and finding the git folders to keep writable opens the
+    repository."""
+    return _protection(workspace.resolve(), tuple(settings.allowed_paths), settings.sandbox, state_dir(workspace))
+
+
+@functools.lru_cache(maxsize=8)
+def _protection(workspace: Path, allowed_paths: tuple[str, ...], enabled: bool, state: Path) -> Protection:
+    return command_protection(workspace, allowed_roots=[Path(p).expanduser() for p in allowed_paths],
+                              state_dir=state, enabled=enabled)
