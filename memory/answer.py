@@ -58,11 +58,15 @@ def declined(text: str) -> str | None:
     return None
 
 
+def _newlines(text: str) -> str:
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
 def answer_lines(answer: Answer) -> list[str]:
     """The answer's lines without line-ending noise and fence lines. When max_tokens stopped the
     model mid-line (no newline at the end), that last, unfinished line is left out: half a fact
     can say the opposite of the whole one."""
-    text = answer.text.replace("\r\n", "\n").replace("\r", "\n")
+    text = _newlines(answer.text)
     lines = text.split("\n")
     if answer.cut and not text.endswith("\n"):
         lines = lines[:-1]
@@ -71,7 +75,7 @@ def answer_lines(answer: Answer) -> list[str]:
 
 def unfinished_line(answer: Answer) -> bool:
     """True when `answer_lines` left out a line cut by max_tokens."""
-    text = answer.text.replace("\r\n", "\n")
+    text = _newlines(answer.text)  # as answer_lines reads it, or the two disagree on a lone \r
     return answer.cut and bool(text.strip()) and not text.endswith("\n") and bool(text.split("\n")[-1].strip())
 
 

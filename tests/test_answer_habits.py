@@ -185,6 +185,10 @@ def test_a_line_cut_by_max_tokens_is_left_out_and_a_cut_answer_with_nothing_whol
         read_observations(Answer("🔴 the user wan", "max_tokens"))
     # a cut that lands right after a newline loses nothing
     assert read_observations(Answer("🔴 a\n🟡 b\n", "max_tokens")).text == "🔴 a\n🟡 b"
+    # ... in any line ending: nothing was left out, so nothing is marked cut
+    for ending in ("\r\n", "\r"):
+        whole = read_observations(Answer(f"🔴 a{ending}🟡 b{ending}", "max_tokens"))
+        assert whole.text == "🔴 a\n🟡 b" and not whole.cut, ending
 
 
 def test_curator_sources_in_near_forms_or_missing_are_traced_or_dropped_alone() -> None:
