@@ -8,14 +8,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from .script import Fault
+from .script import FAULT_KINDS, Fault
 from .transport import StreamEnding
 from .wire import encode_sse
 
 __all__ = ["STREAM_FAULTS", "shape_stream"]
 
-# Faults that start a 200 stream and then break it.
-STREAM_FAULTS = frozenset({"cut", "stall", "short", "no_stop", "null_stop", "garble"})
+# Faults answered before any stream starts (the server handles them itself).
+BEFORE_STREAM = frozenset({"status", "drop", "hang", "body"})
+# Every other fault starts a 200 stream and then breaks it.
+STREAM_FAULTS = frozenset(FAULT_KINDS) - BEFORE_STREAM
 
 
 def shape_stream(events: list[tuple[str, dict[str, Any]]], fault: Fault | None) -> tuple[list[bytes], StreamEnding]:
