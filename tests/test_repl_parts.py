@@ -31,11 +31,12 @@ from scribe.agent.protocol import (
     TurnEnded,
 )
 from scribe.cli.repl.approve import Preview, preview
+from scribe.cli.repl.excerpts import fold, tail_source
 from scribe.cli.repl.input import ReplCompleter
 from scribe.cli.repl.loop import drive
 from scribe.cli.repl.records import last_exchanges
 from scribe.cli.repl.stats import dollars, numbers, toolbar_text
-from scribe.cli.repl.view import STATUS_AFTER_S, View, fold, tail_source
+from scribe.cli.repl.view import STATUS_AFTER_S, View
 from scribe.fakeapi import FakeMessagesServer, Reply, text_block, tool_use_block
 from scribe.memory.events import AssistantEvent, InterruptEvent, SessionEvent, ToolResultEvent, UsageEvent
 from scribe.tools.base import CommandInterrupted, ToolContext

@@ -29,9 +29,10 @@ from scribe.tools.registry import check_args
 from scribe.tools.textio import plural
 
 from ..visible import visible
+from .excerpts import diff_text
 from .input import GUARD_S, InputArea
 from .keys import ANSWER_WORDS, TurnKeys
-from .view import RUNNING, View, diff_text, waiting_for_mcp
+from .view import RUNNING, View, waiting_for_mcp
 
 PREVIEW_LINES = 12
 ANSWERS = {word[0]: word for word in ANSWER_WORDS}  # y: yes, n: no, a: always

@@ -32,9 +32,10 @@ from scribe.agent.session import Session
 from scribe.memory.log import LogError
 from scribe.tools.textio import plural
 
+from .excerpts import diff_text
 from .records import session_summaries
 from .stats import Numbers, stats_lines, tokens
-from .view import View, diff_text
+from .view import View
 
 
 class Repl(Protocol):

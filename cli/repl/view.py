@@ -1,4 +1,5 @@
-"""Rich rendering of a turn as it happens: streamed text, tool calls, diffs, folded output.
+"""Rich rendering of a turn as it happens: streamed text, tool calls, diffs, folded output
+(excerpts.py cuts long text to what the screen shows).
 
 On a real terminal, a transient live area shows a spinner while the model thinks and the tail of
 the answer, rendered as markdown, while it streams; when the answer is complete the live area is
@@ -26,7 +27,6 @@ from typing import Any
 from rich.console import Console, ConsoleDimensions, ConsoleOptions, RenderResult
 from rich.live import Live
 from rich.markdown import Markdown
-from rich.segment import Segment
 from rich.spinner import Spinner
 from rich.text import Text
 
@@ -48,10 +48,8 @@ from scribe.tools.mcp.spec import PREFIX as MCP_PREFIX
 from scribe.tools.textio import plural
 
 from ..visible import VisibleConsole, VisibleStream, visible
+from .excerpts import MarkdownTail, diff_text, first_line, fold
 
-# Command output shown in full up to this many lines; longer output shows head and tail.
-FOLD_HEAD, FOLD_TAIL = 4, 4
-DIFF_MAX_LINES = 400
 END_NOTES = {
     "max_turns": "stopped at max_turns model calls in this turn; say 'go on' to continue",
     "refusal": "the model declined to answer",
@@ -93,34 +91,6 @@ def make_console() -> Console:
     return TerminalConsole(highlight=False, no_color=bool(os.environ.get("NO_COLOR")) or None)
 
 
-def tail_source(text: str, limit: int) -> str:
-    """The end of a markdown text, about `limit` characters from a line start: rendering all of
-    a long answer ten times a second would cost more than the screen can show. A cut inside a
-    fenced code block reopens the fence, so code stays code."""
-    if len(text) <= limit:
-        return text
-    cut = text.find("\n", len(text) - limit)
-    if cut < 0:
-        return text[-limit:]
-    tail = text[cut + 1:]
-    return "```\n" + tail if text[:cut].count("```") % 2 else tail
-
-
-class _Tail:
-    """The last `max_lines` lines of a markdown text as rendered: what fits in the live area."""
-
-    def __init__(self, text: str, max_lines: int) -> None:
-        self.text, self.max_lines = text, max_lines
-
-    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        # Twice the characters the area can hold is plenty to fill it after wrapping.
-        source = tail_source(self.text, 2 * self.max_lines * options.max_width)
-        lines = console.render_lines(Markdown(visible(source)), options, pad=False)
-        for line in lines[-self.max_lines:]:
-            yield from line
-            yield Segment.line()
-
-
 class _Waiting:
     """A spinner and what it waits for, with the seconds waited once they are worth saying."""
 
@@ -133,41 +103,6 @@ class _Waiting:
         suffix = f"  {waited:.0f} s" if waited >= ELAPSED_AFTER_S else ""
         self.spinner.update(text=Text(self.label + suffix, style="dim"))
         yield self.spinner
-
-
-def diff_text(diff: str, indent: str = "    ", max_lines: int = DIFF_MAX_LINES) -> Text:
-    """A unified diff coloured line by line (additions green, removals red, hunks cyan); the
-    lines are file contents, so they are shown through `visible`."""
-    out = Text()
-    lines = visible(diff).splitlines()
-    for line in lines[:max_lines]:
-        if line.startswith(("+++", "---", "diff ", "index ")):
-            style = "bold"
-        elif line.startswith("+"):
-            style = "green"
-        elif line.startswith("-"):
-            style = "red"
-        elif line.startswith("@@"):
-            style = "cyan"
-        else:
-            style = "dim"
-        out.append(indent + line + "\n", style=style)
-    if len(lines) > max_lines:
-        out.append(f"{indent}… {plural(len(lines) - max_lines, 'more line')}\n", style="dim")
-    return out
-
-
-def fold(text: str, head: int = FOLD_HEAD, tail: int = FOLD_TAIL) -> tuple[list[str], list[str], int]:
-    """Head lines, tail lines and how many were hidden between them."""
-    lines = text.rstrip("\n").splitlines()
-    if len(lines) <= head + tail + 1:  # hiding a single line saves nothing
-        return lines, [], 0
-    return lines[:head], lines[-tail:], len(lines) - head - tail
-
-
-def first_line(text: str) -> str:
-    stripped = visible(text.strip())  # before splitting: a lone CR is shown, not a line break
-    return stripped.splitlines()[0] if stripped else ""
 
 
 class View:
@@ -250,7 +185,7 @@ class View:
         if isinstance(event, TextDelta):
             self._text += event.text
             if self.live_ok:
-                self._show(_Tail(self._text, max(self.console.height - 4, 3)))
+                self._show(MarkdownTail(self._text, max(self.console.height - 4, 3)))
             else:
                 self._quiet()
                 with self._status_lock:

@@ -1,0 +1,81 @@
+"""Excerpts of long text for the screen: command output folded to its head and tail, a diff
+capped in lines and coloured, the end of a streaming answer that fits the live area, a first
+line. Pure: text in, what to show out; everything from outside is shown through `visible`."""
+
+from __future__ import annotations
+
+from rich.console import Console, ConsoleOptions, RenderResult
+from rich.markdown import Markdown
+from rich.segment import Segment
+from rich.text import Text
+
+from scribe.tools.textio import plural
+
+from ..visible import visible
+
+# Command output shown in full up to this many lines; longer output shows head and tail.
+FOLD_HEAD, FOLD_TAIL = 4, 4
+DIFF_MAX_LINES = 400
+
+
+def tail_source(text: str, limit: int) -> str:
+    """The end of a markdown text, about `limit` characters from a line start: rendering all of
+    a long answer ten times a second would cost more than the screen can show. A cut inside a
+    fenced code block reopens the fence, so code stays code."""
+    if len(text) <= limit:
+        return text
+    cut = text.find("\n", len(text) - limit)
+    if cut < 0:
+        return text[-limit:]
+    tail = text[cut + 1:]
+    return "```\n" + tail if text[:cut].count("```") % 2 else tail
+
+
+class MarkdownTail:
+    """The last `max_lines` lines of a markdown text as rendered: what fits in the live area."""
+
+    def __init__(self, text: str, max_lines: int) -> None:
+        self.text, self.max_lines = text, max_lines
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        # Twice the characters the area can hold is plenty to fill it after wrapping.
+        source = tail_source(self.text, 2 * self.max_lines * options.max_width)
+        lines = console.render_lines(Markdown(visible(source)), options, pad=False)
+        for line in lines[-self.max_lines:]:
+            yield from line
+            yield Segment.line()
+
+
+def diff_text(diff: str, indent: str = "    ", max_lines: int = DIFF_MAX_LINES) -> Text:
+    """A unified diff coloured line by line (additions green, removals red, hunks cyan); the
+    lines are file contents, so they are shown through `visible`."""
+    out = Text()
+    lines = visible(diff).splitlines()
+    for line in lines[:max_lines]:
+        if line.startswith(("+++", "---", "diff ", "index ")):
+            style = "bold"
+        elif line.startswith("+"):
+            style = "green"
+        elif line.startswith("-"):
+            style = "red"
+        elif line.startswith("@@"):
+            style = "cyan"
+        else:
+            style = "dim"
+        out.append(indent + line + "\n", style=style)
+    if len(lines) > max_lines:
+        out.append(f"{indent}… {plural(len(lines) - max_lines, 'more line')}\n", style="dim")
+    return out
+
+
+def fold(text: str, head: int = FOLD_HEAD, tail: int = FOLD_TAIL) -> tuple[list[str], list[str], int]:
+    """Head lines, tail lines and how many were hidden between them."""
+    lines = text.rstrip("\n").splitlines()
+    if len(lines) <= head + tail + 1:  # hiding a single line saves nothing
+        return lines, [], 0
+    return lines[:head], lines[-tail:], len(lines) - head - tail
+
+
+def first_line(text: str) -> str:
+    stripped = visible(text.strip())  # before splitting: a lone CR is shown, not a line break
+    return stripped.splitlines()[0] if stripped else ""
