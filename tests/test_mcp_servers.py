@@ -192,3 +192,25 @@ def test_permission_modes_decide_which_mcp_tools_run(hub: McpHub, workspace: Pat
         assert not add.is_error and add.output.startswith("stored note 'a'")
     else:  # ... but read-only stays read-only
         assert add.is_error and "does not mark it read-only" in add.output
+
+
+def test_a_signal_that_ends_scribe_during_a_call_is_named_and_carried_on(hub: McpHub, workspace: Path) -> None:
+    """SIGTERM mid-call: the result says which signal stopped it, and the interrupt raised
+    again once the result is logged is the signal's (so scribe exits 143), not a Ctrl-C."""
+    from scribe.cli.signals import Stopped
+
+    hang = McpTool(hub, "notes", next(t for t in hub.states()[0].tools if t.tool == "hang"))
+    def stopped(signum: int, frame: object) -> None:
+        raise Stopped(signum)  # as cli/signals.py turns SIGTERM into an interrupt
+
+    previous = signal.signal(signal.SIGTERM, stopped)
+    stop = threading.Timer(1.0, os.kill, args=(os.getpid(), signal.SIGTERM))
+    stop.start()
+    try:
+        with pytest.raises(CommandInterrupted) as caught:
+            hang.run({}, ToolContext(workspace=workspace))
+    finally:
+        stop.cancel()
+        signal.signal(signal.SIGTERM, previous)
+    assert caught.value.output.text == "[stopped by SIGTERM: the call to hang on MCP server 'notes' was stopped]"
+    assert isinstance(caught.value.cause, Stopped) and caught.value.cause.exit_code == 143

@@ -36,10 +36,11 @@ class McpTool:
     def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         try:
             result = self.hub.call(self.server, self.tool, args)
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as stop:  # Ctrl-C, or a signal that ends scribe (str says which)
+            why = str(stop) or "cancelled by the user"
             raise CommandInterrupted(ToolOutput(
-                f"[cancelled by the user: the call to {self.tool} on MCP server '{self.server}' was stopped]",
-                is_error=True)) from None
+                f"[{why}: the call to {self.tool} on MCP server '{self.server}' was stopped]",
+                is_error=True), stop) from None
         parts = result_parts(result, ctx.output_cap_bytes)
         return ToolOutput(parts.text, is_error=parts.is_error, dropped_bytes=parts.dropped_bytes,
                           blocks=parts.blocks, attachments=parts.attachments)
