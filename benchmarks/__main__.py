@@ -1,10 +1,10 @@
-"""`python -m benchmarks [costs|memory|overhead|watcher|all] [--before REV] [--readme]`: run the
+"""`python -m benchmarks [costs|memory|overhead|watcher|all] [--before REV] [--docs]`: run the
 benchmarks, print a markdown report, and write it with the raw figures to benchmarks/results/
-(latest.md, latest.json); `--readme` also puts it in README.md's Performance section.
+(latest.md, latest.json); `--docs` also puts it in docs/performance.md.
 
 Everything runs locally against the project's fake Messages API; no key, no network. The cost
 suite drives the `scribe` executable of this virtualenv and, on the tool-heavy shape, the same
-repository at REV (default f838f28, the code before the second wave; `--before none` skips it),
+repository at REV when `--before REV` is given (compared side by side; by default it is not),
 installed once under the temporary folder."""
 
 from __future__ import annotations
@@ -89,15 +89,15 @@ def run_watcher() -> tuple[dict[str, Any], str]:
 
 
 SUITES = {"costs": run_costs, "memory": run_memory, "overhead": run_overhead, "watcher": run_watcher}
-README = Path(__file__).resolve().parent.parent / "README.md"
+PAGE = Path(__file__).resolve().parent.parent / "docs" / "performance.md"
 BEGIN, END = "<!-- benchmarks:begin -->", "<!-- benchmarks:end -->"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
     parser.add_argument("suites", nargs="*", metavar="SUITE", help=f"{', '.join(SUITES)} or all (the default)")
-    parser.add_argument("--before", default="f838f28", help="revision to compare on the tool-heavy shape, or none")
-    parser.add_argument("--readme", action="store_true", help="write the report into README.md's Performance section")
+    parser.add_argument("--before", default="none", help="a revision to compare on the tool-heavy shape (default: none)")
+    parser.add_argument("--docs", action="store_true", help="write the report into docs/performance.md")
     args = parser.parse_args()
     before = None if args.before.lower() == "none" else args.before
     unknown = [s for s in args.suites if s not in (*SUITES, "all")]
@@ -113,26 +113,26 @@ def main() -> None:
     for name in chosen:
         data[name], text = SUITES[name](before) if name == "costs" else SUITES[name]()
         texts.append(text)
-    command = " ".join(["python -m benchmarks", *(args.suites or ["all"]), *(["--readme"] if args.readme else [])])
+    command = " ".join(["python -m benchmarks", *(args.suites or ["all"]), *(["--docs"] if args.docs else [])])
     header = (f"Measured {when} on {machine}, scribe {__version__}, with `{command}` "
               f"({time.monotonic() - started:.0f} s; the machine's other work moves the timings).")
     report = header + "\n\n" + "\n\n".join(texts) + "\n"
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "latest.md").write_text(report, encoding="utf-8")
     (RESULTS / "latest.json").write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    if args.readme:
-        write_readme(report)
+    if args.docs:
+        write_page(report)
     print(report)
 
 
-def write_readme(report: str) -> None:
-    """Replace what stands between the markers in README.md with `report`."""
-    text = README.read_text(encoding="utf-8")
+def write_page(report: str) -> None:
+    """Replace what stands between the markers in docs/performance.md with `report`."""
+    text = PAGE.read_text(encoding="utf-8")
     if BEGIN not in text or END not in text:
-        raise SystemExit(f"README.md has no {BEGIN} ... {END} block to replace")
+        raise SystemExit(f"docs/performance.md has no {BEGIN} ... {END} block to replace")
     head, rest = text.split(BEGIN, 1)
     _, tail = rest.split(END, 1)
-    README.write_text(f"{head}{BEGIN}\n{report.strip()}\n{END}{tail}", encoding="utf-8")
+    PAGE.write_text(f"{head}{BEGIN}\n{report.strip()}\n{END}{tail}", encoding="utf-8")
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
 """Observational memory on a tool-heavy session: cache efficiency, billed cost against a naive
-agent, prompt bound, recall of a compressed detail. The figures of issue 9's acceptance."""
+agent, prompt bound, recall of a compressed detail."""
 
 from __future__ import annotations
 

@@ -15,7 +15,7 @@ from scribe.memory.render import RenderError
 
 from .visible import visible
 
-# Documented in the README ("Exit codes").
+# Documented in docs/usage.md ("Exit codes").
 EXIT_OK = 0
 EXIT_FAILED = 1  # the model call or the turn failed
 EXIT_USAGE = 2  # bad flags, config, credentials, or session choice

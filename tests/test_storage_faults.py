@@ -20,7 +20,7 @@ from scribe.memory.events import AssistantEvent, InterruptEvent, ToolResultEvent
 from scribe.memory.log import read_log
 from scribe.memory.verify import verify_bytes
 
-EXIT_STORAGE = 4  # README, "Exit codes"
+EXIT_STORAGE = 4  # docs/usage.md, "Exit codes"
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="mounts and chattr need root")
 
 

@@ -1,6 +1,6 @@
 """Slash commands: a registry of name -> handler with its help line, and the dispatcher.
 
-Which lines are commands (the rule the README states):
+Which lines are commands (the rule docs/interactive.md states):
 - a line whose first word is `/` followed by a name with no further `/` is a command, in any
   case (`/help`, `/HELP`, `/exit_now`, `/x.y`); one that is not known is never sent to the
   model: it is refused with the nearest known names;
