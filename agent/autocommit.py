@@ -20,8 +20,8 @@ import hashlib
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
-from scribe.memory.changes import ChangeSource, file_hash
-from scribe.memory.events import (
+from scribe.workspace.changes import ChangeSource, file_hash
+from scribe.log.events import (
     AssistantEvent,
     ErrorEvent,
     Event,
@@ -31,7 +31,7 @@ from scribe.memory.events import (
     ToolResultEvent,
 )
 from scribe.tools.base import ToolContext, ToolError
-from scribe.tools.git import (
+from scribe.workspace.git import (
     TRAILER,
     GitRefused,
     GitUnavailable,

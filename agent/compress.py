@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from scribe.memory.answer import Answer
-from scribe.memory.budget import InputBudget
-from scribe.memory.chunks import Chunk, tail_after
-from scribe.memory.events import ErrorEvent, Event, ObservationEvent, ReflectionEvent, UsageEvent
-from scribe.memory.health import refusals_in_a_row
+from scribe.context.budget import InputBudget
+from scribe.context.chunks import Chunk, tail_after
+from scribe.log.events import ErrorEvent, Event, ObservationEvent, ReflectionEvent, UsageEvent
+from scribe.log.health import refusals_in_a_row
 from scribe.memory.observer import (
     OBSERVATIONS_SHOWN,
     OBSERVER_MAX_TOKENS,
@@ -43,8 +43,8 @@ from scribe.memory.reflector import (
     read_reflection,
     reflector_input,
 )
-from scribe.memory.render import CACHE_TTL_S, Request, current_model
-from scribe.memory.tokens import TokenEstimator, estimate_text, fixed_tokens
+from scribe.context.render import CACHE_TTL_S, Request, current_model
+from scribe.context.tokens import TokenEstimator, estimate_text, fixed_tokens
 
 from .config import Settings
 from .errors import ModelError

@@ -61,7 +61,7 @@ class Settings:
     mcp_start_timeout_s: float = 10.0
     mcp_call_timeout_s: float = 120.0
     trust_mcp_json: bool = False
-    # Commands run in a bubblewrap sandbox where the platform allows it (tools/sandbox.py).
+    # Commands run in a bubblewrap sandbox where the platform allows it (workspace/sandbox.py).
     sandbox: bool = True
     # Seconds of regular-expression matching one search may spend (search_files, recall, log search).
     regex_timeout_s: float = 5.0

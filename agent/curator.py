@@ -20,10 +20,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from scribe.memory.answer import Answer
-from scribe.memory.budget import InputBudget
-from scribe.memory.chunks import tail_after
-from scribe.memory.events import ErrorEvent, Event, NotesEvent, UsageEvent
-from scribe.memory.log import LogError, SessionLocked
+from scribe.context.budget import InputBudget
+from scribe.context.chunks import tail_after
+from scribe.log.events import ErrorEvent, Event, NotesEvent, UsageEvent
+from scribe.log.jsonl import LogError, SessionLocked
 from scribe.memory.notes import (
     CURATOR_SYSTEM,
     NotesRefused,
@@ -32,8 +32,8 @@ from scribe.memory.notes import (
     read_notes,
     session_facts,
 )
-from scribe.memory.render import Request
-from scribe.memory.tokens import estimate_text
+from scribe.context.render import Request
+from scribe.context.tokens import estimate_text
 from scribe.memory.uncurated import needs_curation
 from scribe.tools.textio import plural
 

@@ -14,8 +14,8 @@ from collections.abc import Callable, Generator, Iterator
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 
-from scribe.memory.changes import ChangeSource
-from scribe.memory.events import (
+from scribe.workspace.changes import ChangeSource
+from scribe.log.events import (
     AssistantEvent,
     ErrorEvent,
     FileChangeEvent,
@@ -24,8 +24,8 @@ from scribe.memory.events import (
     UsageEvent,
     UserEvent,
 )
-from scribe.memory.pairing import unanswered_tool_uses
-from scribe.memory.render import file_change_text, render
+from scribe.log.pairing import unanswered_tool_uses
+from scribe.context.render import file_change_text, render
 from scribe.tools.base import CommandInterrupted, Tool, ToolContext, ToolOutput
 from scribe.tools.registry import run_tool
 
@@ -52,7 +52,7 @@ class Agent:
     max_turns: int = 50
     approver: Approver | None = None
     memory: Compressor | None = None
-    # Files changed outside the agent's tools, drained at safe points (memory/watcher.py).
+    # Files changed outside the agent's tools, drained at safe points (workspace/watcher.py).
     watcher: ChangeSource | None = None
     # Commits the files the turn's file tools wrote, at the turn's end (auto_commit).
     committer: TurnCommitter | None = None

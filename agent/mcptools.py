@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from scribe.memory.events import SessionEvent
+from scribe.log.events import SessionEvent
 from scribe.tools.mcp.hub import McpHub, ServerState
 from scribe.tools.mcp.listing import ListedTool
 from scribe.tools.mcp.spec import distinct_name

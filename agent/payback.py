@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import accumulate
 
-from scribe.memory.events import AssistantEvent, Event, ToolResultEvent, UsageEvent, UserEvent
+from scribe.log.events import AssistantEvent, Event, ToolResultEvent, UsageEvent, UserEvent
 from scribe.memory.observer import safe_boundaries
 
 from .pricing import price_for

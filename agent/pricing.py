@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from scribe.memory.events import UsageEvent
+from scribe.log.events import UsageEvent
 
 
 @dataclass(frozen=True)

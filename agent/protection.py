@@ -6,7 +6,7 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
-from scribe.tools.sandbox import Protection, command_protection
+from scribe.workspace.sandbox import Protection, command_protection
 
 from .config import Settings, state_dir
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from scribe.memory.events import AssistantEvent, ToolResultEvent, UsageEvent
+from scribe.log.events import AssistantEvent, ToolResultEvent, UsageEvent
 
 
 @dataclass(frozen=True)

@@ -7,11 +7,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from scribe.memory.events import ModelSwitchEvent, to_record
-from scribe.memory.render import current_model
-from scribe.memory.store import SessionFile
-from scribe.memory.tokens import TokenEstimator
-from scribe.memory.watcher import WorkspaceWatcher
+from scribe.log.events import ModelSwitchEvent, to_record
+from scribe.context.render import current_model
+from scribe.log.store import SessionFile
+from scribe.context.tokens import TokenEstimator
+from scribe.workspace.watcher import WorkspaceWatcher
 from scribe.tools.base import Tool, ToolContext
 from scribe.tools.mcp.hub import McpHub
 from scribe.tools.registry import builtin_tools, tool_definitions

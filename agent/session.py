@@ -8,22 +8,22 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from scribe import __version__
-from scribe.memory.checkpoint import NotASessionLog, checkpoint_path, make_checkpoint, reopen, save_checkpoint
-from scribe.memory.chunks import ChunkIndex
-from scribe.memory.digest import LogDigest
-from scribe.memory.eventlog import EventLog
-from scribe.memory.events import (
+from scribe.context.checkpoint import NotASessionLog, checkpoint_path, make_checkpoint, reopen, save_checkpoint
+from scribe.context.chunks import ChunkIndex
+from scribe.log.digest import LogDigest
+from scribe.log.eventlog import EventLog
+from scribe.log.events import (
     ErrorEvent,
     Event,
     InterruptEvent,
     SessionEvent,
     now_iso,
 )
-from scribe.memory.log import LogError, LogProblem, LogWriter, SessionLock
-from scribe.memory.pairing import unanswered_tool_uses
-from scribe.memory.stats import keep_priced
-from scribe.memory.store import SessionFile, SessionStore, exclude_from_git
-from scribe.tools.git import git_state
+from scribe.log.jsonl import LogError, LogProblem, LogWriter, SessionLock
+from scribe.log.pairing import unanswered_tool_uses
+from scribe.context.stats import keep_priced
+from scribe.log.store import SessionFile, SessionStore, exclude_from_git
+from scribe.workspace.git import git_state
 
 from .config import Settings, state_dir
 from .instructions import Environment, prompt_hash, read_project_texts, system_text
@@ -37,7 +37,7 @@ class Session:
     id: str
     path: Path
     # Every event, the recent ones in memory and the older ones read from the file on demand
-    # (memory/eventlog.py): use it as a Sequence; reach back only where it is needed.
+    # (log/eventlog.py): use it as a Sequence; reach back only where it is needed.
     events: EventLog
     writer: LogWriter
     # Problems the reader met when the session was reopened (torn line, bad lines).
@@ -75,7 +75,7 @@ class Session:
         self.writer.close()
 
     def checkpoint(self) -> None:
-        """Write what a reopen needs beside the log (memory/checkpoint.py). It is a cache: when it
+        """Write what a reopen needs beside the log (context/checkpoint.py). It is a cache: when it
         cannot be written (a full disk), the next reopen reads the log whole, and nothing else
         changes, so the failure is not the person's concern."""
         hasher = self.writer.hasher
@@ -141,7 +141,7 @@ def start_session(workspace: Path, settings: Settings, tool_definitions: list[di
 
 def open_session(found: SessionFile) -> Session:
     """Reopen a session for appending, from its checkpoint and the lines after it when the
-    checkpoint still describes the log, else from the whole log (memory/checkpoint.py). A tool
+    checkpoint still describes the log, else from the whole log (context/checkpoint.py). A tool
     call left without a result by a crash or a kill is closed with an `interrupt` event, so the
     log itself says what the next request shows."""
     # The lock first, then the read: a read made before taking it could miss lines another

@@ -10,7 +10,7 @@ from typing import Any
 
 from scribe.agent.pricing import call_cost
 from scribe.fakeapi import RecordedRequest
-from scribe.memory.events import AssistantEvent, Event, ToolResultEvent, UserEvent
+from scribe.log.events import AssistantEvent, Event, ToolResultEvent, UserEvent
 
 from .sessions import PROBE, Fact
 

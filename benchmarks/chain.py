@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from scribe.fakeapi import FakeMessagesServer, RecordedRequest
-from scribe.memory.events import Event
-from scribe.memory.log import read_log
+from scribe.log.events import Event
+from scribe.log.jsonl import read_log
 
 from .replay import temporary_repository
 from .scripted_model import ScriptedModel

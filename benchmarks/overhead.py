@@ -18,8 +18,8 @@ from scribe.agent.compress import Compressor
 from scribe.agent.config import Settings
 from scribe.agent.session import Session, open_session
 from scribe.fakeapi import FakeMessagesServer, Reply
-from scribe.memory.checkpoint import checkpoint_path
-from scribe.memory.events import (
+from scribe.context.checkpoint import checkpoint_path
+from scribe.log.events import (
     AssistantEvent,
     ObservationEvent,
     SessionEvent,
@@ -27,10 +27,10 @@ from scribe.memory.events import (
     UsageEvent,
     UserEvent,
 )
-from scribe.memory.log import LogWriter
-from scribe.memory.render import render
-from scribe.memory.store import SessionFile, SessionStore
-from scribe.memory.tokens import TokenEstimator
+from scribe.log.jsonl import LogWriter
+from scribe.context.render import render
+from scribe.log.store import SessionFile, SessionStore
+from scribe.context.tokens import TokenEstimator
 from scribe.tools.registry import builtin_tools, tool_definitions
 
 RAW_TAIL_EVENTS = 60  # what compression leaves raw in a long session (about a turn or two)

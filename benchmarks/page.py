@@ -21,8 +21,8 @@ from pathlib import Path
 
 from scribe.agent.config import Settings
 from scribe.fakeapi import Reply, text_block, tool_use_block
-from scribe.memory.events import UserEvent
-from scribe.memory.log import LogWriter, encode, read_log
+from scribe.log.events import UserEvent
+from scribe.log.jsonl import LogWriter, encode, read_log
 
 from .replay import replay
 from .sessions import ScriptedSession, Turn

@@ -24,8 +24,8 @@ from scribe.agent.session import notes_path, start_session
 from scribe.fakeapi import FakeMessagesServer, RecordedRequest, tool_use_block
 from scribe.fakeapi.cache import flatten_request
 from scribe.fakeapi.script import Reply
-from scribe.memory.events import Event
-from scribe.memory.log import read_log
+from scribe.log.events import Event
+from scribe.log.jsonl import read_log
 from scribe.tools.registry import builtin_tools, tool_definitions
 
 from .scripted_model import ScriptedModel

@@ -20,7 +20,7 @@ from typing import Any
 import anthropic
 
 from scribe.fakeapi import FakeMessagesServer, Reply
-from scribe.memory.events import (
+from scribe.log.events import (
     AssistantEvent,
     Event,
     ObservationEvent,
@@ -28,7 +28,7 @@ from scribe.memory.events import (
     UsageEvent,
     UserEvent,
 )
-from scribe.memory.render import CACHE, render
+from scribe.context.render import CACHE, render
 
 from .bills import Bill, Call, Kept, bill_of, kept_facts, probe_request
 from .chain import ChainRun, Executable, run_chain

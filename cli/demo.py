@@ -56,7 +56,7 @@ def demo(
     from scribe.agent.runtime import build_agent
     from scribe.agent.session import start_session
     from scribe.fakeapi import FakeMessagesServer
-    from scribe.memory.stats import figures_of
+    from scribe.context.stats import figures_of
     from scribe.tools.registry import builtin_tools, tool_definitions
 
     from .headless import TextSink

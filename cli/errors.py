@@ -10,8 +10,8 @@ import typer
 
 from scribe.agent.config import ConfigError
 from scribe.agent.errors import ClientSetupError, ModelError
-from scribe.memory.log import LogError, LogWriteError
-from scribe.memory.render import RenderError
+from scribe.log.jsonl import LogError, LogWriteError
+from scribe.context.render import RenderError
 
 from .visible import visible
 

@@ -15,7 +15,7 @@ import typer
 from scribe.agent.config import PERMISSION_MODES, load_settings
 from scribe.agent.pricing import price_usage
 from scribe.agent.protocol import AgentEvent, AssistantMessage, TurnEnded
-from scribe.memory.stats import Figures
+from scribe.context.stats import Figures
 
 if TYPE_CHECKING:
     from scribe.agent.curator import Curation

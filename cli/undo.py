@@ -34,8 +34,8 @@ def undo(
     from scribe.agent.autocommit import record_undo
     from scribe.agent.config import find_workspace
     from scribe.agent.session import open_session
-    from scribe.memory.log import SessionLocked
-    from scribe.tools.git import GitRefused, GitUnavailable, is_repository, undo_commit
+    from scribe.log.jsonl import SessionLocked
+    from scribe.workspace.git import GitRefused, GitUnavailable, is_repository, undo_commit
 
     from .log.common import resolve_session
 

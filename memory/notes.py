@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .answer import Answer
-from .chunks import tail_after
-from .events import Event, ObservationEvent, ReflectionEvent, UserEvent
+from scribe.context.chunks import tail_after
+from scribe.log.events import Event, ObservationEvent, ReflectionEvent, UserEvent
 from .notes_reader import (
     ENTRY,
     HEADER,
@@ -24,7 +24,7 @@ from .notes_reader import (
     read_notes,
     sources,
 )
-from .tokens import estimate_text
+from scribe.context.tokens import estimate_text
 
 MUST_KEEP = "🔴"
 

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .answer import Answer, UnusableAnswer, answer_lines, declined, nothing_to_read, without_marker
-from .tokens import estimate_text
+from scribe.context.tokens import estimate_text
 
 HEADER = "# Project notes\n\nCurated by scribe from earlier sessions; edit freely. One fact per line.\n"
 PROVENANCE = re.compile(r"\[from ([\w-]+)#(\d+)\]\s*$")

@@ -13,8 +13,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from .answer import Answer, UnusableAnswer
-from .budget import fit_text
-from .events import (
+from scribe.context.budget import fit_text
+from scribe.log.events import (
     AssistantEvent,
     ErrorEvent,
     Event,
@@ -25,8 +25,8 @@ from .events import (
     UserEvent,
 )
 from .observations import TAGS, Observations, read_observations
-from .render import file_change_text, git_undo_text
-from .tokens import TokenEstimator, estimate_text
+from scribe.context.render import file_change_text, git_undo_text
+from scribe.context.tokens import TokenEstimator, estimate_text
 
 # How much of each tool output the observer sees: enough for what it showed, not all of it
 # (the log keeps everything, and the observation names the seq to recall).

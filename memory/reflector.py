@@ -13,9 +13,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .answer import Answer, UnusableAnswer
-from .events import ObservationEvent, ReflectionEvent
+from scribe.log.events import ObservationEvent, ReflectionEvent
 from .observations import Observations, read_observations
-from .tokens import estimate_text
+from scribe.context.tokens import estimate_text
 
 REFLECT_ATTEMPTS = 3
 # Share of the reflection threshold kept verbatim as the newest chunks.

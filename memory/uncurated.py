@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from .events import EventFormatError, from_record
+from scribe.log.events import EventFormatError, from_record
 from .notes import teaches
 
 BLOCK = 64 * 1024

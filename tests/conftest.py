@@ -57,7 +57,7 @@ def every_log_verifies(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Non
     """After the whole run: every session log any test produced passes `scribe log verify`'s
     checks (warnings allowed: a torn last line, calls open at the end)."""
     yield
-    from scribe.memory.verify import verify_bytes
+    from scribe.log.verify import verify_bytes
 
     failures = []
     for path in tmp_path_factory.getbasetemp().rglob(".scribe/sessions/*.jsonl"):

@@ -18,8 +18,8 @@ from scribe.agent.config import Settings
 from scribe.agent.loop import Agent
 from scribe.agent.runtime import SessionChoice, build_agent, choose_session
 from scribe.fakeapi import FakeMessagesServer
-from scribe.memory.events import Event
-from scribe.memory.log import read_log
+from scribe.log.events import Event
+from scribe.log.jsonl import read_log
 
 SCRIBE = str(Path(sys.executable).parent / "scribe")
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from benchmarks.bills import kept_facts
 from benchmarks.sessions import PROBE, Fact
-from scribe.memory.events import AssistantEvent, Event, ToolResultEvent, UserEvent
+from scribe.log.events import AssistantEvent, Event, ToolResultEvent, UserEvent
 
 FACT = Fact("error", "checksum mismatch in block 77 (E1042)", "ledger check failed")
 

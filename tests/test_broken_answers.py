@@ -12,7 +12,7 @@ import pytest
 
 from helpers import events_of, run_scribe, scribe_env, session_logs
 from scribe.fakeapi import FakeMessagesServer, Fault, Reply, text_block, tool_use_block
-from scribe.memory.events import AssistantEvent, ErrorEvent, UsageEvent
+from scribe.log.events import AssistantEvent, ErrorEvent, UsageEvent
 
 ANSWER = "The parser reads one line at a time and keeps the last good state."
 REPLY = Reply([text_block(ANSWER)])

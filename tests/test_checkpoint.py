@@ -16,10 +16,10 @@ from conftest import CORRUPT_ON_PURPOSE
 from scribe.agent.config import Settings
 from scribe.agent.pricing import price_usage, pricing_key
 from scribe.agent.session import Session, open_session, start_session
-from scribe.memory.checkpoint import checkpoint_path, digest_of, load_checkpoint, reopen
-from scribe.memory.chunks import ChunkIndex, tail_after
-from scribe.memory.digest import LogDigest
-from scribe.memory.events import (
+from scribe.context.checkpoint import checkpoint_path, digest_of, load_checkpoint, reopen
+from scribe.context.chunks import ChunkIndex, tail_after
+from scribe.log.digest import LogDigest
+from scribe.log.events import (
     AssistantEvent,
     ErrorEvent,
     Event,
@@ -31,12 +31,12 @@ from scribe.memory.events import (
     UsageEvent,
     UserEvent,
 )
-from scribe.memory.log import LogWriter, read_log
+from scribe.log.jsonl import LogWriter, read_log
 from scribe.memory.observer import backoff_until
-from scribe.memory.pairing import unanswered_tool_uses
-from scribe.memory.render import canonical_json, render
-from scribe.memory.stats import priced_figures
-from scribe.memory.store import describe
+from scribe.log.pairing import unanswered_tool_uses
+from scribe.context.render import canonical_json, render
+from scribe.context.stats import priced_figures
+from scribe.log.store import describe
 from scribe.tools.registry import builtin_tools, tool_definitions
 
 
@@ -252,7 +252,7 @@ def test_a_chunk_index_survives_its_state(workspace: Path) -> None:
 
 
 def test_log_list_figures_from_the_digest_equal_those_of_a_full_read(workspace: Path) -> None:
-    from scribe.memory.stats import summarize, summarize_digest
+    from scribe.context.stats import summarize, summarize_digest
 
     path = long_compressed_session(workspace, turns=25)
     for appended_after in (False, True):
@@ -270,7 +270,7 @@ def test_log_list_figures_from_the_digest_equal_those_of_a_full_read(workspace: 
 
 
 def test_a_reopen_without_a_checkpoint_holds_its_calls_as_text_and_prices_them_all(workspace: Path) -> None:
-    from scribe.memory.stats import figures_of
+    from scribe.context.stats import figures_of
 
     path = long_compressed_session(workspace, turns=25)
     checkpoint_path(path).unlink()
@@ -305,7 +305,7 @@ def test_the_digest_knows_each_purpose_s_calls_without_reading_older_events(work
 def test_usage_rows_say_the_same_whatever_mix_of_appends_encodes_parses_and_reloads(seed: int) -> None:
     """Usage rows are held as lists or as their checkpoint text, and encoded a part at a time;
     every view of them must still be every row, in order."""
-    from scribe.memory.digest import UsageRows
+    from scribe.log.digest import UsageRows
 
     rng = random.Random(seed)
     rows, expected = UsageRows(), []

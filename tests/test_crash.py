@@ -21,8 +21,8 @@ import pytest
 
 from helpers import SCRIBE, run_scribe, scribe_env, session_logs
 from scribe.fakeapi import FakeMessagesServer, Reply, text_block, tool_use_block
-from scribe.memory.events import AssistantEvent, ToolResultEvent
-from scribe.memory.log import read_log
+from scribe.log.events import AssistantEvent, ToolResultEvent
+from scribe.log.jsonl import read_log
 
 KILLS = 50
 

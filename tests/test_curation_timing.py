@@ -17,7 +17,7 @@ from scribe.agent.model import ModelClient
 from scribe.agent.runtime import SessionChoice, choose_session
 from scribe.cli.app import app
 from scribe.fakeapi import FakeMessagesServer, Reply, SideCallModel, side_call_kind
-from scribe.memory.events import NotesEvent, UsageEvent
+from scribe.log.events import NotesEvent, UsageEvent
 from scribe.memory.uncurated import needs_curation
 
 CHAIN = 15

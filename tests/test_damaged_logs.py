@@ -12,9 +12,9 @@ import pytest
 from conftest import CORRUPT_ON_PURPOSE
 from helpers import run_scribe, scribe_env, session_logs
 from scribe.fakeapi import FakeMessagesServer, Reply
-from scribe.memory.events import AssistantEvent, UserEvent
-from scribe.memory.log import LogWriter, read_log
-from scribe.memory.verify import verify_bytes
+from scribe.log.events import AssistantEvent, UserEvent
+from scribe.log.jsonl import LogWriter, read_log
+from scribe.log.verify import verify_bytes
 
 NO_API = "http://127.0.0.1:9"
 

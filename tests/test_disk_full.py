@@ -18,7 +18,7 @@ import pytest
 
 from conftest import git
 from scribe.tools.base import ToolContext
-from scribe.tools.git import commit_paths, undo_commit
+from scribe.workspace.git import commit_paths, undo_commit
 from scribe.tools.registry import builtin_tools, run_tool
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="mounting a tmpfs needs root")

@@ -8,7 +8,7 @@ import pytest
 
 from helpers import events_of, run_scribe, scribe_env, session_logs
 from scribe.fakeapi import FakeMessagesServer, Fault, Reply, text_block, tool_use_block
-from scribe.memory.events import (
+from scribe.log.events import (
     AssistantEvent,
     ErrorEvent,
     ModelSwitchEvent,
@@ -17,7 +17,7 @@ from scribe.memory.events import (
     UsageEvent,
     UserEvent,
 )
-from scribe.memory.render import prefix_blocks, render
+from scribe.context.render import prefix_blocks, render
 
 
 def coding_script() -> list[Reply]:
@@ -133,7 +133,7 @@ def test_continue_only_appends_and_keeps_the_prefix_byte_stable(workspace: Path,
 
 
 def _as_request(body: dict):  # type: ignore[no-untyped-def]
-    from scribe.memory.render import Request
+    from scribe.context.render import Request
 
     return Request(body["model"], body["max_tokens"], body["tools"], body["system"], body["messages"])
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from scribe.memory.events import ErrorEvent, UserEvent
-from scribe.memory.log import LogWriter, SessionLocked, read_log
-from scribe.memory.store import SessionNotFound, SessionStore, exclude_from_git
+from scribe.log.events import ErrorEvent, UserEvent
+from scribe.log.jsonl import LogWriter, SessionLocked, read_log
+from scribe.log.store import SessionNotFound, SessionStore, exclude_from_git
 
 
 def test_append_assigns_rising_seq_and_flushes_each_line(tmp_path: Path) -> None:
@@ -55,7 +55,7 @@ def test_bad_lines_are_reported_not_fatal(tmp_path: Path) -> None:
 def test_a_second_writer_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "s.jsonl"
     with LogWriter.create(path):
-        code = ("import sys; from pathlib import Path; from scribe.memory.log import LogWriter, SessionLocked\n"
+        code = ("import sys; from pathlib import Path; from scribe.log.jsonl import LogWriter, SessionLocked\n"
                 "try:\n    LogWriter(Path(sys.argv[1]), next_seq=0)\nexcept SessionLocked as e:\n"
                 "    print(e); sys.exit(3)\n")
         proc = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True)

@@ -21,7 +21,7 @@ import pytest
 from helpers import SCRIBE, Ran, events_of, run_scribe, scribe_env, session_logs
 from scribe.agent.pricing import call_cost, uncached_cost
 from scribe.fakeapi import FakeMessagesServer, RecordedRequest, Reply, text_block, tool_use_block
-from scribe.memory.events import (
+from scribe.log.events import (
     AssistantEvent,
     Event,
     FileChangeEvent,
@@ -33,11 +33,11 @@ from scribe.memory.events import (
     UserEvent,
     now_iso,
 )
-from scribe.memory.follow import LineFollower
-from scribe.memory.log import LogWriter, encode, read_log
-from scribe.memory.render import canonical_json, prefix_blocks, render
-from scribe.memory.tokens import event_tokens
-from scribe.memory.verify import verify_bytes
+from scribe.log.follow import LineFollower
+from scribe.log.jsonl import LogWriter, encode, read_log
+from scribe.context.render import canonical_json, prefix_blocks, render
+from scribe.context.tokens import event_tokens
+from scribe.log.verify import verify_bytes
 
 NOTES = "".join(f"line {i}\n" for i in range(1, 31))
 NO_API = "http://127.0.0.1:9"  # log commands never call the model
@@ -612,7 +612,7 @@ def test_log_commands_never_import_the_sdk(recorded: Recorded) -> None:
 
 
 def test_show_gives_git_notes_and_model_events_one_readable_line(workspace: Path, tmp_path: Path) -> None:
-    from scribe.memory.events import GitCommitEvent, GitUndoEvent, ModelSwitchEvent, NotesEvent, SessionEvent
+    from scribe.log.events import GitCommitEvent, GitUndoEvent, ModelSwitchEvent, NotesEvent, SessionEvent
 
     path = workspace / ".scribe" / "sessions" / "20260101-000000-abcdef.jsonl"
     with LogWriter.create(path) as log:

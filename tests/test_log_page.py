@@ -29,8 +29,8 @@ from scribe.agent.runtime import build_agent, switch_model
 from scribe.agent.session import start_session
 from scribe.cli.log.common import money
 from scribe.fakeapi import FakeMessagesServer, Reply, text_block, tool_use_block
-from scribe.memory.chunks import active_chunks
-from scribe.memory.events import (
+from scribe.context.chunks import active_chunks
+from scribe.log.events import (
     AssistantEvent,
     Event,
     ObservationEvent,
@@ -40,10 +40,10 @@ from scribe.memory.events import (
     UsageEvent,
     UserEvent,
 )
-from scribe.memory.log import LogWriter, read_log
+from scribe.log.jsonl import LogWriter, read_log
 from scribe.memory.observer import OBSERVER_SYSTEM
 from scribe.memory.reflector import REFLECTOR_SYSTEM
-from scribe.memory.render import chunk_text
+from scribe.context.render import chunk_text
 from scribe.tools.registry import builtin_tools, tool_definitions
 
 CHROMIUM = "/usr/bin/chromium"

@@ -9,7 +9,7 @@ from typing import Any
 from scribe.cli.log.page.document import script_json, session_page
 from scribe.cli.log.page.markdown import markdown_html
 from scribe.cli.log.page.prompts import BlockStore, CallPrompt, PromptTrack
-from scribe.memory.events import (
+from scribe.log.events import (
     AssistantEvent,
     Event,
     ModelSwitchEvent,
@@ -18,7 +18,7 @@ from scribe.memory.events import (
     UsageEvent,
     UserEvent,
 )
-from scribe.memory.render import prefix_blocks, render
+from scribe.context.render import prefix_blocks, render
 from scribe.tools.registry import builtin_tools, tool_definitions
 
 

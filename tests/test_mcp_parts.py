@@ -15,8 +15,8 @@ from scribe.agent.mcpconfig import mcp_config
 from scribe.agent.mcptools import pin, start_notes, waited
 from scribe.agent.permissions import PermissionPolicy
 from scribe.fakeapi.validate import validate_request
-from scribe.memory.events import AssistantEvent, SessionEvent, ToolResultEvent, UserEvent
-from scribe.memory.render import prefix_blocks, render
+from scribe.log.events import AssistantEvent, SessionEvent, ToolResultEvent, UserEvent
+from scribe.context.render import prefix_blocks, render
 from scribe.tools.mcp.content import result_parts
 from scribe.tools.mcp.hub import ServerState
 from scribe.tools.mcp.listing import listed_tools

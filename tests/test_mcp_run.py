@@ -13,8 +13,8 @@ from mcp_servers.tiny_png import png_bytes
 
 from helpers import events_of, run_scribe, scribe_env, session_logs
 from scribe.fakeapi import FakeMessagesServer, Reply, text_block, tool_use_block
-from scribe.memory.events import AssistantEvent, SessionEvent, ToolResultEvent
-from scribe.memory.render import canonical_json, render
+from scribe.log.events import AssistantEvent, SessionEvent, ToolResultEvent
+from scribe.context.render import canonical_json, render
 from scribe.tools.registry import builtin_tools
 
 BUILTINS = [t.name for t in builtin_tools()]

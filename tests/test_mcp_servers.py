@@ -19,7 +19,7 @@ from scribe.agent.config import Settings
 from scribe.agent.loop import Agent
 from scribe.agent.runtime import SessionChoice, build_agent, choose_session
 from scribe.fakeapi import FakeMessagesServer, Reply, tool_use_block
-from scribe.memory.events import ToolResultEvent
+from scribe.log.events import ToolResultEvent
 from scribe.tools.base import CommandInterrupted, ToolContext
 from scribe.tools.mcp.hub import McpHub
 from scribe.tools.mcp.link import McpCallError

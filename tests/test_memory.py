@@ -14,7 +14,7 @@ from scribe.agent.protocol import Compressed, TurnEnded
 from scribe.agent.runtime import build_agent
 from scribe.agent.session import Session, open_session, start_session
 from scribe.fakeapi import FakeMessagesServer, Reply, text_block, tool_use_block
-from scribe.memory.events import (
+from scribe.log.events import (
     AssistantEvent,
     ErrorEvent,
     Event,
@@ -24,13 +24,13 @@ from scribe.memory.events import (
     UsageEvent,
     UserEvent,
 )
-from scribe.memory.log import read_log
+from scribe.log.jsonl import read_log
 from scribe.memory.observations import read_observations
 from scribe.memory.observer import UnusableAnswer, choose_span, safe_boundaries
 from scribe.memory.reflector import REFLECTOR_SYSTEM, accept_reflection, plan_reflection
-from scribe.memory.render import prefix_blocks, render
-from scribe.memory.store import SessionFile
-from scribe.memory.tokens import TokenEstimator
+from scribe.context.render import prefix_blocks, render
+from scribe.log.store import SessionFile
+from scribe.context.tokens import TokenEstimator
 from scribe.tools.registry import builtin_tools, tool_definitions
 
 
@@ -209,7 +209,7 @@ def test_observer_and_reflector_run_keep_the_cache_prefix_and_the_log_append_onl
 
 
 def _blocks(body: dict[str, Any]) -> list[str]:
-    from scribe.memory.render import Request
+    from scribe.context.render import Request
 
     return prefix_blocks(Request(body["model"], body["max_tokens"], body["tools"], body["system"], body["messages"]))
 

@@ -13,8 +13,8 @@ from helpers import agent_on, events_of, run_scribe, scribe_env, session_logs
 from scribe.agent.config import Settings
 from scribe.agent.protocol import Notice
 from scribe.fakeapi import FakeMessagesServer, Reply, SideCallModel, tool_use_block
-from scribe.memory.events import ErrorEvent, ObservationEvent, ReflectionEvent
-from scribe.memory.health import memory_health
+from scribe.log.events import ErrorEvent, ObservationEvent, ReflectionEvent
+from scribe.log.health import memory_health
 
 STALLED = "observer answers refused 3 times in a row"
 

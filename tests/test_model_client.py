@@ -20,8 +20,8 @@ from scribe.agent.retry import RetryPolicy
 from scribe.agent.shown import ShownText
 from scribe.cli.repl.view import View
 from scribe.fakeapi import FakeMessagesServer, Fault, Reply, text_block
-from scribe.memory.events import AssistantEvent, UsageEvent
-from scribe.memory.render import Request
+from scribe.log.events import AssistantEvent, UsageEvent
+from scribe.context.render import Request
 
 ANSWER = "The parser reads one line at a time and keeps the last good state."
 REPLY = Reply([text_block(ANSWER)])

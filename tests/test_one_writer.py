@@ -17,8 +17,8 @@ from helpers import SCRIBE, Ran, run_scribe, scribe_env, session_logs
 from scribe.agent.config import Settings
 from scribe.agent.session import start_session
 from scribe.fakeapi import FakeMessagesServer, Reply
-from scribe.memory.events import AssistantEvent, ObservationEvent, ToolResultEvent, UsageEvent, UserEvent
-from scribe.memory.verify import verify_bytes
+from scribe.log.events import AssistantEvent, ObservationEvent, ToolResultEvent, UsageEvent, UserEvent
+from scribe.log.verify import verify_bytes
 from scribe.tools.registry import builtin_tools, tool_definitions
 
 LONG_LOG_EVENTS = 100_000

@@ -24,7 +24,7 @@ from scribe.agent.payback import (
 from scribe.agent.pricing import call_cost
 from scribe.agent.protocol import TurnEnded
 from scribe.fakeapi import FakeMessagesServer, Reply, text_block, tool_use_block
-from scribe.memory.events import (
+from scribe.log.events import (
     AssistantEvent,
     Event,
     ObservationEvent,
@@ -33,7 +33,7 @@ from scribe.memory.events import (
     UsageEvent,
     UserEvent,
 )
-from scribe.memory.log import read_log
+from scribe.log.jsonl import read_log
 from scribe.memory.observer import OBSERVER_SYSTEM, safe_boundaries
 from scribe.memory.reflector import REFLECTOR_SYSTEM
 

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from scribe.fakeapi.validate import validate_request
-from scribe.memory.events import (
+from scribe.log.events import (
     AssistantEvent,
     Event,
     FileChangeEvent,
@@ -21,9 +21,9 @@ from scribe.memory.events import (
     from_record,
     to_record,
 )
-from scribe.memory.log import encode, read_log
-from scribe.memory.pairing import unanswered_tool_uses
-from scribe.memory.render import render
+from scribe.log.jsonl import encode, read_log
+from scribe.log.pairing import unanswered_tool_uses
+from scribe.context.render import render
 
 HEADER = SessionEvent(seq=0, ts="t", id="s", created="t", cwd="/w", model="m", scribe_version="0",
                       system="You are scribe.", tools=[{"name": "t", "description": "d", "input_schema": {

@@ -14,8 +14,8 @@ import pytest
 from conftest import CORRUPT_ON_PURPOSE
 from helpers import SCRIBE, events_of, run_scribe, scribe_env, session_logs
 from scribe.fakeapi import FakeMessagesServer, Fault, Reply, text_block, tool_use_block
-from scribe.memory.events import AssistantEvent, ErrorEvent, UsageEvent
-from scribe.memory.log import read_log
+from scribe.log.events import AssistantEvent, ErrorEvent, UsageEvent
+from scribe.log.jsonl import read_log
 
 KEY = "sk-test-secret-key"
 

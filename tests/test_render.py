@@ -8,8 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scribe.fakeapi.validate import validate_request
-from scribe.memory.chunks import ChunkIndex, active_chunks
-from scribe.memory.events import (
+from scribe.context.chunks import ChunkIndex, active_chunks
+from scribe.log.events import (
     AssistantEvent,
     Event,
     FileChangeEvent,
@@ -24,8 +24,8 @@ from scribe.memory.events import (
     from_record,
     to_record,
 )
-from scribe.memory.pairing import unanswered_tool_uses
-from scribe.memory.render import (
+from scribe.log.pairing import unanswered_tool_uses
+from scribe.context.render import (
     INTERRUPTED,
     RESUME_NOTE,
     current_model,

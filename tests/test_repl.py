@@ -27,7 +27,7 @@ from scribe.agent.runtime import SessionChoice, choose_session
 from scribe.cli.repl.loop import Repl, start
 from scribe.cli.repl.view import STATUS_AFTER_S, View
 from scribe.fakeapi import FakeMessagesServer, Reply, text_block, tool_use_block
-from scribe.memory.events import FileChangeEvent, InterruptEvent, ToolResultEvent, UserEvent
+from scribe.log.events import FileChangeEvent, InterruptEvent, ToolResultEvent, UserEvent
 
 UP, ESC, CTRL_C, CTRL_D = "\x1b[A", "\x1b", "\x03", "\x04"
 
@@ -250,7 +250,7 @@ def test_an_interrupt_that_escapes_the_agent_still_closes_its_tool_call(
     """A second Ctrl-C can land inside the agent's own interrupt handler; the REPL then records
     the interrupt itself, so no tool call is left without an answer."""
     from scribe.agent.loop import Agent
-    from scribe.memory.events import AssistantEvent
+    from scribe.log.events import AssistantEvent
 
     def turn(self: Agent, prompt: str) -> Iterator[object]:
         self.session.append(UserEvent, text=prompt)

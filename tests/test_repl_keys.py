@@ -16,7 +16,7 @@ import pytest
 from helpers import SCRIBE, events_of, running_in, scribe_env, session_logs
 from scribe.cli.repl.input import GUARD_S
 from scribe.fakeapi import FakeMessagesServer, Reply, ScriptItem, tool_use_block
-from scribe.memory.events import AssistantEvent, InterruptEvent, ToolResultEvent, UserEvent
+from scribe.log.events import AssistantEvent, InterruptEvent, ToolResultEvent, UserEvent
 from scribe.tools.command import ENDED
 
 ESC, CTRL_C, CTRL_D, UP = "\x1b", "\x03", "\x04", "\x1b[A"

@@ -38,7 +38,7 @@ from scribe.cli.repl.records import last_exchanges
 from scribe.cli.repl.stats import dollars, numbers, toolbar_text
 from scribe.cli.repl.view import STATUS_AFTER_S, View
 from scribe.fakeapi import FakeMessagesServer, Reply, text_block, tool_use_block
-from scribe.memory.events import AssistantEvent, InterruptEvent, SessionEvent, ToolResultEvent, UsageEvent
+from scribe.log.events import AssistantEvent, InterruptEvent, SessionEvent, ToolResultEvent, UsageEvent
 from scribe.tools.base import CommandInterrupted, ToolContext
 from scribe.tools.command import RunCommand
 

@@ -13,7 +13,7 @@ import pytest
 from helpers import SCRIBE, events_of, running_in, scribe_env, session_logs
 from scribe.cli.repl.input import GUARD_S
 from scribe.fakeapi import FakeMessagesServer, Reply, ScriptItem, text_block, tool_use_block
-from scribe.memory.events import AssistantEvent, InterruptEvent, ToolResultEvent, UserEvent
+from scribe.log.events import AssistantEvent, InterruptEvent, ToolResultEvent, UserEvent
 
 # A duration no other test uses, so the process is ours to find.
 SLEEP = "29.5"

@@ -21,7 +21,7 @@ from scribe.agent.runtime import SessionChoice, choose_session
 from scribe.cli.repl.loop import Repl
 from scribe.cli.repl.view import View
 from scribe.fakeapi import FakeMessagesServer, Reply
-from scribe.memory.events import UserEvent
+from scribe.log.events import UserEvent
 
 NO_API = "http://127.0.0.1:9"
 

@@ -11,7 +11,7 @@ import pytest
 from helpers import events_of, run_scribe, scribe_env
 from scribe.agent.config import ConfigError, Settings, load_settings
 from scribe.fakeapi import FakeMessagesServer, Reply, SideCallModel, side_call_kind
-from scribe.memory.events import (
+from scribe.log.events import (
     AssistantEvent,
     ErrorEvent,
     Event,
@@ -22,7 +22,7 @@ from scribe.memory.events import (
     UsageEvent,
     UserEvent,
 )
-from scribe.memory.log import encode
+from scribe.log.jsonl import encode
 from scribe.tools.registry import builtin_tools, tool_definitions
 
 LIMIT = 20_000

@@ -19,7 +19,7 @@ from scribe.agent.curator import curate
 from scribe.agent.protocol import Compressed, TurnEnded
 from scribe.agent.session import notes_path
 from scribe.fakeapi import HABITS, FakeMessagesServer, Reply, SideCallModel
-from scribe.memory.events import ErrorEvent, NotesEvent, ObservationEvent, ReflectionEvent
+from scribe.log.events import ErrorEvent, NotesEvent, ObservationEvent, ReflectionEvent
 from scribe.memory.notes import PROVENANCE, entries
 from scribe.memory.observations import read_observations
 

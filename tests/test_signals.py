@@ -17,8 +17,8 @@ import pytest
 
 from helpers import SCRIBE, events_of, running, scribe_env, session_logs, sleep_argv, wait_for
 from scribe.fakeapi import FakeMessagesServer, Reply, text_block, tool_use_block
-from scribe.memory.events import InterruptEvent, ToolResultEvent
-from scribe.tools.sandbox import command_protection
+from scribe.log.events import InterruptEvent, ToolResultEvent
+from scribe.workspace.sandbox import command_protection
 
 SANDBOXED = command_protection(Path("/")).sandboxed
 ENDED = "the command and the processes it started were ended"

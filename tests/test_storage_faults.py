@@ -16,9 +16,9 @@ import pytest
 
 from helpers import run_scribe, scribe_env, session_logs
 from scribe.fakeapi import FakeMessagesServer, Reply, tool_use_block
-from scribe.memory.events import AssistantEvent, InterruptEvent, ToolResultEvent, UsageEvent, UserEvent
-from scribe.memory.log import read_log
-from scribe.memory.verify import verify_bytes
+from scribe.log.events import AssistantEvent, InterruptEvent, ToolResultEvent, UsageEvent, UserEvent
+from scribe.log.jsonl import read_log
+from scribe.log.verify import verify_bytes
 
 EXIT_STORAGE = 4  # docs/usage.md, "Exit codes"
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="mounts and chattr need root")

@@ -24,7 +24,7 @@ from scribe.cli.repl.loop import Repl
 from scribe.cli.repl.view import View
 from scribe.cli.visible import VisibleConsole, VisibleStream, visible
 from scribe.fakeapi import FakeMessagesServer, Reply, text_block, tool_use_block
-from scribe.memory.events import AssistantEvent, ToolResultEvent
+from scribe.log.events import AssistantEvent, ToolResultEvent
 
 CLEAR, RED, BEL = "\x1b[2J", "\x1b[31m", "\x07"
 OSC52 = "\x1b]52;c;cGF3bmVk\x07"  # writes "pawned" to the clipboard

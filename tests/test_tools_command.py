@@ -14,7 +14,7 @@ from helpers import running, sleep_argv, wait_for
 from scribe.tools.base import ToolContext
 from scribe.tools.command import RunCommand
 from scribe.tools.registry import builtin_tools, run_tool
-from scribe.tools.sandbox import command_protection
+from scribe.workspace.sandbox import command_protection
 from scribe.tools.secrets import command_env
 
 SANDBOXED = command_protection(Path("/")).sandboxed

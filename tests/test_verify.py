@@ -1,4 +1,4 @@
-"""memory/verify.py and memory/schema.json: what a whole, well-formed log is, checked line by line."""
+"""log/verify.py and memory/schema.json: what a whole, well-formed log is, checked line by line."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
-from scribe.memory.events import (
+from scribe.log.events import (
     EVENT_CLASSES,
     AssistantEvent,
     ErrorEvent,
@@ -28,9 +28,9 @@ from scribe.memory.events import (
     UserEvent,
     to_record,
 )
-from scribe.memory.log import encode
-from scribe.memory.schema_check import EventChecker, event_checker, event_schema, thresholds
-from scribe.memory.verify import verify_bytes
+from scribe.log.jsonl import encode
+from scribe.log.schema_check import EventChecker, event_checker, event_schema, thresholds
+from scribe.log.verify import verify_bytes
 
 TOOLS = [{"name": "read_file", "description": "Read a file.",
           "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}}]

@@ -25,10 +25,10 @@ from helpers import agent_on
 from scribe.agent.config import Settings
 from scribe.agent.protocol import Notice, TurnEnded
 from scribe.fakeapi import FakeMessagesServer, Reply, text_block, tool_use_block
-from scribe.memory.changes import FileChange
-from scribe.memory.events import AssistantEvent, FileChangeEvent, ToolResultEvent, UserEvent
-from scribe.memory.render import file_change_text, render
-from scribe.memory.watcher import MAX_CHANGES, WorkspaceWatcher
+from scribe.workspace.changes import FileChange
+from scribe.log.events import AssistantEvent, FileChangeEvent, ToolResultEvent, UserEvent
+from scribe.context.render import file_change_text, render
+from scribe.workspace.watcher import MAX_CHANGES, WorkspaceWatcher
 
 WAIT_S = 5.0
 
@@ -81,7 +81,7 @@ class Clock:
 def manual(tmp_path: Path) -> tuple[WorkspaceWatcher, Clock]:
     clock = Clock()
     watcher = WorkspaceWatcher(tmp_path, clock=clock)  # never started: the test plays watchdog
-    from scribe.memory.gitignore import GitIgnore
+    from scribe.workspace.gitignore import GitIgnore
 
     watcher._ignore = GitIgnore(tmp_path)
     return watcher, clock

@@ -12,7 +12,7 @@ from typing import Any
 from conftest import git
 from helpers import events_of, run_scribe, scribe_env, session_logs
 from scribe.fakeapi import FakeMessagesServer, Reply, text_block, tool_use_block
-from scribe.memory.events import FileChangeEvent, GitCommitEvent, GitUndoEvent, ToolResultEvent
+from scribe.log.events import FileChangeEvent, GitCommitEvent, GitUndoEvent, ToolResultEvent
 
 POLLS = 50  # the scripted model waits at most POLLS x 0.1 s for the watcher to report
 
@@ -218,7 +218,7 @@ def test_commit_message_is_the_prompts_first_line_cut_short_with_the_session_tra
 
 
 def test_git_helpers_in_a_repository_without_commits_and_across_sessions(tmp_path: Path) -> None:
-    from scribe.tools.git import commit_paths, session_diff, undo_commit
+    from scribe.workspace.git import commit_paths, session_diff, undo_commit
 
     repo = tmp_path / "fresh"
     repo.mkdir()

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 from scribe.tools.secrets import Redactor
 
 if TYPE_CHECKING:
-    from scribe.tools.sandbox import Protection
+    from scribe.workspace.sandbox import Protection
 
 # "mcp" and "mcp-read": a tool of an MCP server, and one its server marks read-only.
 ToolKind = Literal["read", "edit", "command", "mcp", "mcp-read"]

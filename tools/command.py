@@ -1,5 +1,5 @@
 """run_command: one bash command in the workspace, with bounded time and bounded memory, under
-the protection `tools/sandbox.py` decides (a bubblewrap sandbox where the platform allows).
+the protection `workspace/sandbox.py` decides (a bubblewrap sandbox where the platform allows).
 It owns the rule that every process a command starts ends with it: on exit, timeout, cancel
 and any signal that ends scribe (the sandbox's PID namespace, or the process group plus the
 marker of leftovers.py without one)."""
@@ -17,9 +17,9 @@ from collections import deque
 from pathlib import Path
 from typing import Any
 
-from scribe.tools import leftovers
+from scribe.workspace import leftovers
 from scribe.tools.base import CommandInterrupted, ToolContext, ToolError, ToolKind, ToolOutput
-from scribe.tools.sandbox import Protection, command_protection, hide_own_process
+from scribe.workspace.sandbox import Protection, command_protection, hide_own_process
 from scribe.tools.secrets import command_env
 from scribe.tools.textio import human_bytes, plural
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from scribe.tools.atomic import refuse_special, special_kind, write_atomic
+from scribe.workspace.atomic import WriteRefused, refuse_special, special_kind, write_atomic
 from scribe.tools.base import ToolContext, ToolError, ToolKind, ToolOutput
 from scribe.tools.lines import numbered_lines
 from scribe.tools.paths import display_path, resolve_path
@@ -167,7 +167,10 @@ def plan_write(args: dict[str, Any], ctx: ToolContext) -> PlannedWrite:
     blocker = next((p for p in target.parents if p.exists() and not p.is_dir()), None)
     if blocker is not None:
         raise ToolError(f"cannot create {name}: {display_path(ctx, blocker)} is a file, not a directory")
-    refuse_special(target, name)  # before anything opens it: a FIFO would block
+    try:
+        refuse_special(target, name)  # before anything opens it: a FIFO would block
+    except WriteRefused as exc:
+        raise ToolError(str(exc)) from None
     existed = target.exists()
     if existed:
         # Overwriting must not silently discard changes made outside the agent either.

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from scribe.tools.base import CommandInterrupted, Tool, ToolContext, ToolError, ToolOutput
+from scribe.workspace.atomic import WriteRefused
 from scribe.tools.command import RunCommand
 from scribe.tools.files import EditFile, ReadFile, WriteFile
 from scribe.tools.paths import display_path
@@ -86,7 +87,7 @@ def _run_tool(tools: Sequence[Tool], name: str, args: Any, ctx: ToolContext) -> 
         return _error(f"{tool.name}: {problem}")
     try:
         return tool.run(clean, ctx)
-    except ToolError as exc:
+    except (ToolError, WriteRefused) as exc:
         return _error(str(exc))
     except OSError as exc:
         return _error(_describe_os_error(tool, exc, ctx))

@@ -18,8 +18,8 @@ from typing import Any
 import typer
 
 from scribe.agent.config import find_workspace, state_dir
-from scribe.memory.log import LogRead, read_first_record, read_log
-from scribe.memory.store import SessionFile, SessionStore
+from scribe.log.jsonl import LogRead, read_first_record, read_log
+from scribe.log.store import SessionFile, SessionStore
 
 from ..errors import cli_errors
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from scribe.memory.events import (
+from scribe.log.events import (
     AssistantEvent,
     ErrorEvent,
     Event,

@@ -8,10 +8,10 @@ from typing import Annotated
 import typer
 
 from scribe.agent.pricing import price_usage, pricing_key
-from scribe.memory.checkpoint import NotASessionLog, digest_of
-from scribe.memory.log import LogError
-from scribe.memory.stats import SessionSummary, damage, summarize, summarize_digest
-from scribe.memory.store import SessionFile
+from scribe.context.checkpoint import NotASessionLog, digest_of
+from scribe.log.jsonl import LogError
+from scribe.context.stats import SessionSummary, damage, summarize, summarize_digest
+from scribe.log.store import SessionFile
 
 from .common import (
     console,
@@ -51,7 +51,7 @@ def list_sessions(
 
 
 def _row(found: SessionFile) -> SessionSummary:
-    """A session's figures from its checkpoint and the lines after it (memory/checkpoint.py), or,
+    """A session's figures from its checkpoint and the lines after it (context/checkpoint.py), or,
     without a checkpoint that still fits, from one streaming read; a log that is not a session's
     from what can be read of it. Reading only: nothing is written, not even a checkpoint."""
     try:

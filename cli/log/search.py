@@ -9,8 +9,8 @@ from typing import Annotated, Any
 import typer
 
 from scribe.agent.config import find_workspace, load_settings
-from scribe.memory.log import LogError
-from scribe.memory.search import Hit, search
+from scribe.log.jsonl import LogError
+from scribe.log.search import Hit, search
 from scribe.tools.pattern import BoundedPattern, PatternError, PatternTooSlow
 
 from ..errors import EXIT_FAILED, EXIT_USAGE, fail

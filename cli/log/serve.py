@@ -1,7 +1,7 @@
 """`scribe log serve`: the session page on 127.0.0.1, following the session as it grows.
 
 The server only serves the page (cli/log/page): on each request it reads the lines appended to
-the log since the last one (complete lines only, memory/follow.py), adds them to the page, and
+the log since the last one (complete lines only, log/follow.py), adds them to the page, and
 answers. The open page asks `update` twice a second, saying how much it holds; the answer is
 what changed since (the sections, the turns that grew, the new calls and blocks), so a new
 event costs a long session's page little more than a short one's.
@@ -20,9 +20,9 @@ from urllib.parse import parse_qs
 
 import typer
 
-from scribe.memory.events import Event, EventFormatError, from_record
-from scribe.memory.follow import LineFollower
-from scribe.memory.store import SessionFile
+from scribe.log.events import Event, EventFormatError, from_record
+from scribe.log.follow import LineFollower
+from scribe.log.store import SessionFile
 
 from ..errors import fail
 from .common import SESSION_HELP, load, log_command, resolve_session

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from scribe.memory.events import EVENT_CLASSES, Event, UnknownEvent, to_record
+from scribe.log.events import EVENT_CLASSES, Event, UnknownEvent, to_record
 
 from ..errors import fail
 from .common import SESSION_HELP, console, load, log_command, print_json, resolve_session

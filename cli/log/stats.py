@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from scribe.agent.pricing import price_usage
-from scribe.memory.stats import Figures, SessionStats, session_stats
+from scribe.context.stats import Figures, SessionStats, session_stats
 
 from .common import (
     SESSION_HELP,

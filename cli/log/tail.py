@@ -11,8 +11,8 @@ from typing import Annotated, Any
 
 import typer
 
-from scribe.memory.events import Event, EventFormatError, from_record
-from scribe.memory.follow import complete_end, follow
+from scribe.log.events import Event, EventFormatError, from_record
+from scribe.log.follow import complete_end, follow
 
 from .common import SESSION_HELP, console, log_command, resolve_session
 from .format import EventPrinter

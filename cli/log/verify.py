@@ -6,8 +6,8 @@ from typing import Annotated, Any
 
 import typer
 
-from scribe.memory.store import SessionFile
-from scribe.memory.verify import Verdict, verify_bytes
+from scribe.log.store import SessionFile
+from scribe.log.verify import Verdict, verify_bytes
 from scribe.tools.textio import plural
 
 from ..errors import EXIT_FAILED, fail

@@ -29,7 +29,7 @@ from scribe.agent.errors import ClientSetupError, ModelError
 from scribe.agent.loop import Agent
 from scribe.agent.protocol import AgentEvent
 from scribe.agent.session import Session
-from scribe.memory.log import LogError
+from scribe.log.jsonl import LogError
 from scribe.tools.textio import plural
 
 from .excerpts import diff_text
@@ -204,7 +204,7 @@ def _log(repl: Repl, arg: str) -> None:
 @command("diff", "what changed in the workspace since this session started (git); --stat: files only",
          "[--stat]")
 def _diff(repl: Repl, arg: str) -> None:
-    from scribe.tools.git import GitRefused, GitUnavailable, session_diff
+    from scribe.workspace.git import GitRefused, GitUnavailable, session_diff
 
     if arg and arg.lower() not in ("--stat", "stat"):
         raise Refused(f"/diff takes --stat or nothing, not {arg!r}")
@@ -223,7 +223,7 @@ def _diff(repl: Repl, arg: str) -> None:
 @command("undo", "take back the agent's last auto-commit (while it is still HEAD)")
 def _undo(repl: Repl, arg: str) -> None:
     from scribe.agent.autocommit import undo_last
-    from scribe.tools.git import GitRefused, GitUnavailable
+    from scribe.workspace.git import GitRefused, GitUnavailable
 
     try:
         result = undo_last(repl.session, repl.workspace, repl.agent.watcher)

@@ -32,9 +32,9 @@ from scribe.agent.model import ModelClient, preload_sdk
 from scribe.agent.protocol import AgentEvent, TurnEnded
 from scribe.agent.runtime import SessionChoice, build_agent, choose_session
 from scribe.agent.session import Session, notes_path, open_session, store_for
-from scribe.memory.events import InterruptEvent
-from scribe.memory.pairing import unanswered_tool_uses
-from scribe.memory.store import SessionFile, SessionNotFound
+from scribe.log.events import InterruptEvent
+from scribe.log.pairing import unanswered_tool_uses
+from scribe.log.store import SessionFile, SessionNotFound
 from scribe.tools.mcp.hub import McpHub
 
 from ..errors import cli_errors, fail

@@ -10,7 +10,7 @@ from datetime import datetime
 from pathlib import Path
 
 from scribe.agent.session import store_for
-from scribe.memory.events import (
+from scribe.log.events import (
     AssistantEvent,
     Event,
     InterruptEvent,

@@ -11,11 +11,11 @@ from dataclasses import dataclass
 
 from scribe.agent.compress import ContextSize
 from scribe.agent.pricing import price_usage
-from scribe.memory.chunks import ChunkIndex
-from scribe.memory.events import Event, UsageEvent
-from scribe.memory.health import MemoryHealth
-from scribe.memory.render import current_model
-from scribe.memory.stats import Figures, figures_of
+from scribe.context.chunks import ChunkIndex
+from scribe.log.events import Event, UsageEvent
+from scribe.log.health import MemoryHealth
+from scribe.context.render import current_model
+from scribe.context.stats import Figures, figures_of
 
 
 @dataclass(frozen=True)

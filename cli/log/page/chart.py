@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from html import escape
 
 from scribe.agent.pricing import cost_parts
-from scribe.memory.stats import PURPOSES, CallFigures
+from scribe.context.stats import PURPOSES, CallFigures
 
 from ..common import money
 

@@ -19,8 +19,8 @@ from importlib.resources import files
 from typing import Any
 
 from scribe.agent.pricing import price_usage
-from scribe.memory.events import Event, SessionEvent, UsageEvent
-from scribe.memory.stats import SessionStats, session_stats
+from scribe.log.events import Event, SessionEvent, UsageEvent
+from scribe.context.stats import SessionStats, session_stats
 
 from ..common import local_time
 from ..prompt import assistant_of

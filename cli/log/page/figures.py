@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from html import escape
 
-from scribe.memory.stats import SessionStats
+from scribe.context.stats import SessionStats
 
 from ..common import money, percent
 from ..stats import COLUMNS, PRICES_NOTE, cells, rows, summary_lines

@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from html import escape
 
-from scribe.memory.chunks import active_chunks
-from scribe.memory.events import Event, ObservationEvent, ReflectionEvent
+from scribe.context.chunks import active_chunks
+from scribe.log.events import Event, ObservationEvent, ReflectionEvent
 
 WIDTH, LEFT, RIGHT = 1000, 90, 20
 ROW_H, ROW_GAP = 16, 10

@@ -1,7 +1,7 @@
 """Each agent call's prompt as `scribe log prompt --at` rebuilds it, what of it the cache served,
 and what broke the cache.
 
-A call's prompt is `render(events[:i])` (memory/render.py), seen as the cache sees it: the
+A call's prompt is `render(events[:i])` (context/render.py), seen as the cache sees it: the
 blocks of `prefix_blocks` (made from `cache_view`, as render.py does). Embedding every prompt whole would grow with calls x prompt size, so
 each distinct block is stored once (`BlockStore`) and a prompt is a list of references.
 
@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from scribe.memory.chunks import ChunkIndex
-from scribe.memory.events import Event, UsageEvent
-from scribe.memory.render import CACHE_TTL_S, Request, block_key, breakpoints, cache_view, render
+from scribe.context.chunks import ChunkIndex
+from scribe.log.events import Event, UsageEvent
+from scribe.context.render import CACHE_TTL_S, Request, block_key, breakpoints, cache_view, render
 
 LOOKBACK_BLOCKS = 20  # how far before a breakpoint the cache looks for an entry
 

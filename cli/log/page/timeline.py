@@ -13,7 +13,7 @@ from html import escape
 from typing import Any
 
 from scribe.agent.pricing import price_usage
-from scribe.memory.events import (
+from scribe.log.events import (
     AssistantEvent,
     Event,
     ObservationEvent,

@@ -24,12 +24,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .chunks import ChunkIndex
-from .digest import LogDigest
-from .eventlog import EventLog, OlderEvents, Place
-from .events import AssistantEvent, Event, EventFormatError, SessionEvent
-from .lines import WholeLines, hash_prefix
-from .log import LogProblem, LogRead, read_line, torn_problem
+from scribe.context.chunks import ChunkIndex
+from scribe.log.digest import LogDigest
+from scribe.log.eventlog import EventLog, OlderEvents, Place
+from scribe.log.events import AssistantEvent, Event, EventFormatError, SessionEvent
+from scribe.log.lines import WholeLines, hash_prefix
+from scribe.log.jsonl import LogProblem, LogRead, read_line, torn_problem
 
 FORMAT = 1
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from .events import Event, EventFormatError, NewerFormatError, from_record, now_iso, to_record
+from scribe.log.events import Event, EventFormatError, NewerFormatError, from_record, now_iso, to_record
 
 E = TypeVar("E", bound=Event)
 
@@ -129,7 +129,7 @@ class LogWriter:
         self.path = path
         self.next_seq = next_seq
         # Whole lines in the file, and a sha256 of all its bytes when known (a new log, or one
-        # reopened through memory/checkpoint.py): what a checkpoint of it records.
+        # reopened through context/checkpoint.py): what a checkpoint of it records.
         self.lines = 0
         self.hasher: Any = None
         self._broken = False

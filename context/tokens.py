@@ -11,7 +11,7 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from .events import (
+from scribe.log.events import (
     AssistantEvent,
     Event,
     FileChangeEvent,

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import git
 
-from scribe.tools.atomic import PendingWrite, WriteFailed, prepare
+from scribe.workspace.atomic import PendingWrite, WriteFailed, prepare
 
 TRAILER = "Scribe-Session"
 # Operations during which a commit would land in the middle of the person's work.

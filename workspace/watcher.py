@@ -33,8 +33,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .changes import FileChange, Pending, PendingChanges, file_hash
-from .gitignore import GitIgnore
+from scribe.workspace.changes import FileChange, Pending, PendingChanges, file_hash
+from scribe.workspace.gitignore import GitIgnore
 
 DEBOUNCE_S = 0.15  # a path quiet this long has settled
 COMMAND_GRACE_S = 0.25  # events this soon after the agent's command ended are still its doing

@@ -19,7 +19,6 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from scribe.tools.base import ToolError
 
 _SPECIAL = (
     (stat.S_ISFIFO, "a named pipe (FIFO)"),
@@ -30,7 +29,12 @@ _SPECIAL = (
 )
 
 
-class WriteFailed(ToolError):
+class WriteRefused(Exception):
+    """A write that will not be made, in words for whoever asked (a tool reads them as its
+    error result)."""
+
+
+class WriteFailed(WriteRefused):
     """The new content could not be written; the old file (if any) is unchanged."""
 
 
@@ -50,7 +54,7 @@ def special_kind(target: Path) -> str | None:
 def refuse_special(target: Path, name: str) -> None:
     kind = special_kind(target)
     if kind is not None:
-        raise ToolError(f"{name} is {kind}, not a regular file; only regular files are written")
+        raise WriteRefused(f"{name} is {kind}, not a regular file; only regular files are written")
 
 
 @dataclass

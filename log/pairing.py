@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .events import AssistantEvent, Event, InterruptEvent, ToolResultEvent
+from scribe.log.events import AssistantEvent, Event, InterruptEvent, ToolResultEvent
 
 
 def unanswered_tool_uses(events: Sequence[Event]) -> list[str]:

@@ -140,7 +140,7 @@ def command_protection(workspace: Path, *, allowed_roots: Sequence[Path] = (), s
 
 
 def _writable(workspace: Path, allowed_roots: Sequence[Path]) -> tuple[str, ...]:
-    from scribe.tools.git import git_dirs  # gitpython takes a while to import; only now is it needed
+    from scribe.workspace.git import git_dirs  # gitpython takes a while to import; only now is it needed
 
     paths: list[Path] = [workspace]
     # A worktree's or a submodule's git folder lives outside it; git commit must still work.

@@ -24,8 +24,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .chunks import ChunkIndex, tail_after
-from .events import (
+from scribe.context.chunks import ChunkIndex, tail_after
+from scribe.log.events import (
     AssistantEvent,
     Block,
     Event,

@@ -17,8 +17,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from .events import EventFormatError, SessionEvent, from_record
-from .log import LogError, read_first_record
+from scribe.log.events import EventFormatError, SessionEvent, from_record
+from scribe.log.jsonl import LogError, read_first_record
 
 
 class SessionNotFound(LogError):

@@ -17,7 +17,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from .events import EVENT_CLASSES
+from scribe.log.events import EVENT_CLASSES
 
 # Keywords whose verdict depends only on what `shape` keeps (format is an annotation here:
 # no format checker is enabled).
@@ -32,7 +32,7 @@ CACHE_LIMIT = 50_000
 @cache
 def event_schema() -> dict[str, Any]:
     """The JSON Schema (draft 2020-12) of one log line, as shipped in the package."""
-    text = resources.files("scribe.memory").joinpath("schema.json").read_text(encoding="utf-8")
+    text = resources.files("scribe.log").joinpath("schema.json").read_text(encoding="utf-8")
     schema: dict[str, Any] = json.loads(text)
     return schema
 

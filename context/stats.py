@@ -11,10 +11,10 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .digest import LogDigest
-from .events import Event, ObservationEvent, ReflectionEvent, SessionEvent, UsageEvent, UserEvent
-from .health import MemoryHealth, memory_health
-from .tokens import event_tokens
+from scribe.log.digest import LogDigest
+from scribe.log.events import Event, ObservationEvent, ReflectionEvent, SessionEvent, UsageEvent, UserEvent
+from scribe.log.health import MemoryHealth, memory_health
+from scribe.context.tokens import event_tokens
 
 # (cost, cost of the same call with no caching), in USD
 Pricer = Callable[[UsageEvent], tuple[float, float]]
@@ -82,7 +82,7 @@ class CallFigures:
 
 @dataclass
 class Compression:
-    """How much raw log the observation chunks stand for (token estimates, memory/tokens.py)."""
+    """How much raw log the observation chunks stand for (token estimates, context/tokens.py)."""
 
     observations: int = 0
     raw_tokens: int = 0  # estimated tokens of the raw events the observations cover
@@ -219,7 +219,7 @@ def keep_priced(digest: LogDigest, price: Pricer, key: str) -> None:
 
 def summarize_digest(session_id: str, header: SessionEvent, digest: LogDigest, price: Pricer,
                      damaged: str | None = None, key: str | None = None) -> SessionSummary:
-    """The row of a session from what its digest keeps (memory/digest.py): no event is read."""
+    """The row of a session from what its digest keeps (log/digest.py): no event is read."""
     figures = priced_figures(digest, price, key)
     return SessionSummary(id=session_id, cwd=header.cwd, started=header.created, last_activity=digest.last_ts,
                           events=digest.events, turns=digest.turns, figures=figures, damaged=damaged)

@@ -20,8 +20,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from .events import LOG_FORMAT_VERSION
-from .schema_check import event_checker
+from scribe.log.events import LOG_FORMAT_VERSION
+from scribe.log.schema_check import event_checker
 
 ERROR, WARNING = "error", "warning"
 

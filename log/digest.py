@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from .events import (
+from scribe.log.events import (
     ErrorEvent,
     Event,
     GitCommitEvent,
@@ -25,7 +25,7 @@ from .events import (
     UsageEvent,
     UserEvent,
 )
-from .health import MemoryHealth, SideCalls, count
+from scribe.log.health import MemoryHealth, SideCalls, count
 
 # A usage event's own fields in the order UsageEvent takes them, the rest of a row being its
 # extra fields (a newer scribe's, kept). message_id is left out: nothing priced needs it.

@@ -6,7 +6,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from .events import (
+from scribe.log.events import (
     AssistantEvent,
     ErrorEvent,
     Event,

@@ -5,7 +5,7 @@ size and however many earlier calls failed, the request stays under the limit: e
 what fits (the oldest raw events, the oldest chunks, the newest facts) and, as a last guard, a
 text that still does not fit loses its middle, with a line saying where the rest is.
 
-Sizes are the local estimate (memory/tokens.py) scaled by the session's calibration factor,
+Sizes are the local estimate (context/tokens.py) scaled by the session's calibration factor,
 never below 1, and only `SAFETY` of the limit is planned for: an estimate a little low still
 leaves the request under the limit.
 """
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .tokens import CHARS_PER_TOKEN, estimate_text
+from scribe.context.tokens import CHARS_PER_TOKEN, estimate_text
 
 SAFETY = 0.9
 FRAMING_TOKENS = 20  # the request's own structure: roles, block headers

@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from .eventlog import EventLog
-from .events import (
+from scribe.log.eventlog import EventLog
+from scribe.log.events import (
     Event,
     ModelSwitchEvent,
     ObservationEvent,

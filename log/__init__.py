@@ -1,0 +1,4 @@
+"""The log: the session's events, written append-only as JSONL and read back (store,
+reader, verify, search, the derived index). The truth everything else is derived from.
+
+Imports nothing of scribe's other packages."""
