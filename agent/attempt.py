@@ -34,6 +34,9 @@ class Piece:
 @dataclass(frozen=True)
 class Done:
     message: Any  # the SDK's Message, complete (answer.complete_message)
+    # What the server's stream left out of its usage, counted as zero: "input" (message_start's
+    # counts), "output" (message_delta's); empty for a whole answer.
+    usage_missing: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -74,7 +77,8 @@ class Attempt:
         import httpx2  # noqa: PLC0415 - the SDK's HTTP layer, loaded with it by the time a call is made
 
         try:
-            with self._open() as stream:
+            manager = self._open()
+            with manager as stream:
                 content_type = stream.response.headers.get("content-type", "")
                 self._steps.put(Began(content_type))
                 try:
@@ -82,7 +86,7 @@ class Attempt:
                 except (*UNREADABLE, httpx2.DecodingError) as exc:
                     raise unreadable(exc, content_type) from exc
                 if message is not None:
-                    self._steps.put(Done(message))
+                    self._steps.put(Done(message, getattr(manager, "usage_missing", frozenset())))
         except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread, which raises it
             self._steps.put(Broke(exc))
 
@@ -100,3 +104,65 @@ class Attempt:
                 self._steps.put(Piece(event.text))
         message = stream.current_message_snapshot if started else None
         return complete_message(message, stopped, stream.response.headers.get("content-type", ""))
+
+
+class UsageFilled:
+    """A raw event stream whose missing usage is filled with zeros before the SDK sees it.
+
+    A server or proxy may leave `usage` out of `message_start` and `message_delta` (or send it
+    as null); the SDK's accumulator then fails on the first `message_delta`, and every retry
+    fails the same way. The counts are unknown, not absent: they are read as zero, and
+    `usage_missing` says which, so the person can be told once."""
+
+    def __init__(self, raw: Any) -> None:
+        self._raw = raw
+        self.usage_missing: set[str] = set()
+
+    @property
+    def response(self) -> Any:
+        return self._raw.response
+
+    def close(self) -> None:
+        self._raw.close()
+
+    def __iter__(self) -> Any:
+        from anthropic.types import MessageDeltaUsage, Usage  # noqa: PLC0415 - with the SDK, already loaded
+
+        for event in self._raw:
+            if event.type == "message_start" and _lacks_counts(getattr(event.message, "usage", None)):
+                self.usage_missing.add("input")
+                event.message.usage = Usage(input_tokens=0, output_tokens=0)
+            elif event.type == "message_delta" and _lacks_counts(getattr(event, "usage", None)):
+                self.usage_missing.add("output")
+                event.usage = MessageDeltaUsage(output_tokens=0)
+            yield event
+
+
+def _lacks_counts(usage: Any) -> bool:
+    return usage is None or getattr(usage, "output_tokens", None) is None
+
+
+class FilledMessageStream:
+    """What `client.messages.stream(...)` makes, the SDK's own MessageStream, built over a
+    UsageFilled raw stream from the public `create(stream=True)` call."""
+
+    def __init__(self, open_raw: Callable[[], Any]) -> None:
+        self._open_raw = open_raw
+        self._raw: UsageFilled | None = None
+        self._stream: Any = None
+
+    @property
+    def usage_missing(self) -> frozenset[str]:
+        return frozenset(self._raw.usage_missing) if self._raw is not None else frozenset()
+
+    def __enter__(self) -> Any:
+        from anthropic import NOT_GIVEN  # noqa: PLC0415 - with the SDK, already loaded
+        from anthropic.lib.streaming import MessageStream  # noqa: PLC0415
+
+        self._raw = UsageFilled(self._open_raw())
+        self._stream = MessageStream(self._raw, output_format=NOT_GIVEN)  # type: ignore[arg-type]
+        return self._stream
+
+    def __exit__(self, *exc: object) -> None:
+        if self._stream is not None:
+            self._stream.close()

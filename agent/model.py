@@ -29,14 +29,14 @@ from scribe.log.events import Block
 from scribe.context.render import Request
 
 from .answer import BrokenAnswer
-from .attempt import Attempt, Began, Done, Piece
+from .attempt import Attempt, Began, Done, FilledMessageStream, Piece
 from .config import DEFAULT_REQUEST_TIMEOUT_S, Settings
 from .errors import BadBaseUrl, MissingCredentials, ModelError
-from .protocol import Retrying, TextDelta, TextWithdrawn, Waiting
+from .protocol import Notice, Retrying, TextDelta, TextWithdrawn, Waiting
 from .retry import RetryPolicy, retry_after, should_retry
 from .shown import ShownText
 
-CallEvent = TextDelta | TextWithdrawn | Retrying | Waiting
+CallEvent = TextDelta | TextWithdrawn | Retrying | Waiting | Notice
 CONNECT_TIMEOUT_S = 10.0  # a server that takes longer to accept a connection is not answering
 SLOW_AFTER_S = 3.0  # silence worth a word to the person (a Waiting event)
 
@@ -95,6 +95,7 @@ class ModelClient:
         self.connect_timeout_s = min(CONNECT_TIMEOUT_S, request_timeout_s)
         self.slow_after_s = slow_after_s
         self._client: anthropic.Anthropic | None = None
+        self._told_no_usage = False  # a server that omits usage is named once, not at every call
 
     @classmethod
     def for_settings(cls, settings: Settings) -> ModelClient:
@@ -139,7 +140,10 @@ class ModelClient:
                 # A connection that failed or went silent, or an answer cut or garbled after it
                 # began: the call is redone whole.
                 reason = self._failure(exc)
-                if attempt == self.retry.retries or (isinstance(exc, BrokenAnswer) and not exc.retry):
+                # Nothing listens there: a retry minutes of backoff later finds the same, so it is
+                # said at once (a server still starting is the person's to wait for).
+                refused = _refused(exc)
+                if attempt == self.retry.retries or refused or (isinstance(exc, BrokenAnswer) and not exc.retry):
                     raise ModelError(f"model call failed{_after(attempt)}: {reason}") from None
                 wait = self.retry.delay(attempt + 1)
                 yield self._retrying(attempt, reason, wait)
@@ -162,7 +166,8 @@ class ModelClient:
     def _attempt(self, client: anthropic.Anthropic, request: Request, number: int,
                  shown: ShownText) -> Generator[CallEvent, None, Any]:
         """One try: pass on its text, say so when the server goes quiet, return its message."""
-        attempt = Attempt(lambda: client.messages.stream(**request.params()))
+        attempt = Attempt(lambda: FilledMessageStream(
+            lambda: client.messages.create(**request.params(), stream=True)))
         attempt.start()
         answering = quiet = False
         try:
@@ -178,6 +183,9 @@ class ModelClient:
                 elif isinstance(step, Piece):
                     yield from shown.take(step.text)
                 elif isinstance(step, Done):
+                    if step.usage_missing and not self._told_no_usage:
+                        self._told_no_usage = True
+                        yield Notice(_no_usage_note(self._server(), step.usage_missing))
                     return step.message
                 else:
                     raise step.error
@@ -199,7 +207,10 @@ class ModelClient:
                     "(request_timeout_s sets this)")
         if isinstance(exc, BrokenAnswer):
             return str(exc)
-        return f"connection lost ({_reason(exc)})"
+        if _refused(exc):
+            return (f"could not connect to {self._server()}: connection refused (no server is listening "
+                    "there; is it running, and does ANTHROPIC_BASE_URL name it?)")
+        return f"connection lost ({_reason(_root(exc))})"
 
     def _server(self) -> str:
         url = urlsplit(str(self.client.base_url))
@@ -230,6 +241,25 @@ def wire_block(block: Any) -> Block:
     if block.type == "thinking":
         return {"type": "thinking", "thinking": block.thinking, "signature": block.signature}
     return block.model_dump(mode="json", exclude_none=True)
+
+
+def _no_usage_note(server: str, missing: frozenset[str]) -> str:
+    what = "token usage" if missing == {"input", "output"} else f"its {next(iter(missing))} token count"
+    return (f"{server} sent no {what} with its answer: what it left out is counted as 0 tokens, so cost "
+            "and cache figures leave it out")
+
+
+def _root(exc: BaseException) -> BaseException:
+    """The first cause of a chain of wrapped errors (the SDK's "Connection error." holds the
+    socket's own words)."""
+    seen: list[BaseException] = [exc]
+    while (cause := seen[-1].__cause__ or seen[-1].__context__) is not None and cause not in seen:
+        seen.append(cause)
+    return seen[-1]
+
+
+def _refused(exc: BaseException) -> bool:
+    return isinstance(_root(exc), ConnectionRefusedError)
 
 
 def _reason(exc: BaseException) -> str:

@@ -25,7 +25,7 @@ from .problems import InvalidRequest
 from .script import Fault, Reply, Responder, Script, ScriptItem
 from .transport import ExchangeHandler, MessagesHTTPServer
 from .validate import check_headers, validate_request
-from .wire import error_body, message_json, output_tokens, stream_events
+from .wire import UsageHabit, error_body, message_json, output_tokens, stream_events, with_usage_habit
 
 __all__ = ["CUT_FILLER_TEXT", "NO_RESPONSE", "FakeMessagesServer", "RecordedRequest"]
 
@@ -59,8 +59,10 @@ class FakeMessagesServer:
         clock: Callable[[], float] = time.monotonic,
         host: str = "127.0.0.1",
         port: int = 0,
+        usage: UsageHabit = "full",
     ) -> None:
         self._script = Script(script)
+        self._usage_habit = usage
         self._cache = PromptCache(min_tokens=cache_min_tokens, ttl_s=ttl_s)
         self._clock = clock
         self._offset = 0.0
@@ -256,7 +258,8 @@ class FakeMessagesServer:
         headers = {"request-id": request_id}
         common = {"message_id": self._new_id("msg"), "model": request["model"], "usage": usage}
         if request.get("stream"):
-            chunks, ending = shape_stream(stream_events(reply, **common), fault)
+            events = with_usage_habit(stream_events(reply, **common), self._usage_habit)
+            chunks, ending = shape_stream(events, fault)
             handler.send_stream(chunks, headers, ending, wait=partial(self._hold, fault) if fault else None)
         elif fault is not None:
             if fault.kind == "stall":

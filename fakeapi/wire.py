@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import Any, Literal
 
 from .script import Reply
 from .tokens import canonical_json, count_tokens
@@ -143,6 +143,31 @@ def stream_events(
     )
     events.append(("message_stop", {"type": "message_stop"}))
     return events
+
+
+# How a server or proxy reports usage in a stream: "full" as the API does; "omitted": neither
+# message_start's message nor message_delta has a `usage` key; "null": both hold `usage: null`;
+# "no_delta": message_start has it, message_delta does not (some proxies rebuild that event).
+UsageHabit = Literal["full", "omitted", "null", "no_delta"]
+
+
+def with_usage_habit(events: list[tuple[str, dict[str, Any]]], habit: UsageHabit) -> list[tuple[str, dict[str, Any]]]:
+    """`events` as a server of that habit would send them."""
+    if habit == "full":
+        return events
+    shaped: list[tuple[str, dict[str, Any]]] = []
+    for name, data in events:
+        if name == "message_start" and habit in ("omitted", "null"):
+            message = {k: v for k, v in data["message"].items() if k != "usage"}
+            if habit == "null":
+                message["usage"] = None
+            data = {**data, "message": message}
+        elif name == "message_delta":
+            data = {k: v for k, v in data.items() if k != "usage"}
+            if habit == "null":
+                data["usage"] = None
+        shaped.append((name, data))
+    return shaped
 
 
 def json_bytes(payload: Any) -> bytes:

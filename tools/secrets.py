@@ -3,24 +3,40 @@ values from whatever a tool hands back (the log keeps tool output, and the next 
 it to the model).
 
 Two rules decide what is secret. By name: a variable whose name has a secret-looking word in
-it (KEY, TOKEN, SECRET, PASSWORD, PWD, PASS, PAT, AUTH, DSN, CREDENTIAL, COOKIE, ...), and every
-ANTHROPIC_* variable. By value: a variable whose value carries credentials in a URL
-(`postgres://app:pw@db`, `http://user:pw@proxy:3128`). Redaction then works on values, not
-names: a secret's value is replaced wherever it appears in a tool's output, whichever tool
-produced it and however it got there (`env`, `cat .env`, a stack trace)."""
+it (KEY, TOKEN, SECRET, PASSWORD, PWD, PASS, PAT, AUTH, DSN, CREDENTIAL, COOKIE, WEBHOOK,
+CONNECTION_STRING, a `_SK` word, ...), every ANTHROPIC_* and OP_SESSION_* variable. By value: a
+variable whose value carries credentials in a URL (`postgres://app:pw@db`,
+`http://user:pw@proxy:3128`). Redaction then works on values, not names: a secret's value is
+replaced wherever it appears in a tool's output, whichever tool produced it and however it got
+there (`env`, `cat .env`, a stack trace), and so are the shapes a value takes when a program
+prints it encoded: its base64 (alone, or inside the base64 of a longer text such as
+`NAME=value` or a whole `env`), its hex, the value reversed, and any of these split by
+whitespace or zero-width characters (a wrapped `base64` output, a value pasted with a
+zero-width space). What it cannot catch is said in docs: any other transformation (gzip,
+encryption, ROT13, a value printed a few characters at a time with other text between)."""
 
 from __future__ import annotations
 
+import base64
+import bisect
 import os
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 
 # Substrings that make a name secret wherever they stand (APIKEY, GITHUBTOKEN, DB_PASSWORD).
-_MARKERS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL")
+# WEBHOOK: a Slack or Discord webhook URL posts as its owner; a connection string (Azure's)
+# carries its account key.
+_MARKERS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "WEBHOOK", "CONNECTION_STRING",
+            "CONNSTR", "PRIVATE", "SIGNATURE")
 # Whole words of a name (split at "_") that make it secret: too short to match as substrings
-# (PATH holds PAT, PASSENGER holds PASS), so they count only as words of their own.
-_WORDS = frozenset({"pat", "auth", "authorization", "dsn", "cred", "creds", "cookie", "cookies"})
+# (PATH holds PAT, PASSENGER holds PASS, TASK holds SK), so they count only as words of their
+# own. `sk` is Stripe's secret-key family (STRIPE_SK), `sas` an
+# Azure shared-access signature, `jwt` and `bearer` tokens by another name.
+_WORDS = frozenset({"pat", "auth", "authorization", "dsn", "cred", "creds", "cookie", "cookies", "sk", "sas",
+                    "jwt", "bearer", "otp", "passphrase", "hmac"})
+# Name prefixes that make it secret: 1Password's CLI keeps its session in OP_SESSION_<account>.
+_PREFIXES = ("ANTHROPIC_", "OP_SESSION_")
 # Word endings that make it secret: MYSQL_PWD, PGPASS, SMTP_PASS.
 _ENDINGS = ("pwd", "pass")
 # Names that match the rules above but hold nothing secret, and that commands need.
@@ -40,7 +56,7 @@ def is_secret_name(name: str) -> bool:
     upper = name.upper()
     if upper in _NOT_SECRET:
         return False
-    if upper.startswith("ANTHROPIC_") or any(marker in upper for marker in _MARKERS):
+    if upper.startswith(_PREFIXES) or any(marker in upper for marker in _MARKERS):
         return True
     words = [w for w in name.lower().split("_") if w]
     return any(w in _WORDS or w.endswith(_ENDINGS) for w in words)
@@ -68,14 +84,56 @@ def command_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     return env
 
 
+# What a program may put between the characters of a value it prints: line wrapping (`base64`
+# wraps at 76 columns), spaces, and the invisible format characters a paste can carry.
+_SPLITTERS = re.compile("[\\s\u200b-\u200f\u2060-\u2064\u180e\ufeff\u00ad]+")
+# An encoded form shorter than this is not looked for: too likely to occur by chance.
+MIN_FORM_CHARS = 8
+
+
+@dataclass(frozen=True)
+class Form:
+    """One shape a secret's value can take in printed text, and what it is called there."""
+
+    text: str
+    name: str
+
+
+def value_forms(value: str, name: str) -> list[Form]:
+    """The shapes `value` takes when printed encoded. Base64 is made of groups of three bytes,
+    so a value inside a longer encoded text (`NAME=value`, a whole `env`) shows one of three
+    encodings depending on where it starts: each is taken whole groups only, the part no
+    neighbouring byte can change."""
+    raw = value.encode("utf-8")
+    forms = [Form(value, name), Form(value[::-1], f"{name}, reversed"),
+             Form(raw.hex(), f"{name}, hex"), Form(raw.hex().upper(), f"{name}, hex")]
+    for skip in range(3):
+        whole = raw[skip:][: (len(raw) - skip) // 3 * 3]
+        encoded = base64.b64encode(whole).decode("ascii")
+        forms += [Form(encoded, f"{name}, base64"),
+                  Form(encoded.replace("+", "-").replace("/", "_"), f"{name}, base64")]
+    unique: dict[str, Form] = {}
+    for form in forms:
+        if len(form.text) >= MIN_FORM_CHARS:
+            unique.setdefault(form.text, form)
+    return list(unique.values())
+
+
 @dataclass(frozen=True)
 class Redactor:
-    """Replaces known secret values in text. Built from scribe's own environment: the values of
-    its secret variables (the API key first among them) and the passwords in URLs it holds;
-    credentials written inside any URL of the text are replaced too."""
+    """Replaces known secret values in text, in every printed shape `value_forms` knows, also
+    when whitespace or zero-width characters split them. Built from scribe's own environment:
+    the values of its secret variables (the API key first among them) and the passwords in URLs
+    it holds; credentials written inside any URL of the text are replaced too."""
 
     # (value, what it is), longest first so a value that contains another is replaced whole.
     values: tuple[tuple[str, str], ...] = ()
+    forms: tuple[Form, ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        forms = [form for value, name in self.values for form in value_forms(value, name)]
+        forms.sort(key=lambda form: -len(form.text))
+        object.__setattr__(self, "forms", tuple(forms))
 
     @classmethod
     def from_environ(cls, environ: Mapping[str, str] | None = None) -> Redactor:
@@ -91,10 +149,56 @@ class Redactor:
         return cls(tuple(ordered))
 
     def __call__(self, text: str) -> str:
-        for value, name in self.values:
-            if value in text:
-                text = text.replace(value, f"[redacted {name}]")
+        for form in self.forms:
+            if form.text in text:
+                text = text.replace(form.text, f"[redacted {form.name}]")
+        if self.forms:
+            text = self._split(text)
         return _URL_CREDENTIALS.sub(_without_credentials, text) if "://" in text else text
+
+    def _split(self, text: str) -> str:
+        """Redact the forms that only appear once the splitting characters are taken out. The
+        common case (no split secret) costs one substitution and a search per form."""
+        joined = _SPLITTERS.sub("", text)
+        if len(joined) == len(text) or not any(form.text in joined for form in self.forms):
+            return text
+        # Where each joined character stands in `text`: the removed runs, with how many
+        # characters were removed before each.
+        runs = [(m.start(), m.end()) for m in _SPLITTERS.finditer(text)]
+        starts, removed = [], []
+        total = 0
+        for start, end in runs:
+            starts.append(start - total)
+            total += end - start
+            removed.append(total)
+        spans: list[tuple[int, int, str]] = []
+        for form in self.forms:
+            for at in _occurrences(joined, form.text):
+                first = _original(at, starts, removed)
+                last = _original(at + len(form.text) - 1, starts, removed)
+                spans.append((first, last + 1, form.name))
+        out: list[str] = []
+        done = 0
+        for start, end, name in sorted(spans):
+            if start < done:  # inside a span already replaced (a longer form came first)
+                continue
+            out += [text[done:start], f"[redacted {name}]"]
+            done = end
+        out.append(text[done:])
+        return "".join(out)
+
+
+def _occurrences(text: str, part: str) -> Iterator[int]:
+    at = text.find(part)
+    while at != -1:
+        yield at
+        at = text.find(part, at + len(part))
+
+
+def _original(index: int, starts: list[int], removed: list[int]) -> int:
+    """Where the joined text's character `index` stands in the original text."""
+    run = bisect.bisect_right(starts, index)
+    return index + (removed[run - 1] if run else 0)
 
 
 def _without_credentials(match: re.Match[str]) -> str:
