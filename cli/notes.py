@@ -44,9 +44,10 @@ def edit() -> None:
     path = _path()
     if not path.is_file():
         from scribe.memory.notes import HEADER
+        from scribe.memory.private import make_private_folder, write_private
 
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(HEADER, encoding="utf-8")
+        make_private_folder(path.parent)
+        write_private(path, HEADER)
     editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
     try:
         code = subprocess.call([*shlex.split(editor), str(path)])
