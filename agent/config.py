@@ -149,11 +149,12 @@ def own_config_path(workspace: Path) -> Path | None:
 
 
 def workspace_files(workspace: Path) -> dict[str, bytes]:
-    """The workspace's own config files that exist: what trusting it applies."""
+    """The workspace's own config files that exist, by their name in it: what trusting it
+    applies, read once (what is applied is what was fingerprinted, not a later rewrite)."""
     own = own_config_path(workspace)
     named = {MCP_JSON: workspace / MCP_JSON}
     if own is not None:
-        named[own.resolve().relative_to(workspace.resolve()).as_posix()] = own
+        named[_own_name(workspace, own)] = own
     found: dict[str, bytes] = {}
     for name, path in named.items():
         if path.is_file():
@@ -162,6 +163,10 @@ def workspace_files(workspace: Path) -> dict[str, bytes]:
             except OSError as exc:
                 raise ConfigError(f"{path}: cannot read ({exc.strerror})") from None
     return found
+
+
+def _own_name(workspace: Path, path: Path) -> str:
+    return path.resolve().relative_to(workspace.resolve()).as_posix()
 
 
 def trust_of(workspace: Path, *, granted: bool = False) -> WorkspaceTrust:
@@ -194,13 +199,18 @@ def load_settings(workspace: Path, flags: Mapping[str, Any] | None = None,
     return explain_settings(workspace, flags, environ, defaults, trust=trust)[0]
 
 
-def config_files(workspace: Path, trust: WorkspaceTrust | None = None) -> list[Path]:
+def config_files(workspace: Path, trust: WorkspaceTrust | None = None) -> dict[Path, bytes | None]:
     """The config files that apply, weakest first: the person's own, then the state folder's
-    (when it is the person's own, or the workspace is trusted)."""
-    state_config = state_dir(workspace) / "config.toml"
+    when it is the person's own, or the workspace's and trusted. Each with its text when it is
+    the workspace's (the bytes trust fingerprinted), None for a file to read now."""
+    trust = trust or trust_of(workspace)
     own = own_config_path(workspace)
-    trusted = (trust or trust_of(workspace)).trusted
-    return [user_config_path(), *([state_config] if own is None or trusted else [])]
+    applied: dict[Path, bytes | None] = {user_config_path(): None}
+    if own is None:
+        applied[state_dir(workspace) / "config.toml"] = None
+    elif trust.trusted and _own_name(workspace, own) in trust.files:
+        applied[own] = trust.files[_own_name(workspace, own)]
+    return applied
 
 
 def explain_settings(workspace: Path, flags: Mapping[str, Any] | None = None,
@@ -211,8 +221,8 @@ def explain_settings(workspace: Path, flags: Mapping[str, Any] | None = None,
     environ = os.environ if environ is None else environ
     values: dict[str, Any] = dict(defaults or {})
     origin = {name: "default" for name in FIELDS}
-    for path in config_files(workspace, trust):
-        found = _read_toml(path)
+    for path, text in config_files(workspace, trust).items():
+        found = _read_toml(path, text)
         values.update(found)
         origin.update({name: str(path) for name in found})
     for name in FIELDS:
@@ -230,14 +240,14 @@ def explain_settings(workspace: Path, flags: Mapping[str, Any] | None = None,
     return settings, origin
 
 
-def read_config_file(path: Path) -> Any:
+def read_config_file(path: Path, data: bytes | None = None) -> Any:
     """A config file parsed (TOML, or JSON for a `.json` file), None if there is none; a file
-    that cannot be read or parsed is a ConfigError naming it."""
-    if not path.is_file():
+    that cannot be read or parsed is a ConfigError naming it. `data`: its bytes as read before."""
+    if data is None and not path.is_file():
         return None
     kind = "JSON" if path.suffix == ".json" else "TOML"
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8") if data is None else data.decode("utf-8")
         return json.loads(text) if kind == "JSON" else tomllib.loads(text)
     except (tomllib.TOMLDecodeError, json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: not valid {kind} ({exc})") from None
@@ -245,8 +255,8 @@ def read_config_file(path: Path) -> Any:
         raise ConfigError(f"{path}: cannot read ({exc.strerror})") from None
 
 
-def _read_toml(path: Path) -> dict[str, Any]:
-    data = read_config_file(path) or {}
+def _read_toml(path: Path, text: bytes | None = None) -> dict[str, Any]:
+    data = read_config_file(path, text) or {}
     # [mcp.servers.NAME] tables are read by agent/mcpconfig.py.
     unknown = sorted(set(data) - set(FIELDS) - {"mcp"})
     if unknown:

@@ -49,24 +49,23 @@ def mcp_config(workspace: Path, settings: Settings, environ: Mapping[str, str] |
     trust = trust or trust_of(workspace)
     found: dict[str, ServerSpec | None] = {}
     untrusted: dict[str, str] = {}
-    user, *state = config_files(workspace, trust)  # the state folder's, when it applies
+    (user, _), *state = config_files(workspace, trust).items()  # then the state folder's, when it applies
     found.update(_from_toml(user, environ))
     project = workspace / MCP_JSON
-    if project.is_file():
-        if settings.trust_mcp_json and trust.trusted:
-            found.update(_from_mcp_json(project, environ))
-        else:
-            untrusted = {name: str(project) for name in mcp_json_names(project)}
-    for path in state:
-        found.update(_from_toml(path, environ))
+    if settings.trust_mcp_json and trust.trusted and MCP_JSON in trust.files:
+        found.update(_from_mcp_json(project, environ, trust.files[MCP_JSON]))
+    elif project.is_file():
+        untrusted = {name: str(project) for name in _mcp_json_names(project)}
+    for path, text in state:
+        found.update(_from_toml(path, environ, text))
     servers = [spec for spec in found.values() if spec is not None]
     return McpConfig(sorted(servers, key=lambda s: s.name), {k: v for k, v in untrusted.items() if k not in found},
                      trust.trusted)
 
 
-def _from_toml(path: Path, environ: Mapping[str, str]) -> dict[str, ServerSpec | None]:
+def _from_toml(path: Path, environ: Mapping[str, str], text: bytes | None = None) -> dict[str, ServerSpec | None]:
     """The `[mcp.servers.*]` tables of a scribe config file (the rest is agent/config.py's)."""
-    table = (read_config_file(path) or {}).get("mcp")
+    table = (read_config_file(path, text) or {}).get("mcp")
     if table is None:
         return {}
     if not isinstance(table, dict) or set(table) - {"servers"}:
@@ -78,25 +77,25 @@ def _from_toml(path: Path, environ: Mapping[str, str]) -> dict[str, ServerSpec |
             for name, entry in servers.items()}
 
 
-def _read_json(path: Path) -> dict[str, Any]:
-    data = read_config_file(path)
+def _read_json(path: Path, text: bytes | None = None) -> dict[str, Any]:
+    data = read_config_file(path, text)
     servers = data.get("mcpServers", {}) if isinstance(data, dict) else None
     if not isinstance(servers, dict):
         raise ConfigError(f'{path}: expected {{"mcpServers": {{NAME: {{...}}}}}}')
     return servers
 
 
-def mcp_json_names(path: Path) -> list[str]:
+def _mcp_json_names(path: Path) -> list[str]:
     try:
         return list(_read_json(path))
     except ConfigError:
         return ["(unreadable)"]
 
 
-def _from_mcp_json(path: Path, environ: Mapping[str, str]) -> dict[str, ServerSpec | None]:
+def _from_mcp_json(path: Path, environ: Mapping[str, str], text: bytes) -> dict[str, ServerSpec | None]:
     # Other tools read the same file and add keys of their own: those are left alone.
     return {name: _spec(name, entry, f"{path}: {name}", str(path), environ, strict=False)
-            for name, entry in _read_json(path).items()}
+            for name, entry in _read_json(path, text).items()}
 
 
 def _spec(name: str, entry: Any, where: str, source: str, environ: Mapping[str, str],

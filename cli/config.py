@@ -33,7 +33,7 @@ def config(
         workspace = find_workspace(Path.cwd())
         trust = trust_of(workspace)
         settings, origin = explain_settings(workspace, trust=trust)
-        read = config_files(workspace, trust)
+        read = list(config_files(workspace, trust))
     workspace_line = (f"workspace {workspace}: " + (ignored_line(trust) if trust.ignored else trust.reason))
     values = dataclasses.asdict(settings)
     protection = protection_for(workspace, settings)

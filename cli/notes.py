@@ -12,6 +12,7 @@ from typing import Annotated
 import typer
 
 from .errors import cli_errors, fail
+from .trust import tell_ignored
 from .visible import visible
 
 notes_app = typer.Typer(help="The project notes (.scribe/notes.md): curated facts that new sessions start with.",
@@ -61,14 +62,16 @@ def curate(
     session_id: Annotated[str | None, typer.Argument(help="Session id or unique prefix. [default: the latest]")] = None,
 ) -> None:
     """Merge what a session taught into the notes now (one call to the cheaper model)."""
-    from scribe.agent.config import find_workspace, load_settings
+    from scribe.agent.config import find_workspace, load_settings, trust_of
     from scribe.agent.curator import curate as run_curation
     from scribe.agent.model import ModelClient
     from scribe.agent.session import notes_path, open_session, store_for
 
     with cli_errors():
         workspace = find_workspace(Path.cwd())
-        settings = load_settings(workspace)
+        trust = trust_of(workspace)
+        tell_ignored(trust)
+        settings = load_settings(workspace, trust=trust)
         store = store_for(workspace)
         session = open_session(store.find(session_id, workspace) if session_id else store.to_continue(workspace).found)
         try:
