@@ -13,6 +13,7 @@ from scribe.memory.store import SessionFile
 from scribe.memory.tokens import TokenEstimator
 from scribe.memory.watcher import WorkspaceWatcher
 from scribe.tools.base import Tool, ToolContext
+from scribe.tools.gitrun import query_in
 from scribe.tools.mcp.hub import McpHub
 from scribe.tools.registry import builtin_tools, tool_definitions
 
@@ -113,7 +114,8 @@ def build_agent(workspace: Path, settings: Settings, session: Session, *,
     settled_chars = int(session.header.config.get("settled_output_chars", output_chars))  # as render reads it
     # Watching starts with the first turn (`scribe reflect` never pays for it) and stops with
     # agent.close(), or when the agent is garbage-collected.
-    watcher = WorkspaceWatcher(workspace, exclude=[state_dir(workspace)]) if settings.watch_files else None
+    watcher = (WorkspaceWatcher(workspace, exclude=[state_dir(workspace)], git=query_in(workspace))
+               if settings.watch_files else None)
     agent = Agent(
         session=session,
         model=client,

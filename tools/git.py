@@ -25,11 +25,14 @@ from pathlib import Path
 import git
 
 from scribe.tools.atomic import PendingWrite, WriteFailed, prepare
+from scribe.tools.gitrun import GitMissing, neutral_env
 
 TRAILER = "Scribe-Session"
 # Operations during which a commit would land in the middle of the person's work.
 IN_PROGRESS = {"MERGE_HEAD": "a merge", "CHERRY_PICK_HEAD": "a cherry-pick", "REVERT_HEAD": "a revert",
                "rebase-merge": "a rebase", "rebase-apply": "a rebase or git am", "BISECT_LOG": "a bisect"}
+# A look at the status must not take the index lock a concurrent commit needs.
+NO_OPTIONAL_LOCKS = {"GIT_OPTIONAL_LOCKS": "0"}
 
 
 class GitUnavailable(Exception):
@@ -46,27 +49,37 @@ class GitState:
     branch: str | None
 
 
+class _NeutralGit(git.Git):
+    """gitpython's git, every command of which (its `cat-file --batch` object reads included)
+    runs with the repository's programs turned off (tools/gitrun.py)."""
+
+    def __init__(self, working_dir: str | os.PathLike[str] | None = None) -> None:
+        super().__init__(working_dir)
+        where = Path(working_dir) if working_dir is not None else Path.cwd()
+        self.update_environment(**{k: v for k, v in neutral_env(where).items() if os.environ.get(k) != v})
+
+
+class _Repo(git.Repo):
+    GitCommandWrapperType = _NeutralGit
+
+
 def git_state(workspace: Path) -> GitState:
     try:
-        repo = git.Repo(workspace, search_parent_directories=False)
-    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+        with open_repo(workspace) as repo:
+            head = _head(repo)  # None: a repository with no commits yet
+            branch = None if repo.head.is_detached else repo.active_branch.name
+    except GitUnavailable:
         return GitState(None, None)
-    with repo:
-        try:
-            head = repo.head.commit.hexsha
-        except ValueError:  # a repository with no commits yet
-            head = None
-        branch = None if repo.head.is_detached else repo.active_branch.name
     return GitState(head, branch)
 
 
 @contextmanager
 def open_repo(workspace: Path) -> Iterator[git.Repo]:
     try:
-        repo = git.Repo(workspace, search_parent_directories=False)
+        repo = _Repo(workspace, search_parent_directories=False)
     except (git.InvalidGitRepositoryError, git.NoSuchPathError):
         raise GitUnavailable(f"{workspace} is not a git repository") from None
-    except git.GitCommandNotFound:
+    except (git.GitCommandNotFound, GitMissing):
         raise GitUnavailable("git is not installed") from None
     with repo:
         yield repo
@@ -123,7 +136,8 @@ def dirty_paths(workspace: Path) -> set[str] | None:
     None when the workspace is not a repository."""
     try:
         with open_repo(workspace) as repo:
-            out = _run(repo, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames")
+            out = _run(repo, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames",
+                       env=NO_OPTIONAL_LOCKS)
     except (GitUnavailable, GitRefused):
         return None
     return {entry[3:] for entry in _z(out) if len(entry) > 3}
@@ -207,7 +221,7 @@ def session_diff(workspace: Path, base: str | None, *, stat: bool = False) -> Se
             untracked = _z(_run(repo, "ls-files", "-z", "--others", "--exclude-standard", env=env))
             for batch in _chunks(untracked):
                 _run(repo, "add", "--intent-to-add", "--", *batch, env=env)
-            args = ["diff", "--no-color", "--no-ext-diff", *(["--stat=100"] if stat else []), rev, "--"]
+            args = ["diff", "--no-color", "--no-ext-diff", "--no-textconv", *(["--stat=100"] if stat else []), rev, "--"]
             text = _run(repo, *args, env=env)
         return SessionDiff(rev, name, text, untracked)
 
@@ -268,7 +282,8 @@ def undo_commit(workspace: Path, sha: str | None, session_id: str | None = None)
         entries = _z(_run(repo, "diff-tree", "-r", "-z", "--name-status", "--no-renames", parent, head))
         status = dict(zip(entries[1::2], entries[0::2], strict=True))  # path -> A, M, D or T
         files = sorted(status)
-        dirty = sorted({e[3:] for e in _z(_run(repo, "status", "--porcelain=v1", "-z", "--no-renames", "--", *files))
+        dirty = sorted({e[3:] for e in _z(_run(repo, "status", "--porcelain=v1", "-z", "--no-renames", "--", *files,
+                                                    env=NO_OPTIONAL_LOCKS))
                         if len(e) > 3})
         if dirty:
             return UndoResult(False, f"uncommitted changes to {', '.join(dirty)} would be lost; commit or stash "

@@ -1,0 +1,149 @@
+"""scribe's own git calls run no program the repository names, whatever its `.git/config`, hooks
+and attributes say: fsmonitor, hooks (in .git/hooks or any core.hooksPath), filters, textconv,
+external diff, editors and the like. Each hostile entry is a real program that would leave a
+line in a marker file; every test drives the real `scribe` executable and real git."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import git
+from helpers import run_scribe, scribe_env
+from scribe.fakeapi import FakeMessagesServer, Reply, text_block, tool_use_block
+from scribe.tools.gitrun import neutral_env
+
+HOOKS = ("reference-transaction", "post-index-change", "post-checkout", "pre-commit", "post-commit",
+         "commit-msg", "prepare-commit-msg", "pre-auto-gc", "post-rewrite", "fsmonitor-watchman")
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def plant(path: Path, marker: Path, role: str, passthrough: bool = False) -> Path:
+    """A program at `path` that appends `role` and its arguments to `marker`; a filter or textconv
+    passes its input through, so git would go on working were it run."""
+    tail = 'if [ -n "$1" ] && [ -f "$1" ]; then cat "$1"; else cat; fi\n' if passthrough else "exit 0\n"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f'#!/bin/sh\necho "{role} $*" >> {marker}\n{tail}')
+    path.chmod(0o755)
+    return path
+
+
+def make_hostile(workspace: Path, evil: Path, marker: Path, *, hooks_path: bool) -> None:
+    """Every kind of program a repository's config can name, planted in `workspace`'s .git."""
+    for name in HOOKS:
+        plant(workspace / ".git" / "hooks" / name, marker, f"hook {name}")
+    config = {
+        "core.fsmonitor": plant(evil / "fsmonitor", marker, "fsmonitor"),
+        "filter.x.clean": f"{plant(evil / 'clean', marker, 'clean', True)} %f",
+        "filter.x.smudge": f"{plant(evil / 'smudge', marker, 'smudge', True)} %f",
+        "filter.p.process": plant(evil / "process", marker, "process"),
+        "diff.t.textconv": plant(evil / "textconv", marker, "textconv", True),
+        "diff.t.command": plant(evil / "diffcmd", marker, "diff.command"),
+        "diff.external": plant(evil / "external", marker, "diff.external"),
+        "core.pager": plant(evil / "pager", marker, "pager", True),
+        "core.editor": plant(evil / "editor", marker, "editor"),
+        "core.sshCommand": plant(evil / "ssh", marker, "ssh"),
+        "core.askPass": plant(evil / "askpass", marker, "askpass"),
+        "credential.helper": plant(evil / "credential", marker, "credential"),
+        "gpg.program": plant(evil / "gpg", marker, "gpg"),
+        "core.alternateRefsCommand": plant(evil / "altrefs", marker, "alternateRefsCommand"),
+        "merge.m.driver": plant(evil / "merge", marker, "merge.driver"),
+        "include.path": str(evil / "included.config"),
+    }
+    if hooks_path:
+        for name in HOOKS:
+            plant(evil / "hooks" / name, marker, f"hooksPath {name}")
+        config["core.hooksPath"] = str(evil / "hooks")
+    for key, value in config.items():
+        git(workspace, "config", key, str(value))
+    # A driver defined only in an included file, with a `=` in its name.
+    (evil / "included.config").write_text(
+        f'[filter "a=b"]\n\tclean = {plant(evil / "inc-clean", marker, "included clean", True)}\n')
+    (workspace / ".gitattributes").write_text("*.txt filter=x diff=t merge=m\n*.md filter=a=b diff=t\n"
+                                              "*.dat filter=p\n")
+    (workspace / "notes.txt").write_text("first line\n")
+    git(workspace, "add", ".gitattributes", "notes.txt")
+    marker.unlink(missing_ok=True)  # the fixture's own git calls ran them
+    git(workspace, "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "filter.x.clean=",
+        "-c", "filter.a=b.clean=", "commit", "-q", "-m", "attributes")
+
+
+def ran(marker: Path) -> list[str]:
+    return marker.read_text().splitlines() if marker.exists() else []
+
+
+@pytest.mark.parametrize("hooks_path", [False, True], ids=["dot-git-hooks", "core-hooksPath"])
+def test_no_repository_program_runs_for_any_git_call_scribe_makes(
+        workspace: Path, home: Path, tmp_path: Path, hooks_path: bool) -> None:
+    marker = tmp_path / "marker"
+    make_hostile(workspace, tmp_path / "evil", marker, hooks_path=hooks_path)
+    # Proof that the planted programs are live: plain git runs them.
+    (workspace / "notes.txt").write_text("first line\nchanged by the person\n")
+    git(workspace, "diff", "--stat")
+    assert ran(marker), "the hostile fixture plants nothing git would run"
+    git(workspace, "checkout", "--", "notes.txt")
+    marker.unlink()
+
+    read_only = [Reply([tool_use_block("list_files", {}), tool_use_block("search_files", {"pattern": "line"})]),
+                 Reply([text_block("looked")])]
+    writes = [Reply([tool_use_block("write_file", {"path": "notes.txt", "content": "first line\nagent\n"}),
+                     tool_use_block("write_file", {"path": "plan.md", "content": "# plan\n"}),
+                     tool_use_block("write_file", {"path": "blob.dat", "content": "data\n"})]),
+              Reply([text_block("wrote")])]
+    with FakeMessagesServer([*read_only, *writes]) as server:
+        env = scribe_env(server.base_url, home, SCRIBE_SANDBOX="0")
+        looked = run_scribe(["run", "-p", "read-only", "look around"], workspace, env)
+        assert looked.code == 0, looked.err
+        assert ran(marker) == [], "read-only mode ran a repository program"
+        base = git(workspace, "rev-parse", "HEAD").strip()
+        wrote = run_scribe(["run", "-p", "full-auto", "--auto-commit", "write notes"], workspace, env)
+        assert wrote.code == 0, wrote.err
+        head = git(workspace, "rev-parse", "HEAD").strip()
+        assert head != base and "committed" in wrote.err, wrote.err
+        diff = run_scribe(["diff"], workspace, env)
+        assert diff.code == 0 and "+agent" in diff.out, diff.err
+        undo = run_scribe(["undo"], workspace, env)
+        assert undo.code == 0 and "undid" in undo.err, undo.err
+    assert git(workspace, "rev-parse", "HEAD").strip() == base
+    assert ran(marker) == []
+
+
+def test_the_persons_own_identity_and_programs_stay(workspace: Path, tmp_path: Path) -> None:
+    """What the person's own (global) config names is theirs: kept, where the repository's is not."""
+
+    person = tmp_path / "person.gitconfig"
+    person.write_text("[user]\n\tname = The Person\n[credential]\n\thelper = person-helper\n")
+    git(workspace, "config", "credential.helper", "repo-helper")
+    env = neutral_env(workspace, {"GIT_CONFIG_GLOBAL": str(person), "GIT_CONFIG_NOSYSTEM": "1",
+                                  "PATH": "/usr/bin:/bin"})
+    def value(*args: str) -> str:
+        return subprocess.run(["git", "config", *args], cwd=workspace, env=env, capture_output=True,
+                              text=True).stdout.strip()
+
+    # git reads the list in order and "" empties it: the repository's helper is gone, the person's stays
+    assert value("--get-all", "credential.helper").splitlines()[-3:] == ["repo-helper", "", "person-helper"]
+    assert value("user.name") == "Scribe Test"  # the repository's identity, as git would use it
+    assert value("core.hooksPath") == "/dev/null" and value("core.fsmonitor") == "false"
+
+
+def test_no_module_starts_git_but_the_runner() -> None:
+    """A new git call site that bypasses tools/gitrun.py (and gitpython's wrapper in tools/git.py)
+    fails here: it would run the repository's programs."""
+    allowed = {ROOT / "tools" / "gitrun.py"}
+    starts_git = re.compile(r"""git\.Repo\(|\[\s*["']git["']|which\(\s*["']git["']\)|import git\b|from git\b""")
+    offenders = []
+    for path in sorted(ROOT.glob("*/**/*.py")):
+        if path.parts[len(ROOT.parts)] in ("tests", "benchmarks", ".venv", "fakeapi") or path in allowed:
+            continue
+        for line in path.read_text().splitlines():
+            if starts_git.search(line) and not line.lstrip().startswith("#"):
+                offenders.append(f"{path.relative_to(ROOT)}: {line.strip()}")
+    # tools/git.py imports gitpython to build its wrapper, opens repositories only through it, and
+    # runs its commands with the wrapper's execute.
+    assert offenders == ["tools/git.py: import git", 'tools/git.py: ["git", *literal, "-c", "core.quotepath=off", '
+                         '*args], with_extended_output=True, with_exceptions=False,'], offenders
+    source = (ROOT / "tools" / "git.py").read_text()
+    assert "git.Repo(" not in source and source.count("= _Repo(") == 1
