@@ -13,6 +13,7 @@ from scribe.memory.store import SessionFile
 from scribe.memory.tokens import TokenEstimator
 from scribe.memory.watcher import WorkspaceWatcher
 from scribe.tools.base import Tool, ToolContext
+from scribe.tools.git import COMMIT_LOCK
 from scribe.tools.gitrun import query_in
 from scribe.tools.mcp.hub import McpHub
 from scribe.tools.registry import builtin_tools, tool_definitions
@@ -126,7 +127,8 @@ def build_agent(workspace: Path, settings: Settings, session: Session, *,
         approver=approver,
         memory=Compressor(client, settings, TokenEstimator(output_chars=output_chars, settled_chars=settled_chars)),
         watcher=watcher,
-        committer=TurnCommitter(workspace, context) if settings.auto_commit else None,
+        committer=(TurnCommitter(workspace, context, lock=state_dir(workspace) / COMMIT_LOCK)
+                   if settings.auto_commit else None),
     )
     if watcher is not None:
         weakref.finalize(agent, watcher.stop)

@@ -12,8 +12,10 @@ from pathlib import Path
 import pytest
 
 from conftest import git
-from helpers import run_scribe, scribe_env
+from helpers import SCRIBE, events_of, run_scribe, scribe_env, session_logs
 from scribe.fakeapi import FakeMessagesServer, Reply, text_block, tool_use_block
+from scribe.memory.events import GitCommitEvent
+from scribe.tools.git import commit_paths
 from scribe.tools.gitrun import neutral_env
 
 HOOKS = ("reference-transaction", "post-index-change", "post-checkout", "pre-commit", "post-commit",
@@ -147,3 +149,99 @@ def test_no_module_starts_git_but_the_runner() -> None:
                          '*args], with_extended_output=True, with_exceptions=False,'], offenders
     source = (ROOT / "tools" / "git.py").read_text()
     assert "git.Repo(" not in source and source.count("= _Repo(") == 1
+
+
+# -- auto-commit that tells the truth -----------------------------------------------------------
+
+
+def _write_run(path: str) -> list[Reply]:
+    return [Reply([tool_use_block("write_file", {"path": path, "content": f"{path} by the agent\n"})]),
+            Reply([text_block("wrote it")])]
+
+
+def _commits_logged(workspace: Path) -> list[str]:
+    return [e.sha for log in session_logs(workspace) for e in events_of(log) if isinstance(e, GitCommitEvent)]
+
+
+def test_a_stale_index_lock_commits_nothing_and_says_so(workspace: Path, home: Path) -> None:
+    base = git(workspace, "rev-parse", "HEAD").strip()
+    lock = workspace / ".git" / "index.lock"
+    lock.write_text("")  # a git command that crashed left it
+    with FakeMessagesServer(_write_run("a.txt")) as server:
+        ran_ = run_scribe(["run", "-p", "full-auto", "--auto-commit", "write a"], workspace,
+                          scribe_env(server.base_url, home))
+    assert ran_.code == 1, ran_.err
+    assert "auto-commit failed, nothing committed: git's index is locked" in ran_.err
+    assert "index.lock exists" in ran_.err
+    # HEAD and the log agree: neither moved
+    assert git(workspace, "rev-parse", "HEAD").strip() == base and _commits_logged(workspace) == []
+    assert (workspace / "a.txt").read_text() == "a.txt by the agent\n"  # the agent's work is still there
+
+
+def test_undo_with_a_stale_index_lock_refuses_then_works_once_it_is_gone(workspace: Path, home: Path) -> None:
+    base = git(workspace, "rev-parse", "HEAD").strip()
+    with FakeMessagesServer(_write_run("a.txt")) as server:
+        env = scribe_env(server.base_url, home)
+        done = run_scribe(["run", "-p", "full-auto", "--auto-commit", "write a"], workspace, env)
+        assert done.code == 0, done.err
+        head = git(workspace, "rev-parse", "HEAD").strip()
+        assert _commits_logged(workspace) == [head] and head != base
+        lock = workspace / ".git" / "index.lock"
+        lock.write_text("")
+        refused = run_scribe(["undo"], workspace, env)
+        assert refused.code == 1 and "git's index is locked" in refused.err and "nothing undone" in refused.err
+        assert git(workspace, "rev-parse", "HEAD").strip() == head
+        lock.unlink()
+        undone = run_scribe(["undo"], workspace, env)
+        assert undone.code == 0 and f"undid {head[:10]}" in undone.err, undone.err
+    assert git(workspace, "rev-parse", "HEAD").strip() == base and not (workspace / "a.txt").exists()
+    assert git(workspace, "status", "--porcelain") == ""
+
+
+def test_a_commit_whose_index_cannot_follow_stands_with_a_warning(workspace: Path) -> None:
+    """HEAD moved: the commit is returned (and so logged), the index failure is a warning, never a
+    "failed" that hides a moved HEAD. Here the index file is immutable: the objects and the branch
+    are written, but git cannot put a new index in its place."""
+    (workspace / "a.txt").write_text("new\n")
+    index = workspace / ".git" / "index"
+    if subprocess.run(["chattr", "+i", str(index)], capture_output=True).returncode != 0:
+        pytest.skip("chattr +i is not possible here (needs root on ext4 or the like)")
+    try:
+        commit = commit_paths(workspace, ["a.txt"], "scribe: a\n\nScribe-Session: s1\n")
+    finally:
+        subprocess.run(["chattr", "-i", str(index)], check=True)
+    assert commit is not None and commit.files == ["a.txt"]
+    assert git(workspace, "rev-parse", "HEAD").strip() == commit.sha
+    assert commit.warning is not None and "git's index was not updated" in commit.warning, commit.warning
+    assert "git reset -q -- a.txt" in commit.warning
+    assert git(workspace, "status", "--porcelain").split() == ["D", "a.txt", "??", "a.txt"]  # as warned
+
+
+@pytest.mark.slow
+def test_concurrent_auto_commits_in_one_workspace_all_land_or_fail_loudly(workspace: Path, home: Path) -> None:
+    count = 20
+    servers = [FakeMessagesServer(_write_run(f"f{i:02}.txt")) for i in range(count)]
+    for server in servers:
+        server.__enter__()
+    try:
+        procs = [subprocess.Popen([SCRIBE, "run", "-p", "full-auto", "--auto-commit", f"write f{i:02}"],
+                                  cwd=workspace, env=scribe_env(server.base_url, home), stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True) for i, server in enumerate(servers)]
+        results = [(proc.wait(timeout=300), proc.stderr.read() if proc.stderr else "") for proc in procs]
+    finally:
+        for server in servers:
+            server.__exit__(None, None, None)
+    committed = set(git(workspace, "ls-tree", "--name-only", "HEAD").split())
+    for i, (code, err) in enumerate(results):
+        name = f"f{i:02}.txt"
+        if code == 0:
+            assert name in committed and "failed" not in err, err
+        else:
+            assert name not in committed and "auto-commit failed, nothing committed" in err, err
+    # every commit scribe made is on the branch and in a log, once
+    history = git(workspace, "rev-list", "HEAD").split()
+    logged = _commits_logged(workspace)
+    assert len(logged) == len(set(logged)) == sum(code == 0 for code, _ in results)
+    assert set(logged) <= set(history)
+    assert git(workspace, "status", "--porcelain", "--untracked-files=all").split() == [
+        token for i, (code, _) in enumerate(results) if code for token in ("??", f"f{i:02}.txt")]

@@ -13,10 +13,12 @@ Everything here leaves the person's own work alone:
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import stat
 import tempfile
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -31,6 +33,9 @@ TRAILER = "Scribe-Session"
 # Operations during which a commit would land in the middle of the person's work.
 IN_PROGRESS = {"MERGE_HEAD": "a merge", "CHERRY_PICK_HEAD": "a cherry-pick", "REVERT_HEAD": "a revert",
                "rebase-merge": "a rebase", "rebase-apply": "a rebase or git am", "BISECT_LOG": "a bisect"}
+COMMIT_LOCK = "commit.lock"  # in the state folder: see commit_lock
+COMMIT_LOCK_WAIT_S = 60.0
+LOCK_POLL_S = 0.05
 # A look at the status must not take the index lock a concurrent commit needs.
 NO_OPTIONAL_LOCKS = {"GIT_OPTIONAL_LOCKS": "0"}
 
@@ -159,15 +164,57 @@ class Commit:
     sha: str
     parent: str | None
     files: list[str]
+    # Set when HEAD moved but git's index could not take the committed content (a lock): the
+    # commit stands, and the person must be told what their next `git commit` would do.
+    warning: str | None = None
 
 
-def commit_paths(workspace: Path, paths: Sequence[str], message: str) -> Commit | None:
+@contextmanager
+def commit_lock(path: Path | None, wait_s: float = COMMIT_LOCK_WAIT_S) -> Iterator[None]:
+    """Hold scribe's own lock (`path`, in the state folder) while HEAD is read and moved, so
+    sessions in one workspace commit and undo one after another; None: no lock. Waits up to
+    `wait_s`, then raises GitRefused, having changed nothing."""
+    if path is None:
+        yield
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        deadline = time.monotonic() + wait_s
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise GitRefused(f"another scribe session in this workspace held {path.name} for more than "
+                                     f"{wait_s:g} s; nothing changed") from None
+                time.sleep(LOCK_POLL_S)
+        yield
+    finally:
+        os.close(fd)  # the lock goes with it
+
+
+def _index_locked(repo: git.Repo) -> str | None:
+    lock = Path(repo.git_dir) / "index.lock"
+    if lock.exists():
+        return (f"git's index is locked ({lock} exists: another git command is running, or one crashed; "
+                "remove the file if none runs)")
+    return None
+
+
+def commit_paths(workspace: Path, paths: Sequence[str], message: str, *, lock: Path | None = None) -> Commit | None:
     """Commit exactly `paths` as they are on disk, on top of HEAD; None if that changes nothing.
-    The person's staged changes to other files stay staged and are not part of it."""
-    with open_repo(workspace) as repo:
+    The person's staged changes to other files stay staged and are not part of it.
+    Either HEAD moves and a Commit is returned (with a warning if the index could not follow),
+    or GitRefused is raised and nothing moved. `lock`: see commit_lock."""
+    with commit_lock(lock), open_repo(workspace) as repo:
         busy = _in_progress(repo)
         if busy:
             raise GitRefused(f"{busy} is in progress; nothing committed")
+        locked = _index_locked(repo)
+        if locked:
+            raise GitRefused(f"{locked}; nothing committed")
         parent = _head(repo)
         with tempfile.TemporaryDirectory(prefix="scribe-index-") as tmp:
             env = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
@@ -179,11 +226,22 @@ def commit_paths(workspace: Path, paths: Sequence[str], message: str) -> Commit 
             return None
         changed = _z(_run(repo, "diff-tree", "-r", "-z", "--name-only", "--no-renames", parent or _empty_tree(repo), tree))
         sha = _run(repo, "commit-tree", tree, *(["-p", parent] if parent else []), "-m", message).strip()
+        # Refused (nothing moved) when HEAD is no longer `parent`: a commit made meanwhile.
         _run(repo, "update-ref", "-m", f"scribe: {message.splitlines()[0]}", "HEAD", sha, parent or "")
-        # The real index takes the committed content of these paths, so `git status` is clean for them.
-        for batch in _chunks(changed):
+        # Committed. The real index takes the committed content of these paths, so `git status`
+        # is clean for them; if it cannot, the commit still stands and the person is told.
+        return Commit(sha, parent, changed, _index_follows(repo, sha, changed))
+
+
+def _index_follows(repo: git.Repo, sha: str, paths: Sequence[str]) -> str | None:
+    """Reset the index entries of `paths` to commit `sha`; a warning in words if git refused."""
+    try:
+        for batch in _chunks(paths):
             _run(repo, "reset", "-q", sha, "--", *batch, ok=(0, 1))
-        return Commit(sha, parent, changed)
+    except GitRefused as exc:
+        return (f"git's index was not updated ({exc}); until `git reset -q -- {' '.join(paths)}` runs, "
+                "a `git commit` of yours would take these files back out")
+    return None
 
 
 def _empty_tree(repo: git.Repo) -> str:
@@ -246,13 +304,16 @@ def session_of(message: str) -> str | None:
     return None
 
 
-def undo_commit(workspace: Path, sha: str | None, session_id: str | None = None) -> UndoResult:
+def undo_commit(workspace: Path, sha: str | None, session_id: str | None = None, *,
+                lock: Path | None = None) -> UndoResult:
     """Take back scribe's commit `sha` (None: whatever scribe commit HEAD is): HEAD returns to
     its parent and the files the commit changed return to the parent's content; nothing else
     is touched (other files, staged or not, stay as they are). Refuses, changing nothing, when
     HEAD is not that commit, when one of its files has uncommitted changes, when it was pushed,
-    or during a merge or rebase. Raises GitUnavailable outside a repository."""
-    with open_repo(workspace) as repo:
+    or during a merge or rebase, or while git's index is locked. Once HEAD moved the undo is
+    done; what git then could not do (the index) is a warning in its message. `lock`: see
+    commit_lock. Raises GitUnavailable outside a repository."""
+    with commit_lock(lock), open_repo(workspace) as repo:
         head = _head(repo)
         if head is None:
             return UndoResult(False, "the repository has no commits; nothing to undo")
@@ -274,6 +335,9 @@ def undo_commit(workspace: Path, sha: str | None, session_id: str | None = None)
         busy = _in_progress(repo)
         if busy:
             return UndoResult(False, f"{busy} is in progress; finish it first")
+        locked = _index_locked(repo)
+        if locked:
+            return UndoResult(False, f"{locked}; nothing undone")
         published = _run(repo, "branch", "-r", "--contains", head).split()
         if published:
             return UndoResult(False, f"{head[:10]} is already on {published[0]}; take it back with "
@@ -297,21 +361,42 @@ def undo_commit(workspace: Path, sha: str | None, session_id: str | None = None)
             pending, by_git = _prepare_restore(repo.commit(parent).tree, restore, root)
         except WriteFailed as exc:
             return UndoResult(False, f"{exc}; nothing undone")
-        _run(repo, "update-ref", "-m", f"scribe undo: {subject}", "HEAD", parent, head)
+        try:
+            _run(repo, "update-ref", "-m", f"scribe undo: {subject}", "HEAD", parent, head)
+        except GitRefused:  # HEAD moved meanwhile: nothing changed, and nothing is left behind
+            for write in pending:
+                write.discard()
+            raise
+        # Undone: HEAD moved. What follows cannot take that back; what git refuses is told.
         for write in pending:
             write.commit()
-        for batch in _chunks(by_git):
-            _run(repo, "checkout", parent, "--", *batch)
-        for batch in _chunks([w.name for w in pending]):
-            _run(repo, "reset", "-q", parent, "--", *batch, ok=(0, 1))  # the index follows the restored files
-        for batch in _chunks(added):
-            _run(repo, "rm", "-q", "--cached", "--", *batch)
+        problems = _finish_undo(repo, parent, by_git, [w.name for w in pending], added)
         for rel in added:
             _remove_file(Path(repo.working_tree_dir or workspace), rel)
         what = ([f"restored {', '.join(restore)}"] if restore else []) + (
             [f"removed {', '.join(added)} (new in it)"] if added else [])
         return UndoResult(True, f"undid {head[:10]} ({subject}): HEAD is back at {parent[:10]}; "
-                                + ("; ".join(what) or "no files changed"), head, parent, files)
+                                + ("; ".join(what) or "no files changed")
+                                + "".join(f"; warning: {p}" for p in problems), head, parent, files)
+
+
+def _finish_undo(repo: git.Repo, parent: str, by_git: Sequence[str], restored: Sequence[str],
+                 added: Sequence[str]) -> list[str]:
+    """The undo's work after HEAD moved: files only git writes, and the index. What failed, in words."""
+    problems = []
+    try:
+        for batch in _chunks(by_git):
+            _run(repo, "checkout", parent, "--", *batch)
+    except GitRefused as exc:
+        problems.append(f"{', '.join(by_git)} not restored ({exc}); `git checkout {parent[:10]} -- <path>` does it")
+    try:
+        for batch in _chunks(restored):
+            _run(repo, "reset", "-q", parent, "--", *batch, ok=(0, 1))  # the index follows the restored files
+        for batch in _chunks(added):
+            _run(repo, "rm", "-q", "--cached", "--ignore-unmatch", "--", *batch)
+    except GitRefused as exc:
+        problems.append(f"git's index was not updated ({exc}); `git reset -q` once it can be")
+    return problems
 
 
 def _prepare_restore(tree: git.Tree, paths: Sequence[str], root: Path) -> tuple[list[PendingWrite], list[str]]:
@@ -347,6 +432,7 @@ def _remove_file(root: Path, rel: str) -> None:
     while folder != root and folder.is_dir() and not any(folder.iterdir()):
         folder.rmdir()
         folder = folder.parent
+
 
 
 def git_dirs(workspace: Path) -> list[Path]:
