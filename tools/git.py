@@ -433,13 +433,3 @@ def _remove_file(root: Path, rel: str) -> None:
         folder.rmdir()
         folder = folder.parent
 
-
-
-def git_dirs(workspace: Path) -> list[Path]:
-    """The repository's git folders: its own and, for a worktree, the common one (both must be
-    writable for `git commit` to work); none outside a repository."""
-    try:
-        with open_repo(workspace) as repo:
-            return sorted({Path(repo.git_dir).resolve(), Path(repo.common_dir).resolve()})
-    except GitUnavailable:
-        return []
