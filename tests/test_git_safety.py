@@ -15,7 +15,7 @@ from conftest import git
 from helpers import SCRIBE, events_of, run_scribe, scribe_env, session_logs
 from scribe.fakeapi import FakeMessagesServer, Reply, text_block, tool_use_block
 from scribe.memory.events import GitCommitEvent
-from scribe.tools.git import commit_paths
+from scribe.tools.git import GitRefused, commit_paths
 from scribe.tools.gitrun import neutral_env
 
 HOOKS = ("reference-transaction", "post-index-change", "post-checkout", "pre-commit", "post-commit",
@@ -129,6 +129,21 @@ def test_the_persons_own_identity_and_programs_stay(workspace: Path, tmp_path: P
     assert value("--get-all", "credential.helper").splitlines()[-3:] == ["repo-helper", "", "person-helper"]
     assert value("user.name") == "Scribe Test"  # the repository's identity, as git would use it
     assert value("core.hooksPath") == "/dev/null" and value("core.fsmonitor") == "false"
+
+
+def test_a_required_filter_of_the_repositorys_fails_the_commit_rather_than_skip_it(workspace: Path,
+                                                                                   tmp_path: Path) -> None:
+    """git-crypt's way: a filter marked required. Its program does not run, and the file is not
+    committed as it is on disk (in the clear) either: git refuses, and nothing moves."""
+    marker = tmp_path / "marker"
+    git(workspace, "config", "filter.crypt.clean", str(plant(tmp_path / "crypt", marker, "crypt", True)))
+    git(workspace, "config", "filter.crypt.required", "true")
+    (workspace / ".gitattributes").write_text("*.secret filter=crypt\n")
+    (workspace / "key.secret").write_text("in the clear\n")
+    base = git(workspace, "rev-parse", "HEAD").strip()
+    with pytest.raises(GitRefused, match="clean filter 'crypt' failed"):
+        commit_paths(workspace, ["key.secret"], "scribe: key\n")
+    assert git(workspace, "rev-parse", "HEAD").strip() == base and not marker.exists()
 
 
 def test_no_module_starts_git_but_the_runner() -> None:

@@ -101,3 +101,25 @@ def test_a_gitdir_pointer_a_command_wrote_does_not_open_another_repository(home:
     [refused] = header.protection["refused"]
     assert refused.startswith(f"{other.resolve()}/.git: not writable") and "point back" in refused, refused
     assert str(other.resolve()) not in " ".join(header.protection["writable"])
+
+
+@needs_sandbox
+def test_a_submodules_git_folder_is_writable_and_its_config_is_not(tmp_path: Path) -> None:
+    """A submodule's git folder lives in the superproject's .git/modules/: it belongs to the
+    submodule (its core.worktree points back), so the submodule's own commits work."""
+    from scribe.tools.base import ToolContext
+    from scribe.tools.registry import builtin_tools, run_tool
+
+    library = make_repository(tmp_path / "library")
+    project = make_repository(tmp_path / "project")
+    git(project, "-c", "protocol.file.allow=always", "submodule", "--quiet", "add", str(library), "lib")
+    sub = project / "lib"
+    modules = (project / ".git" / "modules" / "lib").resolve()
+    protection = command_protection(sub)
+    assert str(modules) in protection.writable and not protection.refused
+    assert str(modules / "config") in protection.read_only
+    command = ("git -c user.name=t -c user.email=t@e.invalid commit -q --allow-empty -m inside && "
+               "git log -1 --format=%s; git config core.fsmonitor /bin/true; echo config=$?")
+    out = run_tool(builtin_tools(), "run_command", {"command": command}, ToolContext(workspace=sub,
+                                                                                     protection=protection))
+    assert out.text.splitlines()[0] == "inside" and "config=4" in out.text, out.text
