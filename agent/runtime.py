@@ -13,7 +13,7 @@ from scribe.memory.store import SessionFile
 from scribe.memory.tokens import TokenEstimator
 from scribe.memory.watcher import WorkspaceWatcher
 from scribe.tools.base import Tool, ToolContext
-from scribe.tools.git import COMMIT_LOCK
+from scribe.tools.commitlock import COMMIT_LOCK
 from scribe.tools.gitrun import query_in
 from scribe.tools.mcp.hub import McpHub
 from scribe.tools.registry import builtin_tools, tool_definitions

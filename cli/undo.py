@@ -35,7 +35,8 @@ def undo(
     from scribe.agent.config import find_workspace, state_dir
     from scribe.agent.session import open_session
     from scribe.memory.log import SessionLocked
-    from scribe.tools.git import COMMIT_LOCK, GitRefused, GitUnavailable, is_repository, undo_commit
+    from scribe.tools.commitlock import COMMIT_LOCK
+    from scribe.tools.git import GitRefused, GitUnavailable, is_repository, undo_commit
 
     from .log.common import resolve_session
 

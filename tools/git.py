@@ -13,12 +13,10 @@ Everything here leaves the person's own work alone:
 
 from __future__ import annotations
 
-import fcntl
 import os
 import shutil
 import stat
 import tempfile
-import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -27,15 +25,13 @@ from pathlib import Path
 import git
 
 from scribe.tools.atomic import PendingWrite, WriteFailed, prepare
+from scribe.tools.commitlock import LockWaitedTooLong, commit_lock
 from scribe.tools.gitrun import GitMissing, neutral_env
 
 TRAILER = "Scribe-Session"
 # Operations during which a commit would land in the middle of the person's work.
 IN_PROGRESS = {"MERGE_HEAD": "a merge", "CHERRY_PICK_HEAD": "a cherry-pick", "REVERT_HEAD": "a revert",
                "rebase-merge": "a rebase", "rebase-apply": "a rebase or git am", "BISECT_LOG": "a bisect"}
-COMMIT_LOCK = "commit.lock"  # in the state folder: see commit_lock
-COMMIT_LOCK_WAIT_S = 60.0
-LOCK_POLL_S = 0.05
 # A look at the status must not take the index lock a concurrent commit needs.
 NO_OPTIONAL_LOCKS = {"GIT_OPTIONAL_LOCKS": "0"}
 
@@ -170,29 +166,12 @@ class Commit:
 
 
 @contextmanager
-def commit_lock(path: Path | None, wait_s: float = COMMIT_LOCK_WAIT_S) -> Iterator[None]:
-    """Hold scribe's own lock (`path`, in the state folder) while HEAD is read and moved, so
-    sessions in one workspace commit and undo one after another; None: no lock. Waits up to
-    `wait_s`, then raises GitRefused, having changed nothing."""
-    if path is None:
-        yield
-        return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+def _serialised(lock: Path | None) -> Iterator[None]:
     try:
-        deadline = time.monotonic() + wait_s
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    raise GitRefused(f"another scribe session in this workspace held {path.name} for more than "
-                                     f"{wait_s:g} s; nothing changed") from None
-                time.sleep(LOCK_POLL_S)
-        yield
-    finally:
-        os.close(fd)  # the lock goes with it
+        with commit_lock(lock):
+            yield
+    except LockWaitedTooLong as exc:
+        raise GitRefused(f"{exc}; nothing changed") from None
 
 
 def _index_locked(repo: git.Repo) -> str | None:
@@ -207,8 +186,8 @@ def commit_paths(workspace: Path, paths: Sequence[str], message: str, *, lock: P
     """Commit exactly `paths` as they are on disk, on top of HEAD; None if that changes nothing.
     The person's staged changes to other files stay staged and are not part of it.
     Either HEAD moves and a Commit is returned (with a warning if the index could not follow),
-    or GitRefused is raised and nothing moved. `lock`: see commit_lock."""
-    with commit_lock(lock), open_repo(workspace) as repo:
+    or GitRefused is raised and nothing moved. `lock`: see tools/commitlock.py."""
+    with _serialised(lock), open_repo(workspace) as repo:
         busy = _in_progress(repo)
         if busy:
             raise GitRefused(f"{busy} is in progress; nothing committed")
@@ -312,8 +291,8 @@ def undo_commit(workspace: Path, sha: str | None, session_id: str | None = None,
     HEAD is not that commit, when one of its files has uncommitted changes, when it was pushed,
     or during a merge or rebase, or while git's index is locked. Once HEAD moved the undo is
     done; what git then could not do (the index) is a warning in its message. `lock`: see
-    commit_lock. Raises GitUnavailable outside a repository."""
-    with commit_lock(lock), open_repo(workspace) as repo:
+    tools/commitlock.py. Raises GitUnavailable outside a repository."""
+    with _serialised(lock), open_repo(workspace) as repo:
         head = _head(repo)
         if head is None:
             return UndoResult(False, "the repository has no commits; nothing to undo")
