@@ -31,6 +31,7 @@ from scribe.log.events import (
     ToolResultEvent,
 )
 from scribe.tools.base import ToolContext, ToolError
+from scribe.workspace.commitlock import COMMIT_LOCK
 from scribe.workspace.git import (
     TRAILER,
     GitRefused,
@@ -43,7 +44,8 @@ from scribe.workspace.git import (
 )
 from scribe.tools.paths import display_path, resolve_path
 
-from .protocol import AgentEvent, Notice
+from .config import state_dir
+from .protocol import AgentEvent, CommitFailed, Notice
 from .session import Session
 
 EDIT_TOOLS = ("write_file", "edit_file")
@@ -87,9 +89,10 @@ def _sha256(path: Path) -> str | None:
 class TurnCommitter:
     """Built by `build_agent` when auto_commit is on; the agent loop calls begin_turn and end_turn."""
 
-    def __init__(self, workspace: Path, context: ToolContext) -> None:
+    def __init__(self, workspace: Path, context: ToolContext, lock: Path | None = None) -> None:
         self.workspace = workspace
         self.context = context
+        self.lock = lock  # scribe's own commit lock, shared by the workspace's sessions
         self._since = 0
         self._from = 0
         self._dirty_before: set[str] | None = None
@@ -117,11 +120,11 @@ class TurnCommitter:
                 if skipped:
                     yield Notice("auto-commit: nothing committed (" + _reasons(skipped) + ")")
                 return
-            commit = commit_paths(self.workspace, files, message)
+            commit = commit_paths(self.workspace, files, message, lock=self.lock)
         except (GitRefused, GitUnavailable, OSError, ValueError) as exc:
-            session.append(ErrorEvent, kind="internal", message=f"auto-commit failed: {exc}")
+            session.append(ErrorEvent, kind="internal", message=f"auto-commit failed, nothing committed: {exc}")
             session.sync()
-            yield Notice(f"auto-commit failed: {exc}")
+            yield CommitFailed(f"auto-commit failed, nothing committed: {exc}")
             return
         if commit is None:
             return  # the files are as committed already
@@ -131,6 +134,8 @@ class TurnCommitter:
         count = len(commit.files)
         yield Notice(f"committed {commit.sha[:10]} {message.splitlines()[0]} ({count} file{'s' * (count != 1)})"
                      + ("; not committed: " + _reasons(skipped) if skipped else ""))
+        if commit.warning:
+            yield Notice(f"auto-commit warning: {commit.warning}")
 
     def _choose(self, events: Sequence[Event], wrote: list[str],
                 seen: Mapping[str, str]) -> tuple[list[str], dict[str, str]]:
@@ -172,11 +177,12 @@ def undo_last(session: Session, workspace: Path, watcher: ChangeSource | None = 
     """Undo this session's latest commit if it is still HEAD, and record that in its log (the
     model is told at its next call, as an undo). For the REPL's /undo: the session's `watcher`
     is told what the undo left in each file, so it does not report them as changed outside
-    scribe. Raises GitUnavailable outside a repository."""
+    scribe. It waits for the workspace's other sessions' commits (workspace/commitlock.py).
+    Raises GitUnavailable outside a repository."""
     sha = session.digest.last_commit
     if sha is None:
         return UndoResult(False, "no scribe commit in this session to undo")
-    result = undo_commit(workspace, sha, session.id)
+    result = undo_commit(workspace, sha, session.id, lock=state_dir(workspace) / COMMIT_LOCK)
     if result.done:
         if watcher is not None:
             watcher.own_writes({path: file_hash(workspace / path) for path in result.files})

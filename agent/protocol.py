@@ -87,6 +87,12 @@ class Notice:
 
 
 @dataclass(frozen=True)
+class CommitFailed(Notice):
+    """The auto-commit the person asked for did not happen, and nothing moved; a headless run
+    that meets one exits non-zero."""
+
+
+@dataclass(frozen=True)
 class Compressed:
     """Memory was compressed: raw events into an observation, or observations into a reflection."""
 

@@ -13,6 +13,8 @@ from scribe.log.store import SessionFile
 from scribe.context.tokens import TokenEstimator
 from scribe.workspace.watcher import WorkspaceWatcher
 from scribe.tools.base import Tool, ToolContext
+from scribe.workspace.commitlock import COMMIT_LOCK
+from scribe.workspace.gitrun import query_in
 from scribe.tools.mcp.hub import McpHub
 from scribe.tools.registry import builtin_tools, tool_definitions
 
@@ -114,7 +116,8 @@ def build_agent(workspace: Path, settings: Settings, session: Session, *,
     settled_chars = int(session.header.config.get("settled_output_chars", output_chars))  # as render reads it
     # Watching starts with the first turn (`scribe reflect` never pays for it) and stops with
     # agent.close(), or when the agent is garbage-collected.
-    watcher = WorkspaceWatcher(workspace, exclude=[state_dir(workspace)]) if settings.watch_files else None
+    watcher = (WorkspaceWatcher(workspace, exclude=[state_dir(workspace)], git=query_in(workspace))
+               if settings.watch_files else None)
     agent = Agent(
         session=session,
         model=client,
@@ -125,7 +128,8 @@ def build_agent(workspace: Path, settings: Settings, session: Session, *,
         approver=approver,
         memory=Compressor(client, settings, TokenEstimator(output_chars=output_chars, settled_chars=settled_chars)),
         watcher=watcher,
-        committer=TurnCommitter(workspace, context) if settings.auto_commit else None,
+        committer=(TurnCommitter(workspace, context, lock=state_dir(workspace) / COMMIT_LOCK)
+                   if settings.auto_commit else None),
     )
     if watcher is not None:
         weakref.finalize(agent, watcher.stop)

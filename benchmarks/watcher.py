@@ -22,6 +22,7 @@ from typing import Any
 
 from scribe.workspace.watcher import WorkspaceWatcher
 from scribe.workspace.git import commit_paths, dirty_paths
+from scribe.workspace.gitrun import query_in
 
 FILES = 10_000
 TOP, SUB, LEAF = 20, 10, 50  # 20 x 10 folders x 50 files = 10,000
@@ -80,7 +81,7 @@ def measure(idle_s: float = 3.0) -> dict[str, Any]:
 
         starts = []
         for _ in range(3):
-            watcher = WorkspaceWatcher(root, exclude=[root / ".scribe"])
+            watcher = WorkspaceWatcher(root, exclude=[root / ".scribe"], git=query_in(root))
             began = time.perf_counter()
             problem = watcher.start()
             starts.append(time.perf_counter() - began)
@@ -88,7 +89,7 @@ def measure(idle_s: float = 3.0) -> dict[str, Any]:
             watcher.stop()
         figures["start_ms"] = round(statistics.median(starts) * 1000, 1)
 
-        watcher = WorkspaceWatcher(root, exclude=[root / ".scribe"])
+        watcher = WorkspaceWatcher(root, exclude=[root / ".scribe"], git=query_in(root))
         watcher.start()
         try:
             figures["watched_top_folders"] = len(watcher._watches)

@@ -96,8 +96,12 @@ def demo(
 
 
 def _init_repo(path: Path) -> None:
+    from scribe.workspace.gitrun import run_git
+
     def git(*args: str) -> None:
-        subprocess.run(["git", *args], cwd=path, check=True, capture_output=True)
+        done = run_git(path, *args)
+        if done.returncode != 0:
+            raise subprocess.CalledProcessError(done.returncode, done.args, done.stdout, done.stderr)
 
     git("init", "-q")
     git("config", "user.email", "demo@scribe.invalid")

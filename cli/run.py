@@ -14,7 +14,7 @@ import typer
 
 from scribe.agent.config import PERMISSION_MODES, load_settings
 from scribe.agent.pricing import price_usage
-from scribe.agent.protocol import AgentEvent, AssistantMessage, TurnEnded
+from scribe.agent.protocol import AgentEvent, AssistantMessage, CommitFailed, TurnEnded
 from scribe.context.stats import Figures
 
 if TYPE_CHECKING:
@@ -59,7 +59,7 @@ def run(
 ) -> None:
     """Run one turn headless: the agent works until it answers, then exits.
 
-    Exit codes: 0 done, 1 the model call failed, 2 bad usage or configuration,
+    Exit codes: 0 done, 1 the model call failed (or the --auto-commit did), 2 bad usage or configuration,
     3 stopped at --max-turns, 4 the session log could not be written (disk full,
     read-only), 130 interrupted (Ctrl-C), 143 SIGTERM, 129 SIGHUP.
     """
@@ -109,7 +109,7 @@ def run(
                 if not (continue_ or session):
                     for line in start_notes(agent_session.header):
                         print(f"scribe: {visible(line)}", file=sys.stderr)
-                ended, totals = _drive(agent.turn(text), output)
+                ended, totals, failed_commits = _drive(agent.turn(text), output)
             finally:
                 if agent is not None:
                     agent.close()  # stops the file watcher
@@ -129,13 +129,20 @@ def run(
             print(f"scribe: stopped after {ended.calls} model calls (--max-turns); "
                   f"continue with: scribe run -c '...'", file=sys.stderr)
         ending.raise_if_received()  # a signal ended the turn: scribe ends now, saying so
-        raise typer.Exit(EXIT_FOR.get(ended.reason, EXIT_FAILED))
+        if output is not OutputFormat.text:  # the text output showed them as they came
+            for failure in failed_commits:
+                print(f"scribe: {visible(failure.text)}", file=sys.stderr)
+        code = EXIT_FOR.get(ended.reason, EXIT_FAILED)
+        # The commit the person asked for did not happen: the run did not do all it was asked.
+        raise typer.Exit(EXIT_FAILED if failed_commits and code == EXIT_OK else code)
 
 
-def _drive(events: Generator[AgentEvent, None, None], output: OutputFormat) -> tuple[TurnEnded, Figures]:
+def _drive(events: Generator[AgentEvent, None, None],
+           output: OutputFormat) -> tuple[TurnEnded, Figures, list[CommitFailed]]:
     sink = {OutputFormat.text: TextSink, OutputFormat.stream_json: StreamJsonSink}.get(output)
     show = sink() if sink else None
     totals = Figures()
+    failed_commits: list[CommitFailed] = []
     stop: KeyboardInterrupt | None = None
     while True:
         try:
@@ -154,6 +161,8 @@ def _drive(events: Generator[AgentEvent, None, None], output: OutputFormat) -> t
             stop = interrupt
         if isinstance(event, AssistantMessage):
             totals.add(event.usage, *price_usage(event.usage))
+        if isinstance(event, CommitFailed):
+            failed_commits.append(event)
         if isinstance(event, TurnEnded):
-            return event, totals
+            return event, totals, failed_commits
     raise RuntimeError("the agent stopped without ending the turn")  # a bug in the loop, not a user error

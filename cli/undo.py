@@ -32,9 +32,10 @@ def undo(
     from pathlib import Path
 
     from scribe.agent.autocommit import record_undo
-    from scribe.agent.config import find_workspace
+    from scribe.agent.config import find_workspace, state_dir
     from scribe.agent.session import open_session
     from scribe.log.jsonl import SessionLocked
+    from scribe.workspace.commitlock import COMMIT_LOCK
     from scribe.workspace.git import GitRefused, GitUnavailable, is_repository, undo_commit
 
     from .log.common import resolve_session
@@ -53,7 +54,7 @@ def undo(
             if sha is None:
                 raise fail(f"no scribe commit in session {found.id} to undo", EXIT_FAILED)
             try:
-                result = undo_commit(workspace, sha, found.id)
+                result = undo_commit(workspace, sha, found.id, lock=state_dir(workspace) / COMMIT_LOCK)
             except GitUnavailable as exc:
                 raise fail(f"{exc}; scribe undo needs one", EXIT_USAGE) from None
             except GitRefused as exc:

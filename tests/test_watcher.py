@@ -29,6 +29,7 @@ from scribe.workspace.changes import FileChange
 from scribe.log.events import AssistantEvent, FileChangeEvent, ToolResultEvent, UserEvent
 from scribe.context.render import file_change_text, render
 from scribe.workspace.watcher import MAX_CHANGES, WorkspaceWatcher
+from scribe.workspace.gitrun import query_in
 
 WAIT_S = 5.0
 
@@ -60,7 +61,7 @@ def watching(workspace: Path) -> Iterator[WorkspaceWatcher]:
     (workspace / "build").mkdir()
     (workspace / "src").mkdir()
     (workspace / "src" / "app.py").write_text("print('hi')\n")
-    watcher = WorkspaceWatcher(workspace, exclude=[workspace / "state"])
+    watcher = WorkspaceWatcher(workspace, exclude=[workspace / "state"], git=query_in(workspace))
     assert watcher.start() is None
     yield watcher
     watcher.stop()
@@ -83,7 +84,7 @@ def manual(tmp_path: Path) -> tuple[WorkspaceWatcher, Clock]:
     watcher = WorkspaceWatcher(tmp_path, clock=clock)  # never started: the test plays watchdog
     from scribe.workspace.gitignore import GitIgnore
 
-    watcher._ignore = GitIgnore(tmp_path)
+    watcher._ignore = GitIgnore(tmp_path, query_in(tmp_path))
     return watcher, clock
 
 
@@ -232,7 +233,7 @@ def test_a_real_rename_and_an_atomic_save(watching: WorkspaceWatcher, workspace:
 
 def test_a_workspace_that_is_not_a_repository_is_watched_too(tmp_path: Path) -> None:
     (tmp_path / "plain").mkdir()
-    watcher = WorkspaceWatcher(tmp_path / "plain")
+    watcher = WorkspaceWatcher(tmp_path / "plain", git=query_in(tmp_path / "plain"))
     assert watcher.start() is None
     try:
         (tmp_path / "plain" / "a.txt").write_text("a")
@@ -366,7 +367,7 @@ def test_past_the_inotify_watch_limit_watching_is_off_with_one_clear_line(tmp_pa
     (tmp_path / "src").mkdir()
     monkeypatch.setattr(inotify_c.InotifyFD, "add_callback", limit)
     before = set(threading.enumerate())
-    watcher = WorkspaceWatcher(tmp_path)
+    watcher = WorkspaceWatcher(tmp_path, git=query_in(tmp_path))
     problem = watcher.start()
     assert problem == ("file watcher off (too many folders for the inotify watch limit, "
                        "fs.inotify.max_user_watches); outside changes will not be noticed")
@@ -378,7 +379,7 @@ def test_past_the_inotify_watch_limit_watching_is_off_with_one_clear_line(tmp_pa
 
 
 def test_a_handler_error_is_kept_for_the_loop_not_lost(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    watcher = WorkspaceWatcher(workspace)
+    watcher = WorkspaceWatcher(workspace, git=query_in(workspace))
     assert watcher.start() is None
     try:
         def broken(event: object) -> None:

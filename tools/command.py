@@ -313,6 +313,9 @@ def _result(run: _Running, reason: str | None, timeout: float, output: _CappedOu
             pass
     text, dropped = output.render()
     notes: list[str] = []
+    swept = run.protection.sweep()
+    if swept:
+        notes.append(f"[removed what the command created where git reads its configuration: {', '.join(swept)}]")
     if reason == "timeout":
         notes.append(f"[timed out after {timeout:g}s; {ENDED}]")
     elif reason == "cancelled":

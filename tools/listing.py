@@ -5,10 +5,11 @@ untracked-not-ignored) inside a repository, a pruned directory walk elsewhere.""
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 from fnmatch import fnmatchcase
 from pathlib import Path
+
+from scribe.workspace.gitrun import GitMissing, run_git
 
 # Skipped by the walk outside git; inside git, .gitignore decides (but .git/.scribe never show).
 SKIP_DIRS = frozenset({".git", ".scribe", "node_modules", "__pycache__", ".venv"})
@@ -37,20 +38,11 @@ def files_under(base: Path) -> list[Path]:
 
 def _git_files(base: Path) -> list[str] | None:
     """Paths relative to `base` as git sees them, or None when `base` is not in a work tree."""
-    git = shutil.which("git")
-    if git is None:
-        return None
     try:
-        result = subprocess.run(
-            [git, "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
-            cwd=base,
-            capture_output=True,
-            check=False,
-            timeout=_GIT_TIMEOUT_S,
-            # Listing must not take the index lock a concurrent `git commit` needs.
-            env={**os.environ, "GIT_OPTIONAL_LOCKS": "0"},
-        )
-    except (OSError, subprocess.TimeoutExpired):
+        # Listing must not take the index lock a concurrent `git commit` needs.
+        result = run_git(base, "ls-files", "--cached", "--others", "--exclude-standard", "-z",
+                         env={"GIT_OPTIONAL_LOCKS": "0"}, timeout=_GIT_TIMEOUT_S)
+    except (GitMissing, subprocess.TimeoutExpired):
         return None
     if result.returncode != 0:
         return None

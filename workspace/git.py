@@ -25,11 +25,15 @@ from pathlib import Path
 import git
 
 from scribe.workspace.atomic import PendingWrite, WriteFailed, prepare
+from scribe.workspace.commitlock import LockWaitedTooLong, commit_lock
+from scribe.workspace.gitrun import GitMissing, neutral_env
 
 TRAILER = "Scribe-Session"
 # Operations during which a commit would land in the middle of the person's work.
 IN_PROGRESS = {"MERGE_HEAD": "a merge", "CHERRY_PICK_HEAD": "a cherry-pick", "REVERT_HEAD": "a revert",
                "rebase-merge": "a rebase", "rebase-apply": "a rebase or git am", "BISECT_LOG": "a bisect"}
+# A look at the status must not take the index lock a concurrent commit needs.
+NO_OPTIONAL_LOCKS = {"GIT_OPTIONAL_LOCKS": "0"}
 
 
 class GitUnavailable(Exception):
@@ -46,27 +50,37 @@ class GitState:
     branch: str | None
 
 
+class _NeutralGit(git.Git):
+    """gitpython's git, every command of which (its `cat-file --batch` object reads included)
+    runs with the repository's programs turned off (workspace/gitrun.py)."""
+
+    def __init__(self, working_dir: str | os.PathLike[str] | None = None) -> None:
+        super().__init__(working_dir)
+        where = Path(working_dir) if working_dir is not None else Path.cwd()
+        self.update_environment(**{k: v for k, v in neutral_env(where).items() if os.environ.get(k) != v})
+
+
+class _Repo(git.Repo):
+    GitCommandWrapperType = _NeutralGit
+
+
 def git_state(workspace: Path) -> GitState:
     try:
-        repo = git.Repo(workspace, search_parent_directories=False)
-    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+        with open_repo(workspace) as repo:
+            head = _head(repo)  # None: a repository with no commits yet
+            branch = None if repo.head.is_detached else repo.active_branch.name
+    except GitUnavailable:
         return GitState(None, None)
-    with repo:
-        try:
-            head = repo.head.commit.hexsha
-        except ValueError:  # a repository with no commits yet
-            head = None
-        branch = None if repo.head.is_detached else repo.active_branch.name
     return GitState(head, branch)
 
 
 @contextmanager
 def open_repo(workspace: Path) -> Iterator[git.Repo]:
     try:
-        repo = git.Repo(workspace, search_parent_directories=False)
+        repo = _Repo(workspace, search_parent_directories=False)
     except (git.InvalidGitRepositoryError, git.NoSuchPathError):
         raise GitUnavailable(f"{workspace} is not a git repository") from None
-    except git.GitCommandNotFound:
+    except (git.GitCommandNotFound, GitMissing):
         raise GitUnavailable("git is not installed") from None
     with repo:
         yield repo
@@ -123,7 +137,8 @@ def dirty_paths(workspace: Path) -> set[str] | None:
     None when the workspace is not a repository."""
     try:
         with open_repo(workspace) as repo:
-            out = _run(repo, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames")
+            out = _run(repo, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames",
+                       env=NO_OPTIONAL_LOCKS)
     except (GitUnavailable, GitRefused):
         return None
     return {entry[3:] for entry in _z(out) if len(entry) > 3}
@@ -145,15 +160,40 @@ class Commit:
     sha: str
     parent: str | None
     files: list[str]
+    # Set when HEAD moved but git's index could not take the committed content (a lock): the
+    # commit stands, and the person must be told what their next `git commit` would do.
+    warning: str | None = None
 
 
-def commit_paths(workspace: Path, paths: Sequence[str], message: str) -> Commit | None:
+@contextmanager
+def _serialised(lock: Path | None) -> Iterator[None]:
+    try:
+        with commit_lock(lock):
+            yield
+    except LockWaitedTooLong as exc:
+        raise GitRefused(f"{exc}; nothing changed") from None
+
+
+def _index_locked(repo: git.Repo) -> str | None:
+    lock = Path(repo.git_dir) / "index.lock"
+    if lock.exists():
+        return (f"git's index is locked ({lock} exists: another git command is running, or one crashed; "
+                "remove the file if none runs)")
+    return None
+
+
+def commit_paths(workspace: Path, paths: Sequence[str], message: str, *, lock: Path | None = None) -> Commit | None:
     """Commit exactly `paths` as they are on disk, on top of HEAD; None if that changes nothing.
-    The person's staged changes to other files stay staged and are not part of it."""
-    with open_repo(workspace) as repo:
+    The person's staged changes to other files stay staged and are not part of it.
+    Either HEAD moves and a Commit is returned (with a warning if the index could not follow),
+    or GitRefused is raised and nothing moved. `lock`: see workspace/commitlock.py."""
+    with _serialised(lock), open_repo(workspace) as repo:
         busy = _in_progress(repo)
         if busy:
             raise GitRefused(f"{busy} is in progress; nothing committed")
+        locked = _index_locked(repo)
+        if locked:
+            raise GitRefused(f"{locked}; nothing committed")
         parent = _head(repo)
         with tempfile.TemporaryDirectory(prefix="scribe-index-") as tmp:
             env = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
@@ -165,11 +205,22 @@ def commit_paths(workspace: Path, paths: Sequence[str], message: str) -> Commit 
             return None
         changed = _z(_run(repo, "diff-tree", "-r", "-z", "--name-only", "--no-renames", parent or _empty_tree(repo), tree))
         sha = _run(repo, "commit-tree", tree, *(["-p", parent] if parent else []), "-m", message).strip()
+        # Refused (nothing moved) when HEAD is no longer `parent`: a commit made meanwhile.
         _run(repo, "update-ref", "-m", f"scribe: {message.splitlines()[0]}", "HEAD", sha, parent or "")
-        # The real index takes the committed content of these paths, so `git status` is clean for them.
-        for batch in _chunks(changed):
+        # Committed. The real index takes the committed content of these paths, so `git status`
+        # is clean for them; if it cannot, the commit still stands and the person is told.
+        return Commit(sha, parent, changed, _index_follows(repo, sha, changed))
+
+
+def _index_follows(repo: git.Repo, sha: str, paths: Sequence[str]) -> str | None:
+    """Reset the index entries of `paths` to commit `sha`; a warning in words if git refused."""
+    try:
+        for batch in _chunks(paths):
             _run(repo, "reset", "-q", sha, "--", *batch, ok=(0, 1))
-        return Commit(sha, parent, changed)
+    except GitRefused as exc:
+        return (f"git's index was not updated ({exc}); until `git reset -q -- {' '.join(paths)}` runs, "
+                "a `git commit` of yours would take these files back out")
+    return None
 
 
 def _empty_tree(repo: git.Repo) -> str:
@@ -207,7 +258,7 @@ def session_diff(workspace: Path, base: str | None, *, stat: bool = False) -> Se
             untracked = _z(_run(repo, "ls-files", "-z", "--others", "--exclude-standard", env=env))
             for batch in _chunks(untracked):
                 _run(repo, "add", "--intent-to-add", "--", *batch, env=env)
-            args = ["diff", "--no-color", "--no-ext-diff", *(["--stat=100"] if stat else []), rev, "--"]
+            args = ["diff", "--no-color", "--no-ext-diff", "--no-textconv", *(["--stat=100"] if stat else []), rev, "--"]
             text = _run(repo, *args, env=env)
         return SessionDiff(rev, name, text, untracked)
 
@@ -232,13 +283,16 @@ def session_of(message: str) -> str | None:
     return None
 
 
-def undo_commit(workspace: Path, sha: str | None, session_id: str | None = None) -> UndoResult:
+def undo_commit(workspace: Path, sha: str | None, session_id: str | None = None, *,
+                lock: Path | None = None) -> UndoResult:
     """Take back scribe's commit `sha` (None: whatever scribe commit HEAD is): HEAD returns to
     its parent and the files the commit changed return to the parent's content; nothing else
     is touched (other files, staged or not, stay as they are). Refuses, changing nothing, when
     HEAD is not that commit, when one of its files has uncommitted changes, when it was pushed,
-    or during a merge or rebase. Raises GitUnavailable outside a repository."""
-    with open_repo(workspace) as repo:
+    or during a merge or rebase, or while git's index is locked. Once HEAD moved the undo is
+    done; what git then could not do (the index) is a warning in its message. `lock`: see
+    workspace/commitlock.py. Raises GitUnavailable outside a repository."""
+    with _serialised(lock), open_repo(workspace) as repo:
         head = _head(repo)
         if head is None:
             return UndoResult(False, "the repository has no commits; nothing to undo")
@@ -260,6 +314,9 @@ def undo_commit(workspace: Path, sha: str | None, session_id: str | None = None)
         busy = _in_progress(repo)
         if busy:
             return UndoResult(False, f"{busy} is in progress; finish it first")
+        locked = _index_locked(repo)
+        if locked:
+            return UndoResult(False, f"{locked}; nothing undone")
         published = _run(repo, "branch", "-r", "--contains", head).split()
         if published:
             return UndoResult(False, f"{head[:10]} is already on {published[0]}; take it back with "
@@ -268,7 +325,8 @@ def undo_commit(workspace: Path, sha: str | None, session_id: str | None = None)
         entries = _z(_run(repo, "diff-tree", "-r", "-z", "--name-status", "--no-renames", parent, head))
         status = dict(zip(entries[1::2], entries[0::2], strict=True))  # path -> A, M, D or T
         files = sorted(status)
-        dirty = sorted({e[3:] for e in _z(_run(repo, "status", "--porcelain=v1", "-z", "--no-renames", "--", *files))
+        dirty = sorted({e[3:] for e in _z(_run(repo, "status", "--porcelain=v1", "-z", "--no-renames", "--", *files,
+                                                    env=NO_OPTIONAL_LOCKS))
                         if len(e) > 3})
         if dirty:
             return UndoResult(False, f"uncommitted changes to {', '.join(dirty)} would be lost; commit or stash "
@@ -282,21 +340,42 @@ def undo_commit(workspace: Path, sha: str | None, session_id: str | None = None)
             pending, by_git = _prepare_restore(repo.commit(parent).tree, restore, root)
         except WriteFailed as exc:
             return UndoResult(False, f"{exc}; nothing undone")
-        _run(repo, "update-ref", "-m", f"scribe undo: {subject}", "HEAD", parent, head)
+        try:
+            _run(repo, "update-ref", "-m", f"scribe undo: {subject}", "HEAD", parent, head)
+        except GitRefused:  # HEAD moved meanwhile: nothing changed, and nothing is left behind
+            for write in pending:
+                write.discard()
+            raise
+        # Undone: HEAD moved. What follows cannot take that back; what git refuses is told.
         for write in pending:
             write.commit()
-        for batch in _chunks(by_git):
-            _run(repo, "checkout", parent, "--", *batch)
-        for batch in _chunks([w.name for w in pending]):
-            _run(repo, "reset", "-q", parent, "--", *batch, ok=(0, 1))  # the index follows the restored files
-        for batch in _chunks(added):
-            _run(repo, "rm", "-q", "--cached", "--", *batch)
+        problems = _finish_undo(repo, parent, by_git, [w.name for w in pending], added)
         for rel in added:
             _remove_file(Path(repo.working_tree_dir or workspace), rel)
         what = ([f"restored {', '.join(restore)}"] if restore else []) + (
             [f"removed {', '.join(added)} (new in it)"] if added else [])
         return UndoResult(True, f"undid {head[:10]} ({subject}): HEAD is back at {parent[:10]}; "
-                                + ("; ".join(what) or "no files changed"), head, parent, files)
+                                + ("; ".join(what) or "no files changed")
+                                + "".join(f"; warning: {p}" for p in problems), head, parent, files)
+
+
+def _finish_undo(repo: git.Repo, parent: str, by_git: Sequence[str], restored: Sequence[str],
+                 added: Sequence[str]) -> list[str]:
+    """The undo's work after HEAD moved: files only git writes, and the index. What failed, in words."""
+    problems = []
+    try:
+        for batch in _chunks(by_git):
+            _run(repo, "checkout", parent, "--", *batch)
+    except GitRefused as exc:
+        problems.append(f"{', '.join(by_git)} not restored ({exc}); `git checkout {parent[:10]} -- <path>` does it")
+    try:
+        for batch in _chunks(restored):
+            _run(repo, "reset", "-q", parent, "--", *batch, ok=(0, 1))  # the index follows the restored files
+        for batch in _chunks(added):
+            _run(repo, "rm", "-q", "--cached", "--ignore-unmatch", "--", *batch)
+    except GitRefused as exc:
+        problems.append(f"git's index was not updated ({exc}); `git reset -q` once it can be")
+    return problems
 
 
 def _prepare_restore(tree: git.Tree, paths: Sequence[str], root: Path) -> tuple[list[PendingWrite], list[str]]:
@@ -333,12 +412,3 @@ def _remove_file(root: Path, rel: str) -> None:
         folder.rmdir()
         folder = folder.parent
 
-
-def git_dirs(workspace: Path) -> list[Path]:
-    """The repository's git folders: its own and, for a worktree, the common one (both must be
-    writable for `git commit` to work); none outside a repository."""
-    try:
-        with open_repo(workspace) as repo:
-            return sorted({Path(repo.git_dir).resolve(), Path(repo.common_dir).resolve()})
-    except GitUnavailable:
-        return []

@@ -1,38 +1,45 @@
-"""Which workspace paths git ignores or tracks, asked through gitpython in batches and cached.
-No repository, or no git: nothing is ignored and nothing is tracked."""
+"""Which workspace paths git ignores or tracks, asked in batches and cached. git itself is run by
+the caller's `GitQuery` (scribe's one git runner, which turns off the repository's programs;
+memory imports nothing of the tools). No repository, no query, or no git: nothing is ignored
+and nothing is tracked."""
 
 from __future__ import annotations
 
+import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
 
 IGNORE_CACHE_MAX = 20_000
 
+# git's arguments -> (exit status, stdout); raises OSError when git cannot be run.
+GitQuery = Callable[[Sequence[str]], tuple[int, bytes]]
+
 
 class GitIgnore:
-    """`git check-ignore` through gitpython, in batches, cached per path. No repository: nothing
-    is ignored."""
+    """`git check-ignore` in batches, cached per path. No repository: nothing is ignored."""
 
-    def __init__(self, workspace: Path) -> None:
+    def __init__(self, workspace: Path, query: GitQuery | None) -> None:
         self.workspace = workspace
-        self._repo: Any = None
+        self._query = query if query is not None and self._is_top(workspace, query) else None
         self._cache: dict[str, bool] = {}
         self._lock = threading.Lock()  # asked from watchdog's thread (new folders) and the agent's
-        import git
 
+    @staticmethod
+    def _is_top(workspace: Path, query: GitQuery) -> bool:
+        """Whether `workspace` is itself the top of a work tree (a folder inside one is not asked)."""
         try:
-            self._repo = git.Repo(workspace, search_parent_directories=False)
-        except (git.InvalidGitRepositoryError, git.NoSuchPathError):  # not a repository: nothing to ask
-            self._repo = None
+            status, out = query(["rev-parse", "--show-toplevel"])
+        except OSError:
+            return False
+        return status == 0 and Path(os.fsdecode(out.strip())).resolve() == workspace.resolve()
 
     def clear(self) -> None:
         self._cache.clear()
 
     def ignored(self, paths: Sequence[str]) -> set[str]:
         """The subset of `paths` (workspace-relative posix; a trailing / for a folder) git ignores."""
-        if self._repo is None or not paths:
+        if self._query is None or not paths:
             return set()
         unknown = [p for p in dict.fromkeys(paths) if p not in self._cache]
         if len(self._cache) + len(unknown) > IGNORE_CACHE_MAX:
@@ -44,24 +51,20 @@ class GitIgnore:
         return {p for p in paths if self._cache.get(p)}
 
     def tracked(self, paths: Sequence[str]) -> set[str]:
-        if self._repo is None or not paths:
+        if self._query is None or not paths:
             return set()
         return set(self._git("ls-files", "-z", "--", *paths))
 
     def _git(self, *args: str) -> list[str]:
         # Exit 1 from check-ignore means "none ignored": not an error here.
-        import git
-
+        assert self._query is not None
         try:
             with self._lock:
-                status, out, _ = self._repo.git.execute(
-                    ["git", "-c", "core.quotepath=off", *args], with_extended_output=True, with_exceptions=False,
-                    strip_newline_in_stdout=False)
-        except (git.GitCommandNotFound, OSError):  # git itself missing: nothing ignored, nothing tracked
+                status, out = self._query(["-c", "core.quotepath=off", *args])
+        except OSError:  # git itself missing: nothing ignored, nothing tracked
             return []
-        sep = "\0" if "-z" in args else "\n"
-        return [p for p in out.split(sep) if p] if status in (0, 1) else []
+        sep = b"\0" if "-z" in args else b"\n"
+        return [os.fsdecode(p) for p in out.split(sep) if p] if status in (0, 1) else []
 
     def close(self) -> None:
-        if self._repo is not None:
-            self._repo.close()
+        self._query = None

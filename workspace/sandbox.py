@@ -3,7 +3,8 @@ it, or the plain process with what can be had without one, and a plain account o
 
 In the sandbox a command gets a PID namespace with its own /proc (scribe's process, its
 environment and every other process are out of sight), the workspace, `allowed_paths` and the
-repository's git folders writable, a private /tmp, the state folder (`.scribe/`) hidden and the
+repository's git folders writable (git's own configuration, hooks and pointers in them read-only,
+and `.git` pinned in place: see gitfolders.py), a private /tmp, the state folder (`.scribe/`) hidden and the
 rest of the file system read-only. Network is shared, as without a sandbox. When scribe runs as
 root the sandbox keeps only the capabilities a container runtime grants by default: with
 CAP_SYS_ADMIN a command could unmount the private /proc and read the host's.
@@ -27,6 +28,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from scribe.workspace.gitfolders import git_folders
 
 # Docker's default capability set, less CAP_MKNOD (a device node in the writable workspace
 # would open the raw disk): enough for chown, setuid tools and binding low ports as root.
@@ -55,6 +58,13 @@ class Protection:
     writable: tuple[str, ...] = ()
     # Paths a sandboxed command sees as an empty, read-only folder.
     hidden: tuple[str, ...] = ()
+    # Git folders bound onto themselves (not movable), then git's configuration read-only in them.
+    pinned: tuple[str, ...] = ()
+    read_only: tuple[str, ...] = ()
+    # Git folders that were not made writable, one line each with the reason.
+    refused: tuple[str, ...] = ()
+    # Git configuration entries that did not exist: removed if a command creates one (sweep).
+    absent: tuple[str, ...] = ()
     # Why there is no sandbox, in words a person can act on.
     reason: str = ""
     bwrap: str = ""
@@ -72,6 +82,22 @@ class Protection:
         return [*_bwrap_args(self), "--chdir", self.workspace,
                 "--", "bash", "-c", _WRAPPER, "scribe-command", command, str(status_fd)]
 
+    def sweep(self) -> list[str]:
+        """Remove the git configuration entries a sandboxed command created where there were none
+        (a `commondir` would point git at a configuration of the command's choosing); what was
+        removed. Called once the command ended, when every process it started has ended too."""
+        removed = []
+        for path in self.absent if self.sandboxed else ():
+            entry = Path(path)
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry, ignore_errors=True)
+            elif entry.exists() or entry.is_symlink():
+                entry.unlink(missing_ok=True)
+            else:
+                continue
+            removed.append(path)
+        return removed
+
     def record(self) -> dict[str, Any]:
         """What the session event keeps."""
         record: dict[str, Any] = {"sandbox": self.sandbox, "private_proc": self.sandboxed,
@@ -79,7 +105,9 @@ class Protection:
                                   "network": "shared"}
         if self.sandboxed:
             record.update(writable=[*self.writable, "/tmp (private)"], hidden=list(self.hidden),
-                          read_only="the rest of the file system")
+                          read_only="the rest of the file system", git_read_only=list(self.read_only))
+            if self.refused:
+                record["refused"] = list(self.refused)
         else:
             record.update(reason=self.reason, process_readable=self.as_root or not _can_hide_process())
         return record
@@ -91,15 +119,18 @@ class Protection:
         if self.sandboxed:
             writable = ", ".join([*self.writable, "a private /tmp"])
             hidden = f"; {', '.join(self.hidden)} hidden" if self.hidden else ""
+            git = ("; git's own configuration, hooks and pointers (config, hooks/, info/, the .git file) are "
+                   "read-only, and .git cannot be moved or replaced" if self.read_only or self.pinned else "")
             return [
                 "commands: sandboxed with bubblewrap" + (" (as root, with container default capabilities)"
                                                           if self.as_root else ""),
                 "  covers: a private /proc and PID namespace (scribe's process and environment are out of "
                 "sight); every process a command starts ends with it, and with scribe, even on SIGKILL; "
-                f"writable: {writable}; the rest of the file system is read-only{hidden}; {secrets}",
+                f"writable: {writable}; the rest of the file system is read-only{hidden}{git}; {secrets}",
                 "  does not cover: the network (shared); files you can read (shell profiles, ~/.netrc, a "
                 ".env in the workspace: redacted only where they hold a value scribe's environment "
                 "holds too); what the workspace's own scripts do inside it",
+                *(f"  refused: {line}" for line in self.refused),
             ]
         process = ("scribe's own process is not readable by commands (it is made non-dumpable)"
                    if not self.as_root and _can_hide_process() else
@@ -124,14 +155,17 @@ def command_protection(workspace: Path, *, allowed_roots: Sequence[Path] = (), s
     found = bwrap or shutil.which("bwrap")
     if not found:
         return Protection("none", base, reason="bubblewrap (bwrap) is not installed", as_root=root)
-    writable = _writable(workspace.resolve(), allowed_roots)
+    folders = git_folders(workspace)
+    writable = _writable(workspace.resolve(), allowed_roots, folders.outside)
     hidden = ()
     if state_dir is not None:
         state = state_dir.resolve()
         # Never hide a folder that holds what commands must see.
         if not any(Path(p) == state or Path(p).is_relative_to(state) for p in writable):
             hidden = (str(state),)
-    protection = Protection("bubblewrap", base, writable, hidden, bwrap=found, as_root=root)
+    protection = Protection("bubblewrap", base, writable, hidden, tuple(map(str, folders.pinned)),
+                            tuple(map(str, folders.read_only)), folders.refused, tuple(map(str, folders.absent)),
+                            bwrap=found, as_root=root)
     problem = _probe(found, root)
     if problem is not None:
         return Protection("none", base, reason=f"bubblewrap cannot create its namespaces here: {problem}",
@@ -139,12 +173,10 @@ def command_protection(workspace: Path, *, allowed_roots: Sequence[Path] = (), s
     return protection
 
 
-def _writable(workspace: Path, allowed_roots: Sequence[Path]) -> tuple[str, ...]:
-    from scribe.workspace.git import git_dirs  # gitpython takes a while to import; only now is it needed
-
+def _writable(workspace: Path, allowed_roots: Sequence[Path], git_outside: Sequence[Path]) -> tuple[str, ...]:
     paths: list[Path] = [workspace]
     # A worktree's or a submodule's git folder lives outside it; git commit must still work.
-    for path in [*(Path(r).resolve() for r in allowed_roots), *git_dirs(workspace)]:
+    for path in [*(Path(r).resolve() for r in allowed_roots), *git_outside]:
         if path.exists() and not any(path == p or path.is_relative_to(p) for p in paths):
             paths.append(path)
     return tuple(str(p) for p in paths)
@@ -155,6 +187,13 @@ def _bwrap_args(protection: Protection) -> list[str]:
             "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
     for path in protection.writable:
         args += ["--bind", path, path]
+    # Checked now, not when the protection was worked out: bubblewrap fails on a missing source.
+    for path in protection.pinned:
+        if Path(path).is_dir():
+            args += ["--bind", path, path]
+    for path in protection.read_only:
+        if os.path.exists(path):
+            args += ["--ro-bind", path, path]
     for path in protection.hidden:
         if Path(path).is_dir():  # bubblewrap would create a missing one, in the real workspace
             args += ["--tmpfs", path, "--remount-ro", path]

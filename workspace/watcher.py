@@ -15,11 +15,11 @@ Rules:
   not reported, except to a file the agent had read or written: its view of that file is stale,
   whoever changed it.
 - Ignored: `.git/` and `.scribe/` at any depth, the state folder, and what git ignores (asked in
-  batches through gitpython, cached). Ignored top-level folders (`.venv/`, `node_modules/`) are
+  batches through the git runner the caller hands in, cached). Ignored top-level folders (`.venv/`, `node_modules/`) are
   not even watched, so they cost nothing.
 
-This module knows nothing of the agent, its tools or a terminal; watchdog and gitpython are
-imported when watching starts, so importing it is free.
+This module knows nothing of the agent, its tools or a terminal; watchdog is imported when
+watching starts, so importing it is free.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from scribe.workspace.changes import FileChange, Pending, PendingChanges, file_hash
-from scribe.workspace.gitignore import GitIgnore
+from scribe.workspace.gitignore import GitIgnore, GitQuery
 
 DEBOUNCE_S = 0.15  # a path quiet this long has settled
 COMMAND_GRACE_S = 0.25  # events this soon after the agent's command ended are still its doing
@@ -47,8 +47,10 @@ class WorkspaceWatcher:
     paths into FileChange records."""
 
     def __init__(self, workspace: Path, exclude: Sequence[Path] = (), *,
-                 clock: Callable[[], float] = time.monotonic, debounce_s: float = DEBOUNCE_S) -> None:
+                 clock: Callable[[], float] = time.monotonic, debounce_s: float = DEBOUNCE_S,
+                 git: GitQuery | None = None) -> None:
         self.root = workspace.resolve()
+        self._git = git  # how to ask git what it ignores; None: nothing is ignored
         self._prefix = str(self.root) + os.sep
         # folders inside the workspace never reported (the state folder, wherever SCRIBE_HOME puts it)
         self._excluded = tuple(Path(p).resolve().relative_to(self.root).as_posix() for p in exclude
@@ -76,7 +78,7 @@ class WorkspaceWatcher:
         try:
             from watchdog.observers import Observer
 
-            self._ignore = GitIgnore(self.root)
+            self._ignore = GitIgnore(self.root, self._git)
             self._handler = _handler_for(self)
             self._observer = Observer()
             self._observer.schedule(self._handler, str(self.root), recursive=False, event_filter=_event_filter())

@@ -227,8 +227,11 @@ def _undo(repl: Repl, arg: str) -> None:
 
     try:
         result = undo_last(repl.session, repl.workspace, repl.agent.watcher)
-    except (GitUnavailable, GitRefused) as exc:
+    except GitUnavailable as exc:
         repl.view.note(f"{exc}; /undo needs a git repository")
+        return
+    except GitRefused as exc:
+        repl.view.error(f"{exc}; nothing undone")
         return
     (repl.view.note if result.done else repl.view.error)(result.message)
 
