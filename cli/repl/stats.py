@@ -15,7 +15,9 @@ from scribe.memory.chunks import ChunkIndex
 from scribe.memory.events import Event, UsageEvent
 from scribe.memory.health import MemoryHealth
 from scribe.memory.render import current_model
-from scribe.memory.stats import Figures, figures_of
+from scribe.memory.stats import Figures, Pricer, figures_of
+
+from ..log.common import priced_money
 
 
 @dataclass(frozen=True)
@@ -29,6 +31,7 @@ class Numbers:
 
     @property
     def cost(self) -> float:
+        """Of the priced calls (cost_text says "unpriced" for the rest)."""
         return self.totals.cost_usd
 
     @property
@@ -37,9 +40,10 @@ class Numbers:
 
 
 def numbers(events: Sequence[Event], mode: str, context: ContextSize, index: ChunkIndex | None = None,
-            usage: Sequence[UsageEvent] | None = None) -> Numbers:
+            usage: Sequence[UsageEvent] | None = None, price: Pricer = price_usage) -> Numbers:
     """The figures the bar and /stats show. `index` and `usage` (the session's chunk index and its
-    model calls as its digest keeps them) spare a scan of the whole log."""
+    model calls as its digest keeps them) spare a scan of the whole log; `price` is the
+    workspace's (configured prices, then the list)."""
     usages = list(usage) if usage is not None else [e for e in events if isinstance(e, UsageEvent)]
     # "Last" is the conversation's last call: a memory call (observer, curator) reads another
     # prompt, and its rate says nothing about the cache the next turn will read.
@@ -53,7 +57,7 @@ def numbers(events: Sequence[Event], mode: str, context: ContextSize, index: Chu
         model=current_model(events, index),
         mode=mode,
         context=context,
-        totals=figures_of(usages, price_usage),
+        totals=figures_of(usages, price),
         agent_calls=len(agent),
         last_hit=last_hit,
     )
@@ -76,10 +80,15 @@ def dollars(cost: float) -> str:
     return f"${cost:.4f}" if cost < 1 else f"${cost:.2f}"
 
 
+def cost_text(totals: Figures) -> str:
+    """The session's cost, or "unpriced" for a model with no price (as `scribe log stats` says)."""
+    return priced_money(totals, totals.cost_usd, dollars)
+
+
 def toolbar_fields(n: Numbers) -> list[str]:
     """Model, mode, cost, context (observations and raw), cache hit rates: most wanted first."""
     ctx = n.context
-    return [n.model, n.mode, dollars(n.cost),
+    return [n.model, n.mode, cost_text(n.totals),
             f"context ~{tokens(ctx.total)} (obs {tokens(ctx.observations)} · raw {tokens(ctx.raw)})",
             f"cache {percent(n.last_hit)} last · {percent(n.session_hit)} session"]
 
@@ -108,6 +117,7 @@ def stats_lines(n: Numbers, health: MemoryHealth | None = None) -> list[str]:
         f"(last call {percent(n.last_hit)})",
         f"context      ~{n.context.total:,} tokens next call: {n.context.fixed:,} instructions and tools, "
         f"{n.context.observations:,} observations, {n.context.raw:,} raw",
-        f"cost         {dollars(n.cost)}",
+        f"cost         {cost_text(n.totals)}"
+        + (" (a model with no price: [prices.MODEL] in the config sets one)" if n.totals.unpriced else ""),
         *([f"memory       {health.summary()}"] if health is not None else []),
     ]
