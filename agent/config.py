@@ -67,6 +67,9 @@ class Settings:
     sandbox: bool = True
     # Seconds of regular-expression matching one search may spend (search_files, recall, log search).
     regex_timeout_s: float = 5.0
+    # The model's context window in tokens; 0: known from the model (Claude), the server's own
+    # report (llama.cpp's /props) or a refused request's words (agent/window.py).
+    context_tokens: int = 0
 
     def recorded(self) -> dict[str, Any]:
         """What the session event keeps: everything, so a request is rebuilt from the log alone."""
@@ -82,7 +85,7 @@ LIMITS: dict[str, tuple[float, float | None]] = {
     "render_output_chars": (200, None), "settled_output_chars": (200, None),
     "output_cap_bytes": (1000, None), "max_retries": (0, None), "retry_backoff_s": (0.0, None),
     "request_timeout_s": (0.1, None), "notes_tokens": (0, None), "mcp_start_timeout_s": (0.1, None),
-    "mcp_call_timeout_s": (0.1, None), "regex_timeout_s": (0.01, None),
+    "mcp_call_timeout_s": (0.1, None), "regex_timeout_s": (0.01, None), "context_tokens": (0, None),
     # Room for the instructions and two observation chunks at least; at most a 200k-token context
     # window less the side call's own answer (4,096 tokens) and a margin for the estimate.
     "side_call_tokens": (8_000, 190_000),

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from scribe.agent.compress import ContextSize
 from scribe.agent.pricing import price_usage
+from scribe.agent.window import ContextWindow, Limits
 from scribe.memory.chunks import ChunkIndex
 from scribe.memory.events import Event, UsageEvent
 from scribe.memory.health import MemoryHealth
@@ -28,6 +29,9 @@ class Numbers:
     totals: Figures  # every call of the session, any purpose, priced
     agent_calls: int
     last_hit: float | None  # cache hit rate of the last agent call; None before the first
+    window: ContextWindow | None = None  # the model's context window, when known
+    limits: Limits | None = None  # the compression thresholds in force
+
 
     @property
     def cost(self) -> float:
@@ -40,7 +44,8 @@ class Numbers:
 
 
 def numbers(events: Sequence[Event], mode: str, context: ContextSize, index: ChunkIndex | None = None,
-            usage: Sequence[UsageEvent] | None = None, price: Pricer = price_usage) -> Numbers:
+            usage: Sequence[UsageEvent] | None = None, price: Pricer = price_usage,
+            window: ContextWindow | None = None, limits: Limits | None = None) -> Numbers:
     """The figures the bar and /stats show. `index` and `usage` (the session's chunk index and its
     model calls as its digest keeps them) spare a scan of the whole log; `price` is the
     workspace's (configured prices, then the list)."""
@@ -60,6 +65,8 @@ def numbers(events: Sequence[Event], mode: str, context: ContextSize, index: Chu
         totals=figures_of(usages, price),
         agent_calls=len(agent),
         last_hit=last_hit,
+        window=window,
+        limits=limits,
     )
 
 
@@ -85,11 +92,24 @@ def cost_text(totals: Figures) -> str:
     return priced_money(totals, totals.cost_usd, dollars)
 
 
+def window_text(window: ContextWindow | None, limits: Limits | None = None) -> str:
+    """The window and the thresholds it sets, as /stats and `scribe config` say them."""
+    said = window.describe() if window is not None else "unknown (context_tokens in the config sets it)"
+    if limits is None:
+        return said
+    return (f"{said}; observe past {limits.observe:,} raw tokens, reflect past {limits.reflect:,} of "
+            f"observations, side calls at most {limits.side_call:,}")
+
+
+def context_field(n: Numbers) -> str:
+    ctx = n.context
+    share = f" of {tokens(n.window.tokens)}" if n.window is not None else ""
+    return f"context ~{tokens(ctx.total)}{share} (obs {tokens(ctx.observations)} · raw {tokens(ctx.raw)})"
+
+
 def toolbar_fields(n: Numbers) -> list[str]:
     """Model, mode, cost, context (observations and raw), cache hit rates: most wanted first."""
-    ctx = n.context
-    return [n.model, n.mode, cost_text(n.totals),
-            f"context ~{tokens(ctx.total)} (obs {tokens(ctx.observations)} · raw {tokens(ctx.raw)})",
+    return [n.model, n.mode, cost_text(n.totals), context_field(n),
             f"cache {percent(n.last_hit)} last · {percent(n.session_hit)} session"]
 
 
@@ -117,6 +137,7 @@ def stats_lines(n: Numbers, health: MemoryHealth | None = None) -> list[str]:
         f"(last call {percent(n.last_hit)})",
         f"context      ~{n.context.total:,} tokens next call: {n.context.fixed:,} instructions and tools, "
         f"{n.context.observations:,} observations, {n.context.raw:,} raw",
+        f"window       {window_text(n.window, n.limits)}",
         f"cost         {cost_text(n.totals)}"
         + (" (a model with no price: [prices.MODEL] in the config sets one)" if n.totals.unpriced else ""),
         *([f"memory       {health.summary()}"] if health is not None else []),
