@@ -18,7 +18,14 @@ from rich.console import Console
 from helpers import as_a_person, events_of, run_scribe, scribe_env, session_logs
 from scribe.agent.config import load_settings
 from scribe.agent.runtime import SessionChoice, choose_session
-from scribe.agent.window import ContextWindow, limits, read_overflow
+from scribe.agent.window import (
+    ContextWindow,
+    anthropic_url,
+    effective_window,
+    limits,
+    props_urls,
+    read_overflow,
+)
 from scribe.cli.repl.loop import Repl
 from scribe.cli.repl.view import View
 from scribe.fakeapi import FakeMessagesServer, Reply
@@ -224,3 +231,22 @@ def test_the_overflow_words_of_each_server_are_read(message: str, requested: int
     overflow = read_overflow(message)
     assert overflow is not None and (overflow.requested, overflow.window) == (requested, window)
     assert read_overflow("max_tokens: 300000 > 64000, which is the maximum allowed") is None
+
+
+def test_where_a_server_is_asked_for_its_window() -> None:
+    assert props_urls("http://127.0.0.1:8080") == ["http://127.0.0.1:8080/props"]
+    # a base URL that ends in a path (a proxy's): beside the Messages path first, then the root
+    assert props_urls("http://gpu-box:8080/llama/") == ["http://gpu-box:8080/llama/props", "http://gpu-box:8080/props"]
+    assert anthropic_url(None) and anthropic_url("https://api.anthropic.com") and not anthropic_url("http://localhost")
+
+
+def test_which_window_wins() -> None:
+    refused = ContextWindow(4_096, "error")
+    assert effective_window("claude-sonnet-5-5", 0, None) == ContextWindow(200_000, "table")
+    assert effective_window("local", 0, None) is None
+    assert effective_window("local", 8_192, None) == ContextWindow(8_192, "config")
+    assert effective_window("local", 8_192, refused, "local") == refused  # the server is the judge
+    assert effective_window("local", 2_048, refused, "local") == ContextWindow(2_048, "config")
+    assert effective_window("claude-sonnet-5-5", 0, refused, "claude-sonnet-5-5") == refused
+    # a switch to a model the table knows leaves what was learned of the other behind
+    assert effective_window("claude-opus-5", 0, refused, "claude-sonnet-5-5") == ContextWindow(200_000, "table")
