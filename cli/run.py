@@ -12,10 +12,9 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from scribe.agent.config import PERMISSION_MODES, load_settings
-from scribe.agent.pricing import price_usage
+from scribe.agent.config import PERMISSION_MODES, load_settings, price_book
 from scribe.agent.protocol import AgentEvent, AssistantMessage, TurnEnded
-from scribe.context.stats import Figures
+from scribe.context.stats import Figures, Pricer
 
 if TYPE_CHECKING:
     from scribe.agent.curator import Curation
@@ -76,6 +75,7 @@ def run(
         workspace = find_workspace(Path.cwd())
         flags = {"permission_mode": permission_mode, "max_turns": max_turns, "model": model, "auto_commit": auto_commit}
         settings = load_settings(workspace, flags)
+        prices = price_book(workspace)
         if settings.permission_mode == "ask":
             settings = load_settings(workspace, {**flags, "permission_mode": "accept-edits"})
         client = ModelClient.for_settings(settings)
@@ -103,7 +103,7 @@ def run(
                 if not (continue_ or session):
                     for line in start_notes(agent_session.header):
                         print(f"scribe: {visible(line)}", file=sys.stderr)
-                ended, totals = _drive(agent.turn(text), output)
+                ended, totals = _drive(agent.turn(text), output, prices.price_usage)
             finally:
                 if agent is not None:
                     agent.close()  # stops the file watcher
@@ -126,7 +126,8 @@ def run(
         raise typer.Exit(EXIT_FOR.get(ended.reason, EXIT_FAILED))
 
 
-def _drive(events: Generator[AgentEvent, None, None], output: OutputFormat) -> tuple[TurnEnded, Figures]:
+def _drive(events: Generator[AgentEvent, None, None], output: OutputFormat,
+           price: Pricer) -> tuple[TurnEnded, Figures]:
     sink = {OutputFormat.text: TextSink, OutputFormat.stream_json: StreamJsonSink}.get(output)
     show = sink() if sink else None
     totals = Figures()
@@ -147,7 +148,7 @@ def _drive(events: Generator[AgentEvent, None, None], output: OutputFormat) -> t
                 raise
             stop = interrupt
         if isinstance(event, AssistantMessage):
-            totals.add(event.usage, *price_usage(event.usage))
+            totals.add(event.usage, *price(event.usage))
         if isinstance(event, TurnEnded):
             return event, totals
     raise RuntimeError("the agent stopped without ending the turn")  # a bug in the loop, not a user error
