@@ -10,14 +10,21 @@ the log, so a restarted process behaves as the one before it.
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from scribe.memory.answer import Answer
 from scribe.context.budget import InputBudget
 from scribe.context.chunks import Chunk, tail_after
-from scribe.log.events import ErrorEvent, Event, ObservationEvent, ReflectionEvent, UsageEvent
+from scribe.log.events import (
+    ContextWindowEvent,
+    ErrorEvent,
+    Event,
+    ObservationEvent,
+    ReflectionEvent,
+    UsageEvent,
+)
 from scribe.log.health import refusals_in_a_row
 from scribe.memory.observer import (
     OBSERVATIONS_SHOWN,
@@ -52,10 +59,14 @@ from .model import CallResult, ModelClient
 from .payback import Rates, paid_off, reflection_paid_off, turn_start
 from .protocol import AgentEvent, Compressed, Notice
 from .session import Session
+from .window import ContextWindow, Limits, Overflow, limits, session_window
 
 OBSERVE_FAILED_KIND = "observe_backoff"
 # After this many observer answers refused in a row, the person is told plainly, once.
 STALLED_AFTER = 3
+# Rounds of observing and reflecting one shrink_to may make (each observes what the side-call
+# limit lets one observer call read).
+SHRINK_ROUNDS = 6
 OBSERVER_OVERHEAD = estimate_text(OBSERVER_SYSTEM) + 40  # instructions and framing of its input
 REFLECTOR_OVERHEAD = estimate_text(REFLECTOR_SYSTEM) + 40
 
@@ -88,7 +99,7 @@ class Compressor:
         turn start, when finished turns have cost as much in cache reads as observing them would."""
         events = session.events
         size = self.context(session)
-        threshold = self.settings.observe_tokens
+        threshold = self.limits(session).observe
         cold = self.settings.compress_when_cold and self._cache_is_cold(events)
         if cold:
             threshold //= 2  # nothing cached to lose: compressing now costs nothing extra
@@ -112,30 +123,88 @@ class Compressor:
 
     def context(self, session: Session) -> ContextSize:
         chunks, observed_to = self._update(session)
-        raw = self.estimator.total(tail_after(session.events, observed_to))
+        raw = self.estimator.total(self._raw(session, observed_to))
         return ContextSize(fixed_tokens(session.header), sum(chunk_size(c) for c in chunks), raw)
 
     def request_estimate(self, session: Session) -> int:
         """Uncalibrated estimate of a whole agent request, to compare with reported usage."""
         chunks, observed_to = self._update(session)
         return fixed_tokens(session.header) + sum(chunk_size(c) for c in chunks) + sum(
-            self.estimator.of(e) for e in tail_after(session.events, observed_to))
+            self.estimator.of(e) for e in self._raw(session, observed_to))
+
+    # -- the context window (agent/window.py) -------------------------------------------
+
+    def window(self, session: Session) -> ContextWindow | None:
+        """The context window of the session's current model, as far as it is known."""
+        self._update(session)
+        return session_window(session, self.settings.context_tokens)
+
+    def limits(self, session: Session) -> Limits:
+        """The thresholds in force: the configured ones, lowered to shares of the window."""
+        s = self.settings
+        return limits(self.window(session), observe=s.observe_tokens, reflect=s.reflect_tokens,
+                      side_call=s.side_call_tokens, max_tokens=s.max_tokens,
+                      fixed=int(fixed_tokens(session.header) * self.estimator.factor))
+
+    def learn_window(self, session: Session, tokens: int, source: str) -> bool:
+        """Record a window the server reported or a refusal named, if it is news; True if it was."""
+        known = self.window(session)
+        if known is not None and known.tokens == tokens:
+            return False
+        session.append(ContextWindowEvent, tokens=tokens, source=source,
+                       model=current_model(session.events, session.chunks))
+        return True
+
+    def after_overflow(self, session: Session, overflow: Overflow, request_estimate: int) -> int:
+        """A request was refused for its size: learn the window it named and, from the size it
+        named, this session's tokens per estimate. Returns the most the next request may hold."""
+        self.learn_window(session, overflow.window, "error")
+        if overflow.requested:
+            self.estimator.calibrate(request_estimate, overflow.requested)
+        prompt = self.limits(session).prompt
+        return prompt if prompt is not None else overflow.window
+
+    def shrink_to(self, session: Session, budget: int, *, keep_from: int) -> Generator[AgentEvent, None, bool]:
+        """Compress now, as hard as needed, until the next request is estimated within `budget`
+        tokens: observe every raw event before seq `keep_from` (the retention floor and the
+        backoffs do not apply), then reflect the observations. True when it fits. The raw log is
+        never touched; what compression cannot do is left to the caller."""
+        for _ in range(SHRINK_ROUNDS):
+            size = self.context(session)
+            if size.total <= budget:
+                return True
+            _, observed_to = self._update(session)
+            earlier = [e for e in self._raw(session, max(observed_to, 0)) if e.seq < keep_from]
+            span = choose_span(earlier, self.estimator, keep_tokens=0) if earlier else None
+            if span is not None:
+                yield from self.observe(session, span=span)
+            if self.context(session).observations > self.limits(session).reflect:
+                yield from self.reflect(session, force=True)
+            if self.context(session).total >= size.total:
+                break  # no answer made it smaller: nothing more to gain by asking again
+        return self.context(session).total <= budget
+
+    def own_size(self, session: Session, since: int) -> int:
+        """Estimated tokens of a request holding only the fixed prefix and the raw events from
+        seq `since` on: the least a request of this turn can be, whatever is compressed."""
+        _, observed_to = self._update(session)
+        own = [e for e in self._raw(session, max(observed_to, 0)) if e.seq >= since]
+        return int(fixed_tokens(session.header) * self.estimator.factor) + self.estimator.total(own)
 
     # -- observer ------------------------------------------------------------------------
 
     def observe(self, session: Session, *, force: bool = False, span: Span | None = None) -> Iterator[AgentEvent]:
         """Observe `span`, or by default the oldest raw events down to the retention floor."""
-        events = session.events
         chunks, observed_to = self._update(session)
-        raw = tail_after(events, max(observed_to, 0))  # seq 0 is the session header, never observed
+        raw = self._raw(session, max(observed_to, 0))  # seq 0 is the session header, never observed
         if span is None:
-            keep = int(self.settings.observe_tokens * self.settings.retention)
+            keep = int(self.limits(session).observe * self.settings.retention)
             span = choose_span(raw, self.estimator, keep_tokens=keep)
         if span is None:
             if force:
                 yield Notice("nothing to observe: the raw tail is within the retention floor")
             return
-        room = self._budget().room(OBSERVER_SYSTEM)
+        room = self._budget(session).room(OBSERVER_SYSTEM)
         shown = min(OBSERVATIONS_SHOWN, room // 4)
         span = clip_span(raw, span, room - shown - 40, self._observer_view, self.estimator)
         chosen = [e for e in raw if span.seq_from <= e.seq <= span.seq_to]
@@ -166,7 +235,7 @@ class Compressor:
     def paid_off_span(self, session: Session, *, cold: bool = False) -> Span | None:
         """At a turn start: the finished turns whose cache reads have paid for observing them."""
         chunks, observed_to = self._update(session)
-        raw = tail_after(session.events, max(observed_to, 0))
+        raw = self._raw(session, max(observed_to, 0))
         if turn_start(raw) is None:
             return None
         factor = self.estimator.factor
@@ -199,7 +268,7 @@ class Compressor:
         factor = self.estimator.factor
         rates = Rates.of(current_model(session.events, session.chunks), self.settings.observer_model)
         n = reflection_paid_off([chunk_size(c) * factor for c in chunks], calls, REFLECTOR_OVERHEAD * factor, rates)
-        room = self._budget().room(REFLECTOR_SYSTEM)  # the side-call limit holds here too
+        room = self._budget(session).room(REFLECTOR_SYSTEM)  # the side-call limit holds here too
         while n is not None and n >= 2 and INPUT_FRAMING_TOKENS + sum(chunk_size(c) + 1 for c in chunks[:n]) > room:
             n -= 1
         if n is None or n < 2:
@@ -211,8 +280,8 @@ class Compressor:
         chunks, _ = self._update(session)
         total = sum(chunk_size(c) for c in chunks)
         given = plan is not None
-        room = self._budget().room(REFLECTOR_SYSTEM)
-        plan = plan or plan_reflection(chunks, self.settings.reflect_tokens, force=force, room=room)
+        room = self._budget(session).room(REFLECTOR_SYSTEM)
+        plan = plan or plan_reflection(chunks, self.limits(session).reflect, force=force, room=room)
         if plan is None:
             if force:
                 yield Notice("nothing to reflect: fewer than two observation chunks")
@@ -251,8 +320,13 @@ class Compressor:
         self.estimator.settled_before = session.chunks.settled_before
         return chunks, observed_to
 
-    def _budget(self) -> InputBudget:
-        return InputBudget(self.settings.side_call_tokens, self.estimator.factor)
+    def _budget(self, session: Session) -> InputBudget:
+        return InputBudget(self.limits(session).side_call, self.estimator.factor)
+
+    def _raw(self, session: Session, observed_to: int) -> Sequence[Event]:
+        """The raw tail as requests show it: after the chunks, less what a turn too big for the
+        window left out."""
+        return session.chunks.shown(tail_after(session.events, observed_to))
 
     def _call(self, session: Session, request: Request, purpose: str) -> CallResult:
         result = self.model.complete(request)

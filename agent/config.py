@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from .trust import MCP_JSON, TRUST_FILE, TrustStore, WorkspaceTrust, fingerprint
+from .pricing import PRICE_KEYS, PriceBook
 
 # The current Sonnet and Haiku in the SDK's model list (anthropic 2.14).
 DEFAULT_MODEL = "claude-sonnet-5-5"
@@ -71,6 +72,9 @@ class Settings:
     sandbox: bool = True
     # Seconds of regular-expression matching one search may spend (search_files, recall, log search).
     regex_timeout_s: float = 5.0
+    # The model's context window in tokens; 0: known from the model (Claude), the server's own
+    # report (llama.cpp's /props) or a refused request's words (agent/window.py).
+    context_tokens: int = 0
 
     def recorded(self) -> dict[str, Any]:
         """What the session event keeps: everything, so a request is rebuilt from the log alone."""
@@ -86,7 +90,7 @@ LIMITS: dict[str, tuple[float, float | None]] = {
     "render_output_chars": (200, None), "settled_output_chars": (200, None),
     "output_cap_bytes": (1000, None), "max_retries": (0, None), "retry_backoff_s": (0.0, None),
     "request_timeout_s": (0.1, None), "notes_tokens": (0, None), "mcp_start_timeout_s": (0.1, None),
-    "mcp_call_timeout_s": (0.1, None), "regex_timeout_s": (0.01, None),
+    "mcp_call_timeout_s": (0.1, None), "regex_timeout_s": (0.01, None), "context_tokens": (0, None),
     # Room for the instructions and two observation chunks at least; at most a 200k-token context
     # window less the side call's own answer (4,096 tokens) and a margin for the estimate.
     "side_call_tokens": (8_000, 190_000),
@@ -257,11 +261,50 @@ def read_config_file(path: Path, data: bytes | None = None) -> Any:
 
 def _read_toml(path: Path, text: bytes | None = None) -> dict[str, Any]:
     data = read_config_file(path, text) or {}
-    # [mcp.servers.NAME] tables are read by agent/mcpconfig.py.
-    unknown = sorted(set(data) - set(FIELDS) - {"mcp"})
+    # [mcp.servers.NAME] tables are read by agent/mcpconfig.py, [prices.MODEL] by read_prices.
+    unknown = sorted(set(data) - set(FIELDS) - TABLES)
     if unknown:
         raise ConfigError(f"{path}: unknown setting {', '.join(unknown)} (known: {', '.join(FIELDS)})")
-    return {k: _coerce(k, v, f"{path}: {k}") for k, v in data.items() if k != "mcp"}
+    return {k: _coerce(k, v, f"{path}: {k}") for k, v in data.items() if k not in TABLES}
+
+
+TABLES = {"mcp", "prices"}
+
+
+def read_prices(workspace: Path) -> dict[str, dict[str, float]]:
+    """The `[prices.MODEL]` tables of the user and workspace config (the workspace's win, model by
+    model): USD per million tokens of `input` and `output` (both required), `cache_read` and
+    `cache_write` (the input rate when left out), for a model the list prices do not know."""
+    prices: dict[str, dict[str, float]] = {}
+    for path in (user_config_path(), state_dir(workspace) / "config.toml"):
+        tables = (read_config_file(path) or {}).get("prices", {})
+        if not isinstance(tables, dict):
+            raise ConfigError(f"{path}: prices must be tables, [prices.MODEL] with input and output")
+        for model, rates in tables.items():
+            prices[model] = _price_table(rates, f"{path}: prices.{model}")
+    return prices
+
+
+def price_book(workspace: Path) -> PriceBook:
+    """What the front ends price with: the configured tables, then the list prices."""
+    return PriceBook(read_prices(workspace))
+
+
+def _price_table(rates: Any, where: str) -> dict[str, float]:
+    if not isinstance(rates, dict):
+        raise ConfigError(f"{where}: expected a table with {', '.join(PRICE_KEYS)}")
+    unknown = sorted(set(rates) - set(PRICE_KEYS))
+    if unknown:
+        raise ConfigError(f"{where}: unknown key {', '.join(unknown)} (known: {', '.join(PRICE_KEYS)})")
+    missing = [k for k in ("input", "output") if k not in rates]
+    if missing:
+        raise ConfigError(f"{where}: {' and '.join(missing)} missing (USD per million tokens)")
+    table: dict[str, float] = {}
+    for key, value in rates.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+            raise ConfigError(f"{where}: {key} must be a number of dollars per million tokens, got {_shown(value)}")
+        table[key] = float(value)
+    return table
 
 
 def _coerce(name: str, value: Any, where: str) -> Any:

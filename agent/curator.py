@@ -43,6 +43,7 @@ from .errors import ModelError
 from .instructions import InstructionFileRefused, notes_text
 from .model import ModelClient
 from .session import Session, notes_path, open_session, store_for
+from .window import session_window, side_call_limit
 
 CURATOR_MAX_TOKENS = 4096
 # The curator's input around the notes and the facts: its headings and closing line.
@@ -74,10 +75,11 @@ def curate(session: Session, model: ModelClient, settings: Settings, path: Path)
     except InstructionFileRefused as exc:
         return Curation(False, f"notes: {exc}; nothing was curated")
     system = CURATOR_SYSTEM.format(budget=settings.notes_tokens)
-    room = InputBudget(settings.side_call_tokens).room(system) - estimate_text(current) - INPUT_FRAMING_TOKENS
+    limit = side_call_limit(settings.side_call_tokens, session_window(session, settings.context_tokens))
+    room = InputBudget(limit).room(system) - estimate_text(current) - INPUT_FRAMING_TOKENS
     if room < LEAST_ROOM_FOR_FACTS:
         message = (f"notes curation skipped: {path} holds about {estimate_text(current):,} tokens, which leaves no "
-                   f"room for new facts within side_call_tokens ({settings.side_call_tokens:,}); shorten it")
+                   f"room for new facts within side_call_tokens ({limit:,}); shorten it")
         session.append(ErrorEvent, kind="notes", message=message, purpose="curator")
         return Curation(False, f"notes: {message.removeprefix('notes curation ')}")
     chosen, skipped = facts_within(facts, room)

@@ -18,3 +18,14 @@ class MissingCredentials(ClientSetupError):
 
 class BadBaseUrl(ClientSetupError):
     pass
+
+
+class ContextOverflow(ModelError):
+    """The server refused the request for its size (HTTP 400 naming its context window): the
+    same request would be refused again, so it is not retried as it is (agent/loop.py compresses
+    and tries once more)."""
+
+    def __init__(self, message: str, requested: int | None, window: int) -> None:
+        super().__init__(message)
+        self.requested = requested
+        self.window = window

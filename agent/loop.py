@@ -20,6 +20,7 @@ from scribe.log.events import (
     ErrorEvent,
     FileChangeEvent,
     InterruptEvent,
+    LeftOutEvent,
     ToolResultEvent,
     UsageEvent,
     UserEvent,
@@ -31,7 +32,7 @@ from scribe.tools.registry import run_tool
 
 from .autocommit import TurnCommitter
 from .compress import Compressor
-from .errors import ModelError
+from .errors import ContextOverflow, ModelError
 from .model import CallResult, ModelClient
 from .permissions import PermissionPolicy
 from .protocol import AgentEvent, AssistantMessage, ModelCallStarted, Notice, ToolCall, ToolDone, TurnEnded
@@ -75,7 +76,7 @@ class Agent:
             self.watcher.stop()
 
     def _turn(self, prompt: str) -> Generator[AgentEvent, None, TurnEnded]:
-        self.session.append(UserEvent, text=prompt)
+        user = self.session.append(UserEvent, text=prompt)
         calls = 0
         final_text = ""
         try:
@@ -87,13 +88,18 @@ class Agent:
                 if self.memory is not None:
                     yield from self.memory.before_call(self.session)
                 yield ModelCallStarted(calls)
-                result = None
-                for item in self.model.stream(render(self.session.events, self.session.chunks)):
-                    if isinstance(item, CallResult):
-                        result = item
-                    else:
-                        yield item
-                assert result is not None
+                try:
+                    result = yield from self._call()
+                except ContextOverflow as overflow:
+                    # Refused for its size: compress and send the same turn once more. Nothing of
+                    # the refused call was appended, so the retry renders the same log, smaller.
+                    problem = yield from self._make_room(overflow, user.seq)
+                    if problem is not None:
+                        return TurnEnded("error", final_text, calls, error=problem)
+                    try:
+                        result = yield from self._call()
+                    except ContextOverflow as again:
+                        return TurnEnded("error", final_text, calls, error=self._leave_out(user.seq, again))
                 estimate = self.memory.request_estimate(self.session) if self.memory else 0
                 assistant, usage = self._record_call(result)
                 if self.memory is not None:
@@ -116,6 +122,49 @@ class Agent:
             return TurnEnded("interrupted", final_text, calls)
         finally:
             self.session.sync()
+
+    def _call(self) -> Generator[AgentEvent, None, CallResult]:
+        """One model call on the log as it stands, its text passed on as it arrives."""
+        result = None
+        for item in self.model.stream(render(self.session.events, self.session.chunks)):
+            if isinstance(item, CallResult):
+                result = item
+            else:
+                yield item
+        assert result is not None
+        return result
+
+    def _make_room(self, overflow: ContextOverflow, turn_from: int) -> Generator[AgentEvent, None, str | None]:
+        """After a refusal for size: compress everything before this turn as hard as needed. None
+        when the request now fits; else the turn is left out and the line saying so returned."""
+        if self.memory is None:
+            raise overflow
+        estimate = self.memory.request_estimate(self.session)
+        budget = self.memory.after_overflow(self.session, overflow, estimate)
+        yield Notice(f"memory: the request did not fit the model's {overflow.window:,}-token context window; "
+                     "compressing and trying once more")
+        if (yield from self.memory.shrink_to(self.session, budget, keep_from=turn_from)):
+            return None
+        return self._leave_out(turn_from, overflow)
+
+    def _leave_out(self, turn_from: int, overflow: ContextOverflow) -> str:
+        """This turn does not fit: record that later requests leave it out, and say what to do."""
+        window = overflow.window
+        own = self.memory.own_size(self.session, turn_from) if self.memory is not None else overflow.requested or 0
+        prompt = self.memory.limits(self.session).prompt if self.memory is not None else None
+        if prompt is not None and own > prompt:
+            line = (f"this message ({own:,} tokens with the instructions) does not fit the model's {window:,}-token "
+                    "context window even with everything earlier compressed; shorten it or use a model with a "
+                    "larger window")
+        else:
+            size = f" ({overflow.requested:,} tokens)" if overflow.requested else ""
+            line = (f"the request{size} does not fit the model's {window:,}-token context window, and memory "
+                    "could not compress the earlier part enough (`scribe log stats` says why); `scribe reflect` "
+                    "tries again, or use a model with a larger window")
+        last = self.session.events[-1].seq
+        self.session.append(LeftOutEvent, seq_from=turn_from, seq_to=last, tokens=overflow.requested or own,
+                            window=window, reason=line)
+        return f"{line}; this turn is left out of later requests (the log keeps it)"
 
     def _outside_changes(self) -> Iterator[AgentEvent]:
         """Append what changed outside the agent's tools since the last call: a safe point, as

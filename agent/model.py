@@ -31,10 +31,11 @@ from scribe.context.render import Request
 from .answer import BrokenAnswer
 from .attempt import Attempt, Began, Done, FilledMessageStream, Piece
 from .config import DEFAULT_REQUEST_TIMEOUT_S, Settings
-from .errors import BadBaseUrl, MissingCredentials, ModelError
+from .errors import BadBaseUrl, ContextOverflow, MissingCredentials, ModelError
 from .protocol import Notice, Retrying, TextDelta, TextWithdrawn, Waiting
 from .retry import RetryPolicy, retry_after, should_retry
 from .shown import ShownText
+from .window import read_overflow
 
 CallEvent = TextDelta | TextWithdrawn | Retrying | Waiting | Notice
 CONNECT_TIMEOUT_S = 10.0  # a server that takes longer to accept a connection is not answering
@@ -131,7 +132,7 @@ class ModelClient:
             except anthropic.APIStatusError as exc:
                 headers = {k.lower(): v for k, v in exc.response.headers.items()}
                 if attempt == self.retry.retries or not _worth_retry(exc, headers):
-                    raise ModelError(_status_message(exc, attempt)) from None
+                    raise _refused(exc, attempt) from None
                 wait = self.retry.delay(attempt + 1, retry_after(headers))
                 yield self._retrying(attempt, f"{_status_reason(exc)}", wait)
                 time.sleep(wait)
@@ -290,14 +291,26 @@ def _status_reason(exc: anthropic.APIStatusError) -> str:
     return f"HTTP {exc.status_code} {_error_type(exc)}"
 
 
-def _status_message(exc: anthropic.APIStatusError, retries: int) -> str:
-    detail = ""
+def _refused(exc: anthropic.APIStatusError, retries: int) -> ModelError:
+    """The failure to raise: a request refused for its size says how big it was and the window."""
+    message = _status_message(exc, retries)
+    overflow = read_overflow(_detail(exc)) if exc.status_code == 400 else None
+    if overflow is not None:
+        return ContextOverflow(message, overflow.requested, overflow.window)
+    return ModelError(message)
+
+
+def _detail(exc: anthropic.APIStatusError) -> str:
     body = exc.body
     if isinstance(body, dict):
         error = body.get("error")
         if isinstance(error, dict):
-            detail = str(error.get("message", ""))
-    detail = detail or _reason(exc)
+            return str(error.get("message", ""))
+    return ""
+
+
+def _status_message(exc: anthropic.APIStatusError, retries: int) -> str:
+    detail = _detail(exc) or _reason(exc)
     if exc.status_code < 400:
         return f"model call failed{_after(retries)}: the server reported {_error_type(exc) or 'an error'} mid-answer: {detail}"
     hint = {

@@ -23,7 +23,7 @@ from itertools import accumulate
 from scribe.log.events import AssistantEvent, Event, ToolResultEvent, UsageEvent, UserEvent
 from scribe.memory.observer import safe_boundaries
 
-from .pricing import price_for
+from .pricing import DEFAULT_PRICE, price_for
 
 # Observation lines come out at about a tenth of what the observer reads (it keeps facts and
 # exact identifiers, not output): the expected size of the answer and of the chunk it becomes.
@@ -41,7 +41,9 @@ class Rates:
 
     @classmethod
     def of(cls, model: str, observer_model: str) -> Rates:
-        agent, observer = price_for(model).base, price_for(observer_model).base
+        # An unpriced model is weighed at the default model's rates (see DEFAULT_PRICE).
+        agent = (price_for(model) or DEFAULT_PRICE).base
+        observer = (price_for(observer_model) or DEFAULT_PRICE).base
         return cls(read=agent.read / 1e6, write=agent.write_5m / 1e6,
                    observer_input=observer.input / 1e6, observer_output=observer.output / 1e6)
 

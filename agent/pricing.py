@@ -6,12 +6,19 @@ multiple of input for every model (Sonnet 5.5 reads at 0.05x, Fable 5.1 at 0.025
 of multipliers would misprice the very models scribe uses by default. Checked against
 Anthropic's pricing page and model overviews as stored on 2026-12-01; `scribe log stats`, `run
 --output json`, the REPL's figures, the payback rule and the benchmarks all price from here.
+
+A model that is not in the table (a local server's `local`, `smollm2`, `qwen2.5-coder`, a future
+name) has no price: it is shown as tokens and time, its cost "unpriced", never at a Claude rate
+it was not billed. A `[prices.MODEL]` table in the config (agent/config.read_prices) prices it:
+a `PriceBook` holds those tables before the list prices.
 """
 
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
@@ -83,46 +90,128 @@ PRICES: dict[str, Price] = {
     "claude-3-5-haiku": _standard(0.8, 4.0),
     "claude-3-haiku": Price(TokenRates(0.25, 0.30, 0.50, 0.03, 1.25)),
 }
-# An unknown model (a local server's, a future one) is priced like the default agent model.
+# The rates the payback rule weighs an unpriced model at (agent/payback.py): it compares the rent
+# of keeping tokens raw with the price of observing them, so only the ratio of reads, writes and
+# observer tokens matters, and the default agent model's ratio is as good a guess as any.
 DEFAULT_PRICE = PRICES["claude-sonnet-5-5"]
+# The keys of a `[prices.MODEL]` config table, USD per million tokens; input and output are required.
+PRICE_KEYS = ("input", "output", "cache_read", "cache_write")
+
+# (cost, cost of the same call with no caching), in USD; (None, None) for an unpriced model.
+Cost = tuple[float | None, float | None]
+UNPRICED: Cost = (None, None)
+
+
+def _longest_prefix(table: Mapping[str, Price], model: str) -> Price | None:
+    matches = [k for k in table if model.startswith(k)]
+    return table[max(matches, key=len)] if matches else None
 
 
 @cache  # a prefix scan of the table per call; listing sessions prices every call they made
-def price_for(model: str) -> Price:
-    matches = [k for k in PRICES if model.startswith(k)]
-    return PRICES[max(matches, key=len)] if matches else DEFAULT_PRICE
+def list_price(model: str) -> Price | None:
+    """The model's list price, None for a model the table does not know."""
+    return _longest_prefix(PRICES, model)
+
+
+def configured_price(rates: Mapping[str, float]) -> Price:
+    """A `[prices.MODEL]` table as a Price: cache reads and writes cost the input rate unless
+    given (a server that does not say it bills its cache differently is not assumed to)."""
+    input, output = float(rates["input"]), float(rates["output"])
+    read = float(rates.get("cache_read", input))
+    write = float(rates.get("cache_write", input))
+    return Price(TokenRates(input, write, write, read, output))
+
+
+@dataclass(frozen=True)
+class PriceBook:
+    """The prices one front end shows: the config's `[prices.MODEL]` tables (longest prefix, as
+    the list), then the list prices; anything else is unpriced."""
+
+    configured: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+
+    def price_for(self, model: str) -> Price | None:
+        if self.configured:
+            own = _longest_prefix({k: configured_price(v) for k, v in self.configured.items()}, model)
+            if own is not None:
+                return own
+        return list_price(model)
+
+    def call_cost(self, model: str, *, input: int, cache_read: int, cache_write: int, output: int,
+                  cache_write_1h: int = 0) -> float | None:
+        """Dollars for one call, None when the model has no price. `cache_write` counts 5-minute
+        writes, `cache_write_1h` one-hour writes (scribe's breakpoints are all 5-minute ones; the
+        fake server reports both)."""
+        price = self.price_for(model)
+        if price is None:
+            return None
+        r = price.at(input + cache_read + cache_write + cache_write_1h)
+        return (input * r.input + cache_read * r.read + cache_write * r.write_5m + cache_write_1h * r.write_1h
+                + output * r.output) / 1_000_000
+
+    def uncached_cost(self, model: str, *, input: int, cache_read: int, cache_write: int,
+                      output: int) -> float | None:
+        """What the same call would cost with no caching: every prompt token at the input rate."""
+        price = self.price_for(model)
+        if price is None:
+            return None
+        prompt = input + cache_read + cache_write
+        r = price.at(prompt)
+        return (prompt * r.input + output * r.output) / 1_000_000
+
+    def cost_parts(self, model: str, *, input: int, cache_read: int, cache_write: int,
+                   output: int) -> dict[str, float] | None:
+        """Dollars of each kind of token in one call, each at the band the whole call falls in, so
+        the parts add up to `call_cost`; None when the model has no price."""
+        price = self.price_for(model)
+        if price is None:
+            return None
+        r = price.at(input + cache_read + cache_write)
+        return {"input": input * r.input / 1e6, "cache_read": cache_read * r.read / 1e6,
+                "cache_write": cache_write * r.write_5m / 1e6, "output": output * r.output / 1e6}
+
+    def price_usage(self, usage: UsageEvent) -> Cost:
+        """Dollars for one logged call as billed, and for the same call with no caching."""
+        counts = {"input": usage.input, "cache_read": usage.cache_read, "cache_write": usage.cache_write,
+                  "output": usage.output}
+        cost = self.call_cost(usage.model, **counts)
+        if cost is None:
+            return UNPRICED
+        return cost, self.uncached_cost(usage.model, **counts)
+
+    @property
+    def key(self) -> str:
+        """Names this pricing (the table's source and the configured prices): a sum priced under
+        another is priced anew."""
+        if not self.configured:
+            return pricing_key()
+        own = json.dumps(self.configured, sort_keys=True)
+        return hashlib.sha256(f"{pricing_key()}:{own}".encode()).hexdigest()[:16]
+
+
+LIST_PRICES = PriceBook()
+
+
+def price_for(model: str) -> Price | None:
+    return list_price(model)
 
 
 def call_cost(model: str, *, input: int, cache_read: int, cache_write: int, output: int,
-              cache_write_1h: int = 0) -> float:
-    """Dollars for one call. `cache_write` counts 5-minute writes, `cache_write_1h` one-hour
-    writes (scribe's breakpoints are all 5-minute ones; the fake server reports both)."""
-    prompt = input + cache_read + cache_write + cache_write_1h
-    r = price_for(model).at(prompt)
-    return (input * r.input + cache_read * r.read + cache_write * r.write_5m + cache_write_1h * r.write_1h
-            + output * r.output) / 1_000_000
+              cache_write_1h: int = 0) -> float | None:
+    return LIST_PRICES.call_cost(model, input=input, cache_read=cache_read, cache_write=cache_write,
+                                 output=output, cache_write_1h=cache_write_1h)
 
 
-def cost_parts(model: str, *, input: int, cache_read: int, cache_write: int, output: int) -> dict[str, float]:
-    """Dollars of each kind of token in one call, each at the band the whole call falls in, so
-    the parts add up to `call_cost`."""
-    r = price_for(model).at(input + cache_read + cache_write)
-    return {"input": input * r.input / 1e6, "cache_read": cache_read * r.read / 1e6,
-            "cache_write": cache_write * r.write_5m / 1e6, "output": output * r.output / 1e6}
+def cost_parts(model: str, *, input: int, cache_read: int, cache_write: int, output: int) -> dict[str, float] | None:
+    return LIST_PRICES.cost_parts(model, input=input, cache_read=cache_read, cache_write=cache_write, output=output)
 
 
-def price_usage(usage: UsageEvent) -> tuple[float, float]:
-    """Dollars for one logged call as billed, and for the same call with no caching."""
-    counts = {"input": usage.input, "cache_read": usage.cache_read, "cache_write": usage.cache_write,
-              "output": usage.output}
-    return call_cost(usage.model, **counts), uncached_cost(usage.model, **counts)
+def price_usage(usage: UsageEvent) -> Cost:
+    return LIST_PRICES.price_usage(usage)
 
 
-def uncached_cost(model: str, *, input: int, cache_read: int, cache_write: int, output: int) -> float:
-    """What the same call would cost with no caching: every prompt token at the input rate."""
-    prompt = input + cache_read + cache_write
-    r = price_for(model).at(prompt)
-    return (prompt * r.input + output * r.output) / 1_000_000
+def uncached_cost(model: str, *, input: int, cache_read: int, cache_write: int, output: int) -> float | None:
+    return LIST_PRICES.uncached_cost(model, input=input, cache_read=cache_read, cache_write=cache_write,
+                                     output=output)
 
 
 @cache

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import json
+import os
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import date
 from pathlib import Path
 
-from scribe.log.events import ModelSwitchEvent, to_record
+from scribe.log.events import ContextWindowEvent, ModelSwitchEvent, to_record
+from scribe.log.jsonl import read_log
 from scribe.context.render import current_model
-from scribe.log.store import SessionFile
-from scribe.context.tokens import TokenEstimator
+from scribe.log.store import SessionFile, SessionNotFound
+from scribe.context.tokens import TokenEstimator, estimate_text
 from scribe.workspace.watcher import WorkspaceWatcher
 from scribe.tools.base import Tool, ToolContext
 from scribe.workspace.commitlock import COMMIT_LOCK
@@ -22,12 +26,22 @@ from .autocommit import TurnCommitter
 from .compress import Compressor
 from .config import Settings, state_dir, user_config_dir
 from .curator import Curation, curate_earlier
+from .instructions import Environment, read_project_texts, system_text
 from .loop import Agent, Approver
 from .mcptools import allowed_without_asking, pin, pinned_servers, session_tools, waited
 from .model import ModelClient
 from .permissions import PermissionPolicy
 from .protection import protection_for
-from .session import Session, open_session, start_session, store_for
+from .session import Session, notes_path, open_session, start_session, store_for
+from .window import (
+    PROBE_TIMEOUT_S,
+    ContextWindow,
+    Limits,
+    anthropic_url,
+    ask_server,
+    effective_window,
+    limits,
+)
 
 
 @dataclass(frozen=True)
@@ -91,6 +105,47 @@ def switch_model(session: Session, model: str) -> bool:
     return True
 
 
+def window_here(workspace: Path, settings: Settings) -> tuple[ContextWindow | None, Limits]:
+    """The window a new session of this workspace would start with, and the thresholds it sets
+    (`scribe config`): from the config, the server's report (asked now) or the table."""
+    base_url = os.environ.get("ANTHROPIC_BASE_URL")
+    reported = None
+    if not settings.context_tokens and not anthropic_url(base_url):
+        assert base_url is not None
+        tokens = ask_server(base_url, min(PROBE_TIMEOUT_S, settings.request_timeout_s))
+        reported = ContextWindow(tokens, "server") if tokens is not None else None
+    window = effective_window(settings.model, settings.context_tokens, reported)
+    system = system_text(Environment(str(workspace), None, None, date.today()),
+                         read_project_texts(workspace, notes_path(workspace)))
+    fixed = estimate_text(system) + estimate_text(json.dumps(tool_definitions(builtin_tools()), ensure_ascii=False))
+    return window, limits(window, observe=settings.observe_tokens, reflect=settings.reflect_tokens,
+                          side_call=settings.side_call_tokens, max_tokens=settings.max_tokens, fixed=fixed)
+
+
+def learned_window(workspace: Path) -> tuple[str, ContextWindow] | None:
+    """The window the workspace's latest session learned (from its server or a refusal), with
+    the session's id; None when it learned none (`scribe config`)."""
+    try:
+        found = store_for(workspace).latest(workspace)
+    except SessionNotFound:
+        return None
+    learned = [e for e in read_log(found.path).events if isinstance(e, ContextWindowEvent)]
+    return (found.id, ContextWindow(learned[-1].tokens, learned[-1].source)) if learned else None
+
+
+def ask_window(session: Session, settings: Settings, memory: Compressor) -> None:
+    """Ask a server that is not Anthropic's for its context window, once per session start (a
+    short wait at most: agent/window.ask_server), and record it when it is news. Not asked when
+    the config gives the window."""
+    base_url = os.environ.get("ANTHROPIC_BASE_URL")
+    if settings.context_tokens or anthropic_url(base_url):
+        return
+    assert base_url is not None  # anthropic_url is true without one
+    tokens = ask_server(base_url, min(PROBE_TIMEOUT_S, settings.request_timeout_s))
+    if tokens is not None:
+        memory.learn_window(session, tokens, "server")
+
+
 def build_agent(workspace: Path, settings: Settings, session: Session, *,
                 approver: Approver | None = None, model: ModelClient | None = None,
                 hub: McpHub | None = None) -> Agent:
@@ -118,6 +173,8 @@ def build_agent(workspace: Path, settings: Settings, session: Session, *,
     # agent.close(), or when the agent is garbage-collected.
     watcher = (WorkspaceWatcher(workspace, exclude=[state_dir(workspace)], git=query_in(workspace))
                if settings.watch_files else None)
+    memory = Compressor(client, settings, TokenEstimator(output_chars=output_chars, settled_chars=settled_chars))
+    ask_window(session, settings, memory)
     agent = Agent(
         session=session,
         model=client,
@@ -126,7 +183,7 @@ def build_agent(workspace: Path, settings: Settings, session: Session, *,
         policy=PermissionPolicy(settings.permission_mode, allowed=allowed_without_asking(mcp_tools, hub)),
         max_turns=settings.max_turns,
         approver=approver,
-        memory=Compressor(client, settings, TokenEstimator(output_chars=output_chars, settled_chars=settled_chars)),
+        memory=memory,
         watcher=watcher,
         committer=(TurnCommitter(workspace, context, lock=state_dir(workspace) / COMMIT_LOCK)
                    if settings.auto_commit else None),

@@ -25,26 +25,40 @@ def config(
     protects scribe from the commands it runs: the sandbox in force on this machine, what it
     covers and what it does not.
     """
-    from scribe.agent.config import config_files, explain_settings, find_workspace, trust_of
+    from scribe.agent.config import config_files, explain_settings, find_workspace, read_prices, trust_of
     from scribe.agent.protection import protection_for
+    from scribe.agent.runtime import learned_window, window_here
     from scribe.agent.untrusted import ignored_line
+
+    from .repl.stats import window_text
 
     with cli_errors():
         workspace = find_workspace(Path.cwd())
         trust = trust_of(workspace)
         settings, origin = explain_settings(workspace, trust=trust)
         read = list(config_files(workspace, trust))
+        prices = read_prices(workspace)
     workspace_line = (f"workspace {workspace}: " + (ignored_line(trust) if trust.ignored else trust.reason))
     values = dataclasses.asdict(settings)
     protection = protection_for(workspace, settings)
+    window, limits = window_here(workspace, settings)
+    learned = learned_window(workspace)
     if as_json:
         shown_json = {name: {"value": list(v) if isinstance(v, tuple) else v, "source": origin[name]}
                       for name, v in values.items()}
-        # Not a setting: what the sandbox setting gives on this machine, as detected now.
+        # Not settings: what the sandbox setting gives on this machine, and the model's context
+        # window with the thresholds it sets, as detected now; and the configured prices.
         shown_json["command_protection"] = {"value": protection.record(), "source": "detected"}
         shown_json["workspace_trust"] = {"value": {"trusted": trust.trusted, "ignored": sorted(trust.files) if
                                                    trust.ignored else [], "reason": trust.reason},
                                          "source": str(workspace)}
+        shown_json["context_window"] = {"value": {
+            "tokens": window.tokens if window else None, "source": window.source if window else None,
+            "observe_tokens": limits.observe, "reflect_tokens": limits.reflect,
+            "side_call_tokens": limits.side_call,
+            "learned": {"session": learned[0], "tokens": learned[1].tokens, "source": learned[1].source}
+            if learned else None}, "source": "detected"}
+        shown_json["prices"] = {"value": prices, "source": "config"}
         print(json.dumps(shown_json, indent=2))
         return
     width = max(map(len, values))
@@ -53,6 +67,11 @@ def config(
         print(f"{name:<{width}}  {shown!s:<24}  {origin[name]}")
     print(f"\nfiles read: {', '.join(map(str, read))} (when present)")
     print(visible(workspace_line))
+    print(f"\ncontext window of {settings.model}: {window_text(window, limits)}")
+    if learned is not None:
+        print(f"the latest session, {learned[0]}, learned {learned[1].describe()}")
+    for model, rates in prices.items():
+        print(f"prices of {model} (USD per million tokens): " + ", ".join(f"{k} {v:g}" for k, v in rates.items()))
     print()
     for line in protection.lines():
         print(line)

@@ -12,10 +12,9 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from scribe.agent.config import PERMISSION_MODES, load_settings
-from scribe.agent.pricing import price_usage
+from scribe.agent.config import PERMISSION_MODES, load_settings, price_book
 from scribe.agent.protocol import AgentEvent, AssistantMessage, CommitFailed, TurnEnded
-from scribe.context.stats import Figures
+from scribe.context.stats import Figures, Pricer
 
 if TYPE_CHECKING:
     from scribe.agent.curator import Curation
@@ -82,6 +81,7 @@ def run(
         tell_ignored(trust)
         flags = {"permission_mode": permission_mode, "max_turns": max_turns, "model": model, "auto_commit": auto_commit}
         settings = load_settings(workspace, flags, trust=trust)
+        prices = price_book(workspace)
         if settings.permission_mode == "ask":
             settings = load_settings(workspace, {**flags, "permission_mode": "accept-edits"}, trust=trust)
         client = ModelClient.for_settings(settings)
@@ -109,7 +109,7 @@ def run(
                 if not (continue_ or session):
                     for line in start_notes(agent_session.header):
                         print(f"scribe: {visible(line)}", file=sys.stderr)
-                ended, totals, failed_commits = _drive(agent.turn(text), output)
+                ended, totals, failed_commits = _drive(agent.turn(text), output, prices.price_usage)
             finally:
                 if agent is not None:
                     agent.close()  # stops the file watcher
@@ -137,8 +137,8 @@ def run(
         raise typer.Exit(EXIT_FAILED if failed_commits and code == EXIT_OK else code)
 
 
-def _drive(events: Generator[AgentEvent, None, None],
-           output: OutputFormat) -> tuple[TurnEnded, Figures, list[CommitFailed]]:
+def _drive(events: Generator[AgentEvent, None, None], output: OutputFormat,
+           price: Pricer) -> tuple[TurnEnded, Figures, list[CommitFailed]]:
     sink = {OutputFormat.text: TextSink, OutputFormat.stream_json: StreamJsonSink}.get(output)
     show = sink() if sink else None
     totals = Figures()
@@ -160,7 +160,7 @@ def _drive(events: Generator[AgentEvent, None, None],
                 raise
             stop = interrupt
         if isinstance(event, AssistantMessage):
-            totals.add(event.usage, *price_usage(event.usage))
+            totals.add(event.usage, *price(event.usage))
         if isinstance(event, CommitFailed):
             failed_commits.append(event)
         if isinstance(event, TurnEnded):

@@ -9,7 +9,9 @@ from typing import Any
 
 from scribe.log.eventlog import EventLog
 from scribe.log.events import (
+    ContextWindowEvent,
     Event,
+    LeftOutEvent,
     ModelSwitchEvent,
     ObservationEvent,
     ReflectionEvent,
@@ -39,6 +41,9 @@ class ChunkIndex:
         self._last_user = -1
         self.settled_before = -1  # see Settled: the last user message before the latest chunk
         self.model: str | None = None  # the latest ModelSwitchEvent's model, if any
+        self.window: ContextWindowEvent | None = None  # the latest learned context window, if any
+        # Raw events later requests leave out (LeftOutEvent): (seq_from, seq_to), in log order.
+        self.left_out: list[tuple[int, int]] = []
         self._chunks: list[Chunk] = []
         self._covers: dict[int, int] = {}  # chunk seq -> last raw seq it covers
         # Coverage only grows: a reflection covers what its chunks covered, nothing less.
@@ -66,11 +71,21 @@ class ChunkIndex:
     def observed_to(self) -> int:
         return self._observed_to
 
+    def shown(self, raw: Sequence[Event]) -> Sequence[Event]:
+        """The raw events `raw` less those a LeftOutEvent took out of every later request."""
+        if not self.left_out:
+            return raw
+        return [e for e in raw if not any(a <= e.seq <= b for a, b in self.left_out)]
+
     def _add(self, event: Event) -> None:
         if isinstance(event, UserEvent):
             self._last_user = event.seq
         elif isinstance(event, ModelSwitchEvent):
             self.model = event.model
+        elif isinstance(event, ContextWindowEvent):
+            self.window = event
+        elif isinstance(event, LeftOutEvent):
+            self.left_out.append((event.seq_from, event.seq_to))
         if isinstance(event, ObservationEvent):
             self._chunks.append(event)
             self._covers[event.seq] = event.seq_to
@@ -83,6 +98,8 @@ class ChunkIndex:
         """What the index knows, as JSON (kept in the session's checkpoint)."""
         return {"seen": self._seen, "last_user": self._last_user, "settled_before": self.settled_before,
                 "model": self.model, "chunks": [to_record(c) for c in self._chunks],
+                "window": to_record(self.window) if self.window is not None else None,
+                "left_out": [list(r) for r in self.left_out],
                 "covers": [[seq, to] for seq, to in self._covers.items()], "observed_to": self._observed_to}
 
     @classmethod
@@ -96,6 +113,11 @@ class ChunkIndex:
         if not (model is None or isinstance(model, str)):
             raise ValueError("model")
         index.model = model
+        window = state["window"]
+        index.window = None if window is None else from_record(window)  # type: ignore[assignment]
+        if not (index.window is None or isinstance(index.window, ContextWindowEvent)):
+            raise ValueError("window")
+        index.left_out = [(int(a), int(b)) for a, b in state["left_out"]]
         chunks = [from_record(r) for r in state["chunks"]]
         if not all(isinstance(c, (ObservationEvent, ReflectionEvent)) for c in chunks):
             raise ValueError("chunks")

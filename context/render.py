@@ -139,7 +139,7 @@ def render(events: Sequence[Event], index: ChunkIndex | None = None) -> Request:
     output_chars = int(config.get("render_output_chars", DEFAULT_OUTPUT_CHARS))
     # A session recorded before this setting existed keeps rendering as it did: nothing shortened.
     settled = Settled(index.settled_before, int(config.get("settled_output_chars", output_chars)))
-    messages = render_messages(tail_after(events, observed_to), output_chars, settled)
+    messages = render_messages(index.shown(tail_after(events, observed_to)), output_chars, settled)
     if not messages or messages[0]["role"] != "user":
         messages.insert(0, {"role": "user", "content": [{"type": "text", "text": RESUME_NOTE}]})
     place_message_breakpoints(messages)

@@ -16,8 +16,8 @@ from scribe.log.events import Event, ObservationEvent, ReflectionEvent, SessionE
 from scribe.log.health import MemoryHealth, memory_health
 from scribe.context.tokens import event_tokens
 
-# (cost, cost of the same call with no caching), in USD
-Pricer = Callable[[UsageEvent], tuple[float, float]]
+# (cost, cost of the same call with no caching), in USD; (None, None) for a model with no price.
+Pricer = Callable[[UsageEvent], tuple[float | None, float | None]]
 
 PURPOSES = ("agent", "observer", "reflector", "curator")
 
@@ -31,8 +31,14 @@ class Figures:
     cache_read: int = 0
     cache_write: int = 0
     output: int = 0
-    cost_usd: float = 0.0
+    cost_usd: float = 0.0  # of the priced calls
     uncached_cost_usd: float = 0.0
+    unpriced: int = 0  # calls of a model with no price: their cost is unknown, not zero
+
+    @property
+    def priced(self) -> bool:
+        """Every call has a price, so `cost_usd` is the whole cost."""
+        return self.unpriced == 0
 
     @property
     def prompt_tokens(self) -> int:
@@ -43,21 +49,29 @@ class Figures:
     def hit_rate(self) -> float:
         return self.cache_read / self.prompt_tokens if self.prompt_tokens else 0.0
 
-    def add(self, usage: UsageEvent, cost: float = 0.0, uncached: float = 0.0) -> None:
+    def add(self, usage: UsageEvent, cost: float | None = 0.0, uncached: float | None = 0.0) -> None:
         self.calls += 1
+        if cost is None:
+            self.unpriced += 1
+            cost = uncached = 0.0
         self.input += usage.input
         self.cache_read += usage.cache_read
         self.cache_write += usage.cache_write
         self.output += usage.output
         self.cost_usd += cost
-        self.uncached_cost_usd += uncached
+        self.uncached_cost_usd += uncached or 0.0
 
     def as_dict(self) -> dict[str, Any]:
+        """Dollar figures are null when any call is unpriced: a sum that leaves calls out is not
+        their cost (`unpriced_calls` says how many)."""
         return {"calls": self.calls, "input": self.input, "cache_read": self.cache_read,
                 "cache_write": self.cache_write, "output": self.output, "prompt_tokens": self.prompt_tokens,
-                "hit_rate": round(self.hit_rate, 6), "cost_usd": round(self.cost_usd, 6),
-                "uncached_cost_usd": round(self.uncached_cost_usd, 6),
-                "saved_usd": round(self.uncached_cost_usd - self.cost_usd, 6)}
+                "hit_rate": round(self.hit_rate, 6), "cost_usd": self._usd(self.cost_usd),
+                "uncached_cost_usd": self._usd(self.uncached_cost_usd),
+                "saved_usd": self._usd(self.uncached_cost_usd - self.cost_usd), "unpriced_calls": self.unpriced}
+
+    def _usd(self, value: float) -> float | None:
+        return round(value, 6) if self.priced else None
 
 
 @dataclass(frozen=True)
@@ -70,14 +84,18 @@ class CallFigures:
     cache_write: int
     output: int
     latency_ms: int
-    cost_usd: float
-    uncached_cost_usd: float
+    cost_usd: float | None  # None: the model has no price
+    uncached_cost_usd: float | None
 
     def as_dict(self) -> dict[str, Any]:
         return {"seq": self.seq, "purpose": self.purpose, "model": self.model, "input": self.input,
                 "cache_read": self.cache_read, "cache_write": self.cache_write, "output": self.output,
-                "latency_ms": self.latency_ms, "cost_usd": round(self.cost_usd, 8),
-                "uncached_cost_usd": round(self.uncached_cost_usd, 8)}
+                "latency_ms": self.latency_ms, "cost_usd": _rounded(self.cost_usd),
+                "uncached_cost_usd": _rounded(self.uncached_cost_usd)}
+
+
+def _rounded(value: float | None) -> float | None:
+    return None if value is None else round(value, 8)
 
 
 @dataclass
@@ -182,7 +200,8 @@ class SessionSummary:
         return {"id": self.id, "cwd": self.cwd, "started": self.started, "last_activity": self.last_activity,
                 "events": self.events, "turns": self.turns, "calls": f.calls, "input_tokens": f.prompt_tokens,
                 "cache_read": f.cache_read, "cache_write": f.cache_write, "output": f.output,
-                "hit_rate": round(f.hit_rate, 6), "cost_usd": round(f.cost_usd, 6), "damaged": self.damaged}
+                "hit_rate": round(f.hit_rate, 6), "cost_usd": round(f.cost_usd, 6) if f.priced else None,
+                "unpriced_calls": f.unpriced, "damaged": self.damaged}
 
 
 def damage(header_problem: str | None, skipped_lines: int, torn: bool) -> str | None:

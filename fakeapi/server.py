@@ -19,7 +19,7 @@ from types import TracebackType
 from typing import Any, Self
 from urllib.parse import urlsplit
 
-from .cache import PromptCache
+from .cache import PromptCache, flatten_request
 from .faults import STREAM_FAULTS, shape_stream
 from .problems import InvalidRequest
 from .script import Fault, Reply, Responder, Script, ScriptItem
@@ -32,6 +32,7 @@ __all__ = ["CUT_FILLER_TEXT", "NO_RESPONSE", "FakeMessagesServer", "RecordedRequ
 NO_RESPONSE = 0  # RecordedRequest.status of a dropped connection
 CUT_FILLER_TEXT = "This reply is cut off by the fake server before it can finish streaming."
 _RETRYABLE = {408, 409, 429}
+SERVER_KINDS = ("anthropic", "llama.cpp")
 
 
 @dataclass
@@ -60,7 +61,20 @@ class FakeMessagesServer:
         host: str = "127.0.0.1",
         port: int = 0,
         usage: UsageHabit = "full",
+        context_window: int | None = None,
+        kind: str = "anthropic",
+        answers_props: bool = True,
     ) -> None:
+        """`context_window`: refuse a request whose prompt holds more tokens, as `kind` does: an
+        "anthropic" server says "prompt is too long: N tokens > W maximum"; a "llama.cpp" one
+        says "request (N tokens) exceeds the available context size (W tokens)" in its own error
+        body, and answers GET /props with its window (default_generation_settings.n_ctx) unless
+        `answers_props` is false (as behind a proxy that passes only /v1/messages)."""
+        if kind not in SERVER_KINDS:
+            raise ValueError(f"kind must be one of {', '.join(SERVER_KINDS)}")
+        self.context_window = context_window
+        self.kind = kind
+        self.answers_props = answers_props
         self._script = Script(script)
         self._usage_habit = usage
         self._cache = PromptCache(min_tokens=cache_min_tokens, ttl_s=ttl_s)
@@ -83,7 +97,7 @@ class FakeMessagesServer:
         if self._httpd is not None:
             return self.base_url
         self._stopping.clear()
-        self._httpd = MessagesHTTPServer(self._address, self._dispatch)
+        self._httpd = MessagesHTTPServer(self._address, self._dispatch, self._answer_get)
         host, port = self._httpd.server_address[:2]
         self.base_url = f"http://{host}:{port}"
         # A short poll interval keeps stop() fast; the default would add up to 0.5 s per test.
@@ -170,6 +184,8 @@ class FakeMessagesServer:
         except InvalidRequest as exc:
             self._reject(handler, record, request_id, exc.status, exc.error_type, exc.message)
             return
+        if self._too_long(handler, record, request_id, parsed):
+            return
 
         if parsed["max_tokens"] == 0:
             # Cache pre-warming: the prompt is processed but nothing is generated,
@@ -202,6 +218,37 @@ class FakeMessagesServer:
                 handler.send_raw(200, item.content_type, item.body, {"request-id": request_id})
                 return
         self._answer_reply(handler, record, request_id, item, parsed)
+
+    def _too_long(self, handler: ExchangeHandler, record: RecordedRequest, request_id: str,
+                  request: dict[str, Any]) -> bool:
+        """Refuse a prompt larger than the context window, before any script item is spent (the
+        model never saw it), in the words and body of this kind of server."""
+        if self.context_window is None:
+            return False
+        tokens = sum(block.tokens for block in flatten_request(request))
+        if tokens <= self.context_window:
+            return False
+        record.status = 400
+        if self.kind == "llama.cpp":
+            record.error = (f"request ({tokens} tokens) exceeds the available context size "
+                            f"({self.context_window} tokens), try increasing it")
+            self._record(record)
+            handler.send_json(400, {"error": {"code": 400, "message": record.error,
+                                              "type": "exceed_context_size_error",
+                                              "n_prompt_tokens": tokens, "n_ctx": self.context_window}})
+        else:
+            record.error = f"prompt is too long: {tokens} tokens > {self.context_window} maximum"
+            self._record(record)
+            handler.send_json(400, error_body(400, record.error, request_id, "invalid_request_error"),
+                              {"request-id": request_id})
+        return True
+
+    def _answer_get(self, path: str) -> dict[str, Any] | None:
+        if (self.kind == "llama.cpp" and self.answers_props and self.context_window is not None
+                and urlsplit(path).path == "/props"):
+            return {"default_generation_settings": {"n_ctx": self.context_window}, "total_slots": 1,
+                    "model_alias": "fake", "build_info": "fakeapi"}
+        return None
 
     def _hold(self, fault: Fault) -> None:
         """Wait out a hang: `hang_s` seconds, or until the server stops."""

@@ -61,7 +61,11 @@ class ExchangeHandler(BaseHTTPRequestHandler):
             self.close_connection = True
 
     def do_GET(self) -> None:
-        self.send_json(404, {"type": "error", "error": {"type": "not_found_error", "message": "Not Found"}})
+        found = self.server.answer_get(self.path) if self.server.answer_get is not None else None
+        if found is None:
+            self.send_json(404, {"type": "error", "error": {"type": "not_found_error", "message": "Not Found"}})
+        else:
+            self.send_json(200, found)
 
     def read_body(self) -> bytes:
         """The whole body. A client that goes away before sending all of it (killed mid-send)
@@ -154,9 +158,12 @@ class MessagesHTTPServer(ThreadingHTTPServer):
 
     daemon_threads = True
 
-    def __init__(self, address: tuple[str, int], dispatch: Callable[[ExchangeHandler], None]) -> None:
+    def __init__(self, address: tuple[str, int], dispatch: Callable[[ExchangeHandler], None],
+                 answer_get: Callable[[str], dict[str, Any] | None] | None = None) -> None:
         super().__init__(address, ExchangeHandler)
         self.dispatch = dispatch
+        # A GET's JSON answer by path, None for 404 (a llama.cpp server answers /props).
+        self.answer_get = answer_get
         self.errors: list[BaseException] = []
         self._connections: set[socket.socket] = set()
         self._conn_lock = threading.Lock()

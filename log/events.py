@@ -197,6 +197,32 @@ class ModelSwitchEvent(Event):
 
 
 @dataclass(frozen=True)
+class ContextWindowEvent(Event):
+    """What the session learned of its model's context window: the server's own report at a
+    session start (source "server") or the numbers of a request it refused for its size
+    ("error"). The compression thresholds follow it; the requests themselves do not change."""
+
+    type: ClassVar[str] = "context_window"
+    tokens: int
+    source: str  # server | error
+    model: str  # the session's model when it was learned
+
+
+@dataclass(frozen=True)
+class LeftOutEvent(Event):
+    """The raw events seq_from..seq_to (a turn) did not fit the context window even with what
+    came before them compressed: every later request leaves them out (the log keeps them,
+    `recall` reads them), so a failed turn is not carried forward."""
+
+    type: ClassVar[str] = "left_out"
+    seq_from: int
+    seq_to: int
+    tokens: int  # the size of what did not fit, as the server counted it or as estimated
+    window: int
+    reason: str
+
+
+@dataclass(frozen=True)
 class InterruptEvent(Event):
     type: ClassVar[str] = "interrupt"
     tool_use_ids: list[str]
@@ -232,6 +258,8 @@ EVENT_CLASSES: dict[str, type[Event]] = {
         GitUndoEvent,
         NotesEvent,
         ModelSwitchEvent,
+        ContextWindowEvent,
+        LeftOutEvent,
         InterruptEvent,
         ErrorEvent,
     )

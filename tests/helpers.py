@@ -66,6 +66,18 @@ def trust_here(workspace: Path) -> None:
     from scribe.agent.config import trust_of, trust_store
 
     trust_store().grant(workspace, trust_of(workspace).fingerprint)
+def as_a_person(monkeypatch: pytest.MonkeyPatch, workspace: Path, home: Path, *, curate_notes: bool = False) -> None:
+    """This process as a person in `workspace` with a key and no stray config (the fake API's URL
+    is set per test), for front ends driven in-process."""
+    for name in list(os.environ):
+        if name.startswith(("SCRIBE_", "ANTHROPIC_")):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+    # Most tests script every model call; notes curation (its own call) is tested on its own.
+    monkeypatch.setenv("SCRIBE_CURATE_NOTES", "true" if curate_notes else "false")
+    monkeypatch.chdir(workspace)
 
 
 def run_scribe(args: list[str], cwd: Path, env: dict[str, str], stdin: str | None = None,

@@ -4,13 +4,12 @@ session another process is writing is skipped, not waited for."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
-from helpers import events_of, session_logs
+from helpers import as_a_person, events_of, session_logs
 from scribe.agent.config import Settings
 from scribe.agent.curator import curate_earlier
 from scribe.agent.model import ModelClient
@@ -31,14 +30,8 @@ def fact(k: int) -> str:
 def env(home: Path, workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """`scribe` as a person runs it in `workspace`, in this process (the chain is 16 runs: one
     process each would spend most of the test importing the SDK)."""
-    for name in list(os.environ):
-        if name.startswith(("SCRIBE_", "ANTHROPIC_")):
-            monkeypatch.delenv(name)
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+    as_a_person(monkeypatch, workspace, home, curate_notes=True)
     monkeypatch.setenv("SCRIBE_WATCH_FILES", "0")
-    monkeypatch.chdir(workspace)
 
 
 def scribe(*args: str) -> str:

@@ -21,7 +21,7 @@ from prompt_toolkit.input import create_pipe_input
 from prompt_toolkit.output import DummyOutput
 from rich.console import Console
 
-from helpers import events_of, running, session_logs, sleep_argv, wait_for
+from helpers import as_a_person, events_of, running, session_logs, sleep_argv, wait_for
 from scribe.agent.config import load_settings
 from scribe.agent.runtime import SessionChoice, choose_session
 from scribe.cli.repl.loop import Repl, start
@@ -35,15 +35,7 @@ UP, ESC, CTRL_C, CTRL_D = "\x1b[A", "\x1b", "\x03", "\x04"
 @pytest.fixture(autouse=True)
 def person(monkeypatch: pytest.MonkeyPatch, workspace: Path, tmp_path: Path) -> Iterator[None]:
     """A person in the workspace with no stray config (the fake API's URL is set per test)."""
-    for name in list(os.environ):
-        if name.startswith(("SCRIBE_", "ANTHROPIC_")):
-            monkeypatch.delenv(name)
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "home" / ".config"))
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
-    # These tests script every model call; notes curation (its own call) is tested on its own.
-    monkeypatch.setenv("SCRIBE_CURATE_NOTES", "false")
-    monkeypatch.chdir(workspace)
+    as_a_person(monkeypatch, workspace, tmp_path / "home")
     yield
 
 

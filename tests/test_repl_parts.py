@@ -244,8 +244,9 @@ def test_the_repl_and_the_agent_load_without_the_sdk_until_a_call_needs_it() -> 
 
 
 def _usage(seq: int, purpose: str, read: int, written: int) -> UsageEvent:
-    return UsageEvent(seq=seq, ts="2026-01-01T00:00:00Z", purpose=purpose, model="m", input=0, cache_read=read,
-                      cache_write=written, output=1, latency_ms=1)
+    # a listed model: an unknown one's cost is "unpriced" (tests/test_pricing.py)
+    return UsageEvent(seq=seq, ts="2026-01-01T00:00:00Z", purpose=purpose, model="claude-haiku-5-5", input=0,
+                      cache_read=read, cache_write=written, output=1, latency_ms=1)
 
 
 def test_the_bar_is_the_last_agent_calls_rate_and_narrows_at_field_boundaries() -> None:

@@ -17,8 +17,10 @@ from typing import Any
 
 import typer
 
-from scribe.agent.config import find_workspace, state_dir
+from scribe.agent.config import find_workspace, price_book, state_dir
+from scribe.agent.pricing import PriceBook
 from scribe.log.jsonl import LogRead, read_first_record, read_log
+from scribe.context.stats import Figures
 from scribe.log.store import SessionFile, SessionStore
 
 from ..errors import cli_errors
@@ -102,6 +104,27 @@ def local_time(ts: str | None, *, date: bool = True, seconds: bool = True) -> st
 
 def money(value: float) -> str:
     return f"${value:,.4f}" if value >= 0.0001 or value == 0 else f"${value:.6f}"
+
+
+# What a cost is shown as when the model has no price (agent/pricing.py); JSON says null.
+UNPRICED = "unpriced"
+
+
+def priced_money(figures: Figures, value: float, show: Any = money) -> str:
+    """A dollar figure of `figures` (its cost, its no-cache cost, what caching saved): "unpriced"
+    when no call has a price, the priced calls' part and a count of the rest when some do."""
+    if figures.calls and figures.unpriced == figures.calls:
+        return UNPRICED
+    return show(value) + (f" + {figures.unpriced} {UNPRICED}" if figures.unpriced else "")
+
+
+def money_or_unpriced(value: float | None) -> str:
+    return UNPRICED if value is None else money(value)
+
+
+def workspace_prices() -> PriceBook:
+    """The prices of this workspace: its config's `[prices.MODEL]` tables, then the list prices."""
+    return price_book(find_workspace(Path.cwd()))
 
 
 def percent(value: float) -> str:

@@ -13,12 +13,14 @@ from typing import Any
 
 from scribe.log.events import (
     AssistantEvent,
+    ContextWindowEvent,
     ErrorEvent,
     Event,
     FileChangeEvent,
     GitCommitEvent,
     GitUndoEvent,
     InterruptEvent,
+    LeftOutEvent,
     ModelSwitchEvent,
     NotesEvent,
     ObservationEvent,
@@ -162,6 +164,12 @@ class EventPrinter:
             return f"file changed outside scribe: {event.path} {what}{stale}{during}", "file_change", []
         if isinstance(event, ModelSwitchEvent):
             return f"model switched to {event.model} (the next call writes its prompt cache anew)", "session", []
+        if isinstance(event, ContextWindowEvent):
+            said = "the server reports" if event.source == "server" else "a refused request named"
+            return f"context window {event.tokens:,} tokens · {said} it · {event.model}", "session", []
+        if isinstance(event, LeftOutEvent):
+            return (f"events {event.seq_from}-{event.seq_to} left out of later requests · {event.tokens:,} tokens "
+                    f"for a {event.window:,}-token window", "error", [(event.reason, "dim")])
         if isinstance(event, InterruptEvent):
             calls = ", ".join(f"{self.tools.get(i, '?')} {i}" for i in event.tool_use_ids) or "no open tool calls"
             return f"interrupt · {event.reason} · {calls}", "interrupt", []

@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 
 from ..errors import fail
-from .common import SESSION_HELP, load, log_command, resolve_session
+from .common import SESSION_HELP, load, log_command, resolve_session, workspace_prices
 
 
 def html_page(
@@ -34,7 +34,7 @@ def html_page(
 
     with log_command():
         found = resolve_session(session)
-        page = session_page(found.id, load(found).events)
+        page = session_page(found.id, load(found).events, prices=workspace_prices())
         if output == "-":
             sys.stdout.write(page)
             sys.stdout.flush()

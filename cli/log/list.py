@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from scribe.agent.pricing import price_usage, pricing_key
+from scribe.agent.pricing import PriceBook
 from scribe.context.checkpoint import NotASessionLog, digest_of
 from scribe.log.jsonl import LogError
 from scribe.context.stats import SessionSummary, damage, summarize, summarize_digest
@@ -18,10 +18,11 @@ from .common import (
     load,
     local_time,
     log_command,
-    money,
     percent,
+    priced_money,
     print_json,
     sessions_in_scope,
+    workspace_prices,
 )
 from .table import Column, fitted, say_left_out
 
@@ -35,9 +36,10 @@ def list_sessions(
     (input + cache read + cache write), cache hit rate and cost."""
     with log_command():
         rows: list[SessionSummary] = []
+        prices = workspace_prices()
         for found in sessions_in_scope(all_):
             try:
-                rows.append(_row(found))
+                rows.append(_row(found, prices))
             except LogError as exc:  # one unreadable file must not hide the others
                 print(f"scribe: note: {exc}", file=sys.stderr)
         if as_json:
@@ -50,7 +52,7 @@ def list_sessions(
         _print(rows, all_)
 
 
-def _row(found: SessionFile) -> SessionSummary:
+def _row(found: SessionFile, prices: PriceBook) -> SessionSummary:
     """A session's figures from its checkpoint and the lines after it (context/checkpoint.py), or,
     without a checkpoint that still fits, from one streaming read; a log that is not a session's
     from what can be read of it. Reading only: nothing is written, not even a checkpoint."""
@@ -58,12 +60,12 @@ def _row(found: SessionFile) -> SessionSummary:
         log = digest_of(found.path)
     except NotASessionLog:
         read = load(found, notes=False)
-        return summarize(found.id, read.events, price_usage, damage(found.damaged, len(read.problems), False))
+        return summarize(found.id, read.events, prices.price_usage, damage(found.damaged, len(read.problems), False))
     except OSError as exc:
         raise LogError(f"cannot read {found.path}: {exc.strerror or exc}") from None
     skipped = sum(p.kind != "torn" for p in log.problems)
-    return summarize_digest(found.id, log.header, log.digest, price_usage, damage(found.damaged, skipped, log.torn),
-                            pricing_key())
+    return summarize_digest(found.id, log.header, log.digest, prices.price_usage,
+                            damage(found.damaged, skipped, log.torn), prices.key)
 
 
 def _print(rows: list[SessionSummary], with_cwd: bool) -> None:
@@ -80,7 +82,7 @@ def _print(rows: list[SessionSummary], with_cwd: bool) -> None:
     for r in rows:
         f = r.figures
         cells.append([r.id, local_time(r.started, seconds=False), local_time(r.last_activity, seconds=False),
-                      str(r.turns), str(f.calls), f"{f.prompt_tokens:,}", percent(f.hit_rate), money(f.cost_usd),
+                      str(r.turns), str(f.calls), f"{f.prompt_tokens:,}", percent(f.hit_rate), priced_money(f, f.cost_usd),
                       *([r.cwd or "?"] if with_cwd else []), *([r.damaged or ""] if damaged else [])])
     out = console()
     table, hidden = fitted(out, columns, cells)

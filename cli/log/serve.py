@@ -25,7 +25,7 @@ from scribe.log.follow import LineFollower
 from scribe.log.store import SessionFile
 
 from ..errors import fail
-from .common import SESSION_HELP, load, log_command, resolve_session
+from .common import SESSION_HELP, load, log_command, resolve_session, workspace_prices
 
 if TYPE_CHECKING:
     from http.server import ThreadingHTTPServer
@@ -40,7 +40,7 @@ class LivePage:
         from .page import SessionPage  # here: markdown-it and the page's modules cost `scribe --help` nothing
 
         read = load(found)
-        self.page = SessionPage(found.id)
+        self.page = SessionPage(found.id, workspace_prices())
         self.page.extend(read.events)
         self._follower = LineFollower(found.path, read.size - len(read.torn_tail))
         self._lock = threading.Lock()

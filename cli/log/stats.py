@@ -6,7 +6,6 @@ from typing import Annotated
 
 import typer
 
-from scribe.agent.pricing import price_usage
 from scribe.context.stats import Figures, SessionStats, session_stats
 
 from .common import (
@@ -14,10 +13,11 @@ from .common import (
     console,
     load,
     log_command,
-    money,
     percent,
+    priced_money,
     print_json,
     resolve_session,
+    workspace_prices,
 )
 from .table import Column, fitted, say_left_out
 
@@ -31,7 +31,7 @@ def stats(
     the observations. Every figure comes from the log's usage events, as the server billed them."""
     with log_command():
         found = resolve_session(session)
-        figures = session_stats(load(found).events, price_usage)
+        figures = session_stats(load(found).events, workspace_prices().price_usage)
         if as_json:
             print_json({"session_id": found.id, "log": str(found.path), **figures.as_dict()})
             return
@@ -40,13 +40,13 @@ def stats(
 
 COLUMNS = ("purpose", "calls", "input", "cache read", "cache write", "output", "hit rate", "cost", "no-cache cost")
 PRICES_NOTE = ("prices: each model's list prices from agent/pricing.py (input, 5-minute cache write, cache read, "
-               "output)")
+               "output), or its [prices.MODEL] table in the config; a model with neither is unpriced")
 
 
 def cells(f: Figures) -> list[str]:
     """One row of the table after its purpose: the same words wherever the figures are shown."""
     return [f"{f.calls:,}", f"{f.input:,}", f"{f.cache_read:,}", f"{f.cache_write:,}", f"{f.output:,}",
-            percent(f.hit_rate), money(f.cost_usd), money(f.uncached_cost_usd)]
+            percent(f.hit_rate), priced_money(f, f.cost_usd), priced_money(f, f.uncached_cost_usd)]
 
 
 def rows(figures: SessionStats) -> list[tuple[str, Figures]]:
@@ -62,11 +62,16 @@ def summary_lines(figures: SessionStats) -> list[str]:
     memory's side calls fared."""
     lines: list[str] = []
     total = figures.total
-    if total.calls:
+    if total.calls and not total.priced:
+        models = sorted({c.model for c in figures.calls if c.cost_usd is None})
+        lines.append(f"prompt tokens: {total.prompt_tokens:,}, {percent(total.hit_rate)} read from the cache; "
+                     f"{', '.join(models)} {'has' if len(models) == 1 else 'have'} no price: its calls are "
+                     f"{UNPRICED_NOTE}")
+    elif total.calls:
         saved = total.uncached_cost_usd - total.cost_usd
         share = saved / total.uncached_cost_usd if total.uncached_cost_usd else 0.0
         lines.append(f"prompt tokens: {total.prompt_tokens:,}, {percent(total.hit_rate)} read from the cache; "
-                     f"caching saved {money(saved)} ({percent(share)}) against no caching")
+                     f"caching saved {priced_money(total, saved)} ({percent(share)}) against no caching")
     else:
         lines.append("no model calls yet")
     c = figures.compression
@@ -79,6 +84,9 @@ def summary_lines(figures: SessionStats) -> list[str]:
         lines.append(f"reflections: {c.reflections}, {c.reflection_tokens:,} tokens")
     lines.append(f"memory: {figures.memory.summary()}")
     return lines
+
+
+UNPRICED_NOTE = "shown as tokens and time, cost unpriced ([prices.MODEL] in the config prices it)"
 
 
 # How readily a column is left out of a narrow terminal's table (0: never); see table.py.

@@ -24,7 +24,7 @@ from rich.text import Text
 
 from scribe import __version__
 from scribe.agent.compress import ContextSize
-from scribe.agent.config import Settings, find_workspace, load_settings, state_dir, trust_of
+from scribe.agent.config import Settings, find_workspace, load_settings, price_book, state_dir, trust_of
 from scribe.agent.curator import Curation, curate, curate_earlier
 from scribe.agent.loop import Agent
 from scribe.agent.mcptools import open_hub, start_notes
@@ -107,6 +107,7 @@ class Repl:
     def __init__(self, workspace: Path, settings: Settings, view: View, *, model: ModelClient | None = None,
                  area: InputArea | None = None, hub: McpHub | None = None) -> None:
         self.workspace, self.settings, self.view = workspace, settings, view
+        self.prices = price_book(workspace)
         # The MCP servers of this REPL, shared by its sessions (each pins its own tools).
         self.hub = hub if hub is not None else McpHub([], workspace)
         # One client for every session of this REPL: its connections stay open between turns.
@@ -261,8 +262,11 @@ class Repl:
         return memory.context(self.session)
 
     def numbers(self) -> Numbers:
+        memory = self.agent.memory
+        assert memory is not None, "build_agent always gives the agent a compressor"
         return numbers(self.session.events, self.agent.policy.mode, self.context(), self.session.chunks,
-                       self.session.digest.calls())
+                       self.session.digest.calls(), self.prices.price_usage, memory.window(self.session),
+                       memory.limits(self.session))
 
     def refresh(self) -> None:
         self._numbers = self.numbers()

@@ -11,11 +11,14 @@ from dataclasses import dataclass
 
 from scribe.agent.compress import ContextSize
 from scribe.agent.pricing import price_usage
+from scribe.agent.window import ContextWindow, Limits
 from scribe.context.chunks import ChunkIndex
 from scribe.log.events import Event, UsageEvent
 from scribe.log.health import MemoryHealth
 from scribe.context.render import current_model
-from scribe.context.stats import Figures, figures_of
+from scribe.context.stats import Figures, Pricer, figures_of
+
+from ..log.common import priced_money
 
 
 @dataclass(frozen=True)
@@ -26,9 +29,13 @@ class Numbers:
     totals: Figures  # every call of the session, any purpose, priced
     agent_calls: int
     last_hit: float | None  # cache hit rate of the last agent call; None before the first
+    window: ContextWindow | None = None  # the model's context window, when known
+    limits: Limits | None = None  # the compression thresholds in force
+
 
     @property
     def cost(self) -> float:
+        """Of the priced calls (cost_text says "unpriced" for the rest)."""
         return self.totals.cost_usd
 
     @property
@@ -37,9 +44,11 @@ class Numbers:
 
 
 def numbers(events: Sequence[Event], mode: str, context: ContextSize, index: ChunkIndex | None = None,
-            usage: Sequence[UsageEvent] | None = None) -> Numbers:
+            usage: Sequence[UsageEvent] | None = None, price: Pricer = price_usage,
+            window: ContextWindow | None = None, limits: Limits | None = None) -> Numbers:
     """The figures the bar and /stats show. `index` and `usage` (the session's chunk index and its
-    model calls as its digest keeps them) spare a scan of the whole log."""
+    model calls as its digest keeps them) spare a scan of the whole log; `price` is the
+    workspace's (configured prices, then the list)."""
     usages = list(usage) if usage is not None else [e for e in events if isinstance(e, UsageEvent)]
     # "Last" is the conversation's last call: a memory call (observer, curator) reads another
     # prompt, and its rate says nothing about the cache the next turn will read.
@@ -53,9 +62,11 @@ def numbers(events: Sequence[Event], mode: str, context: ContextSize, index: Chu
         model=current_model(events, index),
         mode=mode,
         context=context,
-        totals=figures_of(usages, price_usage),
+        totals=figures_of(usages, price),
         agent_calls=len(agent),
         last_hit=last_hit,
+        window=window,
+        limits=limits,
     )
 
 
@@ -76,11 +87,29 @@ def dollars(cost: float) -> str:
     return f"${cost:.4f}" if cost < 1 else f"${cost:.2f}"
 
 
+def cost_text(totals: Figures) -> str:
+    """The session's cost, or "unpriced" for a model with no price (as `scribe log stats` says)."""
+    return priced_money(totals, totals.cost_usd, dollars)
+
+
+def window_text(window: ContextWindow | None, limits: Limits | None = None) -> str:
+    """The window and the thresholds it sets, as /stats and `scribe config` say them."""
+    said = window.describe() if window is not None else "unknown (context_tokens in the config sets it)"
+    if limits is None:
+        return said
+    return (f"{said}; observe past {limits.observe:,} raw tokens, reflect past {limits.reflect:,} of "
+            f"observations, side calls at most {limits.side_call:,}")
+
+
+def context_field(n: Numbers) -> str:
+    ctx = n.context
+    share = f" of {tokens(n.window.tokens)}" if n.window is not None else ""
+    return f"context ~{tokens(ctx.total)}{share} (obs {tokens(ctx.observations)} · raw {tokens(ctx.raw)})"
+
+
 def toolbar_fields(n: Numbers) -> list[str]:
     """Model, mode, cost, context (observations and raw), cache hit rates: most wanted first."""
-    ctx = n.context
-    return [n.model, n.mode, dollars(n.cost),
-            f"context ~{tokens(ctx.total)} (obs {tokens(ctx.observations)} · raw {tokens(ctx.raw)})",
+    return [n.model, n.mode, cost_text(n.totals), context_field(n),
             f"cache {percent(n.last_hit)} last · {percent(n.session_hit)} session"]
 
 
@@ -108,6 +137,8 @@ def stats_lines(n: Numbers, health: MemoryHealth | None = None) -> list[str]:
         f"(last call {percent(n.last_hit)})",
         f"context      ~{n.context.total:,} tokens next call: {n.context.fixed:,} instructions and tools, "
         f"{n.context.observations:,} observations, {n.context.raw:,} raw",
-        f"cost         {dollars(n.cost)}",
+        f"window       {window_text(n.window, n.limits)}",
+        f"cost         {cost_text(n.totals)}"
+        + (" (a model with no price: [prices.MODEL] in the config sets one)" if n.totals.unpriced else ""),
         *([f"memory       {health.summary()}"] if health is not None else []),
     ]

@@ -18,10 +18,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from html import escape
 
-from scribe.agent.pricing import cost_parts
+from scribe.agent.pricing import LIST_PRICES, PriceBook
 from scribe.context.stats import PURPOSES, CallFigures
 
-from ..common import money
+from ..common import UNPRICED, money
 
 PARTS = ("cache_read", "cache_write", "input", "output")  # bottom to top
 PART_CSS = {"cache_read": "cr", "cache_write": "cw", "input": "in", "output": "out"}
@@ -65,17 +65,19 @@ class Layout:
         return self.strip_top + STRIP_H + 18
 
 
-def part_dollars(call: CallFigures) -> dict[str, float]:
-    # Priced together: a model with a long-prompt band prices every part at the call's band.
-    return cost_parts(call.model, **{part: getattr(call, part) for part in PARTS})
+def part_dollars(call: CallFigures, prices: PriceBook = LIST_PRICES) -> dict[str, float]:
+    # Priced together: a model with a long-prompt band prices every part at the call's band. An
+    # unpriced call has no dollar bar.
+    parts = prices.cost_parts(call.model, **{part: getattr(call, part) for part in PARTS})
+    return parts if parts is not None else dict.fromkeys(PARTS, 0.0)
 
 
 def layout_of(calls: Sequence[CallFigures]) -> Layout:
     n = len(calls)
     step = max(MIN_BAR * 1.25, min(MAX_BAR * 1.25, FIT_WIDTH / n))
     tallest = max(c.input + c.cache_read + c.cache_write + c.output for c in calls) or 1
-    dearest = max(c.cost_usd for c in calls) or 1.0
-    total = sum(c.cost_usd for c in calls) or 1.0
+    dearest = max(c.cost_usd or 0.0 for c in calls) or 1.0
+    total = sum(c.cost_usd or 0.0 for c in calls) or 1.0
     return Layout(n, round(step * 0.8, 2), round(step, 2), tallest / TOKENS_H, dearest / DOLLARS_H, total / DOLLARS_H)
 
 
@@ -83,7 +85,7 @@ def _n(value: float) -> str:
     return f"{value:.2f}".rstrip("0").rstrip(".") or "0"
 
 
-def calls_svg(calls: Sequence[CallFigures]) -> str:
+def calls_svg(calls: Sequence[CallFigures], prices: PriceBook = LIST_PRICES) -> str:
     if not calls:
         return '<p class="empty">No model calls yet.</p>'
     layout = layout_of(calls)
@@ -96,7 +98,7 @@ def calls_svg(calls: Sequence[CallFigures]) -> str:
         side = "agent" if call.purpose == "agent" else "side"
         for kind, bottom, heights in (
                 ("tk", TOP + TOKENS_H, [getattr(call, p) / layout.tokens_per_px for p in PARTS]),
-                ("usd", layout.dollars_top + DOLLARS_H, [d / layout.dollars_per_px for d in part_dollars(call).values()])):
+                ("usd", layout.dollars_top + DOLLARS_H, [d / layout.dollars_per_px for d in part_dollars(call, prices).values()])):
             y = float(bottom)
             for part, h in zip(PARTS, heights, strict=True):
                 if h > 0:
@@ -107,7 +109,7 @@ def calls_svg(calls: Sequence[CallFigures]) -> str:
         paths["rate"].append(f"M{_n(layout.x(i) + layout.bar / 2)} {layout.hit_top + HIT_H * (1 - hit):.2f}h0")
         purpose = call.purpose if call.purpose in PURPOSES else "other"
         paths[f"strip p-{purpose}"].append(f"M{x} {layout.strip_top}h{w}v{STRIP_H}h-{w}z")
-        running += call.cost_usd
+        running += call.cost_usd or 0.0
         running_points.append(f"{_n(layout.x(i) + layout.bar)},{layout.dollars_top + DOLLARS_H - running / layout.running_per_px:.2f}")
 
     dot = _n(min(5.0, max(2.0, layout.bar * 0.6)))
@@ -135,6 +137,7 @@ def _axes(layout: Layout, calls: Sequence[CallFigures]) -> str:
     tokens_bottom, dollars_bottom = TOP + TOKENS_H, layout.dollars_top + DOLLARS_H
     hit_top, hit_bottom = layout.hit_top, layout.hit_top + HIT_H
     tallest = round(layout.tokens_per_px * TOKENS_H)
+    priced = any(c.cost_usd is not None for c in calls)
     label_x = LEFT - 8
 
     def label(y: float, text: str, css: str = "", x: float = label_x, anchor: str = "end") -> str:
@@ -148,9 +151,10 @@ def _axes(layout: Layout, calls: Sequence[CallFigures]) -> str:
     return ('<g class="axes" aria-hidden="true">'
             + line(tokens_bottom) + line(dollars_bottom) + line(hit_bottom) + line(hit_top, "faint")
             + label(TOP + 4, f"{tallest:,}") + label(tokens_bottom, "0") + label(TOP + TOKENS_H / 2, "tokens")
-            + label(layout.dollars_top + 4, money(layout.dollars_per_px * DOLLARS_H))
+            + label(layout.dollars_top + 4, money(layout.dollars_per_px * DOLLARS_H) if priced else UNPRICED)
             + label(layout.dollars_top + DOLLARS_H / 2, "per call")
-            + label(layout.dollars_top + 4, money(sum(c.cost_usd for c in calls)), "run", layout.width - RIGHT + 6, "start")
+            + label(layout.dollars_top + 4, money(sum(c.cost_usd or 0.0 for c in calls)) if priced else UNPRICED, "run",
+                    layout.width - RIGHT + 6, "start")
             + label(layout.dollars_top + DOLLARS_H / 2, "running", "run", layout.width - RIGHT + 6, "start")
             + label(hit_top + 4, "100%") + label(hit_bottom, "hit rate")
             + label(layout.strip_top + STRIP_H, "purpose")

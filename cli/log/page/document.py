@@ -18,7 +18,7 @@ from html import escape
 from importlib.resources import files
 from typing import Any
 
-from scribe.agent.pricing import price_usage
+from scribe.agent.pricing import LIST_PRICES, PriceBook
 from scribe.log.events import Event, SessionEvent, UsageEvent
 from scribe.context.stats import SessionStats, session_stats
 
@@ -56,10 +56,11 @@ def _csp(script: str, live: bool) -> str:
 class SessionPage:
     """The page of one session, fed its events in log order."""
 
-    def __init__(self, session_id: str) -> None:
+    def __init__(self, session_id: str, prices: PriceBook = LIST_PRICES) -> None:
         self.session_id = session_id
+        self.prices = prices
         self.events: list[Event] = []
-        self.timeline = Timeline()
+        self.timeline = Timeline(prices)
         self.store = BlockStore()
         self.prompts = PromptTrack(self.store)
 
@@ -83,15 +84,16 @@ class SessionPage:
     def _data_since(self, stats: SessionStats, calls_seen: int, blocks_seen: int) -> dict[str, Any]:
         """The calls after the first `calls_seen`, their prompts, and the blocks after the first
         `blocks_seen`: all a page holding the rest needs (calls and blocks are only ever added)."""
-        running = 0.0
+        running: float | None = 0.0  # None once an unpriced call is among them
         calls: list[list[Any]] = []
         prompts: dict[int, dict[str, Any]] = {}
         previous: Sequence[int] = ()
         for i, c in enumerate(stats.calls):
-            running += c.cost_usd
+            running = None if running is None or c.cost_usd is None else running + c.cost_usd
             if i >= calls_seen:
                 calls.append([c.seq, c.purpose, c.model, c.input, c.cache_read, c.cache_write, c.output,
-                              c.latency_ms, round(c.cost_usd, 8), round(c.uncached_cost_usd, 8), round(running, 8)])
+                              c.latency_ms, *(None if v is None else round(v, 8)
+                                              for v in (c.cost_usd, c.uncached_cost_usd, running))])
             call = self.prompts.calls.get(c.seq)
             if call is None:
                 continue
@@ -122,7 +124,7 @@ class SessionPage:
             "head": (f'<header id="head"><h1>Session <code>{escape(self.session_id)}</code></h1>'
                      f'<p class="facts">{" · ".join(escape(f) for f in facts)}</p>{live_badge}</header>'),
             "figures-body": f'<div id="figures-body">{headline(stats)}{figures_html(stats)}</div>',
-            "chart-box": (f'<div class="scroll chart" id="chart-box">{calls_svg(stats.calls)}'
+            "chart-box": (f'<div class="scroll chart" id="chart-box">{calls_svg(stats.calls, self.prices)}'
                           f'<div class="tip" id="chart-tip" hidden></div></div>'),
             "memory-body": f'<div id="memory-body">{memory_html(self.events)}</div>',
         }
@@ -132,13 +134,13 @@ class SessionPage:
         needs to show the log as it is now: the changed sections and turns, and the new data."""
         if events_seen == len(self.events):
             return {"version": self.version}
-        stats = session_stats(self.events, price_usage)
+        stats = session_stats(self.events, self.prices.price_usage)
         return {"version": self.version, "sections": self.sections(stats, True),
                 "turns": self.timeline.changed_since(events_seen),
                 **self._data_since(stats, calls_seen, blocks_seen)}
 
     def html(self, *, live: bool = False) -> str:
-        stats = session_stats(self.events, price_usage)
+        stats = session_stats(self.events, self.prices.price_usage)
         script = asset("page.js")
         parts = self.sections(stats, live)
         title = f"scribe · session {self.session_id}"
@@ -167,7 +169,8 @@ class SessionPage:
                 f'<style>{asset("page.css")}</style></head><body>{body}</body></html>')
 
 
-def session_page(session_id: str, events: Sequence[Event], *, live: bool = False) -> str:
-    page = SessionPage(session_id)
+def session_page(session_id: str, events: Sequence[Event], *, live: bool = False,
+                 prices: PriceBook = LIST_PRICES) -> str:
+    page = SessionPage(session_id, prices)
     page.extend(events)
     return page.html(live=live)

@@ -16,7 +16,8 @@
     return node;
   }
   const fmt = (n) => n.toLocaleString("en-US");
-  const money = (v) => (v >= 0.0001 || v === 0 ? "$" + v.toFixed(4) : "$" + v.toFixed(6));
+  // null: the model has no price (cli/log/common.py UNPRICED)
+  const money = (v) => (v === null ? "unpriced" : v >= 0.0001 || v === 0 ? "$" + v.toFixed(4) : "$" + v.toFixed(6));
   const pct = (v) => (100 * v).toFixed(1) + "%";
 
   function load() {

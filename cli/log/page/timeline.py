@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from html import escape
 from typing import Any
 
-from scribe.agent.pricing import price_usage
+from scribe.agent.pricing import LIST_PRICES, PriceBook
 from scribe.log.events import (
     AssistantEvent,
     Event,
@@ -24,7 +24,7 @@ from scribe.log.events import (
     UserEvent,
 )
 
-from ..common import local_time, money, percent
+from ..common import local_time, money_or_unpriced, percent
 from ..format import EventPrinter, main_argument
 from .markdown import markdown_html
 from .memory_map import ChunkSpans
@@ -75,13 +75,14 @@ class Turn:
     gist: str
     items: list[str] = field(default_factory=list)
     calls: int = 0
-    cost: float = 0.0
+    cost: float | None = 0.0  # None: a call of it is unpriced
     observed_in: int | None = None  # seq of the observation that covers this turn's start
     changed: int = 0  # how many events the timeline had taken in when this turn last changed
 
 
 class Timeline:
-    def __init__(self) -> None:
+    def __init__(self, prices: PriceBook = LIST_PRICES) -> None:
+        self.prices = prices
         self.turns: list[Turn] = [Turn(0, 0, "", "before the first message")]
         self._printer = EventPrinter(None)
         self._calls: dict[str, tuple[str, str]] = {}  # tool_use id -> (tool name, main argument)
@@ -102,7 +103,8 @@ class Timeline:
         self._turn_of[event.seq] = turn.number
         if isinstance(event, UsageEvent):
             turn.calls += 1
-            turn.cost += price_usage(event)[0]
+            cost = self.prices.price_usage(event)[0]
+            turn.cost = None if turn.cost is None or cost is None else turn.cost + cost
         turn.items.append(self.item(event))
 
     def item(self, event: Event) -> str:
@@ -181,10 +183,10 @@ class Timeline:
     def _usage(self, event: UsageEvent) -> str:
         prompt = event.input + event.cache_read + event.cache_write
         hit = event.cache_read / prompt if prompt else 0.0
-        cost = price_usage(event)[0]
+        cost = self.prices.price_usage(event)[0]
         return (f'<a class="ev usage p-{esc(event.purpose)}" id="e-{event.seq}" href="#call-{event.seq}">'
                 f'{esc(event.purpose)} call · {prompt:,} prompt tokens, {percent(hit)} from the cache · '
-                f'{event.output:,} out · {money(cost)} · {event.latency_ms:,} ms</a>')
+                f'{event.output:,} out · {money_or_unpriced(cost)} · {event.latency_ms:,} ms</a>')
 
     def _memory(self, event: ObservationEvent | ReflectionEvent) -> str:
         span = self._spans.add(event) or (-1, -1)
@@ -215,7 +217,7 @@ class Timeline:
                     if turn.observed_in is not None else "")
         return (f'<details class="turn" id="turn-{turn.number}" open><summary><span class="turn-no">Turn {turn.number}</span> '
                 f'{time_tag(turn.ts)} <span class="gist">{esc(turn.gist)}</span> <span class="turn-cost">'
-                f'{turn.calls} call{"" if turn.calls == 1 else "s"} · {money(turn.cost)}</span>{observed}</summary>'
+                f'{turn.calls} call{"" if turn.calls == 1 else "s"} · {money_or_unpriced(turn.cost)}</span>{observed}</summary>'
                 f'{"".join(turn.items)}</details>')
 
     def html(self) -> str:
