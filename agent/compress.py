@@ -62,6 +62,8 @@ from .session import Session
 from .sidecall import side_answer, side_request
 
 OBSERVE_FAILED_KIND = "observe_backoff"
+# Between turns, the share of observe_tokens past which the raw tail is compressed ahead.
+AHEAD_SHARE = 0.75
 # After this many observer answers refused in a row, the person is told plainly, once.
 STALLED_AFTER = 3
 OBSERVER_OVERHEAD = estimate_text(OBSERVER_SYSTEM) + 40  # instructions and framing of its input
@@ -91,12 +93,14 @@ class Compressor:
 
     # -- what the loop calls -------------------------------------------------------------
 
-    def before_call(self, session: Session) -> Iterator[AgentEvent]:
+    def before_call(self, session: Session, *, ahead: bool = False) -> Iterator[AgentEvent]:
         """Compress if a threshold is passed, early when the cache has gone cold anyway, or, at a
-        turn start, when finished turns have cost as much in cache reads as observing them would."""
+        turn start, when finished turns have cost as much in cache reads as observing them would.
+        `ahead`: between turns (agent/ahead.py), where a tail a little under the threshold is
+        compressed too, since the next message will most likely take it over."""
         events = session.events
         size = self.context(session)
-        threshold = self.settings.observe_tokens
+        threshold = int(self.settings.observe_tokens * (AHEAD_SHARE if ahead else 1))
         cold = self.settings.compress_when_cold and self._cache_is_cold(events)
         if cold:
             threshold //= 2  # nothing cached to lose: compressing now costs nothing extra
