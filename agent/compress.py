@@ -13,8 +13,9 @@ from bisect import bisect_right
 from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Any
 
-from scribe.memory.answer import Answer
+from scribe.memory.answer_tools import OBSERVATIONS_TOOL, OBSERVATIONS_TOOL_NAME, observations_text
 from scribe.context.budget import InputBudget
 from scribe.context.chunks import Chunk, tail_after
 from scribe.log.events import (
@@ -24,11 +25,18 @@ from scribe.log.events import (
     ObservationEvent,
     ReflectionEvent,
     UsageEvent,
+    UserEvent,
+)
+from scribe.memory.extract import (
+    EXTRACTIVE_MODEL,
+    NothingToExtract,
+    extractive_reflection,
+    extractive_stub,
+    model_resting,
 )
 from scribe.log.health import refusals_in_a_row
 from scribe.memory.observer import (
     OBSERVATIONS_SHOWN,
-    OBSERVER_MAX_TOKENS,
     OBSERVER_SYSTEM,
     Span,
     UnusableAnswer,
@@ -60,8 +68,11 @@ from .payback import Rates, paid_off, reflection_paid_off, turn_start
 from .protocol import AgentEvent, Compressed, Notice
 from .session import Session
 from .window import ContextWindow, Limits, Overflow, limits, session_window
+from .sidecall import side_answer, side_request
 
 OBSERVE_FAILED_KIND = "observe_backoff"
+# Between turns, the share of observe_tokens past which the raw tail is compressed ahead.
+AHEAD_SHARE = 0.75
 # After this many observer answers refused in a row, the person is told plainly, once.
 STALLED_AFTER = 3
 # Rounds of observing and reflecting one shrink_to may make (each observes what the side-call
@@ -94,18 +105,20 @@ class Compressor:
 
     # -- what the loop calls -------------------------------------------------------------
 
-    def before_call(self, session: Session) -> Iterator[AgentEvent]:
+    def before_call(self, session: Session, *, ahead: bool = False) -> Iterator[AgentEvent]:
         """Compress if a threshold is passed, early when the cache has gone cold anyway, or, at a
-        turn start, when finished turns have cost as much in cache reads as observing them would."""
+        turn start, when finished turns have cost as much in cache reads as observing them would.
+        `ahead`: between turns (agent/ahead.py), where a tail a little under the threshold is
+        compressed too, since the next message will most likely take it over."""
         events = session.events
         size = self.context(session)
-        threshold = self.limits(session).observe
+        threshold = int(self.limits(session).observe * (AHEAD_SHARE if ahead else 1))
         cold = self.settings.compress_when_cold and self._cache_is_cold(events)
         if cold:
             threshold //= 2  # nothing cached to lose: compressing now costs nothing extra
         if size.raw > session.digest.backoff(OBSERVE_FAILED_KIND, ObservationEvent):  # as backoff_until reads it
             if size.raw > threshold:
-                yield from self.observe(session)
+                yield from self.observe(session, needed=True)
             elif self.settings.observe_on_payback and (span := self.paid_off_span(session, cold=cold)) is not None:
                 yield from self.observe(session, span=span)
                 if self.settings.reflect_on_payback:
@@ -177,9 +190,10 @@ class Compressor:
             earlier = [e for e in self._raw(session, max(observed_to, 0)) if e.seq < keep_from]
             span = choose_span(earlier, self.estimator, keep_tokens=0) if earlier else None
             if span is not None:
-                yield from self.observe(session, span=span)
+                # needed: when no model answer is usable, a model-free summary stands in
+                yield from self.observe(session, span=span, needed=True)
             if self.context(session).observations > self.limits(session).reflect:
-                yield from self.reflect(session, force=True)
+                yield from self.reflect(session)  # past the threshold: condensed without a model if need be
             if self.context(session).total >= size.total:
                 break  # no answer made it smaller: nothing more to gain by asking again
         return self.context(session).total <= budget
@@ -193,8 +207,12 @@ class Compressor:
 
     # -- observer ------------------------------------------------------------------------
 
-    def observe(self, session: Session, *, force: bool = False, span: Span | None = None) -> Iterator[AgentEvent]:
-        """Observe `span`, or by default the oldest raw events down to the retention floor."""
+    def observe(self, session: Session, *, force: bool = False, span: Span | None = None,
+                needed: bool = False) -> Iterator[AgentEvent]:
+        """Observe `span`, or by default the oldest raw events down to the retention floor.
+        `needed`: the prompt must shrink (a threshold is passed), so when no model answer is
+        usable the span is summarised without one (memory/extract.py)."""
+        events = session.events
         chunks, observed_to = self._update(session)
         raw = self._raw(session, max(observed_to, 0))  # seq 0 is the session header, never observed
         if span is None:
@@ -204,33 +222,77 @@ class Compressor:
             if force:
                 yield Notice("nothing to observe: the raw tail is within the retention floor")
             return
+        whole = span  # a summary without a model has no input limit: it covers all of it
         room = self._budget(session).room(OBSERVER_SYSTEM)
         shown = min(OBSERVATIONS_SHOWN, room // 4)
         span = clip_span(raw, span, room - shown - 40, self._observer_view, self.estimator)
         chosen = [e for e in raw if span.seq_from <= e.seq <= span.seq_to]
-        request = Request.one_shot(self.settings.observer_model, OBSERVER_SYSTEM,
-                                   observer_input([c.text for c in chunks], chosen, tail_tokens=shown, room=room),
-                                   OBSERVER_MAX_TOKENS)
+        if needed and model_resting(events):
+            yield from self._extract(session, whole, raw, "the observer's last answers were unusable")
+            return
+        request = side_request(self.settings.observer_model, OBSERVER_SYSTEM,
+                               observer_input([c.text for c in chunks], chosen, tail_tokens=shown, room=room),
+                               self.settings.side_call_max_tokens, self._tool(OBSERVATIONS_TOOL))
         try:
             result = self._call(session, request, "observer")
-            reading = read_observer_answer(_answer(result))
+            answer, via = side_answer(result, OBSERVATIONS_TOOL_NAME, observations_text)
+            reading = read_observer_answer(answer)
         except (ModelError, UnusableAnswer) as exc:
             size = self.estimator.total(raw)
             session.append(ErrorEvent, kind=OBSERVE_FAILED_KIND, message=f"observation failed: {exc}",
                            until_tokens=int(size * BACKOFF_GROWTH), purpose="observer")
-            yield Notice(f"memory: observation failed ({exc}); will try again when the log has grown")
-            if refusals_in_a_row(session.events, OBSERVE_FAILED_KIND, ObservationEvent) == STALLED_AFTER:
+            stalled = refusals_in_a_row(session.events, OBSERVE_FAILED_KIND, ObservationEvent) == STALLED_AFTER
+            if needed:
+                yield from self._extract(session, whole, raw, f"the observer's answer was unusable ({exc})")
+                size_now = (f"the prompt is now ~{self.context(session).total:,} tokens, kept in bounds by "
+                            "model-free summaries")
+            else:
+                yield Notice(f"memory: observation failed ({exc}); will try again when the log has grown")
+                size_now = (f"the prompt is now ~{self.context(session).total:,} tokens and grows with every "
+                            "call until an observation is kept")
+            if stalled:
                 yield Notice(f"memory: observer answers refused {STALLED_AFTER} times in a row (last: {exc}); "
-                             f"the prompt is now ~{self.context(session).total:,} tokens and grows with every "
-                             "call until an observation is kept (`scribe log stats` shows each reason)")
+                             f"{size_now} (`scribe log stats` shows each reason)")
             return
         extra = {"cut": True} if reading.cut else {}
         event = session.append(ObservationEvent, text=reading.text, seq_from=span.seq_from, seq_to=span.seq_to,
-                               tokens=estimate_text(reading.text), model=result.model, **extra)
+                               tokens=estimate_text(reading.text), model=result.model, via=via, **extra)
         if reading.cut:
             yield Notice(f"memory: the observer's answer was cut at max_tokens; kept its {len(reading.lines)} "
                          "complete observations")
         yield Compressed("observation", span.tokens, event.tokens, span.seq_from, span.seq_to)
+
+    def compress_model_free(self, session: Session) -> Iterator[AgentEvent]:
+        """Compress now without a model: every raw event before the current turn's message
+        becomes one extractive observation. For a request already
+        refused for its size (overflow recovery), where asking a model first would cost a call
+        the window may not even hold. Nothing is appended when nothing can be compressed."""
+        chunks, observed_to = self._update(session)
+        raw = tail_after(session.events, max(observed_to, 0))
+        last_user = max((i for i, e in enumerate(raw) if isinstance(e, UserEvent)), default=0)
+        # No floor: the request did not fit, so everything before the current message may go.
+        span = choose_span(raw[:last_user], self.estimator, keep_tokens=0) if last_user else None
+        if span is None:
+            return
+        yield from self._extract(session, span, raw, "asked for without a model")
+
+    def _extract(self, session: Session, span: Span, raw: Sequence[Event], why: str) -> Iterator[AgentEvent]:
+        """The model-free observation of `span` (of the raw events `raw`), logged like any other
+        (model "extractive")."""
+        chosen = [e for e in raw if span.seq_from <= e.seq <= span.seq_to]
+        try:
+            text = extractive_stub(chosen, span.tokens)
+        except NothingToExtract as exc:
+            yield Notice(f"memory: {why}; {exc}, so it stays raw")
+            return
+        event = session.append(ObservationEvent, text=text, seq_from=span.seq_from, seq_to=span.seq_to,
+                               tokens=estimate_text(text), model=EXTRACTIVE_MODEL, via="extractive")
+        yield Notice(f"memory: {why}; seq {span.seq_from}-{span.seq_to} summarised without a model "
+                     f"(`recall` reads them back)")
+        yield Compressed("observation", span.tokens, event.tokens, span.seq_from, span.seq_to, model_free=True)
+
+    def _tool(self, tool: dict[str, Any]) -> dict[str, Any] | None:
+        return tool if self.settings.side_call_tools else None
 
     def paid_off_span(self, session: Session, *, cold: bool = False) -> Span | None:
         """At a turn start: the finished turns whose cache reads have paid for observing them."""
@@ -291,11 +353,19 @@ class Compressor:
             return
         if given and plan.condense[-1] is chunks[-1]:  # a plan always keeps the newest chunk verbatim
             return
+        # Past the threshold on its own (not asked for, not a payback plan): the prompt must shrink.
+        needed = not force and not given and total > self.limits(session).reflect
+        if needed and model_resting(session.events, BACKOFF_KIND, ReflectionEvent):
+            yield from self._condense(session, plan, "the reflector's last answers were unusable")
+            return
         problems: list[str] = []
         for attempt in range(REFLECT_ATTEMPTS):
             try:
-                result = self._call(session, _reflect_request(self.settings, plan, attempt), "reflector")
-                text = read_reflection(_answer(result), plan).text
+                request = side_request(self.settings.observer_model, REFLECTOR_SYSTEM, reflector_input(plan, attempt),
+                                       self.settings.side_call_max_tokens, self._tool(OBSERVATIONS_TOOL))
+                result = self._call(session, request, "reflector")
+                answer, via = side_answer(result, OBSERVATIONS_TOOL_NAME, observations_text)
+                text = read_reflection(answer, plan).text
             except UnusableAnswer as exc:
                 problems.append(str(exc))
                 continue
@@ -303,15 +373,33 @@ class Compressor:
                 problems.append(str(exc))
                 break
             event = session.append(ReflectionEvent, text=text, supersedes=[c.seq for c in plan.condense],
-                                   tokens=estimate_text(text), model=result.model)
+                                   tokens=estimate_text(text), model=result.model, via=via)
             yield Compressed("reflection", plan.tokens, event.tokens, plan.condense[0].seq, plan.condense[-1].seq)
             return
         until = int(total * BACKOFF_GROWTH)
         session.append(ErrorEvent, kind=BACKOFF_KIND, until_tokens=until, purpose="reflector",
                        attempts=len(problems), problems=problems,
                        message=f"reflection refused after {len(problems)} attempts: {problems[-1]}")
+        if needed:
+            yield from self._condense(session, plan, f"the reflector's answers were unusable ({problems[-1]})")
+            return
         yield Notice(f"memory: reflection did not shrink ({problems[-1]}); waiting until observations "
                      f"pass {until} tokens")
+
+    def _condense(self, session: Session, plan: ReflectPlan, why: str) -> Iterator[AgentEvent]:
+        """The model-free reflection of `plan`, logged like any other (model "extractive")."""
+        covers = (min(getattr(c, "seq_from", 1) for c in plan.condense),
+                  max(getattr(c, "seq_to", c.seq) for c in plan.condense))
+        try:
+            text = extractive_reflection([c.text for c in plan.condense], covers, plan.tokens)
+        except NothingToExtract as exc:
+            yield Notice(f"memory: {why}; {exc}")
+            return
+        event = session.append(ReflectionEvent, text=text, supersedes=[c.seq for c in plan.condense],
+                               tokens=estimate_text(text), model=EXTRACTIVE_MODEL, via="extractive")
+        yield Notice(f"memory: {why}; {len(plan.condense)} observation chunks condensed without a model")
+        yield Compressed("reflection", plan.tokens, event.tokens, plan.condense[0].seq, plan.condense[-1].seq,
+                         model_free=True)
 
     # -- plumbing --------------------------------------------------------------------------
 
@@ -344,12 +432,3 @@ class Compressor:
         except ValueError:
             return False
         return (self.now() - when).total_seconds() > CACHE_TTL_S
-
-
-def _reflect_request(settings: Settings, plan: ReflectPlan, attempt: int) -> Request:
-    return Request.one_shot(settings.observer_model, REFLECTOR_SYSTEM, reflector_input(plan, attempt),
-                            OBSERVER_MAX_TOKENS)
-
-
-def _answer(result: CallResult) -> Answer:
-    return Answer("".join(b.get("text", "") for b in result.content if b.get("type") == "text"), result.stop_reason)

@@ -28,6 +28,9 @@ from .pricing import PRICE_KEYS, PriceBook
 DEFAULT_MODEL = "claude-sonnet-5-5"
 DEFAULT_OBSERVER_MODEL = "claude-haiku-5-5"
 PERMISSION_MODES = ("read-only", "ask", "accept-edits", "full-auto")
+# When the REPL compresses memory: "auto" between turns (while the person types) on a server whose
+# calls are slow, else at the call that needs it; "always" and "never" decide it outright.
+OBSERVE_AHEAD = ("auto", "always", "never")
 # Seconds a model call may go without a byte from the server: enough for a long prompt to be
 # read and for the pauses of a long answer, far short of the SDK's ten minutes.
 DEFAULT_REQUEST_TIMEOUT_S = 120.0
@@ -63,6 +66,11 @@ class Settings:
     notes_tokens: int = 2000
     # The most tokens one observer, reflector or curator request may hold, whatever the log's size.
     side_call_tokens: int = 50_000
+    # The most tokens a side call may answer with.
+    side_call_max_tokens: int = 4096
+    # Side calls ask for a forced tool call with a schema (servers without tools answer text).
+    side_call_tools: bool = True
+    observe_ahead: str = "auto"
     watch_files: bool = True
     # MCP servers (configured in [mcp.servers.NAME] tables or a trusted .mcp.json; agent/mcpconfig.py).
     mcp_start_timeout_s: float = 10.0
@@ -91,9 +99,9 @@ LIMITS: dict[str, tuple[float, float | None]] = {
     "output_cap_bytes": (1000, None), "max_retries": (0, None), "retry_backoff_s": (0.0, None),
     "request_timeout_s": (0.1, None), "notes_tokens": (0, None), "mcp_start_timeout_s": (0.1, None),
     "mcp_call_timeout_s": (0.1, None), "regex_timeout_s": (0.01, None), "context_tokens": (0, None),
-    # Room for the instructions and two observation chunks at least; at most a 200k-token context
-    # window less the side call's own answer (4,096 tokens) and a margin for the estimate.
-    "side_call_tokens": (8_000, 190_000),
+    # Room for the instructions and a little input at least (a local model's window may be 4,096
+    # tokens); at most a 200k-token context window less the side call's own answer and a margin.
+    "side_call_tokens": (1_500, 190_000), "side_call_max_tokens": (64, 32_000),
 }
 
 
@@ -241,6 +249,8 @@ def explain_settings(workspace: Path, flags: Mapping[str, Any] | None = None,
     settings = Settings(**values)
     if settings.permission_mode not in PERMISSION_MODES:
         raise ConfigError(f"permission_mode '{settings.permission_mode}' is not one of {', '.join(PERMISSION_MODES)}")
+    if settings.observe_ahead not in OBSERVE_AHEAD:
+        raise ConfigError(f"observe_ahead '{settings.observe_ahead}' is not one of {', '.join(OBSERVE_AHEAD)}")
     return settings, origin
 
 

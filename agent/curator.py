@@ -18,21 +18,20 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from scribe.memory.answer import Answer
+from scribe.memory.answer import UnusableAnswer
+from scribe.memory.answer_tools import NOTES_TOOL, NOTES_TOOL_NAME, notes_text
 from scribe.context.budget import InputBudget
 from scribe.context.chunks import tail_after
 from scribe.log.events import ErrorEvent, Event, NotesEvent, UsageEvent
 from scribe.log.jsonl import LogError, SessionLocked
 from scribe.memory.notes import (
     CURATOR_SYSTEM,
-    NotesRefused,
     curator_input,
     facts_within,
     read_notes,
     session_facts,
 )
 from scribe.log.private import make_private_folder, write_private
-from scribe.context.render import Request
 from scribe.context.tokens import estimate_text
 from scribe.memory.uncurated import needs_curation
 from scribe.tools.secrets import Redactor
@@ -44,8 +43,8 @@ from .instructions import InstructionFileRefused, notes_text
 from .model import ModelClient
 from .session import Session, notes_path, open_session, store_for
 from .window import session_window, side_call_limit
+from .sidecall import side_answer, side_request
 
-CURATOR_MAX_TOKENS = 4096
 # The curator's input around the notes and the facts: its headings and closing line.
 INPUT_FRAMING_TOKENS = 60
 # Below this many tokens for facts, a curation could not say anything new: it is not attempted.
@@ -83,8 +82,9 @@ def curate(session: Session, model: ModelClient, settings: Settings, path: Path)
         session.append(ErrorEvent, kind="notes", message=message, purpose="curator")
         return Curation(False, f"notes: {message.removeprefix('notes curation ')}")
     chosen, skipped = facts_within(facts, room)
-    request = Request.one_shot(settings.observer_model, system,
-                               curator_input(current, session.id, chosen, settings.notes_tokens), CURATOR_MAX_TOKENS)
+    request = side_request(settings.observer_model, system,
+                           curator_input(current, session.id, chosen, settings.notes_tokens),
+                           settings.side_call_max_tokens, NOTES_TOOL if settings.side_call_tools else None)
     try:
         result = model.complete(request)
     except ModelError as exc:
@@ -93,10 +93,10 @@ def curate(session: Session, model: ModelClient, settings: Settings, path: Path)
     session.append(UsageEvent, purpose="curator", model=result.model, input=result.input,
                    cache_read=result.cache_read, cache_write=result.cache_write, output=result.output,
                    latency_ms=result.latency_ms, message_id=result.message_id)
-    answer = Answer("".join(b.get("text", "") for b in result.content if b.get("type") == "text"), result.stop_reason)
     try:
+        answer, via = side_answer(result, NOTES_TOOL_NAME, notes_text)
         notes = read_notes(answer, settings.notes_tokens, current=current, session_id=session.id, facts=chosen)
-    except NotesRefused as exc:
+    except UnusableAnswer as exc:  # NotesRefused, or a tool input with nothing usable and no text
         # `upto`: this answer is not asked for again until the session says something new.
         session.append(ErrorEvent, kind="notes", message=f"notes curation refused: {exc}", purpose="curator",
                        refused=True, upto=facts[-1].seq)
@@ -105,7 +105,7 @@ def curate(session: Session, model: ModelClient, settings: Settings, path: Path)
     _write_atomically(path, notes.text)
     extra = {"skipped": skipped} if skipped else {}
     session.append(NotesEvent, path=str(path), text=notes.text, upto=facts[-1].seq, entries=notes.entries,
-                   model=result.model, before=before, dropped=notes.dropped, matched=notes.matched, **extra)
+                   model=result.model, before=before, dropped=notes.dropped, matched=notes.matched, via=via, **extra)
     session.sync()
     dropped = f"; {len(notes.dropped)} lines with no source left out" if notes.dropped else ""
     older = f"; {skipped} older facts past side_call_tokens left out" if skipped else ""

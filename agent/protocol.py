@@ -101,6 +101,7 @@ class Compressed:
     tokens_after: int
     seq_from: int
     seq_to: int
+    model_free: bool = False  # an extractive summary: no model answer was usable
 
 
 StopReason = Literal["end_turn", "max_turns", "interrupted", "error", "refusal", "max_tokens"]

@@ -65,19 +65,27 @@ class Request:
     messages: list[dict[str, Any]]
     # Bookkeeping for callers, not sent: the last seq the observation chunks cover.
     observed_to: int = field(default=-1, compare=False)
+    # Side calls only: the one tool the model must answer with (the agent's calls never force one).
+    tool_choice: dict[str, Any] | None = None
 
     @classmethod
-    def one_shot(cls, model: str, system: str, user: str, max_tokens: int) -> Request:
-        """A request with no tools and one user message: the observer's, reflector's and
-        curator's calls (their prompts are built from the log, not rendered from it)."""
-        return cls(model=model, max_tokens=max_tokens, tools=[], system=[{"type": "text", "text": system}],
-                   messages=[{"role": "user", "content": [{"type": "text", "text": user}]}])
+    def one_shot(cls, model: str, system: str, user: str, max_tokens: int, *,
+                 tool: dict[str, Any] | None = None) -> Request:
+        """A request with one user message: the observer's, reflector's and curator's calls
+        (their prompts are built from the log, not rendered from it). With `tool`, the model is
+        asked to answer through that one tool (a forced tool call)."""
+        tools = [tool] if tool else []
+        choice = {"type": "tool", "name": tool["name"]} if tool else None
+        return cls(model=model, max_tokens=max_tokens, tools=tools, system=[{"type": "text", "text": system}],
+                   messages=[{"role": "user", "content": [{"type": "text", "text": user}]}], tool_choice=choice)
 
     def params(self) -> dict[str, Any]:
         """Keyword arguments for `client.messages.stream` (no `tools` key when there are none)."""
         params: dict[str, Any] = {"model": self.model, "max_tokens": self.max_tokens}
         if self.tools:
             params["tools"] = self.tools
+        if self.tool_choice:
+            params["tool_choice"] = self.tool_choice
         return {**params, "system": self.system, "messages": self.messages}
 
     def body(self) -> dict[str, Any]:

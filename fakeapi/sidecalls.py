@@ -17,6 +17,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
+from . import forced
 from . import habits as catalogue
 from .habits import Entry, Said
 from .script import Reply, Responder, ScriptItem
@@ -40,15 +41,23 @@ def side_call_kind(request: dict[str, Any]) -> str:
 
 class SideCallModel:
     """A responder for FakeMessagesServer. `habit` applies to every side call unless `observer`,
-    `reflector` or `curator` names another for that kind; `calls` counts requests by kind."""
+    `reflector` or `curator` names another for that kind; `calls` counts requests by kind.
+
+    `tools` is how a side call that forces a tool is answered (forced.py): "ignore" (the
+    default) is a server that drops tools, so the text habit answers; "honour" answers with the
+    tool's input, "malformed" with input that does not fit it. `tools_for` sets it per kind."""
 
     def __init__(self, agent: Sequence[ScriptItem] | Responder | None = None, *, habit: str = "canonical",
                  observer: str | None = None, reflector: str | None = None, curator: str | None = None,
-                 seed: int = 0) -> None:
+                 seed: int = 0, tools: str = "ignore", tools_for: dict[str, str] | None = None) -> None:
         self._agent = agent if callable(agent) else list(agent or [])
         self.habits = {"observer": observer or habit, "reflector": reflector or habit, "curator": curator or habit}
         for name in self.habits.values():
             catalogue.habit(name)  # an unknown name fails here, not at the first side call
+        self.tools = {kind: (tools_for or {}).get(kind, tools) for kind in self.habits}
+        for name in self.tools.values():
+            if name not in forced.TOOL_HABITS:
+                raise ValueError(f"unknown tool habit {name!r}; known: {', '.join(forced.TOOL_HABITS)}")
         self._rng = random.Random(seed)
         self._lock = threading.Lock()
         self.calls: Counter[str] = Counter()
@@ -61,9 +70,16 @@ class SideCallModel:
                 return self._agent_reply(request)
             body = request["messages"][0]["content"][0]["text"]
             chosen = catalogue.habit(self.habits[kind])
+            tool = forced.forced_tool(request)
+            answers_tool = tool is not None and self.tools[kind] != "ignore"
             if kind == "curator":
-                return chosen.curate(curated_entries(body), self._rng)
+                entries = curated_entries(body)
+                if answers_tool:
+                    return forced.notes_reply(tool, entries, self.tools[kind])
+                return chosen.curate(entries, self._rng)
             said = observed(body) if kind == "observer" else reflected(body)
+            if answers_tool:
+                return forced.observations_reply(tool, said, self.tools[kind])
             return chosen.observe(said, self._rng)
 
     def _agent_reply(self, request: dict[str, Any]) -> ScriptItem:

@@ -53,6 +53,7 @@ def validate_request(body: Any) -> None:
             raise InvalidRequest(f"{key}: Extra inputs are not permitted")
     _check_scalars(body)
     breakpoints = _check_tools(body.get("tools"))
+    _check_tool_choice(body.get("tool_choice"), body.get("tools") or [])
     breakpoints += _check_system(body.get("system"))
     breakpoints += _check_messages(body["messages"])
     if body.get("cache_control") is not None:
@@ -137,6 +138,27 @@ def _check_tools(tools: Any) -> int:
         names.add(name)
         count += _marker(tool, path)
     return count
+
+
+TOOL_CHOICE_TYPES = ("auto", "any", "tool", "none")
+
+
+def _check_tool_choice(choice: Any, tools: list[dict[str, Any]]) -> None:
+    """As the API checks it: a known type; `tool` names one of the request's tools; `any` and
+    `tool` need tools to choose from."""
+    if choice is None:
+        return
+    if not isinstance(choice, dict) or choice.get("type") not in TOOL_CHOICE_TYPES:
+        raise InvalidRequest("tool_choice: Input tag does not match any of the expected tags: "
+                             + ", ".join(f"'{t}'" for t in TOOL_CHOICE_TYPES))
+    if choice["type"] in ("any", "tool") and not tools:
+        raise InvalidRequest("tool_choice: tool_choice may only be specified while providing tools.")
+    if choice["type"] == "tool":
+        name = choice.get("name")
+        if not isinstance(name, str):
+            raise InvalidRequest("tool_choice.tool.name: Field required")
+        if name not in {t.get("name") for t in tools}:
+            raise InvalidRequest(f"tool_choice.tool.name: Tool '{name}' not found in tools")
 
 
 def _check_system(system: Any) -> int:

@@ -193,7 +193,7 @@ class LogDigest:
                 "priced": self.priced,
                 "notes_upto": self.notes_upto, "commits": self.commits, "last_of": self.last_of, "errors": self.errors,
                 "health": [[c.made, c.failed, c.last_failure] for c in _side_calls(self.health)]
-                + [self.health.last_failure]}
+                + [self.health.last_failure], "model_free": self.health.model_free}
 
     @classmethod
     def from_state(cls, state: dict[str, Any]) -> LogDigest:
@@ -201,7 +201,7 @@ class LogDigest:
         then rebuilt."""
         *calls, last_failure = state["health"]
         health = MemoryHealth(*(SideCalls(int(made), int(failed), last) for made, failed, last in calls),
-                              last_failure=last_failure)
+                              last_failure=last_failure, model_free=int(state["model_free"]))
         usage = state["usage"]
         if not isinstance(usage, str) or _sha256(usage) != state["usage_sha256"]:
             raise ValueError("usage rows")  # parsed only when priced: checked whole here instead

@@ -24,6 +24,9 @@ def now_iso() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+# The `model` an extractive observation is logged with, so stats and the page can tell it apart.
+EXTRACTIVE_MODEL = "extractive"
+
 @dataclass(frozen=True)
 class Event:
     seq: int

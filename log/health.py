@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from scribe.log.events import ErrorEvent, Event, NotesEvent, ObservationEvent, ReflectionEvent
+from scribe.log.events import EXTRACTIVE_MODEL, ErrorEvent, Event, NotesEvent, ObservationEvent, ReflectionEvent
 
 # The error kinds a failed side call leaves in the log, and the call they belong to.
 FAILURE_KINDS = {"observe_backoff": "observer", "reflect_backoff": "reflector", "notes": "curator"}
@@ -33,6 +33,7 @@ class MemoryHealth:
     reflector: SideCalls = field(default_factory=SideCalls)
     curator: SideCalls = field(default_factory=SideCalls)
     last_failure: str | None = None  # the latest failure of any side call
+    model_free: int = 0  # observations made without a model, its answer unusable (memory/extract.py)
 
     @property
     def failed(self) -> int:
@@ -42,6 +43,8 @@ class MemoryHealth:
         """One line for people: what memory made, and what failed, with the last reason."""
         made = (f"{self.observer.made} observations, {self.reflector.made} reflections, "
                 f"{self.curator.made} curations")
+        if self.model_free:
+            made += f", {self.model_free} model-free summaries"
         if not self.failed:
             return made + "; no side call failed"
         parts = [f"{calls.failed} {name}" for name, calls in
@@ -51,7 +54,8 @@ class MemoryHealth:
 
     def as_dict(self) -> dict[str, Any]:
         return {"observations": self.observer.made, "reflections": self.reflector.made,
-                "curations": self.curator.made, "failed": self.failed, "last_failure": self.last_failure,
+                "curations": self.curator.made, "model_free": self.model_free, "failed": self.failed,
+                "last_failure": self.last_failure,
                 "by_purpose": {"observer": self.observer.as_dict(), "reflector": self.reflector.as_dict(),
                                "curator": self.curator.as_dict()}}
 
@@ -65,7 +69,9 @@ def memory_health(events: Sequence[Event]) -> MemoryHealth:
 
 def count(health: MemoryHealth, event: Event) -> None:
     """Add one event of the log to `health` (a session's digest keeps it this way as it grows)."""
-    if isinstance(event, ObservationEvent):
+    if isinstance(event, ObservationEvent | ReflectionEvent) and event.model == EXTRACTIVE_MODEL:
+        health.model_free += 1
+    elif isinstance(event, ObservationEvent):
         health.observer.made += 1
     elif isinstance(event, ReflectionEvent):
         health.reflector.made += 1
@@ -79,10 +85,11 @@ def count(health: MemoryHealth, event: Event) -> None:
 
 
 def refusals_in_a_row(events: Sequence[Event], kind: str, cleared_by: type[Event]) -> int:
-    """Failures of `kind` since the last `cleared_by` event (a success), newest first."""
+    """Failures of `kind` since the last `cleared_by` event (a success), newest first. A
+    model-free observation is no success of the model's: it does not clear the count."""
     count = 0
     for event in reversed(events):
-        if isinstance(event, cleared_by):
+        if isinstance(event, cleared_by) and getattr(event, "model", None) != EXTRACTIVE_MODEL:
             break
         if isinstance(event, ErrorEvent) and event.kind == kind:
             count += 1

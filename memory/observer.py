@@ -31,7 +31,6 @@ from scribe.context.tokens import TokenEstimator, estimate_text
 # How much of each tool output the observer sees: enough for what it showed, not all of it
 # (the log keeps everything, and the observation names the seq to recall).
 OBSERVER_OUTPUT_CHARS = 2_000
-OBSERVER_MAX_TOKENS = 4_096
 # How much of the existing observations the observer is shown, so it does not repeat them.
 OBSERVATIONS_SHOWN = 2_000
 

@@ -24,6 +24,7 @@ from scribe.log.events import (
     UsageEvent,
     UserEvent,
 )
+from scribe.memory.extract import EXTRACTIVE_MODEL
 from scribe.log.jsonl import read_log
 from scribe.memory.observations import read_observations
 from scribe.memory.observer import UnusableAnswer, choose_span, safe_boundaries
@@ -251,7 +252,7 @@ def test_a_reflection_that_does_not_shrink_is_refused_and_backs_off_without_loop
     assert all(r.error is None for r in server.requests)
 
 
-def test_empty_observer_answer_is_not_kept_and_the_turn_goes_on(
+def test_empty_observer_answer_is_not_kept_and_a_model_free_summary_takes_its_place(
         workspace: Path, api: Callable[[Model], FakeMessagesServer], monkeypatch: pytest.MonkeyPatch) -> None:
     model = Model(command_turns(5))
     real = model.__call__
@@ -266,7 +267,9 @@ def test_empty_observer_answer_is_not_kept_and_the_turn_goes_on(
     session = run_turns(workspace, Settings(**SMALL), [f"do run {k}" for k in range(5)])  # type: ignore[arg-type]
     session.close()
     events = read_log(session.path).events
-    assert not any(isinstance(e, ObservationEvent) for e in events)
+    observations = [e for e in events if isinstance(e, ObservationEvent)]
+    assert observations and all(e.model == EXTRACTIVE_MODEL for e in observations)  # the answer is never kept
+    assert not any("Nothing notable" in e.text for e in observations)
     failures = [e for e in events if isinstance(e, ErrorEvent) and e.kind == "observe_backoff"]
     assert failures and model.observe_calls == len(failures)
 

@@ -4,6 +4,7 @@ how many side calls failed, with the last reason, in `/stats`, `scribe log stats
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ from scribe.agent.config import Settings
 from scribe.agent.protocol import Notice
 from scribe.fakeapi import FakeMessagesServer, Reply, SideCallModel, tool_use_block
 from scribe.log.events import ErrorEvent, ObservationEvent, ReflectionEvent
+from scribe.memory.extract import EXTRACTIVE_MODEL
 from scribe.log.health import memory_health
 
 STALLED = "observer answers refused 3 times in a row"
@@ -29,7 +31,7 @@ def test_the_agent_says_once_when_observer_answers_keep_being_refused(
     model = SideCallModel(lambda request: Reply.text("Noted."), observer="prose")
     with FakeMessagesServer(model) as server:
         agent = agent_on(server, workspace, settings, monkeypatch)
-        notices = [e.text for k in range(8) for e in agent.turn(big(k)) if isinstance(e, Notice)]
+        notices = [e.text for k in range(16) for e in agent.turn(big(k)) if isinstance(e, Notice)]
         agent.close()
         agent.session.close()
     failures = [e for e in agent.session.events if isinstance(e, ErrorEvent) and e.kind == "observe_backoff"]
@@ -37,14 +39,16 @@ def test_the_agent_says_once_when_observer_answers_keep_being_refused(
     stalled = [n for n in notices if STALLED in n]
     assert len(stalled) == 1  # ...and the person was told once, with the reason and the size
     assert "the answer has no tagged observation lines" in stalled[0] and "the prompt is now ~" in stalled[0]
+    assert "kept in bounds by model-free summaries" in stalled[0]  # each refusal left one in its place
     health = memory_health(agent.session.events)
     assert health.observer.made == 0 and health.observer.failed == len(failures)
+    assert health.model_free >= len(failures)
     assert health.last_failure == failures[-1].message
 
 
 def test_stats_show_what_memory_made_and_what_failed(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    keys = "".join(f"{big(k)}\r" for k in range(5)) + "/stats\r"
-    model = SideCallModel([Reply.text(f"Noted {k}.") for k in range(5)], observer="prose")
+    keys = "".join(f"{big(k)}\r" for k in range(8)) + "/stats\r"
+    model = SideCallModel([Reply.text(f"Noted {k}.") for k in range(8)], observer="prose")
     monkeypatch.setenv("SCRIBE_OBSERVE_TOKENS", "800")
     monkeypatch.setenv("SCRIBE_OBSERVE_ON_PAYBACK", "false")
     with FakeMessagesServer(model) as server:
@@ -53,7 +57,9 @@ def test_stats_show_what_memory_made_and_what_failed(workspace: Path, monkeypatc
     assert out.count(STALLED) == 1
     failed = model.calls["observer"]
     assert failed >= 3
-    assert (f"memory 0 observations, 0 reflections, 0 curations; {failed} side calls failed ({failed} observer), "
+    summaries = re.search(r"memory 0 observations, 0 reflections, 0 curations, (\d+) model-free summaries; ", out)
+    assert summaries and int(summaries.group(1)) >= failed  # every refused answer left a summary in its place
+    assert (f"model-free summaries; {failed} side calls failed ({failed} observer), "
             "last: observation failed: the answer has no tagged observation lines") in out
 
 
@@ -81,13 +87,20 @@ def test_log_stats_and_run_json_count_observations_reflections_and_failures(work
     assert after_run["failed"] >= 1 and after_run["by_purpose"]["observer"]["last_failure"] == (
         "observation failed: the answer is empty")
     events = events_of(session_logs(workspace)[0])
-    observations = sum(isinstance(e, ObservationEvent) for e in events)
+    observations = sum(isinstance(e, ObservationEvent) and e.model != EXTRACTIVE_MODEL for e in events)
+    model_free = sum(isinstance(e, ObservationEvent) and e.model == EXTRACTIVE_MODEL for e in events)
     reflections = sum(isinstance(e, ReflectionEvent) for e in events)
-    assert observations >= 2 and reflections == 1
+    assert observations >= 2 and reflections == 1 and model_free >= 1  # the empty answers left summaries
     assert (stats["observations"], stats["reflections"], stats["curations"]) == (observations, reflections, 0)
+    assert stats["model_free"] == model_free
     failed_calls = model.calls["observer"] + model.calls["reflector"] - observations - reflections
-    assert stats["failed"] == failed_calls and stats["by_purpose"]["reflector"]["failed"] == 3
+    # Three tries per refused reflection: `scribe reflect`'s, and one in the run when its model-free
+    # summaries took the observations past reflect_tokens.
+    backoffs = sum(isinstance(e, ErrorEvent) and e.kind == "reflect_backoff" for e in events)
+    reflector_failed = 3 * backoffs
+    assert stats["failed"] == failed_calls and stats["by_purpose"]["reflector"]["failed"] == reflector_failed >= 3
     last = [e for e in events if isinstance(e, ErrorEvent)][-1]
     assert stats["last_failure"] == last.message and "stop_reason refusal" in last.message
-    assert (f"memory: {observations} observations, 1 reflections, 0 curations; {failed_calls} side calls failed "
-            f"({failed_calls - 3} observer, 3 reflector), last: {last.message}") in text
+    assert (f"memory: {observations} observations, 1 reflections, 0 curations, {model_free} model-free summaries; "
+            f"{failed_calls} side calls failed "
+            f"({failed_calls - reflector_failed} observer, {reflector_failed} reflector), last: {last.message}") in text

@@ -20,6 +20,7 @@ from scribe.agent.protocol import Compressed, TurnEnded
 from scribe.agent.session import notes_path
 from scribe.fakeapi import HABITS, FakeMessagesServer, Reply, SideCallModel
 from scribe.log.events import ErrorEvent, NotesEvent, ObservationEvent, ReflectionEvent
+from scribe.memory.extract import EXTRACTIVE_MODEL
 from scribe.memory.notes import PROVENANCE, entries
 from scribe.memory.observations import read_observations
 
@@ -38,7 +39,8 @@ def prompt(k: int) -> str:
 
 @dataclass
 class Outcome:
-    observations: list[ObservationEvent] = field(default_factory=list)  # made in the habit's phase
+    observations: list[ObservationEvent] = field(default_factory=list)  # made by the model in the habit's phase
+    stubs: list[ObservationEvent] = field(default_factory=list)  # made without it, its answer unusable
     observe_errors: list[str] = field(default_factory=list)
     reflection: str | None = None
     reflect_errors: list[str] = field(default_factory=list)
@@ -65,7 +67,9 @@ def run_habit(name: str, workspace: Path, monkeypatch: pytest.MonkeyPatch) -> Ou
         assert server.errors == [] and all(r.error is None for r in server.requests)
     events = session.events
     outcome = Outcome()
-    outcome.observations = [e for e in events[:phase_a] if isinstance(e, ObservationEvent)]
+    made = [e for e in events[:phase_a] if isinstance(e, ObservationEvent)]
+    outcome.observations = [e for e in made if e.model != EXTRACTIVE_MODEL]
+    outcome.stubs = [e for e in made if e.model == EXTRACTIVE_MODEL]
     outcome.observe_errors = [e.message for e in events[:phase_a] if isinstance(e, ErrorEvent)
                               and e.kind == "observe_backoff"]
     reflections = [e for e in events if isinstance(e, ReflectionEvent)]
@@ -112,7 +116,7 @@ def test_a_dressed_habit_leaves_what_the_canonical_one_leaves(
         name: str, reference: Outcome, workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     outcome = run_habit(name, workspace, monkeypatch)
     assert [o.text for o in outcome.observations] == [o.text for o in reference.observations]
-    assert outcome.observe_errors == [] and outcome.reflect_errors == []
+    assert outcome.observe_errors == [] and outcome.reflect_errors == [] and outcome.stubs == []
     assert outcome.reflection == reference.reflection
     assert outcome.notes == reference.notes
 
@@ -132,6 +136,9 @@ def test_a_habit_with_less_or_nothing_is_refused_with_its_reason(
     else:
         assert outcome.observations == [] and outcome.observe_errors
         assert all(observing in message for message in outcome.observe_errors)
+    # Each unusable answer to a needed observation left the model-free summary in its place.
+    assert len(outcome.stubs) >= len(outcome.observe_errors)
+    assert all(f"recall seq {s.seq_from}-{s.seq_to}" in s.text for s in outcome.stubs)
     assert outcome.reflection is None
     assert outcome.reflect_errors and all(reflecting in p for p in outcome.reflect_errors)
     assert outcome.notes is None and outcome.notes_error is not None and curating in outcome.notes_error

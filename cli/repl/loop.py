@@ -13,6 +13,7 @@ main thread a SIGINT), and keys typed during a turn wait for the next prompt.
 from __future__ import annotations
 
 import dataclasses
+import os
 import signal
 import time
 from collections.abc import Callable, Iterator
@@ -23,6 +24,7 @@ from types import FrameType
 from rich.text import Text
 
 from scribe import __version__
+from scribe.agent.ahead import AheadCompression, works_ahead
 from scribe.agent.compress import ContextSize
 from scribe.agent.config import Settings, find_workspace, load_settings, price_book, state_dir, trust_of
 from scribe.agent.curator import Curation, curate, curate_earlier
@@ -117,6 +119,7 @@ class Repl:
                                       self.keys)
         self._agent: Agent | None = None
         self._numbers: Numbers | None = None
+        self._ahead: AheadCompression | None = None  # a compression running between turns
         # SIGTERM and SIGHUP end the REPL (cli/signals.py); start() installs the handlers.
         self.ending = Ending(())
 
@@ -199,6 +202,7 @@ class Repl:
         self.refresh()
 
     def close(self) -> None:
+        self.finish_ahead()
         if self._agent is not None:
             session = self._agent.session
             self._end(self._agent)
@@ -308,9 +312,35 @@ class Repl:
                 self.view.warn("cancelled")
             self.view.pause()
             self.refresh()
+            if message_of(line) is not None:
+                self.compress_ahead()
+
+    def compress_ahead(self) -> None:
+        """After a turn, on a slow server: what the next call would compress, compressed now in a
+        thread while the person reads and types (agent/ahead.py)."""
+        memory = self.agent.memory
+        if memory is not None and works_ahead(self.settings.observe_ahead, os.environ.get("ANTHROPIC_BASE_URL"),
+                                              self.session.events):
+            self._ahead = AheadCompression(memory, self.session)
+
+    def finish_ahead(self) -> None:
+        """Before anything else writes to the log: wait for the compression between turns, then
+        show what it did. The wait is said, since the person asked for something meanwhile."""
+        ahead, self._ahead = self._ahead, None
+        if ahead is None:
+            return
+        if ahead.running:
+            self.view.busy("finishing memory compression…  (the log has one writer: it cannot be cancelled)")
+        try:
+            for event in ahead.finish():
+                self.view.handle(event)
+        finally:
+            self.view.pause()
+        self.refresh()
 
     def act(self, line: str) -> None:
         """A slash command, a literal message (`//...`), or a message for the model."""
+        self.finish_ahead()
         message = message_of(line)
         if message is None:
             with cancellable(), self.keys.running():

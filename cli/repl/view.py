@@ -347,5 +347,6 @@ class View:
 
 
 def compressed_line(event: Compressed) -> str:
-    return (f"memory: {event.kind} of events {event.seq_from}–{event.seq_to}: "
+    how = " (model-free summary)" if event.model_free else ""
+    return (f"memory: {event.kind}{how} of events {event.seq_from}–{event.seq_to}: "
             f"{event.tokens_before:,} → {event.tokens_after:,} tokens")

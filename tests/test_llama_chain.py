@@ -1,0 +1,191 @@
+"""A real server and a real model: a 20-turn headless chain (`scribe run`, then `scribe run
+--continue` x19) against llama.cpp's `llama-server` with SmolLM2-135M-Instruct in a 4,096-token
+context, whose prompts outgrow that window several times over.
+
+What this shows that no fake can: the server's own prefix cache (`cache_read_input_tokens`)
+serves most agent prompt tokens across the chain; compression keeps every prompt inside the
+window although this model never writes the observation format (its answers are prose, so each
+needed compression ends as a model-free summary); every turn exits 0; the log verifies; and
+`scribe log prompt --at SEQ` rebuilds, byte for byte, the body the server received (a recording
+proxy between scribe and the server keeps what was sent).
+
+Every third prompt carries ~1,900 tokens of pasted text; the ones between are short follow-ups.
+A paste in *every* prompt would cap the cached share of a call at (4,096 - 1,900) / 4,096, about
+54%, below the 60% asked for, whatever scribe did; with a paste every third turn the prompts
+still hold over three windows' worth of new text across the chain.
+
+The table of turns is printed with `pytest -s`.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from llama_server import Exchange, LlamaServer, RecordingProxy
+
+from conftest import git
+from helpers import events_of, run_scribe, scribe_env, session_logs
+from scribe.log.events import ErrorEvent, Event, ObservationEvent, ReflectionEvent, UsageEvent, UserEvent
+from scribe.memory.extract import EXTRACTIVE_MODEL
+from scribe.context.render import canonical_json
+
+pytestmark = pytest.mark.slow
+
+CONTEXT = 4096
+TURNS = 20
+PASTE_EVERY = 3
+PASTE_LINES = 68  # ~1,900 SmolLM2 tokens of the text below (1,669 for 60 lines, by the server's /tokenize)
+WORDS = ("the server reads each request and the model writes an answer while the cache keeps the prefix of every "
+         "prompt so that later calls evaluate only new tokens").split()
+# Until the context window is learned from the server (/props) and the thresholds follow it,
+# they are set here to fit a 4,096-token window: observe past 2,400 tokens of raw events (a
+# paste and the short turns after it stay raw, in the cache), reflect past 1,000 of
+# observations, side calls within 1,500 tokens, short answers throughout
+# (SmolLM2 writes ~45 tokens/s with -t 1, so each call stays short).
+SETTINGS = {
+    "SCRIBE_MODEL": "smollm2-135m", "SCRIBE_OBSERVER_MODEL": "smollm2-135m",
+    "SCRIBE_MAX_TOKENS": "48", "SCRIBE_SIDE_CALL_MAX_TOKENS": "160",
+    "SCRIBE_OBSERVE_TOKENS": "2400", "SCRIBE_REFLECT_TOKENS": "1000", "SCRIBE_SIDE_CALL_TOKENS": "1500",
+    # What compresses is what the window needs, not the payback or idle heuristics (deterministic).
+    "SCRIBE_OBSERVE_ON_PAYBACK": "false", "SCRIBE_COMPRESS_WHEN_COLD": "false",
+    "SCRIBE_WATCH_FILES": "0", "SCRIBE_REQUEST_TIMEOUT_S": "900", "SCRIBE_MAX_RETRIES": "1",
+}
+SIDE = ("You are the Observer", "You are the Reflector", "You are the Curator")
+
+
+def prompt(k: int) -> str:
+    if k % PASTE_EVERY:
+        return f"Thanks. In one short line: what was the first word of line {k}.1 of the last text?"
+    rng = random.Random(k)
+    lines = [f"{k}.{i}: " + " ".join(rng.choice(WORDS) for _ in range(22)) for i in range(PASTE_LINES)]
+    return f"Here is text {k}. Summarise it in one sentence.\n" + "\n".join(lines)
+
+
+@dataclass
+class Turn:
+    code: int
+    seconds: float
+    out: str
+    events: list[Event] = field(default_factory=list)  # what this run appended
+
+
+@dataclass
+class Chain:
+    workspace: Path
+    env: dict[str, str]
+    turns: list[Turn]
+    exchanges: list[Exchange]
+    events: list[Event]
+    seconds: float
+
+
+@pytest.fixture(scope="module")
+def chain(tmp_path_factory: pytest.TempPathFactory) -> Chain:
+    root = tmp_path_factory.mktemp("llama")
+    workspace, home = root / "workspace", root / "home"
+    workspace.mkdir()
+    home.mkdir()
+    git(workspace, "init", "--quiet")
+    turns: list[Turn] = []
+    started = time.monotonic()
+    with LlamaServer(CONTEXT, log=root / "llama-server.log") as server, RecordingProxy(server.base_url) as proxy:
+        env = scribe_env(proxy.base_url, home, **SETTINGS)
+        seen = 0
+        for k in range(TURNS):
+            began = time.monotonic()
+            ran = run_scribe(["run", *(["--continue"] if k else []), "-p", "read-only", "-o", "json", "-"],
+                             workspace, env, stdin=prompt(k), timeout=900)
+            logs = session_logs(workspace)
+            events = events_of(logs[0]) if logs else []
+            turns.append(Turn(ran.code, time.monotonic() - began, ran.out + ran.err, events[seen:]))
+            seen = len(events)
+    chain = Chain(workspace, env, turns, proxy.exchanges, events, time.monotonic() - started)
+    print(table(chain))
+    return chain
+
+
+def agent_usage(events: list[Event]) -> list[UsageEvent]:
+    return [e for e in events if isinstance(e, UsageEvent) and e.purpose == "agent"]
+
+
+def compression(turn: Turn) -> str:
+    """What compression did in one run, in the words of the table."""
+    said = []
+    for event in turn.events:
+        if isinstance(event, ErrorEvent) and event.kind in ("observe_backoff", "reflect_backoff"):
+            said.append(("observer" if event.kind == "observe_backoff" else "reflector") + " answer refused")
+        elif isinstance(event, ObservationEvent):
+            said.append("model-free stub" if event.model == EXTRACTIVE_MODEL else f"observer answer accepted ({event.extra.get('via')})")
+        elif isinstance(event, ReflectionEvent):
+            said.append("model-free condensation" if event.model == EXTRACTIVE_MODEL else "reflection accepted")
+    return ", ".join(said) or "-"
+
+
+def table(chain: Chain) -> str:
+    rows = [f"chain: {len(chain.turns)} turns in {chain.seconds:.0f} s",
+            "turn  exit  seconds  prompt  evaluated  cached  share  compression"]
+    for k, turn in enumerate(chain.turns, start=1):
+        usage = agent_usage(turn.events)
+        prompt_tokens = sum(u.input + u.cache_read for u in usage)
+        cached = sum(u.cache_read for u in usage)
+        share = f"{cached / prompt_tokens:.0%}" if prompt_tokens else "-"
+        rows.append(f"{k:>4}  {turn.code:>4}  {turn.seconds:>7.1f}  {prompt_tokens:>6}  "
+                    f"{sum(u.input for u in usage):>9}  {cached:>6}  {share:>5}  {compression(turn)}")
+    usage = agent_usage(chain.events)
+    total = sum(u.input + u.cache_read for u in usage)
+    rows.append(f"agent prompt tokens {total:,}, read from the server's cache "
+                f"{sum(u.cache_read for u in usage) / max(total, 1):.1%}")
+    for n, exchange in enumerate(e for e in chain.exchanges if _kind(e) != "agent"):
+        rows.append(f"side call {n + 1} ({_kind(exchange)}, tool_use {exchange.tool_use}): {exchange.text[:160]!r}")
+    return "\n".join(rows)
+
+
+def _kind(exchange: Exchange) -> str:
+    system = exchange.request.get("system")
+    text = system[0]["text"] if isinstance(system, list) and system else str(system or "")
+    return next((start.split()[-1].lower() for start in SIDE if text.startswith(start)), "agent")
+
+
+def test_every_turn_exits_0_and_the_log_verifies(chain: Chain) -> None:
+    assert [t.code for t in chain.turns] == [0] * TURNS, [t.out[-400:] for t in chain.turns if t.code]
+    assert run_scribe(["log", "verify"], chain.workspace, chain.env).code == 0
+    assert len(session_logs(chain.workspace)) == 1 and len([e for e in chain.events if isinstance(e, UserEvent)]) == TURNS
+
+
+def test_the_prompts_outgrew_the_window_and_every_call_fit_it(chain: Chain) -> None:
+    said = sum(len(e.text) for e in chain.events if isinstance(e, UserEvent)) / 4.6  # SmolLM2's chars per token here
+    assert said > 3 * CONTEXT  # the person alone said more than three windows' worth
+    usage = agent_usage(chain.events)
+    assert len(usage) == TURNS and all(u.input + u.cache_read + u.output <= CONTEXT for u in usage)
+    assert any(isinstance(e, ObservationEvent) for e in chain.events)
+    assert all(x.status == 200 for x in chain.exchanges)  # no request was refused for its size
+
+
+def test_the_servers_cache_serves_most_agent_prompt_tokens(chain: Chain) -> None:
+    usage = agent_usage(chain.events)
+    total = sum(u.input + u.cache_read for u in usage)
+    assert sum(u.cache_read for u in usage) / total > 0.6
+
+
+def test_log_prompt_at_each_call_is_the_body_the_server_received(chain: Chain) -> None:
+    sent = [x.request for x in chain.exchanges if _kind(x) == "agent"]
+    usage = agent_usage(chain.events)
+    assert len(sent) == len(usage)
+    for body, row in zip(sent, usage, strict=True):
+        ran = run_scribe(["log", "prompt", "--at", str(row.seq)], chain.workspace, chain.env)
+        assert ran.code == 0 and ran.out == canonical_json(body) + "\n"
+
+
+# Prices for a model with no list price come with the "window" part of this work: until it lands
+# the local model is priced like Claude, which this test catches. strict: it fails once it passes.
+@pytest.mark.xfail(strict=True, reason="a local model shown as unpriced comes with the context-window work")
+def test_the_local_model_is_shown_unpriced(chain: Chain) -> None:
+    stats = run_scribe(["log", "stats"], chain.workspace, chain.env).out
+    assert "unpriced" in stats and "$" not in stats
+    final = json.loads(chain.turns[-1].out.splitlines()[0])
+    assert final["usage"].get("cost_usd") is None
