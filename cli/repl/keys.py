@@ -51,7 +51,7 @@ CONTINUATION_S = 1.0
 ENTER = (Keys.ControlM, Keys.ControlJ)
 # Never handed to the next prompt: Ctrl-D would end the REPL, the others are the terminal's.
 DROPPED = (Keys.ControlD, Keys.CPRResponse, Keys.Vt100MouseEvent)
-ANSWER_WORDS = ("yes", "no", "always")  # an approval's answers, whose rest may follow its letter
+ANSWER_WORDS = ("yes", "no")  # the approval answers given by a letter, whose rest may follow it
 
 
 class WordRest(Protocol):
@@ -64,10 +64,12 @@ class WordRest(Protocol):
 @dataclass(frozen=True)
 class Choice:
     """An approval's answer: the word, and whether it was given by its first letter (then the
-    rest of the word may follow, and is swallowed)."""
+    rest of the word may follow, and is swallowed). The word "message" is no answer: the person
+    typed `message` instead, for the model."""
 
     word: str
     by_letter: bool
+    message: str = ""
 
 
 def swallow(keys: Sequence[KeyPress], rest: str | None) -> tuple[list[KeyPress], str | None]:
@@ -181,20 +183,24 @@ class TurnKeys:
                 signal.pthread_sigmask(signal.SIG_SETMASK, mask)
 
     @contextmanager
-    def asking(self) -> Iterator[int]:
-        """Around an approval question: stop reading, discard what was typed before it (yields
-        how much was), and afterwards keep what followed the answer, less its word's rest."""
+    def asking(self) -> Iterator[Callable[[], int]]:
+        """Around an approval question: stop reading; yield what discards what was typed before
+        the question (called just before it is drawn; it says how much it threw away); and
+        afterwards keep what followed the answer, less its word's rest."""
         source, fd = terminal_input()
         reader = self._reader
+
+        def discard() -> int:
+            if fd is None:
+                return 0
+            with self._lock:
+                kept, self._kept = len(self._kept), []
+            return kept + len(get_typeahead(source)) + _discard_pending(fd)
+
         try:
             if reader is not None:
                 reader.pause()
-            discarded = 0
-            if fd is not None:
-                with self._lock:
-                    discarded, self._kept = len(self._kept), []
-                discarded += len(get_typeahead(source)) + _discard_pending(fd)
-            yield discarded
+            yield discard
         finally:
             # Keys read together with the answer are prompt-toolkit's type-ahead now.
             left = get_typeahead(source)
