@@ -1,4 +1,4 @@
-"""Approval questions answered only on purpose, typed at the real `scribe`
+"""Approval questions answered only on purpose, and Ctrl-Z, typed at the real `scribe`
 executable in a pseudo-terminal (pexpect) against the fake API. Each command the scripted model
 asks for touches a marker file, so whether it ran is on disk, not in what the screen says."""
 
@@ -17,18 +17,20 @@ from typing import Any
 import pexpect
 import pytest
 
-from helpers import SCRIBE, events_of, scribe_env, session_logs, wait_for
+from helpers import SCRIBE, events_of, running_in, scribe_env, session_logs, wait_for
 from scribe.cli.repl.question import GUARD_S
 from scribe.fakeapi import FakeMessagesServer, Reply, ScriptItem, tool_use_block
 from scribe.memory.events import InterruptEvent, ToolResultEvent, UserEvent
 
+ESC, CTRL_Z = "\x1b", "\x1a"
 SENTENCE = "what about xyz, is that a good idea? any thoughts"  # holds an a, a y and an n
 REACTION_S = 0.4  # a person reading the question and answering it
 CPR_REQUEST = "\x1b[6n"
 CPR_WARNING = "your terminal doesn't support cursor position requests"
+SLEEP = "26.5"  # a duration no other test uses, so the process is ours to find
 # turn label -> the commands its model asks for, one after another; by default one that leaves
 # a marker file `ran-LABEL`
-COMMANDS = {"two": ["touch ran-two-1", "touch ran-two-2"]}
+COMMANDS = {"two": ["touch ran-two-1", "touch ran-two-2"], "sleep": [f"sleep {SLEEP}"]}
 
 
 def responder(request: dict[str, Any]) -> ScriptItem:
@@ -228,4 +230,92 @@ def test_an_answer_at_reaction_speed_is_taken_without_cpr_on_a_busy_machine(
     assert "ignored" not in asked, asked
     # while a question is up, nothing waits for a terminal that does not answer
     assert CPR_REQUEST not in asked and CPR_WARNING not in asked, asked
+
+
+def _stat(pid: int) -> tuple[str, int]:
+    """A process's state letter (T: stopped) and its parent's pid, from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return fields[0], int(fields[1])
+
+
+def scribe_under(shell: int) -> int | None:
+    """The pid of the scribe the shell `shell` started, if it runs."""
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            if SCRIBE.encode() in (proc / "cmdline").read_bytes() and _stat(int(proc.name))[1] == shell:
+                return int(proc.name)
+        except OSError:
+            continue  # gone while we looked
+    return None
+
+
+def stopped(pid: int) -> bool:
+    return _stat(pid)[0] == "T"
+
+
+@pytest.mark.slow
+def test_ctrl_z_suspends_at_the_prompt_and_during_a_command_and_fg_resumes(workspace: Path, home: Path) -> None:
+    """Under an interactive bash with job control, as a person runs it: Ctrl-Z stops scribe (the
+    tty's SIGTSTP during a turn, prompt-toolkit's Ctrl-Z at the prompt), `fg` continues it
+    (SIGCONT), and every key works after."""
+    screen = io.StringIO()
+    with FakeMessagesServer(responder) as server:
+        env = scribe_env(server.base_url, home, TERM="xterm-256color", PROMPT_TOOLKIT_NO_CPR="1", PS1="shell$ ")
+        shell = pexpect.spawn("bash", ["--norc", "--noprofile", "-i"], cwd=str(workspace), env=env,
+                              dimensions=(30, 100), encoding="utf-8", timeout=30)
+        shell.logfile_read = screen
+        try:
+            shell.expect_exact("shell$ ")
+            shell.send(f"{SCRIBE}\r")
+            shell.expect("permission mode ask")
+            shell.expect("›")
+            pid = scribe_under(shell.pid)
+            assert pid is not None
+
+            # at the prompt, with a message half typed
+            shell.send("hel")
+            shell.send(CTRL_Z)
+            shell.expect("Stopped")
+            shell.expect_exact("shell$ ")
+            assert wait_for(lambda: stopped(pid))
+            shell.send("fg\r")
+            assert wait_for(lambda: not stopped(pid))
+            shell.expect("›")
+            shell.send("lo\r")  # the line is as it was: Enter sends it, with no ^Z in it
+            shell.expect("heard: hello")
+
+            # during a running command
+            shell.expect("›")
+            shell.send("turn-sleep\r")
+            shell.expect(r"allow run_command\?")
+            time.sleep(GUARD_S + 0.2)
+            shell.send("y")
+            assert wait_for(lambda: running_in(workspace, "sleep", SLEEP))
+            shell.send(CTRL_Z)
+            shell.expect("Stopped")
+            shell.expect_exact("shell$ ")
+            assert wait_for(lambda: stopped(pid))
+            shell.send("fg\r")
+            assert wait_for(lambda: not stopped(pid))
+            time.sleep(0.5)  # a person looking back at the screen
+            shell.send(ESC)  # still cancels the turn
+            shell.expect("interrupted")
+            assert wait_for(lambda: not running_in(workspace, "sleep", SLEEP))
+            shell.expect("›")
+            shell.send("still there?\r")
+            shell.expect("heard: still there\\?")
+            shell.expect("›")
+            shell.send("/exit\r")
+            shell.expect_exact("shell$ ")
+            shell.send("exit\r")
+            shell.expect(pexpect.EOF)
+        finally:
+            shell.close(force=True)
+    transcript = screen.getvalue()
+    assert "Traceback" not in transcript, transcript
+    [log] = session_logs(workspace)
+    assert b"\\u001a" not in log.read_bytes() and b"\x1a" not in log.read_bytes()
+    users, results = users_and_results(workspace)
+    assert users == ["hello", "turn-sleep", "still there?"]
+    assert len(results) == 1 and "cancelled" in results[0], results  # the command, ended by Esc
 

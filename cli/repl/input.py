@@ -2,7 +2,7 @@
 
 Enter sends; Alt-Enter (or Esc then Enter) starts a new line; a bracketed paste keeps its
 newlines. Ctrl-C clears a line that has text, and on an empty line is passed up (the REPL exits
-on the second). (An approval question reads its answer in question.py.) History is one file per workspace, so Up recalls what was asked here before.
+on the second). Ctrl-Z suspends scribe. (An approval question reads its answer in question.py.) History is one file per workspace, so Up recalls what was asked here before.
 Completion offers slash commands as you type, workspace paths after `@` as you type, and paths
 for a path-looking word on Tab.
 """
@@ -140,6 +140,7 @@ class InputArea:
             prompt_continuation="  ",  # lines after the first align under the text, not the "›"
             enable_history_search=False,
             mouse_support=False,
+            enable_suspend=True,  # Ctrl-Z suspends scribe (cli/signals.py) instead of typing ^Z
         )
         # What the next prompt starts with: a message typed at an approval question instead of
         # an answer (approve.py), for the person to send or change.

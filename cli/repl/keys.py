@@ -1,9 +1,9 @@
 """Keys pressed while the REPL is not reading a line: during a turn (or a slash command that
-works, like /reflect or /clear), and around an approval question.
+works, like /reflect or /clear), around an approval question, and Ctrl-Z at any time.
 
 While a turn runs, prompt-toolkit is not reading the terminal. `TurnKeys.running()` puts the
-terminal in cbreak mode (no line editing, no echo; Ctrl-C still sends SIGINT) and a thread reads
-what is typed:
+terminal in cbreak mode (no line editing, no echo; Ctrl-C and Ctrl-Z still signal) and a thread
+reads what is typed:
 - Esc alone cancels the turn the way Ctrl-C does: SIGINT to the main thread, whose handler
   raises KeyboardInterrupt wherever the turn is (a model call, a running command).
 - Everything else is kept and handed to the next prompt as prompt-toolkit type-ahead, so a
@@ -16,7 +16,11 @@ what is typed:
   are swallowed wherever they arrive (this thread, the next question, the next prompt through
   `expects`/`take`), instead of landing on the next question or becoming a message.
 
-Without a terminal (tests feed a pipe) only the last rule applies.
+`session()`, for the whole REPL, makes Ctrl-Z suspend it (cli/signals.py): the terminal goes back
+to the shell as it was found, and after `fg` it is put back in whatever mode it was in, so the
+turn's keys (Esc above all) work again.
+
+Without a terminal (tests feed a pipe) only the rule about an answer's rest applies.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ import fcntl
 import os
 import select
 import signal
+import sys
 import termios
 import threading
 import time
@@ -42,6 +47,8 @@ from prompt_toolkit.input.vt100_parser import Vt100Parser
 from prompt_toolkit.key_binding import KeyPress
 from prompt_toolkit.keys import Keys
 
+from ..signals import suspendable
+
 # A lone ESC byte with nothing after it this soon is the Esc key; terminals send the bytes of an
 # escape sequence (an arrow key, Alt-x) together.
 ESC_WAIT_S = 0.05
@@ -49,6 +56,7 @@ ESC_WAIT_S = 0.05
 # arrive and be swallowed: during the turn by the reading thread, after it by the next prompt.
 CONTINUATION_S = 1.0
 ENTER = (Keys.ControlM, Keys.ControlJ)
+SHOW_CURSOR = b"\x1b[?25h"
 # Never handed to the next prompt: Ctrl-D would end the REPL, the others are the terminal's.
 DROPPED = (Keys.ControlD, Keys.CPRResponse, Keys.Vt100MouseEvent)
 ANSWER_WORDS = ("yes", "no")  # the approval answers given by a letter, whose rest may follow it
@@ -141,15 +149,31 @@ class TurnKeys:
 
     @contextmanager
     def session(self) -> Iterator[None]:
-        """For the whole REPL: the terminal as it was found is what it is left as. Between turns
-        echo stays off (see `running`), so this puts it back at the end."""
+        """For the whole REPL: the terminal as it was found is what it is left as (between turns
+        echo stays off, see `running`, so this puts it back at the end) and what the shell gets
+        while scribe is suspended."""
         _, fd = terminal_input()
-        saved = termios.tcgetattr(fd) if fd is not None else None
-        try:
+        if fd is None:
             yield
+            return
+        saved = termios.tcgetattr(fd)
+        held: list[list] = []  # type: ignore[type-arg]  # the mode at Ctrl-Z, taken again after fg
+
+        def leave() -> None:
+            held[:] = [termios.tcgetattr(fd)]
+            termios.tcsetattr(fd, termios.TCSANOW, saved)
+            if sys.stdout.isatty():  # unbuffered: this may interrupt a write to sys.stdout
+                os.write(sys.stdout.fileno(), SHOW_CURSOR)  # a spinner may have hidden it
+
+        def come_back() -> None:
+            if held:
+                termios.tcsetattr(fd, termios.TCSANOW, held.pop())
+
+        try:
+            with suspendable(leave, come_back):
+                yield
         finally:
-            if fd is not None and saved is not None:
-                termios.tcsetattr(fd, termios.TCSANOW, saved)
+            termios.tcsetattr(fd, termios.TCSANOW, saved)
 
     @contextmanager
     def running(self) -> Iterator[None]:
