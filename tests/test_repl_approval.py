@@ -1,4 +1,4 @@
-"""Approval questions answered only on purpose, and Ctrl-Z, typed at the real `scribe`
+"""Approval questions answered only on purpose, and Ctrl-Z and Ctrl-D, typed at the real `scribe`
 executable in a pseudo-terminal (pexpect) against the fake API. Each command the scripted model
 asks for touches a marker file, so whether it ran is on disk, not in what the screen says."""
 
@@ -22,7 +22,7 @@ from scribe.cli.repl.question import GUARD_S
 from scribe.fakeapi import FakeMessagesServer, Reply, ScriptItem, tool_use_block
 from scribe.memory.events import InterruptEvent, ToolResultEvent, UserEvent
 
-ESC, CTRL_Z = "\x1b", "\x1a"
+ESC, CTRL_D, CTRL_Z = "\x1b", "\x04", "\x1a"
 SENTENCE = "what about xyz, is that a good idea? any thoughts"  # holds an a, a y and an n
 REACTION_S = 0.4  # a person reading the question and answering it
 CPR_REQUEST = "\x1b[6n"
@@ -319,3 +319,27 @@ def test_ctrl_z_suspends_at_the_prompt_and_during_a_command_and_fg_resumes(works
     assert users == ["hello", "turn-sleep", "still there?"]
     assert len(results) == 1 and "cancelled" in results[0], results  # the command, ended by Esc
 
+
+@pytest.mark.slow
+def test_ctrl_d_during_a_turn_cancels_it_and_ends_scribe(workspace: Path, home: Path) -> None:
+    screen = io.StringIO()
+    with FakeMessagesServer(responder) as server:
+        child = spawn(server, workspace, home, screen, TERM="xterm-256color", PROMPT_TOOLKIT_NO_CPR="1")
+        try:
+            child.expect("›")
+            child.send("turn-sleep\r")
+            child.expect(r"allow run_command\?")
+            time.sleep(GUARD_S + 0.2)
+            child.send("y")
+            assert wait_for(lambda: running_in(workspace, "sleep", SLEEP))
+            child.send(CTRL_D)
+            child.expect("interrupted")
+            child.expect_exact("(Ctrl-D: scribe ends)")
+            child.expect("`scribe -c` continues it")
+            child.expect(pexpect.EOF)
+        finally:
+            child.close()
+    assert child.exitstatus == 0, screen.getvalue()[-2000:]
+    assert not running_in(workspace, "sleep", SLEEP)
+    users, results = users_and_results(workspace)
+    assert users == ["turn-sleep"] and len(results) == 1 and "cancelled" in results[0], results

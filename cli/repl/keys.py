@@ -6,9 +6,10 @@ terminal in cbreak mode (no line editing, no echo; Ctrl-C and Ctrl-Z still signa
 reads what is typed:
 - Esc alone cancels the turn the way Ctrl-C does: SIGINT to the main thread, whose handler
   raises KeyboardInterrupt wherever the turn is (a model call, a running command).
+- Ctrl-D cancels it the same way and then ends the REPL (`leaving`), as Ctrl-D at the prompt
+  ends it.
 - Everything else is kept and handed to the next prompt as prompt-toolkit type-ahead, so a
-  message typed during a turn is waiting at the prompt (Ctrl-D is dropped: there it would end
-  the REPL).
+  message typed during a turn is waiting at the prompt.
 - `asking()`, around an approval question, discards what was typed before the question: the
   keys kept so far, what still waits in the terminal's buffer (tcflush) and prompt-toolkit's
   own type-ahead, so none of it can answer the question.
@@ -57,8 +58,8 @@ ESC_WAIT_S = 0.05
 CONTINUATION_S = 1.0
 ENTER = (Keys.ControlM, Keys.ControlJ)
 SHOW_CURSOR = b"\x1b[?25h"
-# Never handed to the next prompt: Ctrl-D would end the REPL, the others are the terminal's.
-DROPPED = (Keys.ControlD, Keys.CPRResponse, Keys.Vt100MouseEvent)
+# Never handed to the next prompt: the terminal's replies, not the person's keys.
+DROPPED = (Keys.CPRResponse, Keys.Vt100MouseEvent)
 ANSWER_WORDS = ("yes", "no")  # the approval answers given by a letter, whose rest may follow it
 
 
@@ -143,6 +144,7 @@ class TurnKeys:
         self._rest: str | None = None  # the rest of an answer's word, still to swallow
         self._rest_from = 0.0  # when the answer, or the last letter of its rest, came
         self._reader: _Reader | None = None
+        self.leaving = False  # Ctrl-D during a turn: the REPL ends once the turn has stopped
 
     def on_terminal(self) -> bool:
         return terminal_input()[1] is not None
@@ -262,6 +264,10 @@ class TurnKeys:
             if not self._swallowed([key]):
                 return
             if key.key == Keys.Escape and lone:
+                self.on_escape()
+                return
+            if key.key == Keys.ControlD:
+                self.leaving = True
                 self.on_escape()
                 return
             if key.key not in DROPPED:
