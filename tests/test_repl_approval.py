@@ -149,9 +149,9 @@ def test_typed_text_answers_only_as_a_whole_word_and_a_sentence_allows_nothing(
             # a sentence: its a, y and n are text, Enter allows nothing and stops the turn
             ask("sentence")
             term.type(SENTENCE)
-            term.wait_for("not an answer · Enter: the turn stops")
+            term.wait_for("not an answer: Enter stops the turn")
             term.send("Enter")
-            term.wait_for("run_command was not allowed")
+            term.wait_for("nothing allowed: the turn stops")
             screens = [term.wait_for(f"› {SENTENCE}")]  # waiting at the prompt, to send or change
             term.send("Enter")
             term.wait_for(f"heard: {SENTENCE}")
@@ -159,7 +159,7 @@ def test_typed_text_answers_only_as_a_whole_word_and_a_sentence_allows_nothing(
             # `a` is no key for "always": alone it is not an answer, and the question stays
             ask("a")
             term.type("a")
-            screens.append(term.wait_for("always⏎: run_command runs without asking for the rest of this session"))
+            screens.append(term.wait_for("always⏎: no more questions about run_command this session"))
             term.send("Enter")
             term.wait_for("“a” is not an answer")
             time.sleep(GUARD_S + 0.2)

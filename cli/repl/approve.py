@@ -139,7 +139,7 @@ class Approver:
         name = visible(call.name)
         question = f"  allow {name}? [y]es [n]o, or type always⏎ for this session › "
         answers = Answers(KEYS, WORDS, on_escape="no",
-                          meaning={"always": f"{name} runs without asking for the rest of this session"})
+                          meaning={"always": f"no more questions about {name} this session"})
         with self.keys.asking() as discard:
             choice = ask(question, answers, discard=discard, guard_s=GUARD_S if self.keys.on_terminal() else 0.0)
             self.keys.answered(choice)
@@ -147,8 +147,7 @@ class Approver:
             # Not an answer: the person is saying something else. Nothing runs; the turn stops
             # (as Ctrl-C stops it) and what they typed is their next message, ready to send.
             self.area.draft = choice.message
-            self.view.warn(f"  not an answer: {name} was not allowed; the turn stops, and what you typed "
-                           "waits at the prompt (Enter sends it)")
+            self.view.warn("  nothing allowed: the turn stops, and what you typed waits at the prompt")
             raise KeyboardInterrupt
         if choice.word != "no" and call.name == "run_command":
             self.view.busy(RUNNING)

@@ -69,8 +69,7 @@ class Answers:
         if started:
             word = self.words[started[0]]
             return f"  {started[0]}⏎: {self.meaning.get(word, word)}"
-        return (f"  not an answer · Enter: the turn stops, this waits at the prompt as your message"
-                f" · Esc: {self.on_escape}")
+        return f"  not an answer: Enter stops the turn, keeping this as your message · Esc: {self.on_escape}"
 
 
 @dataclass
@@ -152,7 +151,7 @@ def _judge(text: str, answers: Answers, state: _Asking) -> Choice | None:
     elif typed.lower() in answers.words:
         return Choice(answers.words[typed.lower()], False)
     elif len(typed.split()) == 1:
-        state.again(f"  “{typed}” is not an answer" + answers.choices()[1:])
+        state.again(f"  “{typed}” is not an answer\n" + answers.choices())
     else:
         return Choice("message", False, message=typed)
     return None
