@@ -66,7 +66,8 @@ def busy_machine() -> Iterator[None]:
         burner.wait()
 
 
-def spawn(server: FakeMessagesServer, workspace: Path, home: Path, screen: io.StringIO, **env: str) -> pexpect.spawn:
+def spawn(server: FakeMessagesServer, workspace: Path, home: Path, screen: io.StringIO,
+          **env: str) -> pexpect.spawn:
     # No PROMPT_TOOLKIT_NO_CPR unless asked: the pty never answers a cursor-position request.
     child = pexpect.spawn(SCRIBE, [], cwd=str(workspace), env=scribe_env(server.base_url, home, **env),
                           dimensions=(30, 100), encoding="utf-8", timeout=30)
@@ -105,7 +106,8 @@ class Tmux:
         return self.screen()
 
     def exit_status(self) -> int | None:
-        dead, _, status = self.run("display-message", "-p", "-t", "0", "#{pane_dead} #{pane_dead_status}").partition(" ")
+        shown = self.run("display-message", "-p", "-t", "0", "#{pane_dead} #{pane_dead_status}")
+        dead, _, status = shown.partition(" ")
         return int(status) if dead == "1" and status.strip() else None
 
     def close(self) -> None:
@@ -254,13 +256,15 @@ def stopped(pid: int) -> bool:
 
 
 @pytest.mark.slow
-def test_ctrl_z_suspends_at_the_prompt_and_during_a_command_and_fg_resumes(workspace: Path, home: Path) -> None:
+def test_ctrl_z_suspends_at_the_prompt_and_during_a_command_and_fg_resumes(
+        workspace: Path, home: Path) -> None:
     """Under an interactive bash with job control, as a person runs it: Ctrl-Z stops scribe (the
     tty's SIGTSTP during a turn, prompt-toolkit's Ctrl-Z at the prompt), `fg` continues it
     (SIGCONT), and every key works after."""
     screen = io.StringIO()
     with FakeMessagesServer(responder) as server:
-        env = scribe_env(server.base_url, home, TERM="xterm-256color", PROMPT_TOOLKIT_NO_CPR="1", PS1="shell$ ")
+        env = scribe_env(server.base_url, home, TERM="xterm-256color", PROMPT_TOOLKIT_NO_CPR="1",
+                         PS1="shell$ ")
         shell = pexpect.spawn("bash", ["--norc", "--noprofile", "-i"], cwd=str(workspace), env=env,
                               dimensions=(30, 100), encoding="utf-8", timeout=30)
         shell.logfile_read = screen

@@ -141,7 +141,8 @@ class Approver:
         answers = Answers(KEYS, WORDS, on_escape="no",
                           meaning={"always": f"no more questions about {name} this session"})
         with self.keys.asking() as discard:
-            choice = ask(question, answers, discard=discard, guard_s=GUARD_S if self.keys.on_terminal() else 0.0)
+            guard_s = GUARD_S if self.keys.on_terminal() else 0.0  # a script's keys come at once
+            choice = ask(question, answers, discard=discard, guard_s=guard_s)
             self.keys.answered(choice)
         if choice.word == "message":
             # Not an answer: the person is saying something else. Nothing runs; the turn stops

@@ -69,6 +69,8 @@ class Answers:
         if started:
             word = self.words[started[0]]
             return f"  {started[0]}⏎: {self.meaning.get(word, word)}"
+        if len(typed.split()) == 1:
+            return f"  not an answer (Enter asks again) · Esc: {self.on_escape}"
         return f"  not an answer: Enter stops the turn, keeping this as your message · Esc: {self.on_escape}"
 
 
@@ -113,7 +115,8 @@ def ask(question: str, answers: Answers, *, discard: Callable[[], int] = lambda:
     asker.app.ttimeoutlen = ESC_TIMEOUT_S
     asker.app.after_render += lambda _: state.drawn()
     # Text typed makes it text mode; the prompt emptying its buffer to ask again does not.
-    asker.default_buffer.on_text_changed += lambda buffer: setattr(state, "typing", state.typing or bool(buffer.text))
+    asker.default_buffer.on_text_changed += lambda buffer: setattr(
+        state, "typing", state.typing or bool(buffer.text))
 
     def message() -> FormattedText:
         lines = []
