@@ -20,7 +20,7 @@ import pytest
 from helpers import SCRIBE, events_of, running_in, scribe_env, session_logs, wait_for
 from scribe.cli.repl.question import GUARD_S
 from scribe.fakeapi import FakeMessagesServer, Reply, ScriptItem, tool_use_block
-from scribe.memory.events import InterruptEvent, ToolResultEvent, UserEvent
+from scribe.log.events import InterruptEvent, ToolResultEvent, UserEvent
 
 ESC, CTRL_D, CTRL_Z = "\x1b", "\x04", "\x1a"
 SENTENCE = "what about xyz, is that a good idea? any thoughts"  # holds an a, a y and an n
