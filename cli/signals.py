@@ -1,15 +1,21 @@
-"""Signals that end scribe (SIGTERM from `timeout` or a CI runner, SIGHUP from a closed
+"""Signals that end scribe, and Ctrl-Z.
+
+Signals that end scribe (SIGTERM from `timeout` or a CI runner, SIGHUP from a closed
 terminal, and SIGINT in `scribe run`) take the path Ctrl-C takes: the handler raises `Stopped`,
 a KeyboardInterrupt, wherever the main thread is, so a running command is ended and keeps its
 partial output as its result, the turn is recorded as interrupted, and then scribe exits with
 128 + the signal's number after one line saying so. The first such signal does it; more of
-them while scribe is stopping are ignored, so the stop itself is never cut short."""
+them while scribe is stopping are ignored, so the stop itself is never cut short.
+
+Ctrl-Z (SIGTSTP) suspends the REPL the way it suspends any program, but the terminal is handed
+back to the shell first and taken again after `fg` (`suspendable`)."""
 
 from __future__ import annotations
 
 import signal
 import sys
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from types import FrameType
@@ -68,6 +74,30 @@ def ending_signals(signals: tuple[signal.Signals, ...] = ENDING, *,
     finally:
         for sig, previous in ending._previous.items():
             signal.signal(sig, previous if previous is not None else signal.SIG_DFL)  # type: ignore[arg-type]
+
+
+@contextmanager
+def suspendable(leave: Callable[[], None], come_back: Callable[[], None]) -> Iterator[None]:
+    """For the duration, SIGTSTP (Ctrl-Z, or prompt-toolkit's own Ctrl-Z binding) runs `leave`
+    (the terminal as the shell expects it), stops scribe as SIGTSTP's default action does, and
+    once it is continued (`fg`: SIGCONT) runs `come_back`. Where nothing could continue it (no
+    job control: an orphaned process group) the kernel ignores the stop, and so does this."""
+
+    def handle(signum: int, frame: FrameType | None) -> None:
+        leave()
+        signal.signal(signal.SIGTSTP, signal.SIG_DFL)
+        try:
+            # To this thread, so it is this thread that stops, before the call returns.
+            signal.pthread_kill(threading.get_ident(), signal.SIGTSTP)
+        finally:
+            signal.signal(signal.SIGTSTP, handle)
+            come_back()
+
+    previous = signal.signal(signal.SIGTSTP, handle)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTSTP, previous)
 
 
 def say(text: str) -> None:

@@ -12,7 +12,7 @@ from mcp_servers.launch import START_S
 from test_mcp_run import configure, notes_table
 
 from helpers import SCRIBE, events_of, run_scribe, scribe_env, session_logs, trust
-from scribe.cli.repl.input import GUARD_S
+from scribe.cli.repl.question import GUARD_S
 from scribe.fakeapi import FakeMessagesServer, Reply, tool_use_block
 from scribe.log.events import SessionEvent, ToolResultEvent
 

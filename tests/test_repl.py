@@ -97,16 +97,19 @@ def test_approvals_yes_no_always(workspace: Path) -> None:
         Reply([tool_use_block("run_command", {"command": "echo second >> ran.txt"})]),
         Reply.text("All done."),
     ]
-    # y for the write, n for the edit, a for the first command; the second command must not ask
-    ran = run_repl(workspace, script, "make notes\rYna")
+    # y for the write, n for the edit, the word "always" for the first command (`a` alone is
+    # not an answer: it asks again); the second command must not ask
+    ran = run_repl(workspace, script, "make notes\rYna\ralways\r")
     assert (workspace / "notes.txt").read_text() == "one\ntwo\n"  # the edit was declined
     assert (workspace / "ran.txt").read_text() == "first\nsecond\n"
     assert "creates notes.txt: 2 lines, 8 bytes" in ran.out
     assert "-two" in ran.out and "+TWO" in ran.out  # the diff the edit would have made
     declined = ran.server.requests[2].json["messages"][-1]["content"][0]
     assert declined["is_error"] is True and declined["content"] == "edit_file was declined by the user"
-    results = [e for e in events_of(session_logs(workspace)[0]) if isinstance(e, ToolResultEvent)]
+    events = events_of(session_logs(workspace)[0])
+    results = [e for e in events if isinstance(e, ToolResultEvent)]
     assert [r.is_error for r in results] == [False, True, False, False]
+    assert [e.text for e in events if isinstance(e, UserEvent)] == ["make notes"]  # "always" answered
     assert "All done." in ran.out
 
 

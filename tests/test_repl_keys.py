@@ -14,14 +14,14 @@ import pexpect
 import pytest
 
 from helpers import SCRIBE, events_of, running_in, scribe_env, session_logs
-from scribe.cli.repl.input import GUARD_S
+from scribe.cli.repl.question import GUARD_S
 from scribe.fakeapi import FakeMessagesServer, Reply, ScriptItem, tool_use_block
 from scribe.log.events import AssistantEvent, InterruptEvent, ToolResultEvent, UserEvent
 from scribe.tools.command import ENDED
 
 ESC, CTRL_C, CTRL_D, UP = "\x1b", "\x03", "\x04", "\x1b[A"
 QUESTION = "allow run_command\\?"
-CHOICES = "y: yes · n: no · a: always"
+CHOICES = "Esc: no"  # the end of the line of choices a question shows again
 SLEEP = "27.5"  # a duration no other test uses, so the process is ours to find
 
 # turn label -> the commands its model asks for, one after another, then it answers "done"
@@ -92,8 +92,9 @@ def test_every_key_at_an_approval_question_and_during_a_turn(workspace: Path, ho
                 child.send(keys)
                 answered(label)
 
-            # keys that answer nothing: the question stays and shows the choices again
-            for label, key, then in [("enter", "\r", "n"), ("letter", "x", "y"), ("arrow", UP, "n")]:
+            # keys that answer nothing: the question stays and shows the choices again (a letter
+            # that answers nothing is text: Enter then says it is no answer)
+            for label, key, then in [("enter", "\r", "n"), ("letter", "x\r", "y"), ("arrow", UP, "n")]:
                 ask(label)
                 child.send(key)
                 child.expect(CHOICES)
@@ -136,8 +137,8 @@ def test_every_key_at_an_approval_question_and_during_a_turn(workspace: Path, ho
             child.expect("interrupted")
             assert not _sleep_running(workspace)
 
-            ask("a")  # last: it allows run_command for the rest of the session
-            child.send("a")
+            ask("a")  # last: the word allows run_command for the rest of the session
+            child.send("always\r")
             answered("a")
             child.expect("›")
             child.send("turn-after\r")  # runs without a question
@@ -209,7 +210,7 @@ def test_the_keys_on_a_dumb_terminal_and_a_word_typed_slowly(workspace: Path, ho
     with FakeMessagesServer(responder) as server:
         child = spawn(server, workspace, home, "dumb", screen)
         try:
-            for label, keys in [("enter", ["\r", UP, "x", "y"]), ("ctrl-d", [CTRL_D]), ("escape", [ESC]),
+            for label, keys in [("enter", ["\r", UP, "x\r", "y"]), ("ctrl-d", [CTRL_D]), ("escape", [ESC]),
                                 ("yes", list("yes\r")), ("no", list("no\r")), ("ctrl-c", [CTRL_C])]:
                 child.expect("›")
                 child.send(f"turn-{label}\r")

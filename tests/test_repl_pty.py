@@ -11,7 +11,7 @@ import pexpect
 import pytest
 
 from helpers import SCRIBE, events_of, running_in, scribe_env, session_logs
-from scribe.cli.repl.input import GUARD_S
+from scribe.cli.repl.question import GUARD_S
 from scribe.fakeapi import FakeMessagesServer, Reply, ScriptItem, text_block, tool_use_block
 from scribe.log.events import AssistantEvent, InterruptEvent, ToolResultEvent, UserEvent
 

@@ -8,7 +8,11 @@ person: it runs, fails, and the model reads the error. The answer goes back to t
 True (yes), False (no: the model gets an error result saying the person declined) or "always"
 (this tool runs without asking for the rest of the session).
 
-No key typed before the question was drawn answers it (see keys.py and InputArea.choose).
+Only a deliberate answer answers (question.py): `y` or `n` as the first key once the question is
+up, or a whole word and Enter; `always` is a word only, never a key. No key typed before the
+question was drawn answers it (keys.py). A sentence typed at the question allows nothing: like
+Claude Code's "No, and tell Claude what to do differently", the turn stops there and the
+sentence waits at the prompt as the next message.
 """
 
 from __future__ import annotations
@@ -30,12 +34,14 @@ from scribe.tools.textio import plural
 
 from ..visible import visible
 from .excerpts import diff_text
-from .input import GUARD_S, InputArea
-from .keys import ANSWER_WORDS, TurnKeys
+from .input import InputArea
+from .keys import TurnKeys
+from .question import GUARD_S, Answers, ask
 from .view import RUNNING, View, waiting_for_mcp
 
 PREVIEW_LINES = 12
-ANSWERS = {word[0]: word for word in ANSWER_WORDS}  # y: yes, n: no, a: always
+KEYS = {"y": "yes", "n": "no"}  # answers a single key gives; never "always"
+WORDS = {"y": "yes", "yes": "yes", "n": "no", "no": "no", "always": "always"}
 VERDICT: dict[str, bool | str] = {"yes": True, "no": False, "always": "always"}
 
 
@@ -130,11 +136,20 @@ class Approver:
                 text.append("\n")  # the question starts on a line of its own
             self.view.console.print(text, end="")
             self.view.previewed.add(call.id)  # so the result need not repeat it
-        question = f"  allow {visible(call.name)}? [y]es [n]o [a]lways for this session › "
-        with self.keys.asking() as discarded:
-            choice = self.area.choose(question, ANSWERS, on_escape="no", discarded=discarded > 0,
-                                      guard_s=GUARD_S if self.keys.on_terminal() else 0.0)
+        name = visible(call.name)
+        question = f"  allow {name}? [y]es [n]o, or type always⏎ for this session › "
+        answers = Answers(KEYS, WORDS, on_escape="no",
+                          meaning={"always": f"no more questions about {name} this session"})
+        with self.keys.asking() as discard:
+            guard_s = GUARD_S if self.keys.on_terminal() else 0.0  # a script's keys come at once
+            choice = ask(question, answers, discard=discard, guard_s=guard_s)
             self.keys.answered(choice)
+        if choice.word == "message":
+            # Not an answer: the person is saying something else. Nothing runs; the turn stops
+            # (as Ctrl-C stops it) and what they typed is their next message, ready to send.
+            self.area.draft = choice.message
+            self.view.warn("  nothing allowed: the turn stops, and what you typed waits at the prompt")
+            raise KeyboardInterrupt
         if choice.word != "no" and call.name == "run_command":
             self.view.busy(RUNNING)
         elif choice.word != "no" and call.name.startswith(MCP_PREFIX):

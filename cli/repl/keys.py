@@ -1,14 +1,15 @@
 """Keys pressed while the REPL is not reading a line: during a turn (or a slash command that
-works, like /reflect or /clear), and around an approval question.
+works, like /reflect or /clear), around an approval question, and Ctrl-Z at any time.
 
 While a turn runs, prompt-toolkit is not reading the terminal. `TurnKeys.running()` puts the
-terminal in cbreak mode (no line editing, no echo; Ctrl-C still sends SIGINT) and a thread reads
-what is typed:
+terminal in cbreak mode (no line editing, no echo; Ctrl-C and Ctrl-Z still signal) and a thread
+reads what is typed:
 - Esc alone cancels the turn the way Ctrl-C does: SIGINT to the main thread, whose handler
   raises KeyboardInterrupt wherever the turn is (a model call, a running command).
+- Ctrl-D cancels it the same way and then ends the REPL (`leaving`), as Ctrl-D at the prompt
+  ends it.
 - Everything else is kept and handed to the next prompt as prompt-toolkit type-ahead, so a
-  message typed during a turn is waiting at the prompt (Ctrl-D is dropped: there it would end
-  the REPL).
+  message typed during a turn is waiting at the prompt.
 - `asking()`, around an approval question, discards what was typed before the question: the
   keys kept so far, what still waits in the terminal's buffer (tcflush) and prompt-toolkit's
   own type-ahead, so none of it can answer the question.
@@ -16,7 +17,11 @@ what is typed:
   are swallowed wherever they arrive (this thread, the next question, the next prompt through
   `expects`/`take`), instead of landing on the next question or becoming a message.
 
-Without a terminal (tests feed a pipe) only the last rule applies.
+`session()`, for the whole REPL, makes Ctrl-Z suspend it (cli/signals.py): the terminal goes back
+to the shell as it was found, and after `fg` it is put back in whatever mode it was in, so the
+turn's keys (Esc above all) work again.
+
+Without a terminal (tests feed a pipe) only the rule about an answer's rest applies.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ import fcntl
 import os
 import select
 import signal
+import sys
 import termios
 import threading
 import time
@@ -42,6 +48,8 @@ from prompt_toolkit.input.vt100_parser import Vt100Parser
 from prompt_toolkit.key_binding import KeyPress
 from prompt_toolkit.keys import Keys
 
+from ..signals import suspendable
+
 # A lone ESC byte with nothing after it this soon is the Esc key; terminals send the bytes of an
 # escape sequence (an arrow key, Alt-x) together.
 ESC_WAIT_S = 0.05
@@ -49,9 +57,10 @@ ESC_WAIT_S = 0.05
 # arrive and be swallowed: during the turn by the reading thread, after it by the next prompt.
 CONTINUATION_S = 1.0
 ENTER = (Keys.ControlM, Keys.ControlJ)
-# Never handed to the next prompt: Ctrl-D would end the REPL, the others are the terminal's.
-DROPPED = (Keys.ControlD, Keys.CPRResponse, Keys.Vt100MouseEvent)
-ANSWER_WORDS = ("yes", "no", "always")  # an approval's answers, whose rest may follow its letter
+SHOW_CURSOR = b"\x1b[?25h"
+# Never handed to the next prompt: the terminal's replies, not the person's keys.
+DROPPED = (Keys.CPRResponse, Keys.Vt100MouseEvent)
+ANSWER_WORDS = ("yes", "no")  # the approval answers given by a letter, whose rest may follow it
 
 
 class WordRest(Protocol):
@@ -64,10 +73,12 @@ class WordRest(Protocol):
 @dataclass(frozen=True)
 class Choice:
     """An approval's answer: the word, and whether it was given by its first letter (then the
-    rest of the word may follow, and is swallowed)."""
+    rest of the word may follow, and is swallowed). The word "message" is no answer: the person
+    typed `message` instead, for the model."""
 
     word: str
     by_letter: bool
+    message: str = ""
 
 
 def swallow(keys: Sequence[KeyPress], rest: str | None) -> tuple[list[KeyPress], str | None]:
@@ -133,21 +144,38 @@ class TurnKeys:
         self._rest: str | None = None  # the rest of an answer's word, still to swallow
         self._rest_from = 0.0  # when the answer, or the last letter of its rest, came
         self._reader: _Reader | None = None
+        self.leaving = False  # Ctrl-D during a turn: the REPL ends once the turn has stopped
 
     def on_terminal(self) -> bool:
         return terminal_input()[1] is not None
 
     @contextmanager
     def session(self) -> Iterator[None]:
-        """For the whole REPL: the terminal as it was found is what it is left as. Between turns
-        echo stays off (see `running`), so this puts it back at the end."""
+        """For the whole REPL: the terminal as it was found is what it is left as (between turns
+        echo stays off, see `running`, so this puts it back at the end) and what the shell gets
+        while scribe is suspended."""
         _, fd = terminal_input()
-        saved = termios.tcgetattr(fd) if fd is not None else None
-        try:
+        if fd is None:
             yield
+            return
+        saved = termios.tcgetattr(fd)
+        held: list[list] = []  # type: ignore[type-arg]  # the mode at Ctrl-Z, taken again after fg
+
+        def leave() -> None:
+            held[:] = [termios.tcgetattr(fd)]
+            termios.tcsetattr(fd, termios.TCSANOW, saved)
+            if sys.stdout.isatty():  # unbuffered: this may interrupt a write to sys.stdout
+                os.write(sys.stdout.fileno(), SHOW_CURSOR)  # a spinner may have hidden it
+
+        def come_back() -> None:
+            if held:
+                termios.tcsetattr(fd, termios.TCSANOW, held.pop())
+
+        try:
+            with suspendable(leave, come_back):
+                yield
         finally:
-            if fd is not None and saved is not None:
-                termios.tcsetattr(fd, termios.TCSANOW, saved)
+            termios.tcsetattr(fd, termios.TCSANOW, saved)
 
     @contextmanager
     def running(self) -> Iterator[None]:
@@ -181,20 +209,24 @@ class TurnKeys:
                 signal.pthread_sigmask(signal.SIG_SETMASK, mask)
 
     @contextmanager
-    def asking(self) -> Iterator[int]:
-        """Around an approval question: stop reading, discard what was typed before it (yields
-        how much was), and afterwards keep what followed the answer, less its word's rest."""
+    def asking(self) -> Iterator[Callable[[], int]]:
+        """Around an approval question: stop reading; yield what discards what was typed before
+        the question (called just before it is drawn; it says how much it threw away); and
+        afterwards keep what followed the answer, less its word's rest."""
         source, fd = terminal_input()
         reader = self._reader
+
+        def discard() -> int:
+            if fd is None:
+                return 0
+            with self._lock:
+                kept, self._kept = len(self._kept), []
+            return kept + len(get_typeahead(source)) + _discard_pending(fd)
+
         try:
             if reader is not None:
                 reader.pause()
-            discarded = 0
-            if fd is not None:
-                with self._lock:
-                    discarded, self._kept = len(self._kept), []
-                discarded += len(get_typeahead(source)) + _discard_pending(fd)
-            yield discarded
+            yield discard
         finally:
             # Keys read together with the answer are prompt-toolkit's type-ahead now.
             left = get_typeahead(source)
@@ -232,6 +264,10 @@ class TurnKeys:
             if not self._swallowed([key]):
                 return
             if key.key == Keys.Escape and lone:
+                self.on_escape()
+                return
+            if key.key == Keys.ControlD:
+                self.leaving = True
                 self.on_escape()
                 return
             if key.key not in DROPPED:

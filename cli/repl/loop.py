@@ -7,7 +7,8 @@ the turn is: in the model call or a running command, the agent records an `inter
 and ends the turn (run_command kills its process group on the way out); if it lands while an
 event is being drawn, `drive` hands it to the agent so the same happens. Either way the log
 stays whole and the session goes on. Esc during a turn takes the same path (keys.py sends the
-main thread a SIGINT), and keys typed during a turn wait for the next prompt.
+main thread a SIGINT), and keys typed during a turn wait for the next prompt. Ctrl-D during a
+turn cancels it the same way, and then the REPL ends, as Ctrl-D at the prompt ends it.
 """
 
 from __future__ import annotations
@@ -311,6 +312,9 @@ class Repl:
             except KeyboardInterrupt:  # landed outside the turn's own handling, as it ended
                 self.view.warn("cancelled")
             self.view.pause()
+            if self.keys.leaving:
+                self.view.note("(Ctrl-D: scribe ends)")
+                return
             self.refresh()
             if message_of(line) is not None:
                 self.compress_ahead()
