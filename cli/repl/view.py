@@ -4,7 +4,8 @@
 On a real terminal, a transient live area shows a spinner while the model thinks and the tail of
 the answer, rendered as markdown, while it streams; when the answer is complete the live area is
 cleared and the whole answer printed once as markdown. Nothing is ever printed over, so long
-answers and scrollback never garble. On a dumb terminal or a pipe there is no live area: text is
+answers and scrollback never garble; live.py draws the area so that a line rich and the
+terminal count differently, or a resize mid-stream, leaves no copy of it behind. On a dumb terminal or a pipe there is no live area: text is
 written as it arrives and nothing is re-rendered.
 
 Every printed string goes through `Text` (never console markup), so brackets in file contents or
@@ -49,6 +50,7 @@ from scribe.tools.textio import plural
 
 from ..visible import VisibleConsole, VisibleStream, visible
 from .excerpts import MarkdownTail, diff_text, first_line, fold
+from .live import Unpadded, fitted_live
 
 END_NOTES = {
     "max_turns": "stopped at max_turns model calls in this turn; say 'go on' to continue",
@@ -68,6 +70,12 @@ RUNNING = "running…  (Esc or Ctrl-C cancels)"
 def waiting_for_mcp(summary: str) -> str:
     """The spinner's words while an MCP call runs: which server it waits for (from the summary)."""
     return f"waiting for MCP server {visible(summary.split(' · ')[0])}…  (Esc or Ctrl-C cancels)"
+
+
+def live_lines(height: int) -> int:
+    """How many lines of a streaming answer the live area shows: a third of the screen, so that
+    the area still fits on it after a resize to a width that rewraps each line into three rows."""
+    return max((height - 4) // 3, 3)
 
 
 class TerminalConsole(VisibleConsole):
@@ -158,7 +166,7 @@ class View:
         self._stop_live()
         if self._text:
             if self.live_ok:
-                self.console.print(Markdown(visible(self._text)))
+                self.console.print(Unpadded(Markdown(visible(self._text))))
             else:
                 rest = self._stream.flush()
                 if self._midline or rest:
@@ -168,8 +176,7 @@ class View:
 
     def _show(self, renderable: Any) -> None:
         if self._live is None:
-            self._live = Live(renderable, console=self.console, transient=True, refresh_per_second=10,
-                              redirect_stdout=False, redirect_stderr=False)
+            self._live = fitted_live(self.console, renderable)
             self._live.start()
         else:
             self._live.update(renderable)
@@ -185,7 +192,7 @@ class View:
         if isinstance(event, TextDelta):
             self._text += event.text
             if self.live_ok:
-                self._show(MarkdownTail(self._text, max(self.console.height - 4, 3)))
+                self._show(MarkdownTail(self._text, live_lines(self.console.height)))
             else:
                 self._quiet()
                 with self._status_lock:
@@ -330,7 +337,7 @@ class View:
     def markdown(self, text: str) -> None:
         self.pause()
         if self.live_ok:
-            self.console.print(Markdown(visible(text)))
+            self.console.print(Unpadded(Markdown(visible(text))))
         else:
             self.console.print(Text(visible(text)))
 
