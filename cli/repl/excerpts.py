@@ -1,6 +1,6 @@
 """Excerpts of long text for the screen: command output folded to its head and tail, a diff
-capped in lines and coloured, the end of a streaming answer that fits the live area, a first
-line. Pure: text in, what to show out; everything from outside is shown through `visible`."""
+capped in lines and coloured, the end of a streaming answer that fits the live area, a long
+message as a recap shows it, a first line. Pure: text in, what to show out; everything from outside is shown through `visible`."""
 
 from __future__ import annotations
 
@@ -74,6 +74,20 @@ def fold(text: str, head: int = FOLD_HEAD, tail: int = FOLD_TAIL) -> tuple[list[
     if len(lines) <= head + tail + 1:  # hiding a single line saves nothing
         return lines, [], 0
     return lines[:head], lines[-tail:], len(lines) - head - tail
+
+
+MESSAGE_LINES, MESSAGE_CHARS = 3, 300
+
+
+def message_excerpt(text: str, max_lines: int = MESSAGE_LINES, max_chars: int = MESSAGE_CHARS) -> str:
+    """A message as a recap shows it: whole if short, else its first line (cut) and its size."""
+    text = text.strip()
+    lines = text.splitlines()
+    if len(lines) <= max_lines and len(text) <= max_chars:
+        return visible(text)
+    first = lines[0] if lines else ""
+    first = first if len(first) <= 100 else first[:99] + "…"
+    return f"{visible(first)} … [{plural(len(lines), 'line')}, {len(text):,} chars]"
 
 
 def first_line(text: str) -> str:

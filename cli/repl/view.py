@@ -49,7 +49,7 @@ from scribe.tools.mcp.spec import PREFIX as MCP_PREFIX
 from scribe.tools.textio import plural
 
 from ..visible import VisibleConsole, VisibleStream, visible
-from .excerpts import MarkdownTail, diff_text, first_line, fold
+from .excerpts import MarkdownTail, diff_text, first_line, fold, message_excerpt
 from .live import Unpadded, fitted_live
 
 END_NOTES = {
@@ -344,7 +344,7 @@ class View:
     def exchanges(self, pairs: list[tuple[str, str]], max_answer_lines: int = 20) -> None:
         """Earlier exchanges of a resumed session: what was asked, what was finally answered."""
         for asked, answered in pairs:
-            self.console.print(Text("› " + visible(asked.strip()), style="bold"))
+            self.console.print(Text("› " + message_excerpt(asked), style="bold"))
             lines = visible(answered.strip()).splitlines()
             if len(lines) > max_answer_lines:
                 lines = [*lines[:max_answer_lines], f"… ({plural(len(lines) - max_answer_lines, 'more line')})"]
