@@ -21,7 +21,7 @@ json.dumps already escapes C0 controls, and a program reading it wants the exact
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 from rich.console import Console, ConsoleOptions, RenderableType
 from rich.segment import Segment
@@ -39,10 +39,10 @@ INVISIBLE_RANGES = ((0x00AD, 0x00AD), (0x061C, 0x061C), (0x115F, 0x1160), (0x180
                     (0x2028, 0x202E), (0x2060, 0x2064), (0x2066, 0x206F), (0x3164, 0x3164), (0xFEFF, 0xFEFF),
                     (0xFFA0, 0xFFA0), (0xFFF9, 0xFFFB), (0x13430, 0x13438), (0x1BCA0, 0x1BCA3),
                     (0x1D173, 0x1D17A), (0xE0001, 0xE0001), (0xE0020, 0xE007F))
-_INVISIBLE = re.compile("[" + "".join(f"{re.escape(chr(a))}-{re.escape(chr(b))}" for a, b in INVISIBLE_RANGES) + "]")
+INVISIBLE = re.compile("[" + "".join(f"{re.escape(chr(a))}-{re.escape(chr(b))}" for a, b in INVISIBLE_RANGES) + "]")
 # An emoji's own joiners: ZWJ between two pictographs (a family, a profession), tag characters
 # ending in CANCEL TAG after a black flag (the flags of England, Scotland, Wales).
-_EMOJI_JOINS = re.compile("(?<=[\U0001f000-\U0001faff\u2600-\u27bf\ufe0f\U0001f3fb-\U0001f3ff])\u200d"
+EMOJI_JOINS = re.compile("(?<=[\U0001f000-\U0001faff\u2600-\u27bf\ufe0f\U0001f3fb-\U0001f3ff])\u200d"
                           "(?=[\U0001f000-\U0001faff\u2600-\u27bf])"
                           "|(?<=\U0001f3f4)[\U000e0020-\U000e007e]+\U000e007f")
 # What `visible` writes for a character it shows: the text a test or a reader may look for.
@@ -61,19 +61,26 @@ def _shown(match: re.Match[str]) -> str:
     return _NAMED.get(char) or f"\\x{ord(char):02x}"
 
 
-def _marks(text: str) -> str:
-    return _INVISIBLE.sub(lambda m: mark_of(m.group()), text)
+def invisible_runs(text: str) -> Iterator[tuple[str, bool]]:
+    """`text` in order as runs of what is shown as it is (False) and single characters shown as
+    a mark (True): what a page marks its own way."""
+    at = 0
+    joins = [(m.start(), m.end()) for m in EMOJI_JOINS.finditer(text)] if INVISIBLE.search(text) else []
+    for match in INVISIBLE.finditer(text):
+        if any(start <= match.start() < end for start, end in joins):
+            continue
+        if match.start() > at:
+            yield text[at:match.start()], False
+        yield match.group(), True
+        at = match.end()
+    if at < len(text):
+        yield text[at:], False
 
 
 def _marked(text: str) -> str:
-    if not _INVISIBLE.search(text):
+    if not INVISIBLE.search(text):
         return text
-    out, at = [], 0
-    for kept in _EMOJI_JOINS.finditer(text):
-        out += [_marks(text[at:kept.start()]), kept.group()]
-        at = kept.end()
-    out.append(_marks(text[at:]))
-    return "".join(out)
+    return "".join(mark_of(piece) if invisible else piece for piece, invisible in invisible_runs(text))
 
 
 def visible(text: str) -> str:
@@ -117,7 +124,7 @@ class VisibleConsole(Console):
             if segment.control:
                 yield segment
                 continue
-            text = visible(segment.text) if _CONTROL.search(segment.text) or _INVISIBLE.search(segment.text) \
+            text = visible(segment.text) if _CONTROL.search(segment.text) or INVISIBLE.search(segment.text) \
                 else segment.text
             yield from _dimmed_marks(text, segment.style)
 
