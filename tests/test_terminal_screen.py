@@ -4,6 +4,7 @@ it streams, and how bidirectional controls and invisible characters look on the 
 
 from __future__ import annotations
 
+import io
 import shlex
 import shutil
 import subprocess
@@ -13,11 +14,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from rich.console import Console
+from rich.markdown import Markdown
 
 from helpers import SCRIBE, scribe_env
+from scribe.cli.repl.excerpts import MarkdownTail
+from scribe.cli.repl.live import FittedLiveRender, Unpadded, rows_taken, terminal_cells
 from scribe.fakeapi import FakeMessagesServer, Fault, Reply, ScriptItem
-
-pytestmark = [pytest.mark.slow, pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux")]
 
 # Paragraphs of about a hundred cells, each with a token (L01…) found nowhere else: wide CJK,
 # combining accents, skin-tone and joined emoji, and plain words.
@@ -101,6 +104,37 @@ def memory_or(items: Iterator[ScriptItem]) -> Any:
     return answer
 
 
+@pytest.mark.parametrize("width", [120, 50, 30])
+def test_each_live_line_fits_the_width_by_either_count_and_is_not_padded(width: int) -> None:
+    out = io.StringIO()
+    console = Console(file=out, width=width, height=60, force_terminal=True, color_system=None)
+    area = FittedLiveRender(console, MarkdownTail(ANSWER, 40))
+    console.print(area, end="")
+    drawn = out.getvalue().split("\n")
+    assert len(drawn) == len(area._drawn) > len(PARAGRAPHS)
+    for line in drawn:
+        assert line.endswith("\x1b[K")  # erased to the end of the line, not padded
+        text = line.removesuffix("\x1b[K")
+        assert text == text.rstrip(" ")
+        assert terminal_cells(text) <= width - 1  # never the last column, whoever counts
+    assert "👍🏽" in out.getvalue() and "漢字" in out.getvalue()
+    # after a resize to a third of the width, a redraw goes up the rows the lines take now
+    console.width = max(width // 3, 10)
+    rows = rows_taken(area._drawn, console.width)
+    assert rows > len(drawn) or width == 30 and rows >= len(drawn)
+    assert area.position_cursor().segment.text == f"\r\x1b[{rows - 1}A\x1b[J"
+    assert terminal_cells("👍🏽") == 4 and terminal_cells("漢") == 2 and terminal_cells("e\u0301") == 1
+
+
+@pytest.mark.parametrize("markdown", [Markdown("👍🏽 " * 20), Markdown("| a | b |\n|---|---|\n| 漢字 | 👋🏿 |")])
+def test_a_printed_answer_is_not_padded(markdown: Markdown) -> None:
+    out = io.StringIO()
+    Console(file=out, width=50, force_terminal=True, color_system=None).print(Unpadded(markdown))
+    assert all(line == line.rstrip(" ") for line in out.getvalue().splitlines())
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux")
 def test_a_resize_while_an_answer_streams_leaves_each_line_once(workspace: Path, home: Path, tmux: Tmux) -> None:
     # The stream stops half-way for long enough to resize the pane, then the server hangs up;
     # the retried call sends the same answer, which the REPL continues from where it was.

@@ -16,6 +16,8 @@ as the lines drawn take at the width the terminal has now, then erases to the en
 
 from __future__ import annotations
 
+import functools
+import unicodedata
 from collections.abc import Iterable
 
 from rich.cells import cell_len
@@ -29,11 +31,20 @@ ERASE_LINE_END = "\x1b[K"
 ERASE_SCREEN_END = "\x1b[J"
 
 
+@functools.cache
+def _codepoint_cells(char: str) -> int:
+    """A code point's cells as wcwidth counts them, which is what tmux and many terminals do:
+    marks and format characters none, wide and fullwidth ones (a skin-tone modifier too) two."""
+    if unicodedata.category(char) in ("Mn", "Me", "Cf"):
+        return 0
+    return 2 if unicodedata.east_asian_width(char) in ("W", "F") else 1
+
+
 def terminal_cells(text: str) -> int:
-    """The cells `text` may take in a terminal: the larger of rich's count (by grapheme) and the
-    sum over its code points (what a terminal that draws modifiers and joined emoji apart
-    counts)."""
-    return max(cell_len(text), sum(cell_len(char) for char in text))
+    """The cells `text` may take in a terminal: the larger of rich's count (by grapheme: 👍🏽 is
+    2) and the sum over its code points (what a terminal that draws the modifier apart counts:
+    4)."""
+    return max(cell_len(text), sum(_codepoint_cells(char) for char in text))
 
 
 def rows_taken(cells: Iterable[int], width: int) -> int:
@@ -42,11 +53,7 @@ def rows_taken(cells: Iterable[int], width: int) -> int:
 
 
 def fitted(line: list[Segment], limit: int) -> tuple[list[Segment], int]:
-    """`line` without its trailing padding, cropped to `limit` terminal cells; and its cells."""
-    while line and not line[-1].control and not line[-1].text.strip(" ") and _unshaded(line[-1]):
-        line = line[:-1]
-    if line and not line[-1].control and _unshaded(line[-1]):
-        line = [*line[:-1], Segment(line[-1].text.rstrip(" "), line[-1].style)]
+    """`line` cropped to `limit` terminal cells, without its trailing padding; and its cells."""
     out: list[Segment] = []
     used = 0
     for segment in line:
@@ -63,11 +70,13 @@ def fitted(line: list[Segment], limit: int) -> tuple[list[Segment], int]:
             if used + terminal_cells(kept + char) > limit:
                 break
             kept += char
-        if kept:
-            out.append(Segment(kept, segment.style))
-            used += terminal_cells(kept)
+        out.append(Segment(kept, segment.style))
         break
-    return out, used
+    while out and not out[-1].control and _unshaded(out[-1]) and not out[-1].text.rstrip(" "):
+        out.pop()
+    if out and not out[-1].control and _unshaded(out[-1]):
+        out[-1] = Segment(out[-1].text.rstrip(" "), out[-1].style)
+    return out, sum(terminal_cells(s.text) for s in out if not s.control)
 
 
 def _unshaded(segment: Segment) -> bool:
