@@ -18,7 +18,7 @@ from rich.console import Console
 from rich.markdown import Markdown
 
 from helpers import SCRIBE, scribe_env
-from scribe.cli.repl.excerpts import MarkdownTail
+from scribe.cli.repl.excerpts import MarkdownTail, complete_blocks
 from scribe.cli.repl.live import FittedLiveRender, Unpadded, rows_taken, terminal_cells
 from scribe.fakeapi import FakeMessagesServer, Fault, Reply, ScriptItem
 
@@ -91,6 +91,9 @@ def tmux(tmp_path: Path) -> Iterator[Tmux]:
 
 
 def in_pane(workspace: Path, env: dict[str, str], args: str = "") -> str:
+    # A size exported for a terminal of another size, as some wrappers (and tmux started
+    # without one) leave it: the terminal's own size must win, or a resize garbles the screen.
+    env = {**env, "COLUMNS": "80", "LINES": "24"}
     exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items() if k != "TERM")
     # The pane stays open when scribe ends, so what it printed last can still be captured.
     return f"cd {shlex.quote(str(workspace))} && env {exports} {SCRIBE} {args}; sleep 600"
@@ -122,8 +125,18 @@ def test_each_live_line_fits_the_width_by_either_count_and_is_not_padded(width: 
     console.width = max(width // 3, 10)
     rows = rows_taken(area._drawn, console.width)
     assert rows > len(drawn) or width == 30 and rows >= len(drawn)
-    assert area.position_cursor().segment.text == f"\r\x1b[{rows - 1}A\x1b[J"
+    assert area.position_cursor().segment.text == "\r\x1b[2K" + "\x1b[A\x1b[2K" * (rows - 1)
     assert terminal_cells("👍🏽") == 4 and terminal_cells("漢") == 2 and terminal_cells("e\u0301") == 1
+
+
+def test_a_streamed_answer_is_printed_block_by_block_as_blocks_complete() -> None:
+    text = "para one\n\npara two\n\n```\ncode\n\nmore code\n```\n\n1. item\n\n   its second paragraph\n\nlast"
+    done = complete_blocks(text)
+    assert text[:done].endswith("its second paragraph\n\n") and text[done:] == "last"
+    assert complete_blocks("para one\n\n") == 0  # what follows may still continue a list item
+    assert complete_blocks("para one\n\n   indented") == 0
+    assert complete_blocks("```\ncode\n\nstill code") == 0  # a blank line in a fence ends nothing
+    assert complete_blocks("a\n\nb\n\nc", start=3) == 6
 
 
 @pytest.mark.parametrize("markdown", [Markdown("👍🏽 " * 20), Markdown("| a | b |\n|---|---|\n| 漢字 | 👋🏿 |")])
@@ -144,7 +157,7 @@ def test_a_resize_while_an_answer_streams_leaves_each_line_once(workspace: Path,
         tmux.wait("›")
         tmux.keys("write the paragraphs")
         tmux.wait("L03")  # streaming, half-way: the stall holds it there
-        for width in (50, 120, 30, 120):
+        for width in (50, 120, 30, 50, 120):
             tmux.resize(width)
             time.sleep(1.2)  # several redraws of the live area at this width
         tmux.wait("L07 a last", seconds=30)

@@ -4,6 +4,8 @@ message as a recap shows it, a first line. Pure: text in, what to show out; ever
 
 from __future__ import annotations
 
+import re
+
 from rich.console import Console, ConsoleOptions, RenderResult
 from rich.markdown import Markdown
 from rich.segment import Segment
@@ -29,6 +31,32 @@ def tail_source(text: str, limit: int) -> str:
         return text[-limit:]
     tail = text[cut + 1:]
     return "```\n" + tail if text[:cut].count("```") % 2 else tail
+
+
+_FENCE = re.compile(r"^ {0,3}(```|~~~)")
+
+
+def complete_blocks(text: str, start: int = 0) -> int:
+    """Where the markdown blocks of `text` after `start` that are complete end: after the last
+    blank line outside a code fence that a line starting flush left follows (an indented line
+    may continue a list item, so the blank line before it ends nothing). `start` if none."""
+    end, fenced, blank_at, at = start, False, -1, start
+    while (newline := text.find("\n", at)) >= 0:
+        line = text[at:newline]
+        if not fenced:
+            if not line.strip():
+                blank_at = newline + 1
+            else:
+                if blank_at >= 0 and not line[:1].isspace():
+                    end = blank_at
+                blank_at = -1
+        if _FENCE.match(line):
+            fenced = not fenced
+        at = newline + 1
+    # a flush-left line still being written after a blank line also starts a new block
+    if not fenced and blank_at >= 0 and text[at:at + 1].strip():
+        end = blank_at
+    return end
 
 
 class MarkdownTail:

@@ -10,8 +10,8 @@ the area into several rows, which a redraw counting lines leaves behind.
 
 So each line here is drawn at most one cell short of the width by the larger of the two counts
 (cropped if need be: the area is transient, the answer is printed whole when it is complete),
-ends with an erase to the end of the line instead of padding, and a redraw goes up as many rows
-as the lines drawn take at the width the terminal has now, then erases to the end of the screen.
+ends with an erase to the end of the line instead of padding, and a redraw erases and goes up
+as many rows as the lines drawn take at the width the terminal has now.
 """
 
 from __future__ import annotations
@@ -28,7 +28,9 @@ from rich.live_render import LiveRender
 from rich.segment import ControlType, Segment
 
 ERASE_LINE_END = "\x1b[K"
-ERASE_SCREEN_END = "\x1b[J"
+# Row by row, not to the end of the screen: a terminal may take an erase from the top-left
+# corner for a clear and keep a copy of the screen in its scrollback (tmux's scroll-on-clear).
+ERASE_LINE, UP = "\x1b[2K", "\x1b[A"
 
 
 @functools.cache
@@ -96,20 +98,17 @@ class FittedLiveRender(LiveRender):
         self.console = console
         self._drawn: list[int] = []  # the cells of each line last drawn
 
-    def _up(self, rows: int) -> str:
-        return "\r" + (f"\x1b[{rows}A" if rows > 0 else "")
-
     def position_cursor(self) -> Control:
-        """To the start of the last drawing, everything from there erased."""
+        """To the start of the last drawing, each row it takes now erased."""
         if not self._drawn:
             return Control()
-        return _control(self._up(rows_taken(self._drawn, self.console.width) - 1) + ERASE_SCREEN_END)
+        return _control("\r" + ERASE_LINE + (UP + ERASE_LINE) * (rows_taken(self._drawn, self.console.width) - 1))
 
     def restore_cursor(self) -> Control:
         """As position_cursor, from the line below the drawing (where rich leaves the cursor)."""
         if not self._drawn:
             return Control()
-        return _control(self._up(rows_taken(self._drawn, self.console.width)) + ERASE_SCREEN_END)
+        return _control("\r" + (UP + ERASE_LINE) * rows_taken(self._drawn, self.console.width))
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         limit = max(options.max_width - 1, 1)
