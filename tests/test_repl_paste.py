@@ -14,7 +14,7 @@ from helpers import SCRIBE, events_of, scribe_env, session_logs
 from scribe.cli.repl.excerpts import message_excerpt
 from scribe.cli.repl.pastes import Pastes, mark_of
 from scribe.fakeapi import FakeMessagesServer, Reply
-from scribe.memory.events import UserEvent
+from scribe.log.events import UserEvent
 
 PASTE = "".join(f"row {i:03d} of the pasted log, with words enough to make a line of it\n" for i in range(1, 201))
 MARK = f"[pasted 200 lines, {len(PASTE):,} chars]"

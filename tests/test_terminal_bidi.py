@@ -18,7 +18,7 @@ from helpers import SCRIBE, events_of, run_scribe, scribe_env, session_logs
 from scribe.cli.repl.input import GUARD_S
 from scribe.cli.visible import VisibleConsole, VisibleStream, visible
 from scribe.fakeapi import FakeMessagesServer, Reply, text_block, tool_use_block
-from scribe.memory.events import AssistantEvent, ToolResultEvent, UserEvent
+from scribe.log.events import AssistantEvent, ToolResultEvent, UserEvent
 
 RLO, RLI, PDI, ZWSP = "\u202e", "\u2067", "\u2069", "\u200b"
 RAW = (RLO, RLI, PDI, ZWSP)
