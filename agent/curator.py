@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from scribe.memory.answer import UnusableAnswer
-from scribe.memory.answer_tools import NOTES_TOOL, NOTES_TOOL_NAME, notes_text
+from scribe.memory.answer_tools import NOTES_TOOL, NOTES_TOOL_NAME, notes_from_tool
 from scribe.context.budget import InputBudget
 from scribe.context.chunks import tail_after
 from scribe.log.events import ErrorEvent, Event, NotesEvent, UsageEvent
@@ -94,7 +94,7 @@ def curate(session: Session, model: ModelClient, settings: Settings, path: Path)
                    cache_read=result.cache_read, cache_write=result.cache_write, output=result.output,
                    latency_ms=result.latency_ms, message_id=result.message_id)
     try:
-        answer, via = side_answer(result, NOTES_TOOL_NAME, notes_text)
+        answer, via = side_answer(result, NOTES_TOOL_NAME, notes_from_tool)
         notes = read_notes(answer, settings.notes_tokens, current=current, session_id=session.id, facts=chosen)
     except UnusableAnswer as exc:  # NotesRefused, or a tool input with nothing usable and no text
         # `upto`: this answer is not asked for again until the session says something new.

@@ -100,7 +100,7 @@ def observations_text(tool_input: object) -> str:
     return "\n".join(lines)
 
 
-def notes_text(tool_input: object) -> str:
+def notes_from_tool(tool_input: object) -> str:
     """The input of a `record_notes` call as notes bullets (`- text [from SOURCE]` under `## `
     headings), or UnusableAnswer."""
     if not isinstance(tool_input, dict) or not isinstance(tool_input.get("entries"), list):

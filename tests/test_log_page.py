@@ -389,6 +389,89 @@ def test_a_hostile_log_stays_text_and_runs_nothing(browser: Any, hostile: Built)
     page.close()
 
 
+HEBREW = "בדוק את החשבונית"  # "check the invoice"
+RLO_NAME = "invoice\u202etxt.exe"  # reads `invoiceexe.txt` where the override is obeyed
+ISOLATE_AND_ZWSP = "\u2067abc\u2069 pay\u200bpal"
+
+
+@pytest.fixture(scope="module")
+def bidi(tmp_path_factory: pytest.TempPathFactory) -> Built:
+    """A log written by hand with a right-to-left prompt, a file name with a right-to-left
+    override and text with an isolate and a zero-width space."""
+    base = tmp_path_factory.mktemp("bidi")
+    workspace = make_repository(base / "workspace")
+    log = workspace / ".scribe" / "sessions" / "bidi.jsonl"
+    tools = tool_definitions(builtin_tools())
+    with LogWriter.create(log) as w:
+        w.append(SessionEvent, id="bidi", created="2026-01-01T00:00:00Z", cwd=str(workspace), model="claude-sonnet-5-5",
+                 scribe_version="0", system="You are scribe.", tools=tools, prompt_hash="0",
+                 config={"model": "claude-sonnet-5-5"})
+        w.append(UserEvent, text=HEBREW)
+        w.append(AssistantEvent, content=[{"type": "text", "text": f"Reading {RLO_NAME} and {ISOLATE_AND_ZWSP}."},
+                                          {"type": "tool_use", "id": "t1", "name": "run_command",
+                                           "input": {"command": f"cat {RLO_NAME}"}}],
+                 stop_reason="tool_use", message_id="m1")
+        w.append(UsageEvent, purpose="agent", model="claude-sonnet-5-5", input=10, cache_read=0, cache_write=2000,
+                 output=5, message_id="m1")
+        w.append(ToolResultEvent, tool_use_id="t1", tool="run_command", output=f"{RLO_NAME}\n{ISOLATE_AND_ZWSP}\n",
+                 is_error=False, exit_code=0, duration_ms=12)
+        w.append(AssistantEvent, content=[{"type": "text", "text": f"It is {RLO_NAME}."}], stop_reason="end_turn",
+                 message_id="m2")
+        w.append(UsageEvent, purpose="agent", model="claude-sonnet-5-5", input=10, cache_read=1900, cache_write=100,
+                 output=5, message_id="m2")
+    (log.parent / "bidi.lock").unlink(missing_ok=True)
+    home = base / "home"
+    home.mkdir()
+    return Built(workspace, home, log)
+
+
+# The left edge of the first character of `text` inside the element `selector` matches, on screen.
+CHAR_LEFT = """([selector, text, nth]) => {
+    const walker = document.createTreeWalker(document.querySelector(selector), NodeFilter.SHOW_TEXT);
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      const at = node.data.indexOf(text);
+      if (at < 0) continue;
+      const range = document.createRange();
+      range.setStart(node, at + nth); range.setEnd(node, at + nth + 1);
+      return range.getBoundingClientRect().left;
+    }
+    return null;
+}"""
+
+
+def test_bidi_controls_are_marked_and_every_log_text_isolated(browser: Any, bidi: Built) -> None:
+    target = write_page(bidi)
+    opened = open_page(browser, target.as_uri())
+    page = opened.page
+    page.set_viewport_size({"width": 1280, "height": 4000})
+    page.locator("details.result summary").first.click()
+    body = page.inner_text("body")
+    for raw in ("\u202e", "\u2067", "\u2069", "\u200b"):
+        assert raw not in body, repr(raw)
+    assert "invoice<U+202E>txt.exe" in page.inner_text(".call-head")  # the command of the call
+    assert "invoice<U+202E>txt.exe" in page.inner_text("details.result pre.out")  # its output
+    assert "<U+2067>abc<U+2069> pay<U+200B>pal" in page.inner_text(".ev.assistant .md")  # the answer
+    assert page.get_attribute("details.result pre.out .ch", "title") == "U+202E RIGHT-TO-LEFT OVERRIDE"
+    # what follows the name in its row reads left to right: `ms` is not reversed into `sm`
+    summary = "details.result summary"
+    assert page.evaluate(CHAR_LEFT, [summary, "ms", 0]) < page.evaluate(CHAR_LEFT, [summary, "ms", 1])
+    # the Hebrew prompt keeps the turn's time on its left and its call count on its right
+    turn = "details.turn > summary"
+    gist = page.locator(f"{turn} .gist").bounding_box()
+    assert page.evaluate(CHAR_LEFT, [f"{turn} .turn-cost", "2 calls", 0]) >= gist["x"] + gist["width"] - 1
+    assert page.locator(f"{turn} time").bounding_box()["x"] < gist["x"]
+    assert page.evaluate("() => getComputedStyle(document.querySelector('.gist bdi')).unicodeBidi") == "isolate"
+    # the prompt the page's script rebuilds marks them too
+    page.locator("svg.calls").focus()
+    page.keyboard.press("ArrowRight")  # the second call, whose prompt holds the call and its output
+    page.locator("ol.blocks > li summary").last.click()
+    blocks = page.inner_text("ol.blocks")
+    assert "invoice<U+202E>txt.exe" in blocks and "\u202e" not in blocks
+    assert opened.console == [], opened.console
+    page.close()
+    assert RLO_NAME in bidi.log.read_text(encoding="utf-8")  # the log keeps the characters
+
+
 # --- the server -------------------------------------------------------------------------------
 
 @dataclass

@@ -1,8 +1,10 @@
 """Excerpts of long text for the screen: command output folded to its head and tail, a diff
-capped in lines and coloured, the end of a streaming answer that fits the live area, a first
-line. Pure: text in, what to show out; everything from outside is shown through `visible`."""
+capped in lines and coloured, the end of a streaming answer that fits the live area, a long
+message as a recap shows it, a first line. Pure: text in, what to show out; everything from outside is shown through `visible`."""
 
 from __future__ import annotations
+
+import re
 
 from rich.console import Console, ConsoleOptions, RenderResult
 from rich.markdown import Markdown
@@ -29,6 +31,32 @@ def tail_source(text: str, limit: int) -> str:
         return text[-limit:]
     tail = text[cut + 1:]
     return "```\n" + tail if text[:cut].count("```") % 2 else tail
+
+
+_FENCE = re.compile(r"^ {0,3}(```|~~~)")
+
+
+def complete_blocks(text: str, start: int = 0) -> int:
+    """Where the markdown blocks of `text` after `start` that are complete end: after the last
+    blank line outside a code fence that a line starting flush left follows (an indented line
+    may continue a list item, so the blank line before it ends nothing). `start` if none."""
+    end, fenced, blank_at, at = start, False, -1, start
+    while (newline := text.find("\n", at)) >= 0:
+        line = text[at:newline]
+        if not fenced:
+            if not line.strip():
+                blank_at = newline + 1
+            else:
+                if blank_at >= 0 and not line[:1].isspace():
+                    end = blank_at
+                blank_at = -1
+        if _FENCE.match(line):
+            fenced = not fenced
+        at = newline + 1
+    # a flush-left line still being written after a blank line also starts a new block
+    if not fenced and blank_at >= 0 and text[at:at + 1].strip():
+        end = blank_at
+    return end
 
 
 class MarkdownTail:
@@ -74,6 +102,20 @@ def fold(text: str, head: int = FOLD_HEAD, tail: int = FOLD_TAIL) -> tuple[list[
     if len(lines) <= head + tail + 1:  # hiding a single line saves nothing
         return lines, [], 0
     return lines[:head], lines[-tail:], len(lines) - head - tail
+
+
+MESSAGE_LINES, MESSAGE_CHARS = 3, 300
+
+
+def message_excerpt(text: str, max_lines: int = MESSAGE_LINES, max_chars: int = MESSAGE_CHARS) -> str:
+    """A message as a recap shows it: whole if short, else its first line (cut) and its size."""
+    text = text.strip()
+    lines = text.splitlines()
+    if len(lines) <= max_lines and len(text) <= max_chars:
+        return visible(text)
+    first = lines[0] if lines else ""
+    first = first if len(first) <= 100 else first[:99] + "…"
+    return f"{visible(first)} … [{plural(len(lines), 'line')}, {len(text):,} chars]"
 
 
 def first_line(text: str) -> str:

@@ -1,8 +1,10 @@
 """Reading what the person types: the prompt-toolkit session, its keys and its completions.
 
 Enter sends; Alt-Enter (or Esc then Enter) starts a new line; a bracketed paste keeps its
-newlines. Ctrl-C clears a line that has text, and on an empty line is passed up (the REPL exits
-on the second). Ctrl-Z suspends scribe. (An approval question reads its answer in question.py.) History is one file per workspace, so Up recalls what was asked here before.
+newlines, and a long one is shown short (pastes.py). Ctrl-C clears a line that has text, and on
+an empty line is passed up (the REPL exits on the second). Ctrl-Z suspends scribe. (An approval
+question reads its answer in question.py.) History is one file per workspace, so Up recalls what
+was asked here before.
 Completion offers slash commands as you type, workspace paths after `@` as you type, and paths
 for a path-looking word on Tab.
 """
@@ -20,13 +22,13 @@ from prompt_toolkit.completion import CompleteEvent, Completer, Completion
 from prompt_toolkit.document import Document
 from prompt_toolkit.filters import Condition
 from prompt_toolkit.formatted_text import FormattedText
-from prompt_toolkit.history import FileHistory
-from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
+from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent, merge_key_bindings
 from prompt_toolkit.styles import Style
 
 from scribe.log.private import make_private_folder, open_private
 
 from .keys import ANSWER_WORDS, WordRest
+from .pastes import ExpandedHistory, Pastes, paste_bindings
 
 # Never offered: git's and scribe's own folders are not the person's files.
 HIDDEN_DIRS = {".git", ".scribe"}
@@ -132,11 +134,12 @@ class InputArea:
                  toolbar: Callable[[int | None], str], rest: WordRest | None = None) -> None:
         make_private_folder(history.parent)
         os.close(open_private(history, os.O_WRONLY | os.O_CREAT))  # what the person typed is theirs alone
+        self.pastes = Pastes()
         self.session: PromptSession[str] = PromptSession(
-            history=FileHistory(str(history)),
+            history=ExpandedHistory(str(history), self.pastes),
             completer=ReplCompleter(workspace, commands),
             complete_while_typing=True,
-            key_bindings=_bindings(rest),
+            key_bindings=merge_key_bindings([_bindings(rest), paste_bindings(self.pastes)]),
             bottom_toolbar=lambda: toolbar(_columns()),
             style=STYLE,
             multiline=False,
@@ -150,6 +153,7 @@ class InputArea:
         self.draft = ""
 
     def read(self) -> str:
-        """One message. Raises KeyboardInterrupt (Ctrl-C on an empty line) or EOFError (Ctrl-D)."""
+        """One message (a long paste in it whole: the box showed it short, see pastes.py). Raises
+        KeyboardInterrupt (Ctrl-C on an empty line) or EOFError (Ctrl-D)."""
         draft, self.draft = self.draft, ""
-        return self.session.prompt(FormattedText([("class:prompt", "› ")]), default=draft)
+        return self.pastes.sent(self.session.prompt(FormattedText([("class:prompt", "› ")]), default=draft))

@@ -1,10 +1,11 @@
 """Rich rendering of a turn as it happens: streamed text, tool calls, diffs, folded output
 (excerpts.py cuts long text to what the screen shows).
 
-On a real terminal, a transient live area shows a spinner while the model thinks and the tail of
-the answer, rendered as markdown, while it streams; when the answer is complete the live area is
-cleared and the whole answer printed once as markdown. Nothing is ever printed over, so long
-answers and scrollback never garble. On a dumb terminal or a pipe there is no live area: text is
+On a real terminal, a transient live area shows a spinner while the model thinks and, while the
+answer streams, the end of the markdown block being written; each block is printed for good,
+as markdown, once the next one starts, and the last when the answer is complete. Nothing is ever printed over, so long
+answers and scrollback never garble; live.py draws the area so that a line rich and the
+terminal count differently, or a resize mid-stream, leaves no copy of it behind. On a dumb terminal or a pipe there is no live area: text is
 written as it arrives and nothing is re-rendered.
 
 Every printed string goes through `Text` (never console markup), so brackets in file contents or
@@ -19,6 +20,7 @@ one line once the wait has lasted STATUS_AFTER_S.
 from __future__ import annotations
 
 import os
+import sys
 import threading
 import time
 from collections.abc import Iterable
@@ -48,7 +50,8 @@ from scribe.tools.mcp.spec import PREFIX as MCP_PREFIX
 from scribe.tools.textio import plural
 
 from ..visible import VisibleConsole, VisibleStream, visible
-from .excerpts import MarkdownTail, diff_text, first_line, fold
+from .excerpts import MarkdownTail, complete_blocks, diff_text, first_line, fold, message_excerpt
+from .live import Unpadded, fitted_live
 
 END_NOTES = {
     "max_turns": "stopped at max_turns model calls in this turn; say 'go on' to continue",
@@ -60,6 +63,7 @@ END_NOTES = {
 # A plain terminal shows a wait's status line once it has lasted this long (a spinner would
 # show it at once, but a line on every model call would be noise).
 STATUS_AFTER_S = 1.0
+LIVE_LINES = 5
 ELAPSED_AFTER_S = 3.0  # the spinner adds the seconds waited from then on
 THINKING = "thinking…  (Esc or Ctrl-C cancels)"
 RUNNING = "running…  (Esc or Ctrl-C cancels)"
@@ -68,6 +72,14 @@ RUNNING = "running…  (Esc or Ctrl-C cancels)"
 def waiting_for_mcp(summary: str) -> str:
     """The spinner's words while an MCP call runs: which server it waits for (from the summary)."""
     return f"waiting for MCP server {visible(summary.split(' · ')[0])}…  (Esc or Ctrl-C cancels)"
+
+
+def live_lines(height: int) -> int:
+    """How many lines of the block being streamed the live area shows: few, so that rewrapped
+    by a resize to a quarter of the width, they still fit above the cursor (a terminal that
+    rewraps keeps the cursor's row and puts what does not fit above it in the scrollback, out
+    of a redraw's reach)."""
+    return max(min(LIVE_LINES, (height - 4) // 4), 1)
 
 
 class TerminalConsole(VisibleConsole):
@@ -88,7 +100,11 @@ class TerminalConsole(VisibleConsole):
 
 
 def make_console() -> Console:
-    return TerminalConsole(highlight=False, no_color=bool(os.environ.get("NO_COLOR")) or None)
+    # On a terminal, the terminal's own size: rich takes an exported COLUMNS or LINES (a
+    # wrapper's, a multiplexer's) as the width for good, and the live area would be drawn for
+    # a width the terminal no longer has once it is resized.
+    environ = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")} if sys.stdout.isatty() else None
+    return TerminalConsole(highlight=False, no_color=bool(os.environ.get("NO_COLOR")) or None, _environ=environ)
 
 
 class _Waiting:
@@ -112,6 +128,7 @@ class View:
         self.live_ok = console.is_interactive
         self._live: Live | None = None
         self._text = ""  # assistant text of the model call in progress
+        self._shown = 0  # live mode: how much of it is printed for good (its complete blocks)
         self._midline = False  # plain mode: the last write did not end a line
         self._stream = VisibleStream()  # plain mode: the streamed text as written
         # Tool calls whose effect was already shown in an approval preview.
@@ -158,18 +175,18 @@ class View:
         self._stop_live()
         if self._text:
             if self.live_ok:
-                self.console.print(Markdown(visible(self._text)))
+                if self._text[self._shown:].strip():
+                    self.console.print(Unpadded(Markdown(visible(self._text[self._shown:]))))
             else:
                 rest = self._stream.flush()
                 if self._midline or rest:
                     self.console.file.write(rest + "\n")
                     self.console.file.flush()
-            self._text, self._midline = "", False
+            self._text, self._midline, self._shown = "", False, 0
 
     def _show(self, renderable: Any) -> None:
         if self._live is None:
-            self._live = Live(renderable, console=self.console, transient=True, refresh_per_second=10,
-                              redirect_stdout=False, redirect_stderr=False)
+            self._live = fitted_live(self.console, renderable)
             self._live.start()
         else:
             self._live.update(renderable)
@@ -185,7 +202,7 @@ class View:
         if isinstance(event, TextDelta):
             self._text += event.text
             if self.live_ok:
-                self._show(MarkdownTail(self._text, max(self.console.height - 4, 3)))
+                self._stream_live()
             else:
                 self._quiet()
                 with self._status_lock:
@@ -223,7 +240,7 @@ class View:
             self._stream.flush()
             if self._midline:
                 self.console.file.write("\n")
-            self._text, self._midline = "", False
+            self._text, self._midline, self._shown = "", False, 0
             self.warn("the retried answer differs from the text above; it starts again below")
         elif isinstance(event, Waiting):
             self._waiting(event)
@@ -233,6 +250,16 @@ class View:
             self._turn_ended(event)
         elif isinstance(event, Compressed):
             self.note(compressed_line(event))
+
+    def _stream_live(self) -> None:
+        """The answer's complete blocks printed for good (above the live area), the block being
+        written in the live area: all a resize can rewrap there is a few lines."""
+        done = complete_blocks(self._text, self._shown)
+        if done > self._shown:
+            block, self._shown = self._text[self._shown:done], done
+            self.console.print(Unpadded(Markdown(visible(block))))
+            self.console.print()  # the blank line between this block and the next
+        self._show(MarkdownTail(self._text[self._shown:], live_lines(self.console.height)))
 
     def _waiting(self, event: Waiting) -> None:
         """The server has gone quiet: say who is silent, for how long it will be waited for, and
@@ -257,9 +284,9 @@ class View:
         if event.reason == "interrupted" and partial:
             # The unfinished answer is not in the log; keep it visible but say so.
             self._stop_live()
-            self._text = ""
+            rest, self._text, self._shown = partial[self._shown:], "", 0
             if self.live_ok:
-                self.console.print(Text(visible(partial), style="dim"))
+                self.console.print(Text(visible(rest), style="dim"))
             elif self._midline or self._stream.flush():
                 self.console.file.write("\n")
             self._midline = False
@@ -330,14 +357,14 @@ class View:
     def markdown(self, text: str) -> None:
         self.pause()
         if self.live_ok:
-            self.console.print(Markdown(visible(text)))
+            self.console.print(Unpadded(Markdown(visible(text))))
         else:
             self.console.print(Text(visible(text)))
 
     def exchanges(self, pairs: list[tuple[str, str]], max_answer_lines: int = 20) -> None:
         """Earlier exchanges of a resumed session: what was asked, what was finally answered."""
         for asked, answered in pairs:
-            self.console.print(Text("› " + visible(asked.strip()), style="bold"))
+            self.console.print(Text("› " + message_excerpt(asked), style="bold"))
             lines = visible(answered.strip()).splitlines()
             if len(lines) > max_answer_lines:
                 lines = [*lines[:max_answer_lines], f"… ({plural(len(lines) - max_answer_lines, 'more line')})"]

@@ -28,6 +28,7 @@ from .chart import LEGEND, calls_svg
 from .figures import figures_html, headline
 from .memory_map import memory_html
 from .prompts import BlockStore, PromptTrack
+from .text import inline, patterns
 from .timeline import Timeline
 
 POLL_MS = 500  # how often a served page asks what the log added
@@ -79,7 +80,8 @@ class SessionPage:
         return str(len(self.events))
 
     def data(self, stats: SessionStats, live: bool) -> dict[str, Any]:
-        return {"version": self.version, "live": live, "poll_ms": POLL_MS, **self._data_since(stats, 0, 0)}
+        return {"version": self.version, "live": live, "poll_ms": POLL_MS, "marks": patterns(),
+                **self._data_since(stats, 0, 0)}
 
     def _data_since(self, stats: SessionStats, calls_seen: int, blocks_seen: int) -> dict[str, Any]:
         """The calls after the first `calls_seen`, their prompts, and the blocks after the first
@@ -122,7 +124,7 @@ class SessionPage:
                       f'appended ({len(self.events):,} events)</p>' if live else "")
         return {
             "head": (f'<header id="head"><h1>Session <code>{escape(self.session_id)}</code></h1>'
-                     f'<p class="facts">{" · ".join(escape(f) for f in facts)}</p>{live_badge}</header>'),
+                     f'<p class="facts">{" · ".join(inline(f) for f in facts)}</p>{live_badge}</header>'),
             "figures-body": f'<div id="figures-body">{headline(stats)}{figures_html(stats)}</div>',
             "chart-box": (f'<div class="scroll chart" id="chart-box">{calls_svg(stats.calls, self.prices)}'
                           f'<div class="tip" id="chart-tip" hidden></div></div>'),

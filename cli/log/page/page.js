@@ -12,8 +12,31 @@
   function el(tag, attrs, ...children) {
     const node = document.createElement(tag);
     for (const [k, v] of Object.entries(attrs || {})) node.setAttribute(k, v);
-    for (const child of children) node.append(child);
+    for (const child of children) node.append(typeof child === "string" ? marked(child) : child);
     return node;
+  }
+  // Text with each bidirectional control or invisible character as a <U+202E> mark (text.py
+  // gives the patterns): it can neither reorder what follows nor hide in a name.
+  let marks = null;
+  function marked(text) {
+    if (!marks && data && data.marks) marks = new RegExp("(" + data.marks.joins + ")|(" + data.marks.invisible + ")", "gu");
+    if (!marks) return text;
+    const out = document.createDocumentFragment();
+    let at = 0;
+    for (const m of text.matchAll(marks)) {
+      if (m[1] !== undefined) continue;  // an emoji's own joiner
+      if (m.index > at) out.append(text.slice(at, m.index));
+      const code = m[0].codePointAt(0).toString(16).toUpperCase().padStart(4, "0");
+      const mark = document.createElement("span");
+      mark.className = "ch";
+      mark.title = "U+" + code;
+      mark.textContent = "<U+" + code + ">";
+      out.append(mark);
+      at = m.index + m[0].length;
+    }
+    if (at === 0) return text;
+    if (at < text.length) out.append(text.slice(at));
+    return out;
   }
   const fmt = (n) => n.toLocaleString("en-US");
   // null: the model has no price (cli/log/common.py UNPRICED)

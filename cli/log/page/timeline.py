@@ -2,7 +2,8 @@
 came back, and what else happened in between (memory, file changes, interrupts, errors).
 
 One fragment per event, grouped by turn (a turn starts at a user event). Every piece of text
-from the log goes through `escape` or the markdown renderer, which escapes too.
+from the log goes through text.py (escaped, isolated beside other words, its invisible
+characters marked) or the markdown renderer, which escapes too.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from ..common import local_time, money_or_unpriced, percent
 from ..format import EventPrinter, main_argument
 from .markdown import markdown_html
 from .memory_map import ChunkSpans
+from .text import inline, marked, marked_html
 
 # The page shows this much of one tool output; the rest is counted (the log keeps it whole).
 OUTPUT_CHARS = 20_000
@@ -109,7 +111,7 @@ class Timeline:
 
     def item(self, event: Event) -> str:
         if isinstance(event, UserEvent):
-            return self._box(event, "user", "you", f'<div class="plain">{esc(event.text)}</div>')
+            return self._box(event, "user", "you", f'<div class="plain" dir="auto">{marked(event.text)}</div>')
         if isinstance(event, AssistantEvent):
             return self._assistant(event)
         if isinstance(event, ToolResultEvent):
@@ -122,9 +124,9 @@ class Timeline:
         header, _, body = self._printer.describe(event)
         kind = KIND.get(event.type, "other")
         text = "\n".join(line for line, _ in body)
-        inner = f'<span class="what">{esc(header)}</span>'
+        inner = f'<span class="what">{inline(header)}</span>'
         if text:
-            inner += f'<pre class="small">{esc(text)}</pre>'
+            inner += f'<pre class="small">{marked(text)}</pre>'
         return self._box(event, f"note {kind}", event.type or "event", inner)
 
     def _box(self, event: Event, css: str, kind: str, inner: str, extra: str = "") -> str:
@@ -138,16 +140,16 @@ class Timeline:
             if kind == "text":
                 text = str(block.get("text", ""))
                 if text.strip():
-                    parts.append(f'<div class="md">{markdown_html(text)}</div>')
+                    parts.append(f'<div class="md" dir="auto">{marked_html(markdown_html(text))}</div>')
             elif kind == "tool_use":
                 parts.append(self._tool_call(block))
             elif kind == "thinking":
                 parts.append(f'<details class="thinking"><summary>thinking</summary>'
-                             f'<pre>{esc(block.get("thinking", ""))}</pre></details>')
+                             f'<pre>{marked(block.get("thinking", ""))}</pre></details>')
             else:
-                parts.append(f'<div class="other">({esc(kind)} block)</div>')
+                parts.append(f'<div class="other">({inline(kind)} block)</div>')
         stop = event.stop_reason
-        extra = f' <span class="stop">stopped: {esc(stop)}</span>' if stop not in ("tool_use", "end_turn", None) else ""
+        extra = f' <span class="stop">stopped: {inline(stop)}</span>' if stop not in ("tool_use", "end_turn", None) else ""
         return self._box(event, "assistant", "assistant", "".join(parts), extra)
 
     def _tool_call(self, block: dict[str, Any]) -> str:
@@ -161,11 +163,11 @@ class Timeline:
             if key in MAIN_KEYS and text == argument:
                 continue  # the heading shows it whole
             if "\n" in text or len(text) > ARG_CHARS:
-                rows.append(f'<details class="arg"><summary><span class="key">{esc(key)}</span> · {lines_word(text)}, '
-                            f'{len(text):,} characters</summary><pre>{esc(text)}</pre></details>')
+                rows.append(f'<details class="arg"><summary><span class="key">{inline(key)}</span> · {lines_word(text)}, '
+                            f'{len(text):,} characters</summary><pre>{marked(text)}</pre></details>')
             else:
-                rows.append(f'<div class="arg"><span class="key">{esc(key)}</span> <code>{esc(text)}</code></div>')
-        return (f'<div class="tool-call"><div class="call-head">→ <b>{esc(name)}</b> <code>{esc(argument)}</code></div>'
+                rows.append(f'<div class="arg"><span class="key">{inline(key)}</span> <code>{inline(text)}</code></div>')
+        return (f'<div class="tool-call"><div class="call-head">→ <b>{inline(name)}</b> <code>{inline(argument)}</code></div>'
                 f'{"".join(rows)}</div>')
 
     def _result(self, event: ToolResultEvent) -> str:
@@ -175,10 +177,10 @@ class Timeline:
             outcome += f", exit {event.exit_code}"
         dropped = f" · {event.dropped_bytes:,} bytes dropped from the middle" if event.dropped_bytes else ""
         css = "ev result err" if event.is_error else "ev result"
-        return (f'<details class="{css}" id="e-{event.seq}"><summary><span class="kind">← {esc(name)}</span> '
-                f'<code>{esc(argument)}</code> · {esc(outcome)} · {event.duration_ms:,} ms · {lines_word(event.output)}'
+        return (f'<details class="{css}" id="e-{event.seq}"><summary><span class="kind">← {inline(name)}</span> '
+                f'<code>{inline(argument)}</code> · {esc(outcome)} · {event.duration_ms:,} ms · {lines_word(event.output)}'
                 f'{dropped} {seq_link(event.seq)}</summary>'
-                f'<pre class="out">{esc(shown_output(event.output, event.seq)) or "(no output)"}</pre></details>')
+                f'<pre class="out">{marked(shown_output(event.output, event.seq)) or "(no output)"}</pre></details>')
 
     def _usage(self, event: UsageEvent) -> str:
         prompt = event.input + event.cache_read + event.cache_write
@@ -206,8 +208,8 @@ class Timeline:
             where = f' · covers events <a href="#e-{span[0]}">#{span[0]}</a>–<a href="#e-{span[1]}">#{span[1]}</a>'
             if turns:
                 where += f" (turn{'s' if len(turns) > 1 else ''} {'–'.join(str(t) for t in turns)})"
-        extra = f"{where}{covers} · {event.tokens:,} tokens · {esc(event.model)}"
-        body = f'<details class="memory-text" open><summary>its text</summary><pre>{esc(event.text)}</pre></details>'
+        extra = f"{where}{covers} · {event.tokens:,} tokens · {inline(event.model)}"
+        body = f'<details class="memory-text" open><summary>its text</summary><pre>{marked(event.text)}</pre></details>'
         return self._box(event, f"memory {what}", what, body, extra)
 
     def turn_html(self, turn: Turn) -> str:
@@ -216,7 +218,7 @@ class Timeline:
         observed = (f' <a class="observed" href="#e-{turn.observed_in}">observed in #{turn.observed_in}</a>'
                     if turn.observed_in is not None else "")
         return (f'<details class="turn" id="turn-{turn.number}" open><summary><span class="turn-no">Turn {turn.number}</span> '
-                f'{time_tag(turn.ts)} <span class="gist">{esc(turn.gist)}</span> <span class="turn-cost">'
+                f'{time_tag(turn.ts)} <span class="gist">{inline(turn.gist)}</span> <span class="turn-cost">'
                 f'{turn.calls} call{"" if turn.calls == 1 else "s"} · {money_or_unpriced(turn.cost)}</span>{observed}</summary>'
                 f'{"".join(turn.items)}</details>')
 
