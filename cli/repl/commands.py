@@ -220,17 +220,20 @@ def _diff(repl: Repl, arg: str) -> None:
     repl.view.console.print(diff_text(changes.text, indent="  "), end="")
 
 
-@command("undo", "take back the agent's last auto-commit (while it is still HEAD)")
+@command("undo", "take back the files scribe's tools changed in the last turn (its auto-commit, if HEAD)")
 def _undo(repl: Repl, arg: str) -> None:
-    from scribe.agent.autocommit import undo_last
+    from scribe.agent.undo import undo
     from scribe.tools.git import GitRefused, GitUnavailable
 
     try:
-        result = undo_last(repl.session, repl.workspace, repl.agent.watcher)
+        result = undo(repl.session, repl.workspace, repl.agent.watcher)
     except (GitUnavailable, GitRefused) as exc:
-        repl.view.note(f"{exc}; /undo needs a git repository")
+        repl.view.error(str(exc))
         return
     (repl.view.note if result.done else repl.view.error)(result.message)
+
+
+COMMANDS["rewind"] = dataclasses.replace(COMMANDS["undo"], name="rewind", help="the same as /undo")
 
 
 @command("model", "show the model; /model NAME switches this session, and new ones, to NAME", "[NAME]")
