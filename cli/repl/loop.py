@@ -44,6 +44,7 @@ from .commands import ExitRepl, command_help, dispatch, message_of
 from .input import InputArea
 from .keys import TurnKeys
 from .records import last_exchanges
+from .shell import run_bang, shell_command, with_attachments
 from .stats import Numbers, numbers, toolbar_text
 from .view import THINKING, View, make_console
 
@@ -305,13 +306,18 @@ class Repl:
             self.refresh()
 
     def act(self, line: str) -> None:
-        """A slash command, a literal message (`//...`), or a message for the model."""
+        """A slash command, a shell command (`!...`), a literal message (`//...`, `!!...`), or a
+        message for the model (its `@path` files attached)."""
+        command = shell_command(line)
         message = message_of(line)
-        if message is None:
+        if command is not None:
+            with cancellable(), self.keys.running():
+                run_bang(self.agent, self.view, command, MODE_COMMAND)
+        elif message is None:
             with cancellable(), self.keys.running():
                 dispatch(self, line)
         else:
-            self.run_turn(message)
+            self.run_turn(with_attachments(self.agent, self.view, message))
 
     def run_turn(self, text: str) -> TurnEnded:
         self.view.busy(THINKING)  # at once: the first model call may be a while in coming
