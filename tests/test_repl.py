@@ -164,7 +164,9 @@ def test_undo_takes_back_the_auto_commit(workspace: Path, monkeypatch: pytest.Mo
 def test_reflect_reports_the_context_before_and_after(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     ran = run_repl(workspace, [Reply.text("Hi.")], "hello\r/reflect\r")
     assert "reflect: context ~" in ran.out
-    assert "nothing to observe: the raw tail is within the retention floor" in ran.out
+    assert "nothing to summarise yet: the conversation since the last summary (~" in ran.out
+    assert "is short enough to keep word for word (up to ~6,000 tokens are always kept so)" in " ".join(ran.out.split())
+    assert "nothing to condense: memory holds fewer than two summaries to merge" in ran.out
 
 
 def test_clear_and_resume_switch_sessions(workspace: Path) -> None:

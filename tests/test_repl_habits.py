@@ -17,8 +17,8 @@ from test_repl import person, run_repl  # noqa: F401  (person: the autouse fixtu
 from conftest import git
 from helpers import events_of, session_logs
 from scribe.cli.repl.input import InputArea, ReplCompleter
-from scribe.fakeapi import Reply, tool_use_block
-from scribe.memory.events import ToolResultEvent, UndoEvent, UserEvent
+from scribe.fakeapi import FakeMessagesServer, Reply, tool_use_block
+from scribe.memory.events import ObservationEvent, ToolResultEvent, UndoEvent, UserEvent
 
 
 def _log(workspace: Path) -> list:  # type: ignore[type-arg]
@@ -187,3 +187,23 @@ def test_bang_bang_sends_a_message_and_a_lone_bang_says_what_it_takes(workspace:
     ran = run_repl(workspace, [Reply.text("Noted.")], "!\r!!important: read this\r", mode="full-auto")
     assert "! needs a command after it" in ran.out
     assert ran.texts == ["!important: read this"]
+
+
+# -- memory notices ------------------------------------------------------------------------------
+
+def test_memory_compression_is_announced_once_not_on_every_turn(workspace: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SCRIBE_OBSERVE_TOKENS", "500")  # the least: compression on nearly every turn
+
+    def answer(request: dict) -> Reply:  # type: ignore[type-arg]
+        if not request.get("tools"):  # the observer
+            return Reply.text("🔴 the user asked about the project\n🟡 the model answered at length\n"
+                              "Current task: answering. Next step: wait for the next question.")
+        return Reply.text("A long answer. " + "The project does many things. " * 120)
+
+    keys = "".join(f"question {i}, tell me more\r" for i in range(5))
+    ran = run_repl(workspace, FakeMessagesServer(answer), keys, mode="full-auto")
+    observed = [e for e in _log(workspace) if isinstance(e, ObservationEvent)]
+    assert len(observed) >= 3, observed  # memory did compress, again and again
+    assert ran.out.count("memory: observation of events") == 1
+    assert "later compressions show only in the bottom bar" in " ".join(ran.out.split())
