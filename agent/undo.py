@@ -1,5 +1,5 @@
 """Taking back what scribe's file tools changed in a turn, from the log alone (no git needed):
-`/undo` when no commit of scribe's stands at HEAD.
+`/undo` when the turn was not auto-committed.
 
 The turn is the latest one whose write_file or edit_file calls changed files and that was not
 undone since (by this undo, or by the git undo of its auto-commit). Each successful call's
@@ -28,7 +28,6 @@ from scribe.memory.events import (
     UserEvent,
 )
 from scribe.tools.atomic import PendingWrite, WriteFailed, prepare
-from scribe.tools.git import git_state
 from scribe.tools.restore import CannotRestore, reverse
 
 from .autocommit import EDIT_TOOLS, undo_last
@@ -86,12 +85,12 @@ def turns_with_edits(events: Sequence[Event]) -> list[TurnEdits]:
 
 
 def undo(session: Session, workspace: Path, watcher: ChangeSource | None = None) -> EditsUndone:
-    """`/undo`: scribe's auto-commit while it is HEAD and holds the latest edits (git takes it
-    back, HEAD included), else the latest turn's edits from the log. Raises GitUnavailable or
-    GitRefused only on the git path."""
-    sha = session.digest.last_commit
+    """`/undo` and `scribe undo`: when the latest turn with edits was auto-committed (or only a
+    commit is left to undo), git takes that commit back, HEAD included, and refuses when HEAD
+    moved on; otherwise the latest turn's edits are restored from the log. Raises
+    GitUnavailable or GitRefused only on the git path."""
     turns = turns_with_edits(session.events)
-    if sha is not None and (not turns or turns[-1].commit == sha) and git_state(workspace).head == sha:
+    if session.digest.last_commit is not None and (not turns or turns[-1].commit is not None):
         result = undo_last(session, workspace, watcher)
         return EditsUndone(result.done, result.message, result.files)
     return undo_last_turn(session, workspace, watcher, turns)
