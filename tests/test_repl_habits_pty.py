@@ -10,8 +10,9 @@ from typing import Any
 
 import pexpect
 import pytest
+from test_repl_pty import spawn
 
-from helpers import SCRIBE, events_of, scribe_env, session_logs
+from helpers import events_of, scribe_env, session_logs
 from scribe.fakeapi import FakeMessagesServer, Reply, ScriptItem, tool_use_block
 from scribe.memory.events import UndoEvent, UserEvent
 
@@ -38,8 +39,7 @@ def test_at_path_bang_and_undo_in_a_real_terminal(workspace: Path, home: Path) -
     (workspace / "src" / "scribe" / "models.py").write_text(MODELS)
     with FakeMessagesServer(responder()) as server:
         env = scribe_env(server.base_url, home, TERM="xterm-256color", PROMPT_TOOLKIT_NO_CPR="1")
-        child = pexpect.spawn(SCRIBE, ["-p", "full-auto"], cwd=str(workspace), env=env, dimensions=(40, 120),
-                              encoding="utf-8", timeout=30)
+        child = spawn(["-p", "full-auto"], workspace, env)
         try:
             child.expect("permission mode full-auto")
             child.expect("›")
