@@ -8,8 +8,8 @@ for read_file), and a message attaches at most ATTACH_TOTAL_CHARS in all.
 
 Refused, with one line each: paths outside the workspace (allowed_paths included: the person
 names files of this workspace), inside `.git/` or `.scribe/`, folders, binary files. A word
-after `@` that names nothing is left as typed (`@someone`); one that looks like a file path
-(`@src/x.py`) is named as not found.
+after `@` that names nothing is left as typed (`@someone`, `@pytest.mark.slow`); one that looks
+like a file path (`@src/x.py`, `@notes.md`) is named as not found.
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ def attach(text: str, ctx: ToolContext) -> Attached:
     for word in mentioned(text):
         found = _existing(word, ctx)
         if found is None:
-            if "/" in word or "." in word.strip(_TRAILING):
+            if _looks_like_a_file(word.rstrip(_TRAILING)):
                 refused.append(f"@{word}: no such file in the workspace; not attached (Tab completes @ paths)")
             continue
         name, target = found
@@ -96,6 +96,11 @@ def attach(text: str, ctx: ToolContext) -> Attached:
     if not blocks:
         return Attached(text, files, refused)
     return Attached(text.rstrip("\n") + "\n\n" + "\n\n".join(blocks), files, refused)
+
+
+def _looks_like_a_file(word: str) -> bool:
+    """`src/x.py` or `notes.md`, not a decorator (`@pytest.mark.slow`) or a handle (`@someone`)."""
+    return "/" in word or word.count(".") == 1 and not word.startswith(".")
 
 
 def _existing(word: str, ctx: ToolContext) -> tuple[str, Path] | None:

@@ -131,7 +131,8 @@ def test_an_at_path_attaches_the_file_to_the_message(workspace: Path, monkeypatc
     (workspace / "config.txt").write_text("token = tok-0123456789abcdef\n")
     (workspace / "big.txt").write_text("".join(f"line {i}\n" for i in range(20_000)))
     (workspace.parent / "outside.txt").write_text("not for the model\n")
-    keys = "explain @mod\t and @config.txt, @big.txt @../outside.txt @.git/config @src @someone\r"
+    keys = ("explain @mod\t and @config.txt, @big.txt @../outside.txt @.git/config @src @someone @nope.md "
+            "@pytest.mark.slow\r")
     ran = run_repl(workspace, [Reply.text("It is a model.")], keys)
     out = " ".join(ran.out.split())
     assert "attached src/scribe/models.py (2 lines)" in out
@@ -140,6 +141,8 @@ def test_an_at_path_attaches_the_file_to_the_message(workspace: Path, monkeypatc
     assert "@../outside.txt: outside the workspace; not attached" in out
     assert "@.git/config: inside .git/, which is not attached; not attached" in out
     assert "@src: a folder (name a file in it); not attached" in out
+    assert "@nope.md: no such file in the workspace; not attached (Tab completes @ paths)" in out
+    assert "@someone:" not in out and "@pytest.mark.slow:" not in out  # a handle, a decorator: left as typed
     [sent] = [b["text"] for b in ran.server.requests[0].json["messages"][-1]["content"] if b["type"] == "text"]
     assert sent.startswith("explain @src/scribe/models.py and @config.txt, @big.txt")
     assert '<attached file="src/scribe/models.py" lines="2">\nclass Model:\n    name = \'m\'\n</attached>' in sent

@@ -159,8 +159,8 @@ def _help(repl: Repl, arg: str) -> None:
         return
     lines = [f"  /{(c.name + ' ' + c.usage).strip():<{width}} {c.help}" for c in COMMANDS.values()]
     lines += ["", "  Enter sends · Alt-Enter (or Esc Enter) adds a line · Tab completes",
-              "  @path attaches a file to the message (@mod finds src/models.py) · !command runs a shell command,"
-              " its output going to the model with your next message",
+              "  @path attaches a file (@mod finds src/models.py) · !command runs a shell command; the model "
+              "sees its output",
               "  Esc or Ctrl-C cancels the running turn (and its command) · Ctrl-C twice or Ctrl-D exits",
               "  Commands are case-insensitive; a line starting with // is sent as a message starting with /"]
     repl.view.lines(lines)
