@@ -128,12 +128,14 @@ class Compressor:
         events = session.events
         chunks, observed_to = self._update(session)
         raw = tail_after(events, max(observed_to, 0))  # seq 0 is the session header, never observed
+        keep = int(self.settings.observe_tokens * self.settings.retention)
         if span is None:
-            keep = int(self.settings.observe_tokens * self.settings.retention)
             span = choose_span(raw, self.estimator, keep_tokens=keep)
         if span is None:
             if force:
-                yield Notice("nothing to observe: the raw tail is within the retention floor")
+                yield Notice(f"nothing to summarise yet: the conversation since the last summary "
+                             f"(~{self.estimator.total(raw):,} tokens) is short enough to keep word for word "
+                             f"(up to ~{keep:,} tokens are always kept so)")
             return
         room = self._budget().room(OBSERVER_SYSTEM)
         shown = min(OBSERVATIONS_SHOWN, room // 4)
@@ -160,7 +162,7 @@ class Compressor:
                                tokens=estimate_text(reading.text), model=result.model, **extra)
         if reading.cut:
             yield Notice(f"memory: the observer's answer was cut at max_tokens; kept its {len(reading.lines)} "
-                         "complete observations")
+                         "complete observations", routine=True)
         yield Compressed("observation", span.tokens, event.tokens, span.seq_from, span.seq_to)
 
     def paid_off_span(self, session: Session, *, cold: bool = False) -> Span | None:
@@ -215,7 +217,7 @@ class Compressor:
         plan = plan or plan_reflection(chunks, self.settings.reflect_tokens, force=force, room=room)
         if plan is None:
             if force:
-                yield Notice("nothing to reflect: fewer than two observation chunks")
+                yield Notice("nothing to condense: memory holds fewer than two summaries to merge")
             return
         waiting = session.digest.backoff(BACKOFF_KIND, ReflectionEvent)  # kept as the log grows: no scan back
         if waiting and total <= waiting and not force:
@@ -242,7 +244,7 @@ class Compressor:
                        attempts=len(problems), problems=problems,
                        message=f"reflection refused after {len(problems)} attempts: {problems[-1]}")
         yield Notice(f"memory: reflection did not shrink ({problems[-1]}); waiting until observations "
-                     f"pass {until} tokens")
+                     f"pass {until} tokens", routine=True)
 
     # -- plumbing --------------------------------------------------------------------------
 

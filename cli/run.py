@@ -60,7 +60,7 @@ def run(
     read-only), 130 interrupted (Ctrl-C), 143 SIGTERM, 129 SIGHUP.
     """
     # Imported here, not at the top: the SDK takes over a second to import and `--help` needn't pay.
-    from scribe.agent.config import find_workspace
+    from scribe.agent.config import HEADLESS_FOR_ASK, find_workspace
     from scribe.agent.mcptools import open_hub, start_notes
     from scribe.agent.model import ModelClient
     from scribe.agent.runtime import SessionChoice, build_agent, choose_session
@@ -77,7 +77,7 @@ def run(
         flags = {"permission_mode": permission_mode, "max_turns": max_turns, "model": model, "auto_commit": auto_commit}
         settings = load_settings(workspace, flags)
         if settings.permission_mode == "ask":
-            settings = load_settings(workspace, {**flags, "permission_mode": "accept-edits"})
+            settings = load_settings(workspace, {**flags, "permission_mode": HEADLESS_FOR_ASK})
         client = ModelClient.for_settings(settings)
         # A new session first curates the earlier ones into the notes it starts with; the end
         # of a run curates nothing (a `-c` chain is one session, curated once).

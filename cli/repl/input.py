@@ -3,8 +3,9 @@
 Enter sends; Alt-Enter (or Esc then Enter) starts a new line; a bracketed paste keeps its
 newlines. Ctrl-C clears a line that has text, and on an empty line is passed up (the REPL exits
 on the second). History is one file per workspace, so Up recalls what was asked here before.
-Completion offers slash commands as you type, workspace paths after `@` as you type, and paths
-for a path-looking word on Tab.
+Completion offers slash commands as you type, workspace paths after `@` as you type (the folder's
+entries, then files found below by a few letters of their name: fuzzy.py), and paths for a
+path-looking word on Tab.
 """
 
 from __future__ import annotations
@@ -24,10 +25,11 @@ from prompt_toolkit.document import Document
 from prompt_toolkit.filters import Condition
 from prompt_toolkit.formatted_text import FormattedText
 from prompt_toolkit.history import FileHistory
-from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
+from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent, merge_key_bindings
 from prompt_toolkit.keys import Keys
 from prompt_toolkit.styles import Style
 
+from .fuzzy import WorkspaceFiles, fuzzy_paths, tab_bindings
 from .keys import ANSWER_WORDS, Choice, WordRest
 
 # Never offered: git's and scribe's own folders are not the person's files.
@@ -52,6 +54,7 @@ class ReplCompleter(Completer):
     def __init__(self, workspace: Path, commands: Callable[[], Mapping[str, str]]) -> None:
         self.workspace = workspace
         self.commands = commands  # name -> one-line help; a callable so the registry can grow
+        self.files = WorkspaceFiles(workspace)
 
     def get_completions(self, document: Document, complete_event: CompleteEvent) -> Iterator[Completion]:
         before = document.text_before_cursor
@@ -63,7 +66,9 @@ class ReplCompleter(Completer):
             return
         at = _AT_PATH.search(before)
         if at is not None:
-            yield from self.paths(at.group(1))
+            listed = list(self.paths(at.group(1)))
+            yield from listed
+            yield from fuzzy_paths(at.group(1), self.files, {c.text.strip('"') for c in listed})
             return
         word = before.split()[-1] if before and not before[-1].isspace() else ""
         if complete_event.completion_requested and looks_like_path(word):
@@ -78,6 +83,8 @@ class ReplCompleter(Completer):
         folder_part, _, prefix = fragment.rpartition("/")
         folder_text = folder_part + "/" if folder_part or fragment.startswith("/") else ""
         folder = Path(os.path.expanduser(folder_text or "."))
+        if HIDDEN_DIRS.intersection(folder.parts):
+            return
         if not folder.is_absolute():
             folder = self.workspace / folder
         try:
@@ -141,7 +148,7 @@ class InputArea:
             history=FileHistory(str(history)),
             completer=ReplCompleter(workspace, commands),
             complete_while_typing=True,
-            key_bindings=_bindings(rest),
+            key_bindings=merge_key_bindings([_bindings(rest), tab_bindings()]),
             bottom_toolbar=lambda: toolbar(_columns()),
             style=STYLE,
             multiline=False,
