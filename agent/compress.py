@@ -215,12 +215,14 @@ class Compressor:
         events = session.events
         chunks, observed_to = self._update(session)
         raw = self._raw(session, max(observed_to, 0))  # seq 0 is the session header, never observed
+        keep = int(self.limits(session).observe * self.settings.retention)
         if span is None:
-            keep = int(self.limits(session).observe * self.settings.retention)
             span = choose_span(raw, self.estimator, keep_tokens=keep)
         if span is None:
             if force:
-                yield Notice("nothing to observe: the raw tail is within the retention floor")
+                yield Notice(f"nothing to summarise yet: the conversation since the last summary "
+                             f"(~{self.estimator.total(raw):,} tokens) is short enough to keep word for word "
+                             f"(up to ~{keep:,} tokens are always kept so)")
             return
         whole = span  # a summary without a model has no input limit: it covers all of it
         room = self._budget(session).room(OBSERVER_SYSTEM)
@@ -259,7 +261,7 @@ class Compressor:
                                tokens=estimate_text(reading.text), model=result.model, via=via, **extra)
         if reading.cut:
             yield Notice(f"memory: the observer's answer was cut at max_tokens; kept its {len(reading.lines)} "
-                         "complete observations")
+                         "complete observations", routine=True)
         yield Compressed("observation", span.tokens, event.tokens, span.seq_from, span.seq_to)
 
     def compress_model_free(self, session: Session) -> Iterator[AgentEvent]:
@@ -346,7 +348,7 @@ class Compressor:
         plan = plan or plan_reflection(chunks, self.limits(session).reflect, force=force, room=room)
         if plan is None:
             if force:
-                yield Notice("nothing to reflect: fewer than two observation chunks")
+                yield Notice("nothing to condense: memory holds fewer than two summaries to merge")
             return
         waiting = session.digest.backoff(BACKOFF_KIND, ReflectionEvent)  # kept as the log grows: no scan back
         if waiting and total <= waiting and not force:
@@ -384,7 +386,7 @@ class Compressor:
             yield from self._condense(session, plan, f"the reflector's answers were unusable ({problems[-1]})")
             return
         yield Notice(f"memory: reflection did not shrink ({problems[-1]}); waiting until observations "
-                     f"pass {until} tokens")
+                     f"pass {until} tokens", routine=True)
 
     def _condense(self, session: Session, plan: ReflectPlan, why: str) -> Iterator[AgentEvent]:
         """The model-free reflection of `plan`, logged like any other (model "extractive")."""

@@ -201,6 +201,16 @@ def trust_of(workspace: Path, *, granted: bool = False) -> WorkspaceTrust:
 def _inside(path: Path, folder: Path) -> bool:
     path, folder = path.resolve(), folder.resolve()
     return path == folder or path.is_relative_to(folder)
+# The REPL's own defaults: a person is there to answer, so it asks before edits and commands.
+REPL_DEFAULTS: Mapping[str, Any] = {"permission_mode": "ask"}
+# What `scribe run` uses where the settings say `ask`: headless, nobody can answer.
+HEADLESS_FOR_ASK = "accept-edits"
+
+
+def modes_by_front_end(settings: Settings, origin: Mapping[str, str]) -> dict[str, str]:
+    """The permission mode each front end starts in with these settings (`scribe config`)."""
+    repl = REPL_DEFAULTS["permission_mode"] if origin.get("permission_mode") == "default" else settings.permission_mode
+    return {"repl": repl, "run": HEADLESS_FOR_ASK if settings.permission_mode == "ask" else settings.permission_mode}
 
 
 def load_settings(workspace: Path, flags: Mapping[str, Any] | None = None,

@@ -221,6 +221,8 @@ class Agent:
             ToolResultEvent, tool_use_id=call.id, tool=call.name, output=out.text, is_error=out.is_error,
             exit_code=out.exit_code, duration_ms=int((time.monotonic() - started) * 1000),
             dropped_bytes=out.dropped_bytes, seen=seen, blocks=out.blocks, attachments=out.attachments,
+            # Only on a file tool's result, so every other line keeps its shape.
+            **({"restore": out.restore} if out.restore is not None else {}),
         )
 
     def _acting(self, tool: Tool | None) -> AbstractContextManager[None]:

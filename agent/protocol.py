@@ -81,9 +81,11 @@ class ToolDone:
 
 @dataclass(frozen=True)
 class Notice:
-    """Something worth a line to the person that is not part of the conversation."""
+    """Something worth a line to the person that is not part of the conversation. `routine`:
+    bookkeeping that went as it should or mends itself, which a front end may leave unsaid."""
 
     text: str
+    routine: bool = False
 
 
 @dataclass(frozen=True)

@@ -19,13 +19,21 @@ def config(
     """Show every setting's value and source: a SCRIBE_* variable, a config file, or the default.
 
     Strongest first: flags, SCRIBE_<NAME> environment variables, <workspace>/.scribe/config.toml
-    (once you trust the workspace: `scribe trust`), ~/.config/scribe/config.toml, defaults.
-    (Headless runs use accept-edits and the REPL ask when permission_mode is left at its
-    default.) Then whether the workspace is trusted and what of its own is ignored, and what
-    protects scribe from the commands it runs: the sandbox in force on this machine, what it
-    covers and what it does not.
+    (once you trust the workspace: `scribe trust`), ~/.config/scribe/config.toml, defaults. The
+    permission mode is shown for each front end: left at its default, the REPL starts in ask and
+    `scribe run` in accept-edits; a configured ask holds in the REPL, and `scribe run` (where
+    nobody can answer) uses accept-edits. Then whether the workspace is trusted and what of its
+    own is ignored, the model's context window, and what protects scribe from the commands it
+    runs: the sandbox in force on this machine, what it covers and what it does not.
     """
-    from scribe.agent.config import config_files, explain_settings, find_workspace, read_prices, trust_of
+    from scribe.agent.config import (
+        config_files,
+        explain_settings,
+        find_workspace,
+        modes_by_front_end,
+        read_prices,
+        trust_of,
+    )
     from scribe.agent.protection import protection_for
     from scribe.agent.runtime import learned_window, window_here
     from scribe.agent.untrusted import ignored_line
@@ -40,12 +48,14 @@ def config(
         prices = read_prices(workspace)
     workspace_line = (f"workspace {workspace}: " + (ignored_line(trust) if trust.ignored else trust.reason))
     values = dataclasses.asdict(settings)
+    modes = modes_by_front_end(settings, origin)
     protection = protection_for(workspace, settings)
     window, limits = window_here(workspace, settings)
     learned = learned_window(workspace)
     if as_json:
         shown_json = {name: {"value": list(v) if isinstance(v, tuple) else v, "source": origin[name]}
                       for name, v in values.items()}
+        shown_json["permission_mode"]["by_front_end"] = modes
         # Not settings: what the sandbox setting gives on this machine, and the model's context
         # window with the thresholds it sets, as detected now; and the configured prices.
         shown_json["command_protection"] = {"value": protection.record(), "source": "detected"}
@@ -64,6 +74,8 @@ def config(
     width = max(map(len, values))
     for name, value in values.items():
         shown = ", ".join(value) if isinstance(value, tuple) else value
+        if name == "permission_mode":
+            shown = value if modes["repl"] == modes["run"] else f"{modes['repl']} (REPL), {modes['run']} (scribe run)"
         print(f"{name:<{width}}  {shown!s:<24}  {origin[name]}")
     print(f"\nfiles read: {', '.join(map(str, read))} (when present)")
     print(visible(workspace_line))

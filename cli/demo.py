@@ -1,17 +1,25 @@
 """`scribe demo`: the whole stack offline. A scripted model (served by the project's fake
 Messages API, with its prompt-cache accounting) drives real tools in a temporary git repository,
-through the real SDK, loop, log and renderer."""
+through the real SDK, loop, log and renderer, shown as the REPL shows a turn (tool output and
+diffs included). The repository is removed at the end, Ctrl-C included, unless --keep."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
-import sys
 import tempfile
+import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+
+from .errors import EXIT_INTERRUPTED
+
+# The scripted model takes a moment per answer, as a real one does: the demo reads as a session.
+PACE_S = 0.3
 
 GREET = 'def greet(name: str) -> str:\n    return f"Hello, {name}"\n'
 CHECK = "python3 -c 'from greet import greet; print(greet(\"Ada\"))'"
@@ -41,17 +49,40 @@ def _script() -> list:  # type: ignore[type-arg]
     ]
 
 
+def _paced(replies: list[Any], seconds: float) -> Callable[[dict[str, Any]], Any]:
+    items = iter(replies)
+
+    def answer(request: dict[str, Any]) -> Any:
+        time.sleep(seconds)
+        return next(items)
+    return answer
+
+
 def demo(
-    keep: Annotated[bool, typer.Option(help="Keep the temporary repository (its path is printed).")] = True,
+    keep: Annotated[bool, typer.Option(help="Keep the temporary repository, to look at with `scribe log`.")] = False,
 ) -> None:
     """Run a short scripted session offline: no API key, no network.
 
     The model is scripted; everything else is real: tools act on a temporary git repository,
     every event goes to the log, requests go through the official SDK to a local fake API that
-    accounts for the prompt cache like the real one.
+    accounts for the prompt cache like the real one. The repository is removed when the demo
+    ends (or is interrupted), unless --keep.
     """
+    workspace = Path(tempfile.mkdtemp(prefix="scribe-demo-")).resolve()
+    try:
+        _run(workspace, keep)
+    except KeyboardInterrupt:
+        print("\nscribe demo: interrupted")
+        raise typer.Exit(EXIT_INTERRUPTED) from None
+    finally:
+        if not keep:
+            shutil.rmtree(workspace, ignore_errors=True)
+
+
+def _run(workspace: Path, keep: bool) -> None:
     from scribe.agent.config import Settings
     from scribe.agent.model import ModelClient
+    from scribe.agent.protocol import TurnEnded
     from scribe.agent.retry import RetryPolicy
     from scribe.agent.runtime import build_agent
     from scribe.agent.session import start_session
@@ -59,26 +90,28 @@ def demo(
     from scribe.context.stats import figures_of
     from scribe.tools.registry import builtin_tools, tool_definitions
 
-    from .headless import TextSink
+    from .repl.view import View, make_console
 
-    workspace = Path(tempfile.mkdtemp(prefix="scribe-demo-")).resolve()
     _init_repo(workspace)
     print("scribe demo: the model here is SCRIPTED (a local fake API); tools, log and cache accounting are real.")
     print(f"workspace: {workspace}\n")
-    with FakeMessagesServer(_script()) as server:
+    view = View(make_console())
+    with FakeMessagesServer(_paced(_script(), PACE_S)) as server:
         os.environ["ANTHROPIC_BASE_URL"] = server.base_url
         os.environ.setdefault("ANTHROPIC_API_KEY", "scribe-demo-no-key-needed")
         settings = Settings(permission_mode="full-auto", max_retries=0)
         session = start_session(workspace, settings, tool_definitions(builtin_tools()))
         try:
             agent = build_agent(workspace, settings, session, model=ModelClient(retry=RetryPolicy(retries=0)))
-            sink = TextSink(err=sys.stdout)
             for prompt in PROMPTS:
-                print(f"> {prompt}")
+                print(f"> {prompt}", flush=True)
                 for event in agent.turn(prompt):
-                    sink(event)
+                    view.handle(event)
+                    if isinstance(event, TurnEnded) and event.reason == "interrupted":
+                        raise KeyboardInterrupt  # the agent recorded it; the demo stops here
                 print()
         finally:
+            view.pause()
             session.close()
         rejected = [r for r in server.requests if r.error]
     totals = figures_of(session.events)
@@ -88,11 +121,10 @@ def demo(
     print(f"tokens:    {totals.prompt_tokens} prompt ({totals.cache_read} cache read, {totals.cache_write} cache write, "
           f"{totals.input} uncached), {totals.output} output")
     print(f"cache:     {later.hit_rate:.0%} of prompt tokens read from the cache from the second request on")
-    print(f"inspect:   cd {workspace} && scribe log show")
-    if not keep:
-        import shutil
-
-        shutil.rmtree(workspace)
+    if keep:
+        print(f"inspect:   cd {workspace} && scribe log show")
+    else:
+        print("inspect:   the demo's repository is removed now; `scribe demo --keep` keeps it for `scribe log show`")
 
 
 def _init_repo(path: Path) -> None:

@@ -15,8 +15,9 @@ from .visible import visible
 def reflect(
     session_id: Annotated[str | None, typer.Argument(help="Session id or unique prefix. [default: the latest]")] = None,
 ) -> None:
-    """Compress a session's memory now: observe the raw tail down to the retention floor, then
-    condense the observations. Prints the context size before and after."""
+    """Compress a session's memory now: summarise the older conversation into observations
+    (the most recent part stays word for word), then condense the observations. Prints the
+    context size before and after."""
     from scribe.agent.config import find_workspace, load_settings, trust_of
     from scribe.agent.protocol import Compressed, Notice
     from scribe.agent.runtime import build_agent

@@ -63,7 +63,7 @@ def run(
     read-only), 130 interrupted (Ctrl-C), 143 SIGTERM, 129 SIGHUP.
     """
     # Imported here, not at the top: the SDK takes over a second to import and `--help` needn't pay.
-    from scribe.agent.config import find_workspace, trust_of
+    from scribe.agent.config import HEADLESS_FOR_ASK, find_workspace, trust_of
     from scribe.agent.mcptools import open_hub, start_notes
     from scribe.agent.model import ModelClient
     from scribe.agent.runtime import SessionChoice, build_agent, choose_session
@@ -83,7 +83,7 @@ def run(
         settings = load_settings(workspace, flags, trust=trust)
         prices = price_book(workspace)
         if settings.permission_mode == "ask":
-            settings = load_settings(workspace, {**flags, "permission_mode": "accept-edits"}, trust=trust)
+            settings = load_settings(workspace, {**flags, "permission_mode": HEADLESS_FOR_ASK}, trust=trust)
         client = ModelClient.for_settings(settings)
         # A new session first curates the earlier ones into the notes it starts with; the end
         # of a run curates nothing (a `-c` chain is one session, curated once).

@@ -36,6 +36,7 @@ from scribe.log.events import (
     ReflectionEvent,
     SessionEvent,
     ToolResultEvent,
+    UndoEvent,
     UserEvent,
 )
 
@@ -235,6 +236,8 @@ def render_messages(events: Sequence[Event], output_chars: int, settled: Settled
             texts.append({"type": "text", "text": file_change_text(event)})
         elif isinstance(event, GitUndoEvent):
             texts.append({"type": "text", "text": git_undo_text(event)})
+        elif isinstance(event, UndoEvent):
+            texts.append({"type": "text", "text": undo_text(event)})
     close_user_turn()
     return messages
 
@@ -264,6 +267,16 @@ def git_undo_text(event: GitUndoEvent) -> str:
     files = ", ".join(event.files) or "no files"
     return (f"[the person undid scribe's commit {event.sha[:10]}: HEAD is back at {event.head[:10]}, "
             f"and {files} are as they were before that commit]")
+
+
+def undo_text(event: UndoEvent) -> str:
+    restored = [p for p in event.files if p not in event.removed]
+    parts = [f"{', '.join(restored)} {'is' if len(restored) == 1 else 'are'} as before it"] if restored else []
+    if event.removed:
+        parts.append(f"{', '.join(event.removed)}, which it created, {'is' if len(event.removed) == 1 else 'are'} "
+                     "removed")
+    return (f"[the person undid your file changes of the turn at seq {event.turn} (/undo): "
+            f"{'; '.join(parts) or 'no files changed'}]")
 
 
 def elide(text: str, limit: int, seq: int) -> str:

@@ -20,6 +20,7 @@ from scribe.log.events import (
     ReflectionEvent,
     SessionEvent,
     ToolResultEvent,
+    UndoEvent,
     UserEvent,
 )
 
@@ -49,7 +50,7 @@ def event_tokens(event: Event, output_chars: int | None = None) -> int:
         return int(size / CHARS_PER_TOKEN) + 1 + BLOCK_OVERHEAD + len(event.blocks) * BLOCK_TOKENS
     if isinstance(event, FileChangeEvent):
         return estimate_text(event.path) + estimate_text(event.dest or "") + 16
-    if isinstance(event, GitUndoEvent):
+    if isinstance(event, (GitUndoEvent, UndoEvent)):
         return estimate_text(" ".join(event.files)) + 40
     if isinstance(event, (ObservationEvent, ReflectionEvent)):
         return estimate_text(event.text) + BLOCK_OVERHEAD

@@ -177,6 +177,19 @@ class GitUndoEvent(Event):
 
 
 @dataclass(frozen=True)
+class UndoEvent(Event):
+    """The person took back what scribe's file tools changed in one turn (`/undo` with no
+    commit of scribe's at HEAD), from the `restore` records of that turn's results: `files` are
+    as they were before the turn, and `removed`, which the turn created, are gone again. `turn`
+    is the seq of the user event that began it."""
+
+    type: ClassVar[str] = "undo"
+    turn: int
+    files: list[str]
+    removed: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
 class NotesEvent(Event):
     """The project notes were curated from this session: `text` is the file as written, covering
     the session's events up to `upto`; `before` is the sha256 of the file it replaced."""
@@ -259,6 +272,7 @@ EVENT_CLASSES: dict[str, type[Event]] = {
         FileChangeEvent,
         GitCommitEvent,
         GitUndoEvent,
+        UndoEvent,
         NotesEvent,
         ModelSwitchEvent,
         ContextWindowEvent,

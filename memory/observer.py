@@ -22,10 +22,11 @@ from scribe.log.events import (
     GitUndoEvent,
     InterruptEvent,
     ToolResultEvent,
+    UndoEvent,
     UserEvent,
 )
 from .observations import TAGS, Observations, read_observations
-from scribe.context.render import file_change_text, git_undo_text
+from scribe.context.render import file_change_text, git_undo_text, undo_text
 from scribe.context.tokens import TokenEstimator, estimate_text
 
 # How much of each tool output the observer sees: enough for what it showed, not all of it
@@ -197,6 +198,8 @@ def event_line(event: Event) -> str:
         return f"[seq {event.seq}] {file_change_text(event)}"
     if isinstance(event, GitUndoEvent):
         return f"[seq {event.seq}] {git_undo_text(event)}"
+    if isinstance(event, UndoEvent):
+        return f"[seq {event.seq}] {undo_text(event)}"
     if isinstance(event, InterruptEvent):
         return f"[seq {event.seq}] interrupted: {event.reason}"
     return ""

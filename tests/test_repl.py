@@ -123,7 +123,7 @@ def test_slash_commands(workspace: Path) -> None:
     assert "calls        1" in out and "cost         $0.0" in out  # /stats
     assert str(session_logs(workspace)[0]) in out and "usage" in out  # /log
     assert "no changes since" in out  # /diff in a clean repository
-    assert "no scribe commit in this session to undo" in out  # /undo without auto-commit
+    assert "nothing to undo: scribe's file tools have changed no file" in out  # /undo without auto-commit
     assert "model claude-sonnet-5-5 (new sessions: claude-sonnet-5-5)" in out
     assert "model claude-opus-5 from the next call (was claude-sonnet-5-5)" in out
     # the switch holds for this session: the turn after it went to the new model
@@ -151,7 +151,7 @@ def test_undo_takes_back_the_auto_commit(workspace: Path, monkeypatch: pytest.Mo
     ran = run_repl(workspace, script, "make a file\r/undo\r/undo\r", mode="full-auto")
     assert "undid " in ran.out and "HEAD is back at" in ran.out, ran.out
     assert not (workspace / "made.txt").exists()
-    assert "no scribe commit in this session to undo" in ran.out  # the second /undo has none left
+    assert "nothing to undo" in ran.out  # the second /undo has none left
     log = subprocess.run(["git", "log", "--format=%s"], cwd=workspace, capture_output=True, text=True).stdout
     assert log.strip().splitlines() == ["initial commit"]
 
@@ -159,7 +159,9 @@ def test_undo_takes_back_the_auto_commit(workspace: Path, monkeypatch: pytest.Mo
 def test_reflect_reports_the_context_before_and_after(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     ran = run_repl(workspace, [Reply.text("Hi.")], "hello\r/reflect\r")
     assert "reflect: context ~" in ran.out
-    assert "nothing to observe: the raw tail is within the retention floor" in ran.out
+    assert "nothing to summarise yet: the conversation since the last summary (~" in ran.out
+    assert "is short enough to keep word for word (up to ~6,000 tokens are always kept so)" in " ".join(ran.out.split())
+    assert "nothing to condense: memory holds fewer than two summaries to merge" in ran.out
 
 
 def test_clear_and_resume_switch_sessions(workspace: Path) -> None:

@@ -38,6 +38,8 @@ class ToolOutput:
     # in the log only (see tools/mcp/content.py).
     blocks: list[dict[str, Any]] = field(default_factory=list)
     attachments: list[dict[str, Any]] = field(default_factory=list)
+    # How to take back a file tool's change (tools/restore.py); logged with the result, never sent.
+    restore: dict[str, Any] | None = None
 
 
 class CommandInterrupted(KeyboardInterrupt):

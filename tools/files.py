@@ -13,6 +13,7 @@ from scribe.workspace.atomic import WriteRefused, refuse_special, special_kind, 
 from scribe.tools.base import ToolContext, ToolError, ToolKind, ToolOutput
 from scribe.tools.lines import numbered_lines
 from scribe.tools.paths import display_path, resolve_path
+from scribe.tools.restore import for_edit, for_write
 from scribe.tools.textio import (
     SNIFF_BYTES,
     binary_kind,
@@ -137,12 +138,14 @@ class WriteFile:
 
     def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         plan = plan_write(args, ctx)
+        previous = plan.target.read_bytes() if plan.existed else None  # kept so /undo can put it back
         plan.target.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(plan.target, plan.data, plan.name)
         ctx.seen_hashes[plan.name] = sha256_bytes(plan.data)
         verb = "overwrote" if plan.existed else "created"
         return ToolOutput(
-            f"{verb} {plan.name}: wrote {plural(count_lines(args['content']), 'line')} ({plural(len(plan.data), 'byte')})"
+            f"{verb} {plan.name}: wrote {plural(count_lines(args['content']), 'line')} ({plural(len(plan.data), 'byte')})",
+            restore=for_write(plan.name, previous, plan.data, ctx.redact),
         )
 
 
@@ -208,7 +211,9 @@ class EditFile:
         new_data = plan.after.encode("utf-8", errors="surrogateescape")
         write_atomic(plan.target, new_data, plan.name)
         ctx.seen_hashes[plan.name] = sha256_bytes(new_data)
-        return ToolOutput(_diff(plan.name, plan.before, plan.after))
+        old_data = plan.before.encode("utf-8", errors="surrogateescape")
+        return ToolOutput(_diff(plan.name, plan.before, plan.after),
+                          restore=for_edit(plan.name, old_data, new_data, plan.at, plan.old, plan.new))
 
 
 @dataclass(frozen=True)
@@ -219,6 +224,10 @@ class PlannedEdit:
     name: str
     before: str
     after: str
+    # Where the replacement landed in `before`, and the texts as matched (line endings adjusted).
+    at: int = 0
+    old: str = ""
+    new: str = ""
 
 
 def plan_edit(args: dict[str, Any], ctx: ToolContext) -> PlannedEdit:
@@ -247,7 +256,8 @@ def plan_edit(args: dict[str, Any], ctx: ToolContext) -> PlannedEdit:
         raise ToolError(
             f"old_text matches {matches} times in {name}; include more surrounding lines to make it unique"
         )
-    return PlannedEdit(target, name, before, before.replace(old_text, new_text, 1))
+    return PlannedEdit(target, name, before, before.replace(old_text, new_text, 1), before.find(old_text),
+                       old_text, new_text)
 
 
 def _match_line_endings(content: str, old_text: str, new_text: str) -> tuple[str, str]:

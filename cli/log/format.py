@@ -27,6 +27,7 @@ from scribe.log.events import (
     ReflectionEvent,
     SessionEvent,
     ToolResultEvent,
+    UndoEvent,
     UnknownEvent,
     UsageEvent,
     UserEvent,
@@ -151,6 +152,9 @@ class EventPrinter:
         if isinstance(event, GitUndoEvent):
             return (f"git undo of {event.sha[:10]} · HEAD back at {event.head[:10]} · {', '.join(event.files)}",
                     "session", [])
+        if isinstance(event, UndoEvent):
+            removed = f" · removed {', '.join(event.removed)}" if event.removed else ""
+            return (f"undo of the turn at seq {event.turn} · {', '.join(event.files)}{removed}", "session", [])
         if isinstance(event, NotesEvent):
             return (f"notes curated · {plural(event.entries, 'entry', 'entries')} · {event.path} · {event.model}",
                     "observation",

@@ -5,7 +5,9 @@ Which lines are commands (the rule docs/interactive.md states):
   case (`/help`, `/HELP`, `/exit_now`, `/x.y`); one that is not known is never sent to the
   model: it is refused with the nearest known names;
 - a line whose first word holds another `/` is a message: a path (`/usr/bin/env is broken`);
-- a line starting with `//` is a message that starts with one `/` (`//help me` sends `/help me`).
+- a line starting with `//` is a message that starts with one `/` (`//help me` sends `/help me`),
+  and one starting with `!!` a message that starts with one `!` (a lone `!` runs a shell command:
+  shell.py).
 
 Handlers get the REPL and the rest of the line. Every argument is checked: a command that takes
 none refuses one, and a value that does not fit is refused with one line saying what would.
@@ -105,7 +107,7 @@ def command_help() -> dict[str, str]:
 def message_of(line: str) -> str | None:
     """The message a line sends to the model, or None when it is a slash command."""
     text = line.lstrip()
-    if text.startswith("//"):
+    if text.startswith(("//", "!!")):
         return text[1:]
     return None if _COMMAND.match(text.rstrip()) else line
 
@@ -156,7 +158,9 @@ def _help(repl: Repl, arg: str) -> None:
         repl.view.lines([f"  /{(c.name + ' ' + c.usage).strip():<{width}} {c.help}"])
         return
     lines = [f"  /{(c.name + ' ' + c.usage).strip():<{width}} {c.help}" for c in COMMANDS.values()]
-    lines += ["", "  Enter sends · Alt-Enter (or Esc Enter) adds a line · Tab completes · @path names a file",
+    lines += ["", "  Enter sends · Alt-Enter (or Esc Enter) adds a line · Tab completes",
+              "  @path attaches a file (@mod finds src/models.py) · !command runs a shell command; the model "
+              "sees its output",
               "  Esc or Ctrl-C cancels the running turn (and its command) · Ctrl-C twice or Ctrl-D exits",
               "  Commands are case-insensitive; a line starting with // is sent as a message starting with /"]
     repl.view.lines(lines)
@@ -220,20 +224,23 @@ def _diff(repl: Repl, arg: str) -> None:
     repl.view.console.print(diff_text(changes.text, indent="  "), end="")
 
 
-@command("undo", "take back the agent's last auto-commit (while it is still HEAD)")
+@command("undo", "take back the files scribe's tools changed in the last turn (its auto-commit, if HEAD)")
 def _undo(repl: Repl, arg: str) -> None:
-    from scribe.agent.autocommit import undo_last
+    from scribe.agent.undo import undo
     from scribe.workspace.git import GitRefused, GitUnavailable
 
     try:
-        result = undo_last(repl.session, repl.workspace, repl.agent.watcher)
-    except GitUnavailable as exc:
-        repl.view.note(f"{exc}; /undo needs a git repository")
+        result = undo(repl.session, repl.workspace, repl.agent.watcher)
+    except (GitUnavailable, GitRefused) as exc:
+        repl.view.error(str(exc))
         return
     except GitRefused as exc:
         repl.view.error(f"{exc}; nothing undone")
         return
     (repl.view.note if result.done else repl.view.error)(result.message)
+
+
+COMMANDS["rewind"] = dataclasses.replace(COMMANDS["undo"], name="rewind", help="the same as /undo")
 
 
 @command("model", "show the model; /model NAME switches this session, and new ones, to NAME", "[NAME]")

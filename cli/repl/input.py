@@ -5,8 +5,9 @@ newlines, and a long one is shown short (pastes.py). Ctrl-C clears a line that h
 an empty line is passed up (the REPL exits on the second). Ctrl-Z suspends scribe. (An approval
 question reads its answer in question.py.) History is one file per workspace, so Up recalls what
 was asked here before.
-Completion offers slash commands as you type, workspace paths after `@` as you type, and paths
-for a path-looking word on Tab.
+Completion offers slash commands as you type, workspace paths after `@` as you type (the folder's
+entries, then files found below by a few letters of their name: fuzzy.py), and paths for a
+path-looking word on Tab.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from prompt_toolkit.styles import Style
 
 from scribe.log.private import make_private_folder, open_private
 
+from .fuzzy import WorkspaceFiles, fuzzy_paths, tab_bindings
 from .keys import ANSWER_WORDS, WordRest
 from .pastes import ExpandedHistory, Pastes, paste_bindings
 
@@ -48,6 +50,7 @@ class ReplCompleter(Completer):
     def __init__(self, workspace: Path, commands: Callable[[], Mapping[str, str]]) -> None:
         self.workspace = workspace
         self.commands = commands  # name -> one-line help; a callable so the registry can grow
+        self.files = WorkspaceFiles(workspace)
 
     def get_completions(self, document: Document, complete_event: CompleteEvent) -> Iterator[Completion]:
         before = document.text_before_cursor
@@ -59,7 +62,9 @@ class ReplCompleter(Completer):
             return
         at = _AT_PATH.search(before)
         if at is not None:
-            yield from self.paths(at.group(1))
+            listed = list(self.paths(at.group(1)))
+            yield from listed
+            yield from fuzzy_paths(at.group(1), self.files, {c.text.strip('"') for c in listed})
             return
         word = before.split()[-1] if before and not before[-1].isspace() else ""
         if complete_event.completion_requested and looks_like_path(word):
@@ -74,6 +79,8 @@ class ReplCompleter(Completer):
         folder_part, _, prefix = fragment.rpartition("/")
         folder_text = folder_part + "/" if folder_part or fragment.startswith("/") else ""
         folder = Path(os.path.expanduser(folder_text or "."))
+        if HIDDEN_DIRS.intersection(folder.parts):
+            return
         if not folder.is_absolute():
             folder = self.workspace / folder
         try:
@@ -139,7 +146,7 @@ class InputArea:
             history=ExpandedHistory(str(history), self.pastes),
             completer=ReplCompleter(workspace, commands),
             complete_while_typing=True,
-            key_bindings=merge_key_bindings([_bindings(rest), paste_bindings(self.pastes)]),
+            key_bindings=merge_key_bindings([_bindings(rest), paste_bindings(self.pastes), tab_bindings()]),
             bottom_toolbar=lambda: toolbar(_columns()),
             style=STYLE,
             multiline=False,

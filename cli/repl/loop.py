@@ -27,7 +27,7 @@ from rich.text import Text
 from scribe import __version__
 from scribe.agent.ahead import AheadCompression, works_ahead
 from scribe.agent.compress import ContextSize
-from scribe.agent.config import Settings, find_workspace, load_settings, price_book, state_dir, trust_of
+from scribe.agent.config import REPL_DEFAULTS, Settings, find_workspace, load_settings, price_book, state_dir, trust_of
 from scribe.agent.curator import Curation, curate, curate_earlier
 from scribe.agent.loop import Agent
 from scribe.agent.mcptools import open_hub, start_notes
@@ -47,7 +47,9 @@ from .approve import Approver
 from .commands import ExitRepl, command_help, dispatch, message_of
 from .input import InputArea
 from .keys import TurnKeys
+from .memory_notes import MemoryNotes
 from .records import last_exchanges
+from .shell import run_bang, shell_command, with_attachments
 from .stats import Numbers, numbers, toolbar_text
 from .view import THINKING, View, make_console
 
@@ -116,6 +118,7 @@ class Repl:
         # One client for every session of this REPL: its connections stay open between turns.
         self.model = model or ModelClient.for_settings(settings)
         self.keys = TurnKeys()
+        self.memory_notes = MemoryNotes()
         self.area = area or InputArea(workspace, state_dir(workspace) / "history", command_help, self.toolbar,
                                       self.keys)
         self._agent: Agent | None = None
@@ -343,19 +346,24 @@ class Repl:
         self.refresh()
 
     def act(self, line: str) -> None:
-        """A slash command, a literal message (`//...`), or a message for the model."""
+        """A slash command, a shell command (`!...`), a literal message (`//...`, `!!...`), or a
+        message for the model (its `@path` files attached)."""
         self.finish_ahead()
+        command = shell_command(line)
         message = message_of(line)
-        if message is None:
+        if command is not None:
+            with cancellable(), self.keys.running():
+                run_bang(self.agent, self.view, command, MODE_COMMAND)
+        elif message is None:
             with cancellable(), self.keys.running():
                 dispatch(self, line)
         else:
-            self.run_turn(message)
+            self.run_turn(with_attachments(self.agent, self.view, message))
 
     def run_turn(self, text: str) -> TurnEnded:
         self.view.busy(THINKING)  # at once: the first model call may be a while in coming
         with cancellable(), self.keys.running():
-            ended = drive(self.agent.turn(text), self.view.handle)
+            ended = drive(self.agent.turn(text), self.show)
             dangling = unanswered_tool_uses(self.session.events)
             if dangling:  # only if an interrupt escaped the agent's own handler
                 self.session.append(InterruptEvent, tool_use_ids=dangling, reason="cancelled by the user")
@@ -363,6 +371,11 @@ class Repl:
         self.view.console.print()
         return ended
 
+    def show(self, event: AgentEvent) -> None:
+        """One event of a turn on screen; memory's own events only when worth a line (memory_notes.py)."""
+        shown = self.memory_notes.shown(event)
+        if shown is not None:
+            self.view.handle(shown)
 
 def exit_line(session: Session, continued: SessionFile | None) -> str:
     """What leaving says: which session `scribe -c` will open, found as `-c` finds it."""
@@ -387,8 +400,7 @@ def start(*, continue_: bool, resume: str | None, permission_mode: str | None, m
         if not trust.trusted:
             trust = ask(console, trust)
         flags = {"permission_mode": permission_mode, "model": model, "auto_commit": auto_commit}
-        settings = load_settings(workspace, flags,
-                                 defaults={"permission_mode": "ask"}, trust=trust)
+        settings = load_settings(workspace, flags, defaults=REPL_DEFAULTS, trust=trust)
         preload_sdk()  # while the person types the first message
         hub = open_hub(workspace, settings, trust)
         try:

@@ -1,0 +1,75 @@
+"""The habits of test_repl_habits.py through the real `scribe` executable in a pseudo-terminal:
+`@mod` and Tab attach src/scribe/models.py, `!command` runs a command the model then reads,
+and `/undo` takes back the model's edit without git."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pexpect
+import pytest
+from test_repl_pty import spawn
+
+from helpers import events_of, scribe_env, session_logs
+from scribe.fakeapi import FakeMessagesServer, Reply, ScriptItem, tool_use_block
+from scribe.log.events import UndoEvent, UserEvent
+
+MODELS = "class Model:\n    name = 'm'\n"
+
+
+def responder() -> Any:
+    replies = iter([
+        Reply.text("It defines one class, Model."),
+        Reply([tool_use_block("edit_file", {"path": "src/scribe/models.py", "old_text": "'m'", "new_text": "'n'"})]),
+        Reply.text("Renamed it, as the shell output suggested."),
+    ])
+
+    def answer(request: dict[str, Any]) -> ScriptItem:
+        if not request.get("tools"):  # memory compression calls carry no tools
+            return Reply.text("🔴 the user asked about models.py")
+        return next(replies)
+    return answer
+
+
+@pytest.mark.slow
+def test_at_path_bang_and_undo_in_a_real_terminal(workspace: Path, home: Path) -> None:
+    (workspace / "src" / "scribe").mkdir(parents=True)
+    (workspace / "src" / "scribe" / "models.py").write_text(MODELS)
+    with FakeMessagesServer(responder()) as server:
+        env = scribe_env(server.base_url, home, TERM="xterm-256color", PROMPT_TOOLKIT_NO_CPR="1")
+        child = spawn(["-p", "full-auto"], workspace, env)
+        try:
+            child.expect("permission mode full-auto")
+            child.expect("›")
+            child.send("explain @mod\t please\r")  # Tab takes the one file found, menu or no menu yet
+            child.expect(r"attached src/scribe/models\.py \(2 lines\)")
+            child.expect("It defines one class, Model.")
+            child.expect("›")
+            child.send("!echo shell-said-rename\r")
+            child.expect("│ shell-said-rename")
+            child.expect("›")
+            child.send("change it\r")
+            child.expect("Renamed it")
+            child.expect("›")
+            assert "name = 'n'" in (workspace / "src" / "scribe" / "models.py").read_text()
+            child.send("/undo\r")
+            child.expect(r"restored src/scribe/models\.py")
+            child.send("/exit\r")
+            child.expect(pexpect.EOF)
+        finally:
+            child.close()
+        assert child.exitstatus == 0, child.before
+    assert (workspace / "src" / "scribe" / "models.py").read_text() == MODELS
+    requests = [r.json for r in server.requests if r.json.get("tools")]
+    first = json.dumps(requests[0]["messages"][-1])
+    assert "explain @src/scribe/models.py please" in first
+    assert json.dumps('<attached file="src/scribe/models.py" lines="2">\n' + MODELS + "</attached>")[1:-1] in first
+    later = json.dumps(requests[1]["messages"][-1])
+    assert "$ echo shell-said-rename\\nshell-said-rename" in later and "change it" in later
+    [log] = session_logs(workspace)
+    events = events_of(log)
+    users = [e.text for e in events if isinstance(e, UserEvent)]
+    assert users[0].startswith("explain @src/scribe/models.py please\n\n<attached file=")
+    assert any(isinstance(e, UndoEvent) for e in events)
