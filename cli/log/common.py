@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -22,6 +22,9 @@ from scribe.memory.log import LogRead, read_first_record, read_log
 from scribe.memory.store import SessionFile, SessionStore
 
 from ..errors import cli_errors
+
+if TYPE_CHECKING:
+    from scribe.memory.index import LogIndex
 
 SESSION_HELP = "Session id or unique prefix (or a path to a .jsonl log). [default: the latest of this workspace]"
 
@@ -41,6 +44,25 @@ def resolve_session(ref: str | None) -> SessionFile:
         first = read_first_record(candidate) or {}
         return SessionFile(candidate.stem, candidate.resolve(), first.get("cwd"), first.get("created"))
     return store.find(ref, workspace)
+
+
+def open_index() -> LogIndex:
+    """The index beside this workspace's logs (memory/index.py), costs priced as `log stats` does."""
+    from scribe.agent.pricing import price_usage, pricing_key
+    from scribe.memory.index import LogIndex
+
+    _, store = workspace_store()
+    return LogIndex.open(store.root, price_usage, pricing_key())
+
+
+def indexed_scope(index: LogIndex, all_sessions: bool) -> list[SessionFile]:
+    """`sessions_in_scope` from the index, each brought up to date with its log; a log that
+    cannot be read is noted on stderr and left out."""
+    workspace, store = workspace_store()
+    found, unread = index.sessions(store, None if all_sessions else workspace)
+    for problem in unread:
+        print(f"scribe: note: {problem}", file=sys.stderr)
+    return found
 
 
 def sessions_in_scope(all_sessions: bool) -> list[SessionFile]:
