@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from scribe.agent.config import find_workspace, state_dir
-from scribe.memory.log import LogRead, read_first_record, read_log
+from scribe.memory.events import Event
+from scribe.memory.log import LogRead, read_first_record, read_log, stream_log
 from scribe.memory.store import SessionFile, SessionStore
 
 from ..errors import cli_errors
@@ -77,6 +78,17 @@ def load(found: SessionFile, *, notes: bool = True) -> LogRead:
         for problem in read.problems:
             print(f"scribe: note: {found.path.name} line {problem.line}: {problem.message}", file=sys.stderr)
     return read
+
+
+@contextmanager
+def streamed(found: SessionFile, *, notes: bool = True) -> Iterator[Iterator[Event]]:
+    """`load`, one event at a time (a log of millions of lines is never held): what the reader
+    skipped is noted on stderr once the events have been gone through."""
+    read = LogRead()
+    yield stream_log(found.path, read)
+    if notes:
+        for problem in read.problems:
+            print(f"scribe: note: {found.path.name} line {problem.line}: {problem.message}", file=sys.stderr)
 
 
 @contextmanager
