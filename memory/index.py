@@ -26,70 +26,15 @@ from pathlib import Path
 from typing import Any
 
 from .events import Event, SessionEvent, UnknownEvent, UsageEvent, UserEvent
+from .index_db import Immediate, connect, index_path, prepare, quarter_of
 from .lines import WholeLines
 from .log import LogError, LogRead, read_line
 from .search import texts
 from .stats import Figures, Pricer
 from .store import SessionFile, SessionStore, header_problem
 
-INDEX_NAME = "index.sqlite3"
-# Bumped when the tables change: an index of another version is dropped and rebuilt.
-SCHEMA_VERSION = 1
-BUSY_TIMEOUT_MS = 10_000
 # Lines folded per transaction: the writer lock is never held for long, and memory stays flat.
 BATCH_LINES = 20_000
-
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS sessions (
-    rowid INTEGER PRIMARY KEY,
-    id TEXT NOT NULL UNIQUE,             -- the log's file name without .jsonl
-    path TEXT NOT NULL,
-    -- from the log's first line as it is (what finding a session reads)
-    created TEXT, cwd TEXT,
-    header_problem TEXT,                 -- why the first line is not a session event, or NULL
-    -- from the first readable event when it is the session event
-    is_session INTEGER NOT NULL DEFAULT 0,
-    session_created TEXT, session_cwd TEXT, model TEXT,
-    -- what the index covers of the file
-    size INTEGER NOT NULL DEFAULT 0, mtime_ns INTEGER NOT NULL DEFAULT 0,
-    covered INTEGER NOT NULL DEFAULT 0,  -- bytes of whole lines folded in
-    lines INTEGER NOT NULL DEFAULT 0,    -- whole lines in them
-    torn INTEGER NOT NULL DEFAULT 0,     -- the file ends in part of a line
-    header_sha256 TEXT, last_line_offset INTEGER NOT NULL DEFAULT 0, last_line_sha256 TEXT,
-    -- what the covered lines say
-    events INTEGER NOT NULL DEFAULT 0, turns INTEGER NOT NULL DEFAULT 0,
-    skipped INTEGER NOT NULL DEFAULT 0,  -- lines that are not events (a torn last one aside)
-    last_seq INTEGER NOT NULL DEFAULT -1,
-    first_ts TEXT, last_ts TEXT,
-    calls INTEGER NOT NULL DEFAULT 0, input INTEGER NOT NULL DEFAULT 0,
-    cache_read INTEGER NOT NULL DEFAULT 0, cache_write INTEGER NOT NULL DEFAULT 0,
-    output INTEGER NOT NULL DEFAULT 0,
-    cost_usd REAL NOT NULL DEFAULT 0, uncached_cost_usd REAL NOT NULL DEFAULT 0
-);
-CREATE TABLE IF NOT EXISTS usage (
-    session INTEGER NOT NULL REFERENCES sessions(rowid),
-    seq INTEGER NOT NULL, ts TEXT NOT NULL, purpose TEXT NOT NULL, model TEXT NOT NULL,
-    input INTEGER NOT NULL, cache_read INTEGER NOT NULL, cache_write INTEGER NOT NULL,
-    output INTEGER NOT NULL, latency_ms INTEGER NOT NULL,
-    cost_usd REAL NOT NULL, uncached_cost_usd REAL NOT NULL,
-    PRIMARY KEY (session, seq)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS texts (
-    rowid INTEGER PRIMARY KEY AUTOINCREMENT,  -- the text_search row; never reused
-    session INTEGER NOT NULL REFERENCES sessions(rowid),
-    seq INTEGER NOT NULL, type TEXT NOT NULL,
-    line_offset INTEGER NOT NULL              -- where its line starts in the log
-);
-CREATE INDEX IF NOT EXISTS texts_by_session ON texts (session, seq);
--- The words of each event (what `scribe log search` searches), not the text itself: that
--- stays in the log, at texts.line_offset. Rows of a session folded anew are left behind here and
--- never match, as the join with texts finds no row for them.
-CREATE VIRTUAL TABLE IF NOT EXISTS text_search USING fts5 (
-    body, content='', tokenize='unicode61 remove_diacritics 0'
-);
-"""
-
 
 class IndexBroken(LogError):
     """The index cannot be written or asked (locked past the busy timeout, a query it refuses)."""
@@ -132,16 +77,13 @@ class _Fold:
     words: list[tuple[int, str, int, str]] = field(default_factory=list)  # seq, type, offset, body
 
 
-def index_path(state: Path) -> Path:
-    return state / INDEX_NAME
-
-
 class LogIndex:
     """The index of one state folder. `refresh` brings sessions up to date with their logs;
     the queries read what is there."""
 
     def __init__(self, db: sqlite3.Connection, price: Pricer, pricing_key: str, where: str = ":memory:") -> None:
         self.db, self.price, self.pricing_key, self.where = db, price, pricing_key, where
+        self._known: dict[str, sqlite3.Row] = {}  # rows as `sessions` last read them
 
     @classmethod
     def open(cls, state: Path, price: Pricer, pricing_key: str) -> LogIndex:
@@ -149,10 +91,10 @@ class LogIndex:
         folder), one in memory: slower, the same answers."""
         where = index_path(state)
         try:
-            db = _connect(where)
+            db = connect(where)
         except (OSError, sqlite3.Error):
             db, where = sqlite3.connect(":memory:", isolation_level=None), ":memory:"
-            _prepare(db)
+            prepare(db)
         index = cls(db, price, pricing_key, str(where))
         index._check_pricing()
         return index
@@ -177,10 +119,10 @@ class LogIndex:
             info = path.stat()
         except OSError as exc:
             raise LogError(f"cannot read {path}: {exc.strerror or exc}") from None
+        self._known.pop(path.stem, None)
         for _ in range(3):  # another process folding the same log at once: its fold stands
             row = self._row(path.stem)
-            if row is not None and row["path"] == str(path) and row["size"] == info.st_size \
-                    and row["mtime_ns"] == info.st_mtime_ns:
+            if row is not None and _fresh(row, path, info):
                 return
             try:
                 with path.open("rb") as fh:
@@ -220,6 +162,7 @@ class LogIndex:
             old = self.db.execute("SELECT rowid FROM sessions WHERE id = ?", (path.stem,)).fetchone()
             if old is not None:
                 self.db.execute("DELETE FROM usage WHERE session = ?", (old[0],))
+                self.db.execute("DELETE FROM usage_quarters WHERE session = ?", (old[0],))
                 self.db.execute("DELETE FROM texts WHERE session = ?", (old[0],))
                 self.db.execute("DELETE FROM sessions WHERE rowid = ?", (old[0],))
             self.db.execute(
@@ -239,6 +182,13 @@ class LogIndex:
                 raise _Raced
             self.db.executemany("INSERT OR REPLACE INTO usage VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
                                 [(rowid, *u) for u in fold.usage])
+            self.db.executemany(
+                "INSERT INTO usage_quarters VALUES (?,?,?,?,1,?,?,?,?,?,?) ON CONFLICT DO UPDATE SET "
+                "calls = calls + 1, input = input + excluded.input, cache_read = cache_read + excluded.cache_read, "
+                "cache_write = cache_write + excluded.cache_write, output = output + excluded.output, "
+                "cost_usd = cost_usd + excluded.cost_usd, uncached_cost_usd = uncached_cost_usd + "
+                "excluded.uncached_cost_usd",
+                [(rowid, quarter_of(u[1]), u[3], u[2], *u[4:8], *u[9:]) for u in fold.usage])
             for seq, type_name, offset, body in fold.words:
                 cursor = self.db.execute("INSERT INTO texts (session, seq, type, line_offset) VALUES (?,?,?,?)",
                                          (rowid, seq, type_name, offset))
@@ -273,9 +223,14 @@ class LogIndex:
                                     "WHERE session = ? AND seq = ?", priced)
                 self.db.execute("UPDATE sessions SET cost_usd = ?, uncached_cost_usd = ? WHERE rowid = ?",
                                 (total.cost_usd, total.uncached_cost_usd, rowid))
+                self.db.execute("DELETE FROM usage_quarters WHERE session = ?", (rowid,))
+                self.db.execute(
+                    "INSERT INTO usage_quarters SELECT session, quarter(ts), model, purpose, count(*), sum(input), "
+                    "sum(cache_read), sum(cache_write), sum(output), sum(cost_usd), sum(uncached_cost_usd) "
+                    "FROM usage WHERE session = ? GROUP BY 2, 3, 4", (rowid,))
 
     def _transaction(self) -> Any:
-        return _Immediate(self.db)
+        return Immediate(self.db)
 
     def _row(self, session_id: str) -> sqlite3.Row | None:
         found: sqlite3.Row | None = self.db.execute("SELECT * FROM sessions WHERE id = ?", (session_id,)).fetchone()
@@ -285,119 +240,70 @@ class LogIndex:
 
     def sessions(self, store: SessionStore, cwd: Path | None = None) -> tuple[list[SessionFile], list[LogError]]:
         """`store.sessions(cwd)` as the index knows them (each brought up to date first, none
-        described from its file), and the logs that could not be read."""
+        described from its file), and the logs that could not be read. One query reads every
+        row; only a log whose size or mtime moved is opened."""
         if not store.sessions_dir.is_dir():
             return [], []
-        paths, unread = [], []
+        known = {row["id"]: row for row in self.db.execute("SELECT * FROM sessions")}
+        found, unread = [], []
         for path in store.sessions_dir.glob("*.jsonl"):
+            row = known.get(path.stem)
             try:
-                self.refresh_one(path)
-                paths.append(path)
+                info = path.stat()
+                if row is None or not _fresh(row, path, info):
+                    self.refresh_one(path)
+                    row = known[path.stem] = self._row(path.stem)
             except IndexBroken:
                 raise
-            except LogError as exc:
-                unread.append(exc)
-        found = []
-        for path in paths:
-            row = self._row(path.stem)
+            except (LogError, OSError) as exc:
+                unread.append(exc if isinstance(exc, LogError) else LogError(f"cannot read {path}: {exc.strerror}"))
+                continue
             assert row is not None
             found.append(SessionFile(row["id"], path, row["cwd"], row["created"], damaged=row["header_problem"],
                                      mtime=row["mtime_ns"] / 1e9))
+        self._known = known
         found.sort(key=lambda s: (s.created or "", s.id))
         if cwd is not None:
             found = [s for s in found if s.cwd == str(cwd) or (s.cwd is None and s.damaged)]
         return found, unread
 
     def session(self, session_id: str) -> IndexedSession | None:
-        row = self._row(session_id)
+        row = self._known.get(session_id) or self._row(session_id)
         return _indexed(row) if row is not None else None
 
     def usage_groups(self, by: str, session_ids: list[str]) -> Iterator[tuple[str, Figures]]:
         """The calls of these sessions summed per day (local time), model or session, in order."""
-        key = {"day": "date(u.ts, 'localtime')", "model": "u.model", "session": "s.id"}[by]
+        key = {"day": "date(u.quarter, 'localtime')", "model": "u.model", "session": "s.id"}[by]
         order = "min(coalesce(s.created, '')), s.id" if by == "session" else "1"
-        self.db.execute("CREATE TEMP TABLE IF NOT EXISTS scope (id TEXT PRIMARY KEY)")
-        self.db.execute("DELETE FROM temp.scope")
-        self.db.executemany("INSERT OR IGNORE INTO temp.scope VALUES (?)", [(i,) for i in session_ids])
-        query = (f"SELECT {key}, count(*), sum(u.input), sum(u.cache_read), sum(u.cache_write), sum(u.output), "
-                 "sum(u.cost_usd), sum(u.uncached_cost_usd) FROM usage u JOIN sessions s ON s.rowid = u.session "
+        self._scope(session_ids)
+        query = (f"SELECT {key}, sum(u.calls), sum(u.input), sum(u.cache_read), sum(u.cache_write), sum(u.output), "
+                 "sum(u.cost_usd), sum(u.uncached_cost_usd) FROM usage_quarters u JOIN sessions s ON s.rowid = u.session "
                  f"JOIN temp.scope c ON c.id = s.id GROUP BY 1 ORDER BY {order}")
         for name, *counts in self.db.execute(query):
             yield str(name), Figures(*counts)
 
-    def word_hits(self, query: str, session_ids: list[str]) -> Iterator[tuple[str, int, int]]:
-        """(session id, seq, offset of its line) of every event holding all of `query`'s words, in
-        the sessions' order (created, then id) and by seq."""
+    def _scope(self, session_ids: list[str]) -> None:
+        """The sessions a query joins with (temp.scope): thousands of ids are no SQL text."""
         self.db.execute("CREATE TEMP TABLE IF NOT EXISTS scope (id TEXT PRIMARY KEY)")
         self.db.execute("DELETE FROM temp.scope")
         self.db.executemany("INSERT OR IGNORE INTO temp.scope VALUES (?)", [(i,) for i in session_ids])
+
+    def word_hits(self, query: str, session_ids: list[str]) -> Iterator[tuple[str, int, int]]:
+        """(session id, seq, offset of its line) of every event holding all of `query`'s words, in
+        the sessions' order (created, then id) and by seq."""
+        self._scope(session_ids)
         try:
-            for session_id, seq, offset in self.db.execute(
+            yield from (tuple(row) for row in self.db.execute(
                 "SELECT s.id, t.seq, t.line_offset FROM text_search f JOIN texts t ON t.rowid = f.rowid "
                 "JOIN sessions s ON s.rowid = t.session JOIN temp.scope c ON c.id = s.id "
-                "WHERE text_search MATCH ? ORDER BY coalesce(s.created, ''), s.id, t.seq", (query,)):
-                yield session_id, seq, offset
+                "WHERE text_search MATCH ? ORDER BY coalesce(s.created, ''), s.id, t.seq", (query,)))
         except sqlite3.OperationalError as exc:
             raise IndexBroken(f"cannot search the index for {query!r}: {exc}") from None
 
 
-class _Immediate:
-    """BEGIN IMMEDIATE ... COMMIT: the write lock is taken up front (waiting up to the busy
-    timeout), so two processes folding the same log never both fold it."""
-
-    def __init__(self, db: sqlite3.Connection) -> None:
-        self.db = db
-
-    def __enter__(self) -> None:
-        self.db.execute("BEGIN IMMEDIATE")
-
-    def __exit__(self, kind: object, *rest: object) -> None:
-        self.db.execute("COMMIT" if kind is None else "ROLLBACK")
-
-
-def _connect(path: Path) -> sqlite3.Connection:
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    # Created 0600 before SQLite opens it (SQLite gives its -wal and -shm files the same mode).
-    os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))
-    db = sqlite3.connect(path, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
-    try:
-        _prepare(db)
-    except sqlite3.DatabaseError:
-        db.close()
-        # Not a database (a broken or foreign file): the index is derived, so it starts again.
-        path.unlink(missing_ok=True)
-        for suffix in ("-wal", "-shm"):
-            Path(f"{path}{suffix}").unlink(missing_ok=True)
-        os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))
-        db = sqlite3.connect(path, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
-        _prepare(db)
-    return db
-
-
-def _prepare(db: sqlite3.Connection) -> None:
-    db.row_factory = sqlite3.Row
-    db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-    db.execute("PRAGMA journal_mode = WAL")
-    db.execute("PRAGMA synchronous = NORMAL")  # a crash may lose the last fold: it is folded again
-    if db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION:
-        return
-    with _Immediate(db):
-        if db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION:
-            return  # another process made it while this one waited
-        for name in ("text_search", "texts", "usage", "sessions", "meta"):
-            db.execute(f"DROP TABLE IF EXISTS {name}")
-        for statement in _statements(SCHEMA):
-            db.execute(statement)
-        db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-
-
-def _statements(script: str) -> Iterator[str]:
-    buffer = ""
-    for line in script.splitlines(keepends=True):
-        buffer += line
-        if sqlite3.complete_statement(buffer):
-            yield buffer
-            buffer = ""
+def _fresh(row: sqlite3.Row, path: Path, info: os.stat_result) -> bool:
+    """The row describes the file as it is: same place, size and mtime."""
+    return row["size"] == info.st_size and row["mtime_ns"] == info.st_mtime_ns and row["path"] == str(path)
 
 
 def _still_covers(fh: Any, row: sqlite3.Row, first_line: bytes) -> bool:
@@ -463,15 +369,28 @@ def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def event_at(path: Path, offset: int) -> Event | None:
-    """The event on the line that starts at `offset` of the log (where the index found it), or
-    None when that line is no longer one (the log changed since the index last looked)."""
-    try:
-        with path.open("rb") as fh:
+class EventsAt:
+    """The events on the lines where the index found them, read back from their logs (one
+    open file per log): `at(path, offset)` is None when that line is no longer an event (the
+    log changed since the index last looked)."""
+
+    def __init__(self) -> None:
+        self._open: dict[Path, Any] = {}
+
+    def at(self, path: Path, offset: int) -> Event | None:
+        try:
+            fh = self._open.get(path) or self._open.setdefault(path, path.open("rb"))
             fh.seek(offset)
             raw = fh.readline()
-    except OSError as exc:
-        raise LogError(f"cannot read {path}: {exc.strerror or exc}") from None
-    if not raw.endswith(b"\n"):
-        return None
-    return read_line(LogRead(), 0, raw[:-1])
+        except OSError as exc:
+            raise LogError(f"cannot read {path}: {exc.strerror or exc}") from None
+        if not raw.endswith(b"\n"):
+            return None
+        return read_line(LogRead(), 0, raw[:-1])
+
+    def __enter__(self) -> EventsAt:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for fh in self._open.values():
+            fh.close()

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from .lines import WholeLines
 from .events import Event, EventFormatError, NewerFormatError, from_record, now_iso, to_record
+from .lines import WholeLines
 
 E = TypeVar("E", bound=Event)
 

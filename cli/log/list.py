@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import sys
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from scribe.memory.index import IndexedSession
 from scribe.memory.stats import SessionSummary, damage
 from scribe.memory.store import SessionFile
 
 from .common import console, indexed_scope, local_time, log_command, money, open_index, percent, print_json
 from .table import Column, fitted, say_left_out
+
+if TYPE_CHECKING:
+    from scribe.memory.index import IndexedSession
 
 
 def list_sessions(

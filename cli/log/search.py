@@ -11,7 +11,6 @@ import regex
 import typer
 
 from scribe.agent.config import find_workspace, load_settings
-from scribe.memory.index import event_at
 from scribe.memory.log import LogError
 from scribe.memory.search import Hit, search
 from scribe.tools.pattern import BoundedPattern, PatternError, PatternTooSlow
@@ -99,8 +98,10 @@ def _by_words(text: str, session: str | None, all_: bool, emit: Callable[[str, H
         raise fail(f"no words to search for in {text!r}", EXIT_USAGE)
     shown = "|".join(regex.escape(t) for t in terms)
     lines = BoundedPattern(rf"(?<![^\W_])(?:{shown})(?![^\W_])", 5.0, ignore_case=True, each_search=True)
+    from scribe.memory.index import EventsAt
+
     matched = 0
-    with open_index() as index:
+    with open_index() as index, EventsAt() as events:
         if session is not None:
             targets = [resolve_session(session)]
             index.refresh_one(targets[0].path)
@@ -108,7 +109,7 @@ def _by_words(text: str, session: str | None, all_: bool, emit: Callable[[str, H
             targets = indexed_scope(index, all_)
         paths = {t.id: t.path for t in targets}
         for session_id, seq, offset in index.word_hits(" ".join(f'"{t}"' for t in terms), list(paths)):
-            event = event_at(paths[session_id], offset)
+            event = events.at(paths[session_id], offset)
             if event is None or event.seq != seq:
                 continue  # the log changed under the index since it was brought up to date
             for hit in search([event], lines):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import StrEnum
 from typing import Annotated
 
 import typer
@@ -25,7 +25,7 @@ from .common import (
 from .table import Column, fitted, say_left_out
 
 
-class Grouping(str, Enum):
+class Grouping(StrEnum):
     day = "day"
     model = "model"
     session = "session"
