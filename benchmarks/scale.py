@@ -90,9 +90,11 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=1_000_000_000, help="bytes of the big log")
     parser.add_argument("--sessions", type=int, default=10_000)
     parser.add_argument("--timeout", type=float, default=1800.0, help="seconds one command may take")
+    parser.add_argument("--runs", action="store_true", help="also `scribe run -c`, `-s` and a new run")
+    parser.add_argument("--results", type=Path, help="where the figures are kept (default ROOT/scale.json)")
     args = parser.parse_args()
     workspaces = build(args.root, args.size, args.sessions)
-    results_path = args.root / "scale.json"
+    results_path = args.results or args.root / "scale.json"
     results: dict[str, Any] = json.loads(results_path.read_text()) if results_path.exists() else {}
     for name, where, argv, fresh in COMMANDS:
         if args.names and not any(n in name for n in args.names):
@@ -103,6 +105,9 @@ def main() -> None:
                 path.unlink()
         results[name] = measure(argv, cwd, args.timeout)
         print(json.dumps({name: results[name]}), flush=True)
+        results_path.write_text(json.dumps(results, indent=2))
+    if args.runs:
+        results.update(measure_runs(args.root, args.timeout))
         results_path.write_text(json.dumps(results, indent=2))
     print(report(results))
 
@@ -115,6 +120,36 @@ def report(results: dict[str, Any]) -> str:
                     f"{r['first_output_s'] if r['first_output_s'] is not None else '-'} | {r['cpu_s']} | "
                     f"{r['peak_mb']} |")
     return "\n".join(rows)
+
+
+def measure_runs(root: Path, timeout: float) -> dict[str, Any]:
+    """`scribe run -c`, `run -s` and a new `run` in a copy of the big workspace (each appends to
+    or adds a log), against the fake API answering every call with one short text."""
+    import shutil
+
+    from scribe.fakeapi import FakeMessagesServer, Reply
+
+    source = root / "big"
+    copy = root / "big-runs"
+    if not (copy / ".scribe" / "sessions" / f"{BIG_ID}.jsonl").exists():
+        shutil.rmtree(copy, ignore_errors=True)
+        shutil.copytree(source / ".scribe" / "sessions", copy / ".scribe" / "sessions")
+        subprocess.run(["git", "init", "-q", str(copy)], check=True)
+        # the copy's log names its own workspace, as a session started there would
+        log = copy / ".scribe" / "sessions" / f"{BIG_ID}.jsonl"
+        data = log.read_bytes()
+        first = data.index(b"\n") + 1
+        log.write_bytes(data[:first].replace(f'"cwd":"{source}"'.encode(), f'"cwd":"{copy}"'.encode()) + data[first:])
+    out: dict[str, Any] = {}
+    with FakeMessagesServer(lambda request: Reply.text("ok")) as server:
+        os.environ.update(ANTHROPIC_BASE_URL=server.base_url, ANTHROPIC_API_KEY="sk-bench")
+        for name, argv in (("run -c, 1 GB log (first, no checkpoint)", ["run", "-c", "say ok"]),
+                           ("run -c, 1 GB log", ["run", "-c", "say ok"]),
+                           ("run -s, 1 GB log", ["run", "-s", BIG_ID, "say ok"]),
+                           ("new run beside a 1 GB log", ["run", "say ok"])):
+            out[name] = measure(argv, copy, timeout)
+            print(json.dumps({name: out[name]}), flush=True)
+    return out
 
 
 if __name__ == "__main__":
