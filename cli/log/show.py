@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 import sys
 import textwrap
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-from scribe.memory.events import EVENT_CLASSES, AssistantEvent, Event, UnknownEvent, to_record
+from scribe.memory.events import EVENT_CLASSES, AssistantEvent, Event, InterruptEvent, UnknownEvent, to_record
 from scribe.memory.lines import WholeLines
 from scribe.memory.store import SessionFile
 
@@ -53,21 +53,28 @@ def show(
             with streamed(found, notes=False) as events:
                 check_types(sorted(types), {type_of(e) for e in events})
         with streamed(found) as events:
-            chosen = (e for e in events if (not types or type_of(e) in types) and (since is None or e.seq >= since))
             if as_json:
-                _print_json_array(to_record(e) for e in chosen)
+                _print_json_array(to_record(e) for e in events if _chosen(e, types, since))
                 return
             printer = EventPrinter(console(), full=full)
-            if types or since is not None:
-                printer.learn(_assistants(found))
-            for event in chosen:
-                printer(event)
+            # What the interrupts of a filtered view name, learnt from the calls left out (as
+            # the printer learns a shown call's names itself); a set of ids, not every call's.
+            named = _interrupted(found) if types or since is not None else set()
+            for event in events:
+                if _chosen(event, types, since):
+                    printer(event)
+                elif named and isinstance(event, AssistantEvent):
+                    printer.learn([event], only=named)
 
 
-def _assistants(found: SessionFile) -> Iterator[Event]:
-    """The events that teach the printer tool names (it learns the rest as it prints them)."""
+def _chosen(event: Event, types: set[str], since: int | None) -> bool:
+    return (not types or type_of(event) in types) and (since is None or event.seq >= since)
+
+
+def _interrupted(found: SessionFile) -> set[str]:
+    """The tool_use ids the log's interrupts name."""
     with streamed(found, notes=False) as events:
-        yield from (e for e in events if isinstance(e, AssistantEvent))
+        return {i for e in events if isinstance(e, InterruptEvent) for i in e.tool_use_ids}
 
 
 def _print_json_array(records: Iterable[dict[str, Any]]) -> None:
