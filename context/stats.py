@@ -7,13 +7,14 @@ memory); the caller passes a `Pricer` that turns one usage event into dollars.
 from __future__ import annotations
 
 import dataclasses
+from array import array
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from scribe.log.digest import LogDigest
 from scribe.log.events import Event, ObservationEvent, ReflectionEvent, SessionEvent, UsageEvent, UserEvent
-from scribe.log.health import MemoryHealth, memory_health
+from scribe.log.health import MemoryHealth, count
 from scribe.context.tokens import event_tokens
 
 # (cost, cost of the same call with no caching), in USD; (None, None) for a model with no price.
@@ -150,34 +151,68 @@ def figures_of(events: Iterable[Event], price: Pricer | None = None, *, purpose:
     return figures
 
 
-def session_stats(events: Sequence[Event], price: Pricer) -> SessionStats:
+def session_stats(events: Iterable[Event], price: Pricer, *, per_call: bool = True) -> SessionStats:
+    """Every figure in one pass over the events, holding none of them (a log of millions of
+    lines is streamed through here); without `per_call`, the calls are summed but not listed."""
     stats = SessionStats()
+    tokens_at = SeqTokens()
+    observed: list[tuple[int, int]] = []
+    health = MemoryHealth()
     for event in events:
+        tokens_at.set(event.seq, event_tokens(event))
+        count(health, event)
         if isinstance(event, UsageEvent):
             cost, uncached = price(event)
             stats.total.add(event, cost, uncached)
             stats.by_purpose.setdefault(event.purpose, Figures()).add(event, cost, uncached)
-            stats.calls.append(CallFigures(event.seq, event.purpose, event.model, event.input, event.cache_read,
-                                           event.cache_write, event.output, event.latency_ms, cost, uncached))
+            if per_call:
+                stats.calls.append(CallFigures(event.seq, event.purpose, event.model, event.input, event.cache_read,
+                                               event.cache_write, event.output, event.latency_ms, cost, uncached))
+        elif isinstance(event, ObservationEvent):
+            stats.compression.observations += 1
+            stats.compression.observation_tokens += event.tokens
+            observed.append((event.seq_from, event.seq_to))
+        elif isinstance(event, ReflectionEvent):
+            stats.compression.reflections += 1
+            stats.compression.reflection_tokens += event.tokens
+    # after the pass: an observation covers whatever events hold those seqs, wherever they are
+    stats.compression.raw_tokens = sum(tokens_at.sum(first, last) for first, last in observed)
     order = {p: i for i, p in enumerate(PURPOSES)}
     stats.by_purpose = dict(sorted(stats.by_purpose.items(), key=lambda kv: (order.get(kv[0], len(order)), kv[0])))
-    stats.compression = compression(events)
-    stats.memory = memory_health(events)
+    stats.memory = health
     return stats
 
 
-def compression(events: Sequence[Event]) -> Compression:
-    tokens_at = {e.seq: event_tokens(e) for e in events}
-    result = Compression()
-    for event in events:
-        if isinstance(event, ObservationEvent):
-            result.observations += 1
-            result.observation_tokens += event.tokens
-            result.raw_tokens += sum(tokens_at.get(s, 0) for s in range(event.seq_from, event.seq_to + 1))
-        elif isinstance(event, ReflectionEvent):
-            result.reflections += 1
-            result.reflection_tokens += event.tokens
-    return result
+class SeqTokens:
+    """Estimated tokens by seq, the last event of a seq winning: an array while seqs are what a
+    log has (from 0, rising by one a line, a skipped line leaving a gap), so millions of them
+    take 8 bytes each, not a dict's hundred; a seq far from the others in a dict. Every seq in
+    the dict lies outside the array's range."""
+
+    GAP = 1024  # seqs missing before a new one that are filled with zeros rather than left out
+
+    def __init__(self) -> None:
+        self._dense = array("q")
+        self._sparse: dict[int, int] = {}
+
+    def set(self, seq: int, tokens: int) -> None:
+        dense = self._dense
+        if 0 <= seq < len(dense):
+            dense[seq] = tokens
+        elif len(dense) <= seq <= len(dense) + self.GAP:
+            for missing in range(len(dense), seq):
+                dense.append(self._sparse.pop(missing, 0) if self._sparse else 0)
+            self._sparse.pop(seq, None)
+            dense.append(tokens)
+        else:
+            self._sparse[seq] = tokens
+
+    def sum(self, first: int, last: int) -> int:
+        dense = self._dense
+        total = sum(dense[max(first, 0):max(min(last + 1, len(dense)), 0)])
+        if self._sparse:
+            total += sum(tokens for seq, tokens in self._sparse.items() if first <= seq <= last)
+        return total
 
 
 @dataclass(frozen=True)

@@ -12,12 +12,14 @@ import fcntl
 import hashlib
 import json
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
 from scribe.log.events import Event, EventFormatError, NewerFormatError, from_record, now_iso, to_record
 from scribe.log.private import make_private_folder, open_private
+from scribe.log.lines import WholeLines
 
 E = TypeVar("E", bound=Event)
 
@@ -75,6 +77,27 @@ def read_log(path: Path) -> LogRead:
         if event is not None:
             result.events.append(event)
     return result
+
+
+def stream_log(path: Path, into: LogRead) -> Iterator[Event]:
+    """`read_log` one event at a time, never holding the file or its events: `into` gets the
+    problems (a torn last line first, as `read_log` puts it), the size, the torn tail and the
+    last seq, but not the events."""
+    try:
+        with path.open("rb") as fh:
+            lines = WholeLines(fh)
+            number = 0
+            for _, raw in lines:
+                number += 1
+                event = read_line(into, number, raw)
+                if event is not None:
+                    yield event
+    except OSError as exc:
+        raise LogError(f"cannot read {path}: {exc.strerror or exc}") from None
+    into.size = lines.end + len(lines.torn)
+    if lines.torn:
+        into.torn_tail = lines.torn
+        into.problems.insert(0, torn_problem(number + 1))
 
 
 def torn_problem(line: int) -> LogProblem:

@@ -57,3 +57,32 @@ def hash_prefix(fh: BinaryIO, size: int, hasher: Any) -> int:
         hasher.update(data)
         done += len(data)
     return done
+
+
+def lines_before(fh: BinaryIO, end: int) -> Iterator[bytes]:
+    """The whole lines before `end` (just past a newline, or 0), last first, without their
+    newlines, read backwards in chunks: the last lines of a huge log cost a read or two."""
+    position = end - 1 if end > 0 else 0  # the last line's newline is not part of it
+    carry = b""
+    while position > 0:
+        step = min(CHUNK, position)
+        position -= step
+        fh.seek(position)
+        parts = (fh.read(step) + carry).split(b"\n")
+        carry = parts[0]  # may begin before this chunk: completed by the next one back
+        yield from reversed(parts[1:])
+    if end > 0:
+        yield carry
+
+
+def complete_end_of(fh: BinaryIO) -> int:
+    """The offset just past the file's last newline (0: none), found reading from its end."""
+    position = fh.seek(0, 2)
+    while position > 0:
+        step = min(CHUNK, position)
+        position -= step
+        fh.seek(position)
+        found = fh.read(step).rfind(b"\n")
+        if found >= 0:
+            return position + found + 1
+    return 0

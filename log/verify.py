@@ -18,9 +18,11 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from io import BytesIO
+from typing import Any, BinaryIO
 
 from scribe.log.events import LOG_FORMAT_VERSION
+from scribe.log.lines import WholeLines
 from scribe.log.schema_check import event_checker
 
 ERROR, WARNING = "error", "warning"
@@ -57,17 +59,25 @@ class Verdict:
 
 
 def verify_bytes(data: bytes) -> Verdict:
+    return verify_file(BytesIO(data))
+
+
+def verify_file(fh: BinaryIO) -> Verdict:
+    """`verify_bytes` of an open file, read in chunks from its start: a log of any size is
+    checked in the memory of its longest line."""
     verdict = Verdict()
-    body, sep, tail = data.rpartition(b"\n")
-    lines = body.split(b"\n") if sep else []
-    verdict.lines = len(lines) + (1 if tail else 0)
     checker = _Checker(verdict)
-    for number, raw in enumerate(lines, start=1):
+    lines = WholeLines(fh)
+    number = 0
+    for _, raw in lines:
+        number += 1
         checker.line(number, raw)
+    tail = lines.torn
+    verdict.lines = number + (1 if tail else 0)
     checker.end()
     if tail:
         verdict.findings.append(Finding(
-            len(lines) + 1, f"torn last line ({len(tail)} bytes, no newline): a writer stopped mid-line; "
+            number + 1, f"torn last line ({len(tail)} bytes, no newline): a writer stopped mid-line; "
             "`scribe run -c` cuts it off and keeps its bytes in an error event", WARNING))
     verdict.findings.sort(key=lambda f: f.line)
     return verdict

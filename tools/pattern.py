@@ -5,7 +5,10 @@ than the universe has left on a line of forty a's.
 The `regex` engine (PyPI's drop-in for `re`, in its re-compatible VERSION0 mode) checks a
 timeout inside its matching loop, so a runaway match ends wherever it is, in any thread,
 without a subprocess or a signal. One `BoundedPattern` carries one budget for a whole search:
-every match gets what is left of it, so ten thousand slow lines cannot add up past it either."""
+every match gets what is left of it, so ten thousand slow lines cannot add up past it either.
+With `each_search`, the budget is each match's own instead: `scribe log search` goes through a
+gigabyte of log, whose total time says nothing about the pattern, while one line that takes
+seconds does."""
 
 from __future__ import annotations
 
@@ -28,6 +31,7 @@ class BoundedPattern:
     source: str
     budget_s: float
     ignore_case: bool = False
+    each_search: bool = False
     spent_s: float = 0.0
     _compiled: regex.Pattern[str] = field(init=False, repr=False)
 
@@ -39,7 +43,7 @@ class BoundedPattern:
             raise PatternError(f"invalid regular expression {self.source!r}: {exc}") from None
 
     def search(self, text: str) -> regex.Match[str] | None:
-        left = self.budget_s - self.spent_s
+        left = self.budget_s if self.each_search else self.budget_s - self.spent_s
         if left <= 0:
             raise self._too_slow()
         started = time.perf_counter()

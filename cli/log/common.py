@@ -13,17 +13,21 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from scribe.agent.config import find_workspace, price_book, state_dir
 from scribe.agent.pricing import PriceBook
-from scribe.log.jsonl import LogRead, read_first_record, read_log
+from scribe.log.events import Event
+from scribe.log.jsonl import LogRead, read_first_record, read_log, stream_log
 from scribe.context.stats import Figures
 from scribe.log.store import SessionFile, SessionStore
 
 from ..errors import cli_errors
+
+if TYPE_CHECKING:
+    from scribe.log.index import LogIndex
 
 SESSION_HELP = "Session id or unique prefix (or a path to a .jsonl log). [default: the latest of this workspace]"
 
@@ -45,6 +49,26 @@ def resolve_session(ref: str | None) -> SessionFile:
     return store.find(ref, workspace)
 
 
+def open_index() -> LogIndex:
+    """The index beside this workspace's logs (log/index.py), costs priced as `log stats` does
+    (the workspace's configured prices, then the list prices)."""
+    from scribe.log.index import LogIndex
+
+    _, store = workspace_store()
+    prices = workspace_prices()
+    return LogIndex.open(store.root, prices.price_usage, prices.key)
+
+
+def indexed_scope(index: LogIndex, all_sessions: bool) -> list[SessionFile]:
+    """`sessions_in_scope` from the index, each brought up to date with its log; a log that
+    cannot be read is noted on stderr and left out."""
+    workspace, store = workspace_store()
+    found, unread = index.sessions(store, None if all_sessions else workspace)
+    for problem in unread:
+        print(f"scribe: note: {problem}", file=sys.stderr)
+    return found
+
+
 def sessions_in_scope(all_sessions: bool) -> list[SessionFile]:
     workspace, store = workspace_store()
     return store.sessions(None if all_sessions else workspace)
@@ -57,6 +81,17 @@ def load(found: SessionFile, *, notes: bool = True) -> LogRead:
         for problem in read.problems:
             print(f"scribe: note: {found.path.name} line {problem.line}: {problem.message}", file=sys.stderr)
     return read
+
+
+@contextmanager
+def streamed(found: SessionFile, *, notes: bool = True) -> Iterator[Iterator[Event]]:
+    """`load`, one event at a time (a log of millions of lines is never held): what the reader
+    skipped is noted on stderr once the events have been gone through."""
+    read = LogRead()
+    yield stream_log(found.path, read)
+    if notes:
+        for problem in read.problems:
+            print(f"scribe: note: {found.path.name} line {problem.line}: {problem.message}", file=sys.stderr)
 
 
 @contextmanager

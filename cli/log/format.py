@@ -99,12 +99,13 @@ class EventPrinter:
         self.full = full
         self.tools: dict[str, str] = {}  # tool_use id -> tool name, to label results and interrupts
 
-    def learn(self, events: list[Event]) -> None:
-        """Note tool names from events that are not printed (filtered out, or before a tail)."""
+    def learn(self, events: list[Event], only: set[str] | None = None) -> None:
+        """Note tool names from events that are not printed (filtered out, or before a tail);
+        with `only`, of those tool_use ids alone."""
         for event in events:
             if isinstance(event, AssistantEvent):
                 for block in event.content:
-                    if block.get("type") == "tool_use":
+                    if block.get("type") == "tool_use" and (only is None or str(block.get("id")) in only):
                         self.tools[str(block.get("id"))] = str(block.get("name", "?"))
 
     def __call__(self, event: Event) -> None:

@@ -5,13 +5,17 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
+from collections import deque
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from scribe.log.events import Event, UserEvent
+
 from ..errors import fail
-from .common import SESSION_HELP, load, log_command, resolve_session, workspace_prices
+from .common import SESSION_HELP, log_command, resolve_session, streamed, workspace_prices
 
 
 def html_page(
@@ -34,7 +38,9 @@ def html_page(
 
     with log_command():
         found = resolve_session(session)
-        page = session_page(found.id, load(found).events, prices=workspace_prices())
+        with streamed(found) as events:
+            recent, left_out = _recent(events)
+        page = session_page(found.id, recent, left_out=left_out, prices=workspace_prices())
         if output == "-":
             sys.stdout.write(page)
             sys.stdout.flush()
@@ -44,6 +50,28 @@ def html_page(
             target = target / f"{found.id}.html"
         written = _write(target, page.encode("utf-8"))
         print(f"wrote {target} ({len(written) / 1024:,.0f} KB): open {target.resolve().as_uri()} in a browser")
+
+
+# The events a page holds at most: past that, a page takes minutes to build and a browser minutes
+# to open, so a long session's page is its session event and the turns that end it.
+PAGE_EVENTS = 20_000
+
+
+def _recent(events: Iterator[Event]) -> tuple[list[Event], int]:
+    """The log's first event and, of the rest, the last PAGE_EVENTS from a turn's start; how
+    many were passed over. Only those are ever held."""
+    first = next(events, None)
+    if first is None:
+        return [], 0
+    tail: deque[Event] = deque(maxlen=PAGE_EVENTS)
+    seen = 0
+    for event in events:
+        tail.append(event)
+        seen += 1
+    if seen > PAGE_EVENTS:
+        while tail and not isinstance(tail[0], UserEvent):
+            tail.popleft()  # begin at a turn: a page opening mid-turn shows answers to nothing
+    return [first, *tail], seen - len(tail)
 
 
 def _write(target: Path, data: bytes) -> bytes:

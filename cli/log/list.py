@@ -3,28 +3,18 @@
 from __future__ import annotations
 
 import sys
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from scribe.agent.pricing import PriceBook
-from scribe.context.checkpoint import NotASessionLog, digest_of
-from scribe.log.jsonl import LogError
-from scribe.context.stats import SessionSummary, damage, summarize, summarize_digest
+from scribe.context.stats import SessionSummary, damage
 from scribe.log.store import SessionFile
 
-from .common import (
-    console,
-    load,
-    local_time,
-    log_command,
-    percent,
-    priced_money,
-    print_json,
-    sessions_in_scope,
-    workspace_prices,
-)
+from .common import console, indexed_scope, local_time, log_command, open_index, percent, priced_money, print_json
 from .table import Column, fitted, say_left_out
+
+if TYPE_CHECKING:
+    from scribe.log.index import IndexedSession
 
 
 def list_sessions(
@@ -34,14 +24,8 @@ def list_sessions(
 ) -> None:
     """List sessions, oldest first: id, started, last activity, turns, model calls, prompt tokens
     (input + cache read + cache write), cache hit rate and cost."""
-    with log_command():
-        rows: list[SessionSummary] = []
-        prices = workspace_prices()
-        for found in sessions_in_scope(all_):
-            try:
-                rows.append(_row(found, prices))
-            except LogError as exc:  # one unreadable file must not hide the others
-                print(f"scribe: note: {exc}", file=sys.stderr)
+    with log_command(), open_index() as index:
+        rows = [_row(found, index.session(found.id)) for found in indexed_scope(index, all_)]
         if as_json:
             print_json([r.as_dict() for r in rows])
             return
@@ -52,20 +36,17 @@ def list_sessions(
         _print(rows, all_)
 
 
-def _row(found: SessionFile, prices: PriceBook) -> SessionSummary:
-    """A session's figures from its checkpoint and the lines after it (context/checkpoint.py), or,
-    without a checkpoint that still fits, from one streaming read; a log that is not a session's
-    from what can be read of it. Reading only: nothing is written, not even a checkpoint."""
-    try:
-        log = digest_of(found.path)
-    except NotASessionLog:
-        read = load(found, notes=False)
-        return summarize(found.id, read.events, prices.price_usage, damage(found.damaged, len(read.problems), False))
-    except OSError as exc:
-        raise LogError(f"cannot read {found.path}: {exc.strerror or exc}") from None
-    skipped = sum(p.kind != "torn" for p in log.problems)
-    return summarize_digest(found.id, log.header, log.digest, prices.price_usage,
-                            damage(found.damaged, skipped, log.torn), prices.key)
+def _row(found: SessionFile, indexed: IndexedSession | None) -> SessionSummary:
+    """A session's row from the index (log/index.py), which has just folded in whatever its
+    log gained: no event is read here. A log that does not begin with a session event is
+    summed over its events all the same, its last line counted as skipped when torn."""
+    assert indexed is not None  # indexed_scope brought every session it returns into the index
+    i = indexed
+    if not i.is_session:
+        return SessionSummary(found.id, None, i.first_ts, i.last_ts, i.events, i.turns, i.figures,
+                              damage(found.damaged, i.skipped + i.torn, False))
+    return SessionSummary(found.id, i.session_cwd, i.session_created, i.last_ts, i.events, i.turns, i.figures,
+                          damage(found.damaged, i.skipped, i.torn))
 
 
 def _print(rows: list[SessionSummary], with_cwd: bool) -> None:

@@ -4,14 +4,19 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Annotated
+import textwrap
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Annotated, Any
 
 import typer
 
-from scribe.log.events import EVENT_CLASSES, Event, UnknownEvent, to_record
+from scribe.log.events import EVENT_CLASSES, AssistantEvent, Event, InterruptEvent, UnknownEvent, to_record
+from scribe.log.lines import WholeLines
+from scribe.log.store import SessionFile
 
 from ..errors import fail
-from .common import SESSION_HELP, console, load, log_command, print_json, resolve_session
+from .common import SESSION_HELP, console, log_command, resolve_session, streamed
 from .format import EventPrinter
 
 
@@ -42,41 +47,70 @@ def show(
         found = resolve_session(session)
         types = set(type_ or [])
         if raw:
-            _show_raw(found.path.read_bytes(), types, since)
+            _show_raw(found.path, types, since)
             return
-        read = load(found)
-        check_types(sorted(types), {type_of(e) for e in read.events})
-        chosen = [e for e in read.events
-                  if (not types or type_of(e) in types) and (since is None or e.seq >= since)]
-        if as_json:
-            print_json([to_record(e) for e in chosen])
-            return
-        out = console()
-        printer = EventPrinter(out, full=full)
-        printer.learn(read.events)
-        for event in chosen:
-            printer(event)
+        if any(t not in EVENT_CLASSES for t in types):  # a type this scribe does not know: is it in the log?
+            with streamed(found, notes=False) as events:
+                check_types(sorted(types), {type_of(e) for e in events})
+        with streamed(found) as events:
+            if as_json:
+                _print_json_array(to_record(e) for e in events if _chosen(e, types, since))
+                return
+            printer = EventPrinter(console(), full=full)
+            # What the interrupts of a filtered view name, learnt from the calls left out (as
+            # the printer learns a shown call's names itself); a set of ids, not every call's.
+            named = _interrupted(found) if types or since is not None else set()
+            for event in events:
+                if _chosen(event, types, since):
+                    printer(event)
+                elif named and isinstance(event, AssistantEvent):
+                    printer.learn([event], only=named)
 
 
-def _show_raw(data: bytes, types: set[str], since: int | None) -> None:
-    body, sep, tail = data.rpartition(b"\n")
-    if tail:
-        print("scribe: note: the last line is torn (no newline); not shown", file=sys.stderr)
-    if not sep:
-        return
-    out = sys.stdout.buffer
-    for line in body.split(b"\n"):
-        if types or since is not None:
-            try:
-                record = json.loads(line)
-            except (json.JSONDecodeError, UnicodeDecodeError):
-                continue
-            if not isinstance(record, dict):
-                continue
-            if types and record.get("type") not in types:
-                continue
-            seq = record.get("seq")
-            if since is not None and not (isinstance(seq, int) and seq >= since):
-                continue
-        out.write(line + b"\n")
+def _chosen(event: Event, types: set[str], since: int | None) -> bool:
+    return (not types or type_of(event) in types) and (since is None or event.seq >= since)
+
+
+def _interrupted(found: SessionFile) -> set[str]:
+    """The tool_use ids the log's interrupts name."""
+    with streamed(found, notes=False) as events:
+        return {i for e in events if isinstance(e, InterruptEvent) for i in e.tool_use_ids}
+
+
+def _print_json_array(records: Iterable[dict[str, Any]]) -> None:
+    """What `print_json` prints of a list, written one element at a time: the same bytes."""
+    out = sys.stdout
+    first = True
+    for record in records:
+        out.write(("[\n" if first else ",\n") + textwrap.indent(json.dumps(record, ensure_ascii=False, indent=2),
+                                                               "  "))
+        first = False
+    out.write("[]\n" if first else "\n]\n")
     out.flush()
+
+
+def _show_raw(path: Path, types: set[str], since: int | None) -> None:
+    out = sys.stdout.buffer
+    with path.open("rb") as fh:
+        lines = WholeLines(fh)
+        for _, line in lines:
+            if _wanted(line, types, since):
+                out.write(line + b"\n")
+        if lines.torn:
+            print("scribe: note: the last line is torn (no newline); not shown", file=sys.stderr)
+    out.flush()
+
+
+def _wanted(line: bytes, types: set[str], since: int | None) -> bool:
+    if not types and since is None:
+        return True
+    try:
+        record = json.loads(line)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return False
+    if not isinstance(record, dict):
+        return False
+    if types and record.get("type") not in types:
+        return False
+    seq = record.get("seq")
+    return since is None or (isinstance(seq, int) and seq >= since)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import Annotated
 
 import typer
@@ -11,27 +12,45 @@ from scribe.context.stats import Figures, SessionStats, session_stats
 from .common import (
     SESSION_HELP,
     console,
-    load,
+    indexed_scope,
     log_command,
+    open_index,
     percent,
     priced_money,
     print_json,
     resolve_session,
     workspace_prices,
+    streamed,
 )
 from .table import Column, fitted, say_left_out
+
+
+class Grouping(StrEnum):
+    day = "day"
+    model = "model"
+    session = "session"
 
 
 def stats(
     session: Annotated[str | None, typer.Argument(help=SESSION_HELP, show_default=False)] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print every figure as one JSON object.")] = False,
+    by: Annotated[Grouping | None, typer.Option("--by", help="Sum the calls of every session of this workspace "
+                                                "(or of the one named) per day (local time), model or "
+                                                "session, from the index.", show_default=False)] = None,
+    all_: Annotated[bool, typer.Option("--all", "-a", help="With --by: every session under the state folder.")]
+    = False,
 ) -> None:
     """Model calls by purpose, tokens (input, cache read, cache write, output), cache hit rate,
     cost and what the same calls would have cost with no caching, and the compression ratio of
-    the observations. Every figure comes from the log's usage events, as the server billed them."""
+    the observations. Every figure comes from the log's usage events, as the server billed them.
+    With --by day|model|session: the same figures summed across sessions."""
     with log_command():
+        if by is not None:
+            _grouped(by.value, session, all_, as_json)
+            return
         found = resolve_session(session)
-        figures = session_stats(load(found).events, workspace_prices().price_usage)
+        with streamed(found) as events:
+            figures = session_stats(events, workspace_prices().price_usage, per_call=as_json)
         if as_json:
             print_json({"session_id": found.id, "log": str(found.path), **figures.as_dict()})
             return
@@ -109,4 +128,34 @@ def _print(session_id: str, figures: SessionStats) -> None:
         out.print(PRICES_NOTE, style="dim")
     for line in lines[1:]:
         out.print(line)
+    say_left_out(hidden, out.width)
+
+
+def _grouped(by: str, session: str | None, all_: bool, as_json: bool) -> None:
+    """The calls of the sessions in scope summed per `by`, from the index: no log is read whole."""
+    with open_index() as index:
+        if session is not None:
+            found = resolve_session(session)
+            index.refresh_one(found.path)
+            ids = [found.id]
+        else:
+            ids = [s.id for s in indexed_scope(index, all_)]
+        groups = list(index.usage_groups(by, ids))
+    total = Figures()
+    for _, f in groups:
+        for name in ("calls", "input", "cache_read", "cache_write", "output", "cost_usd", "uncached_cost_usd"):
+            setattr(total, name, getattr(total, name) + getattr(f, name))
+    if as_json:
+        print_json({"by": by, "groups": [{by: name, **f.as_dict()} for name, f in groups], "total": total.as_dict()})
+        return
+    out = console()
+    columns = [Column(by)] + [Column(name, "right", keep=KEEP[name]) for name in COLUMNS[1:]]
+    table_rows = [*groups, ("total", total)] if len(groups) != 1 else groups
+    bold = frozenset({len(table_rows) - 1}) if len(groups) != 1 else frozenset()
+    table, hidden = fitted(out, columns, [[name, *cells(f)] for name, f in table_rows], bold_rows=bold)
+    out.print(table)
+    if total.calls:
+        out.print(PRICES_NOTE, style="dim")
+    else:
+        out.print("no model calls yet")
     say_left_out(hidden, out.width)

@@ -7,12 +7,16 @@ import json
 import signal
 import sys
 from collections.abc import Callable
+from itertools import islice
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-from scribe.log.events import Event, EventFormatError, from_record
-from scribe.log.follow import complete_end, follow
+from scribe.log.events import AssistantEvent, Event, EventFormatError, InterruptEvent, from_record
+from scribe.log.follow import follow
+from scribe.log.lines import complete_end_of, lines_before
+from scribe.log.jsonl import LogError
 
 from .common import SESSION_HELP, console, log_command, resolve_session
 from .format import EventPrinter
@@ -31,14 +35,12 @@ def tail(
     """Print the last events of a session; with -f, follow it while another scribe writes it."""
     with log_command():
         found = resolve_session(session)
-        data = found.path.read_bytes()
-        end = complete_end(data)
-        complete = data[:end].split(b"\n")[:-1] if end else []
+        end, window = _last_lines(found.path, lines)
         printer = EventPrinter(console(), full=full) if not raw else None
         show = _shower(printer)
         if printer is not None:
-            printer.learn([e for e in map(_event, complete) if e is not None])
-        for line in complete[-lines:] if lines else []:
+            _learn(printer, found.path, end, window)
+        for line in window:
             show(line)
         _flush()
         if not follow_:
@@ -55,6 +57,38 @@ def tail(
         except KeyboardInterrupt:
             _flush()
             raise typer.Exit(0) from None
+
+
+def _last_lines(path: Path, count: int) -> tuple[int, list[bytes]]:
+    """Where the log's whole lines end, and the last `count` of them (blank ones count), read
+    from the end of the file: a gigabyte of log is not read to show ten lines."""
+    try:
+        with path.open("rb") as fh:
+            end = complete_end_of(fh)
+            return end, list(reversed(list(islice(lines_before(fh, end), count))))
+    except OSError as exc:
+        raise LogError(f"cannot read {path}: {exc.strerror or exc}") from None
+
+
+def _learn(printer: EventPrinter, path: Path, end: int, window: list[bytes]) -> None:
+    """Teach the printer the tool names the window's interrupts name, as if it had learnt them
+    from the whole log: from the window, then from the lines before it, read backwards until
+    each is found (the last call with that id wins, as in the log read forwards)."""
+    shown = [e for e in map(_event, window) if e is not None]
+    printer.learn(shown)
+    wanted = {i for e in shown if isinstance(e, InterruptEvent) for i in e.tool_use_ids} - printer.tools.keys()
+    if not wanted:
+        return
+    with path.open("rb") as fh:
+        for line in islice(lines_before(fh, end), len(window), None):
+            event = _event(line) if b'"assistant"' in line else None
+            if isinstance(event, AssistantEvent):
+                for block in event.content:
+                    if block.get("type") == "tool_use" and str(block.get("id")) in wanted:
+                        printer.tools[str(block.get("id"))] = str(block.get("name", "?"))
+                        wanted.discard(str(block.get("id")))
+                if not wanted:
+                    return
 
 
 def _shower(printer: EventPrinter | None) -> Callable[[bytes], None]:

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 import typer
 
 from scribe.log.store import SessionFile
-from scribe.log.verify import Verdict, verify_bytes
+from scribe.log.verify import Verdict, verify_file
 from scribe.tools.textio import plural
 
 from ..errors import EXIT_FAILED, fail
@@ -28,7 +28,7 @@ def verify(
         if all_ and session:
             raise fail("give a session or --all, not both")
         targets = sessions_in_scope(True) if all_ else [resolve_session(session)]
-        verdicts = [(found, verify_bytes(found.path.read_bytes())) for found in targets]
+        verdicts = [(found, _verified(found)) for found in targets]
         if as_json:
             records = [_record(found, v) for found, v in verdicts]
             print_json(records if all_ else records[0])
@@ -37,6 +37,12 @@ def verify(
                 _print(found, v, prefix=f"{found.id}: " if all_ else "")
         if not all(v.ok for _, v in verdicts):
             raise typer.Exit(EXIT_FAILED)
+
+
+def _verified(found: SessionFile) -> Verdict:
+    """Read in chunks, not whole: a gigabyte of log is checked in the memory of one line."""
+    with found.path.open("rb") as fh:
+        return verify_file(fh)
 
 
 def _record(found: SessionFile, v: Verdict) -> dict[str, Any]:

@@ -57,9 +57,10 @@ def _csp(script: str, live: bool) -> str:
 class SessionPage:
     """The page of one session, fed its events in log order."""
 
-    def __init__(self, session_id: str, prices: PriceBook = LIST_PRICES) -> None:
+    def __init__(self, session_id: str, prices: PriceBook = LIST_PRICES, left_out: int = 0) -> None:
         self.session_id = session_id
         self.prices = prices
+        self.left_out = left_out
         self.events: list[Event] = []
         self.timeline = Timeline(prices)
         self.store = BlockStore()
@@ -120,16 +121,29 @@ class SessionPage:
                 facts.append(f"{head.git_branch or '?'} @ {head.git_head[:10]}")
             facts += [f"started {local_time(head.created)}", f"scribe {head.scribe_version}"]
         facts.append(f"{len(self.events):,} events")
+        if self.left_out:
+            facts.append(f"{self.left_out:,} earlier events left out")
         live_badge = (f'<p class="live" id="live" role="status">following the log: it updates as events are '
                       f'appended ({len(self.events):,} events)</p>' if live else "")
         return {
             "head": (f'<header id="head"><h1>Session <code>{escape(self.session_id)}</code></h1>'
-                     f'<p class="facts">{" · ".join(inline(f) for f in facts)}</p>{live_badge}</header>'),
+                     f'<p class="facts">{" · ".join(inline(f) for f in facts)}</p>{live_badge}'
+                     f'{self._left_out_note()}</header>'),
             "figures-body": f'<div id="figures-body">{headline(stats)}{figures_html(stats)}</div>',
             "chart-box": (f'<div class="scroll chart" id="chart-box">{calls_svg(stats.calls, self.prices)}'
                           f'<div class="tip" id="chart-tip" hidden></div></div>'),
             "memory-body": f'<div id="memory-body">{memory_html(self.events)}</div>',
         }
+
+    def _left_out_note(self) -> str:
+        if not self.left_out:
+            return ""
+        first = next((e.seq for e in self.events[1:]), None)
+        return (f'<p class="left-out" role="note">This session is long: the page shows its session event and its '
+                f'last {len(self.events) - 1:,} events (from seq {first}); the {self.left_out:,} events before '
+                'them are left out, and the figures, calls and prompts here are those of the events shown. '
+                '<code>scribe log stats</code> has the whole session\'s figures, <code>scribe log show</code> '
+                'every event.</p>')
 
     def update(self, events_seen: int, calls_seen: int, blocks_seen: int) -> dict[str, Any]:
         """What a live page that has seen `events_seen` events (and so many calls and blocks)
@@ -171,8 +185,10 @@ class SessionPage:
                 f'<style>{asset("page.css")}</style></head><body>{body}</body></html>')
 
 
-def session_page(session_id: str, events: Sequence[Event], *, live: bool = False,
+def session_page(session_id: str, events: Iterable[Event], *, live: bool = False, left_out: int = 0,
                  prices: PriceBook = LIST_PRICES) -> str:
-    page = SessionPage(session_id, prices)
+    """The page of `events`; `left_out`: how many events of the log, after its session event and
+    before the rest, the caller passed over (the page says so)."""
+    page = SessionPage(session_id, prices, left_out)
     page.extend(events)
     return page.html(live=live)

@@ -1,0 +1,401 @@
+"""The derived index beside the logs: one SQLite file (`<state>/index.sqlite3`) that knows every
+session's figures, every model call and the words of every event, so listing, totals and word
+search never read whole logs.
+
+The JSONL logs stay the truth. Each session's row records the byte offset of whole lines it
+covers, with a hash of the log's first line and of the last line it covers; a log that grew is
+folded on from that offset, one that shrank or whose covered bytes changed is folded anew from
+its start, one whose size and mtime are unchanged is not opened at all. Deleting the file loses
+nothing: it is rebuilt on the next command that asks. WAL mode lets any number of readers share
+it; SQLite's own lock (with a busy timeout) keeps writers one at a time. Created 0600 in a 0700
+folder, as every state file: it holds the words of the sessions.
+
+The tables are documented for people who query them with `sqlite3` in docs/index.md.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+import sys
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from scribe.log.events import Event, SessionEvent, UnknownEvent, UsageEvent, UserEvent
+from scribe.log.index_db import Immediate, connect, index_path, prepare, quarter_of
+from scribe.log.lines import WholeLines
+from scribe.log.jsonl import LogError, LogRead, read_line
+from scribe.log.search import texts
+from scribe.context.stats import Figures, Pricer
+from scribe.log.store import SessionFile, SessionStore, header_problem
+
+# Lines folded per transaction: the writer lock is never held for long, and memory stays flat.
+BATCH_LINES = 20_000
+
+class IndexBroken(LogError):
+    """The index cannot be written or asked (locked past the busy timeout, a query it refuses)."""
+
+
+class _Raced(Exception):
+    """Another process folded the same log since this fold began."""
+
+
+@dataclass(frozen=True)
+class IndexedSession:
+    """One session as the index knows it: what `scribe log list` shows, no event read."""
+
+    id: str
+    path: Path
+    created: str | None
+    cwd: str | None
+    header_problem: str | None
+    is_session: bool
+    session_created: str | None
+    session_cwd: str | None
+    model: str | None
+    events: int
+    turns: int
+    skipped: int
+    torn: bool
+    first_ts: str | None
+    last_ts: str | None
+    figures: Figures
+
+
+@dataclass
+class _Fold:
+    """A session's running figures while lines are folded into it."""
+
+    values: dict[str, Any]
+    base: int = -1  # the bytes the index covered when this fold last wrote (or began)
+    written: int = 0  # the lines it covered then
+    usage: list[tuple[Any, ...]] = field(default_factory=list)
+    words: list[tuple[int, str, int, str]] = field(default_factory=list)  # seq, type, offset, body
+
+
+class LogIndex:
+    """The index of one state folder. `refresh` brings sessions up to date with their logs;
+    the queries read what is there."""
+
+    def __init__(self, db: sqlite3.Connection, price: Pricer, pricing_key: str, where: str = ":memory:") -> None:
+        self.db, self.price, self.pricing_key, self.where = db, price, pricing_key, where
+        self._known: dict[str, sqlite3.Row] = {}  # rows as `sessions` last read them
+
+    @classmethod
+    def open(cls, state: Path, price: Pricer, pricing_key: str) -> LogIndex:
+        """The index of `state`, created if missing. Where it cannot be written (a read-only
+        folder), one in memory: slower, the same answers."""
+        where = index_path(state)
+        try:
+            db = connect(where)
+        except (OSError, sqlite3.Error):
+            db, where = sqlite3.connect(":memory:", isolation_level=None), ":memory:"
+            prepare(db)
+        index = cls(db, price, pricing_key, str(where))
+        index._check_pricing()
+        return index
+
+    def close(self) -> None:
+        self.db.close()
+
+    def __enter__(self) -> LogIndex:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- keeping up with the logs ----------------------------------------------------------
+
+    def refresh(self, paths: Iterable[Path]) -> None:
+        for path in paths:
+            self.refresh_one(path)
+
+    def refresh_one(self, path: Path) -> None:
+        try:
+            info = path.stat()
+        except OSError as exc:
+            raise LogError(f"cannot read {path}: {exc.strerror or exc}") from None
+        self._known.pop(path.stem, None)
+        for _ in range(3):  # another process folding the same log at once: its fold stands
+            row = self._row(path.stem)
+            if row is not None and _fresh(row, path, info):
+                return
+            try:
+                with path.open("rb") as fh:
+                    self._fold_file(path, fh, row, info.st_mtime_ns)
+                return
+            except _Raced:
+                continue
+            except OSError as exc:
+                raise LogError(f"cannot read {path}: {exc.strerror or exc}") from None
+            except sqlite3.Error as exc:
+                raise IndexBroken(f"cannot update the index {self.where}: {exc}") from None
+
+    def _fold_file(self, path: Path, fh: Any, row: sqlite3.Row | None, mtime_ns: int) -> None:
+        first_line = fh.readline()
+        if row is None or row["covered"] == 0 or not _still_covers(fh, row, first_line):
+            row = self._start_over(path, first_line)
+        fold = _Fold(dict(row) | {"path": str(path)}, base=row["covered"], written=row["lines"])
+        number = fold.values["lines"]
+        read = LogRead(last_seq=fold.values["last_seq"])
+        lines = WholeLines(fh, fold.values["covered"])
+        for offset, raw in lines:
+            number += 1
+            skipped = len(read.problems)
+            event = read_line(read, number, raw)
+            _fold_line(fold, event, offset, raw, len(read.problems) > skipped, self.price)
+            fold.values.update(lines=number, covered=offset + len(raw) + 1, last_seq=read.last_seq)
+            if len(fold.usage) + len(fold.words) >= BATCH_LINES or number - fold.written >= BATCH_LINES:
+                # mtime 0: a fold cut short here is not taken for a whole one
+                self._write(fold, torn=False, size=fold.values["covered"], mtime_ns=0)
+        self._write(fold, torn=bool(lines.torn), size=lines.end + len(lines.torn), mtime_ns=mtime_ns)
+
+    def _start_over(self, path: Path, first_line: bytes) -> sqlite3.Row:
+        """Forget what the index held of this session and describe its log anew from line one."""
+        first = _first_record(first_line)
+        created, cwd = first.get("created") if first else None, first.get("cwd") if first else None
+        with self._transaction():
+            old = self.db.execute("SELECT rowid FROM sessions WHERE id = ?", (path.stem,)).fetchone()
+            if old is not None:
+                self.db.execute("DELETE FROM usage WHERE session = ?", (old[0],))
+                self.db.execute("DELETE FROM usage_quarters WHERE session = ?", (old[0],))
+                self.db.execute("DELETE FROM texts WHERE session = ?", (old[0],))
+                self.db.execute("DELETE FROM sessions WHERE rowid = ?", (old[0],))
+            self.db.execute(
+                "INSERT INTO sessions (id, path, created, cwd, header_problem, header_sha256) VALUES (?,?,?,?,?,?)",
+                (path.stem, str(path), created if isinstance(created, str) else None,
+                 cwd if isinstance(cwd, str) else None, header_problem(first), None))
+        row = self._row(path.stem)
+        assert row is not None
+        return row
+
+    def _write(self, fold: _Fold, *, torn: bool, size: int, mtime_ns: int) -> None:
+        v = fold.values
+        with self._transaction():
+            rowid = v["rowid"]
+            now = self.db.execute("SELECT covered FROM sessions WHERE rowid = ?", (rowid,)).fetchone()
+            if now is None or now[0] != fold.base:
+                raise _Raced
+            self.db.executemany("INSERT OR REPLACE INTO usage VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                                [(rowid, *u) for u in fold.usage])
+            self.db.executemany(
+                "INSERT INTO usage_quarters VALUES (?,?,?,?,1,?,?,?,?,?,?,?) ON CONFLICT DO UPDATE SET "
+                "calls = calls + 1, input = input + excluded.input, cache_read = cache_read + excluded.cache_read, "
+                "cache_write = cache_write + excluded.cache_write, output = output + excluded.output, "
+                "cost_usd = cost_usd + excluded.cost_usd, uncached_cost_usd = uncached_cost_usd + "
+                "excluded.uncached_cost_usd, unpriced = unpriced + excluded.unpriced",
+                [(rowid, quarter_of(u[1]), u[3], u[2], *u[4:8], u[9] or 0.0, u[10] or 0.0, int(u[9] is None))
+                 for u in fold.usage])
+            for seq, type_name, offset, body in fold.words:
+                cursor = self.db.execute("INSERT INTO texts (session, seq, type, line_offset) VALUES (?,?,?,?)",
+                                         (rowid, seq, type_name, offset))
+                self.db.execute("INSERT INTO text_search (rowid, body) VALUES (?,?)", (cursor.lastrowid, body))
+            v.update(torn=int(torn), size=size, mtime_ns=mtime_ns)
+            columns = [k for k in v if k not in ("rowid", "id")]
+            self.db.execute(f"UPDATE sessions SET {', '.join(f'{k} = ?' for k in columns)} WHERE rowid = ?",
+                            [v[k] for k in columns] + [rowid])
+        fold.usage.clear()
+        fold.words.clear()
+        fold.base, fold.written = v["covered"], v["lines"]
+
+    def _check_pricing(self) -> None:
+        """Costs are kept priced; under another pricing (agent/pricing.py changed) every call is
+        priced anew, in log order, so the sums are what pricing each call would add up to."""
+        found = self.db.execute("SELECT value FROM meta WHERE key = 'pricing'").fetchone()
+        if found is not None and found[0] == self.pricing_key:
+            return
+        with self._transaction():
+            self.db.execute("INSERT OR REPLACE INTO meta VALUES ('pricing', ?)", (self.pricing_key,))
+            sessions = [r[0] for r in self.db.execute("SELECT rowid FROM sessions")]
+            for rowid in sessions:
+                total, priced = Figures(), []
+                for seq, *rest in self.db.execute(
+                        "SELECT seq, ts, purpose, model, input, cache_read, cache_write, output, latency_ms "
+                        "FROM usage WHERE session = ? ORDER BY seq", (rowid,)).fetchall():
+                    usage = UsageEvent(seq, *rest)
+                    cost, uncached = self.price(usage)
+                    total.add(usage, cost, uncached)
+                    priced.append((cost, uncached, rowid, seq))
+                self.db.executemany("UPDATE usage SET cost_usd = ?, uncached_cost_usd = ? "
+                                    "WHERE session = ? AND seq = ?", priced)
+                self.db.execute("UPDATE sessions SET cost_usd = ?, uncached_cost_usd = ?, unpriced = ? WHERE rowid = ?",
+                                (total.cost_usd, total.uncached_cost_usd, total.unpriced, rowid))
+                self.db.execute("DELETE FROM usage_quarters WHERE session = ?", (rowid,))
+                self.db.execute(
+                    "INSERT INTO usage_quarters SELECT session, quarter(ts), model, purpose, count(*), sum(input), "
+                    "sum(cache_read), sum(cache_write), sum(output), total(cost_usd), total(uncached_cost_usd), "
+                    "sum(cost_usd IS NULL) FROM usage WHERE session = ? GROUP BY 2, 3, 4", (rowid,))
+
+    def _transaction(self) -> Any:
+        return Immediate(self.db)
+
+    def _row(self, session_id: str) -> sqlite3.Row | None:
+        found: sqlite3.Row | None = self.db.execute("SELECT * FROM sessions WHERE id = ?", (session_id,)).fetchone()
+        return found
+
+    # -- what the index answers ------------------------------------------------------------
+
+    def sessions(self, store: SessionStore, cwd: Path | None = None) -> tuple[list[SessionFile], list[LogError]]:
+        """`store.sessions(cwd)` as the index knows them (each brought up to date first, none
+        described from its file), and the logs that could not be read. One query reads every
+        row; only a log whose size or mtime moved is opened."""
+        if not store.sessions_dir.is_dir():
+            return [], []
+        known = {row["id"]: row for row in self.db.execute("SELECT * FROM sessions")}
+        found, unread = [], []
+        for path in store.sessions_dir.glob("*.jsonl"):
+            row = known.get(path.stem)
+            try:
+                info = path.stat()
+                if row is None or not _fresh(row, path, info):
+                    self.refresh_one(path)
+                    row = known[path.stem] = self._row(path.stem)
+            except IndexBroken:
+                raise
+            except (LogError, OSError) as exc:
+                unread.append(exc if isinstance(exc, LogError) else LogError(f"cannot read {path}: {exc.strerror}"))
+                continue
+            assert row is not None
+            found.append(SessionFile(row["id"], path, row["cwd"], row["created"], damaged=row["header_problem"],
+                                     mtime=row["mtime_ns"] / 1e9))
+        self._known = known
+        found.sort(key=lambda s: (s.created or "", s.id))
+        if cwd is not None:
+            found = [s for s in found if s.cwd == str(cwd) or (s.cwd is None and s.damaged)]
+        return found, unread
+
+    def session(self, session_id: str) -> IndexedSession | None:
+        row = self._known.get(session_id) or self._row(session_id)
+        return _indexed(row) if row is not None else None
+
+    def usage_groups(self, by: str, session_ids: list[str]) -> Iterator[tuple[str, Figures]]:
+        """The calls of these sessions summed per day (local time), model or session, in order."""
+        key = {"day": "date(u.quarter, 'localtime')", "model": "u.model", "session": "s.id"}[by]
+        order = "min(coalesce(s.created, '')), s.id" if by == "session" else "1"
+        self._scope(session_ids)
+        query = (f"SELECT {key}, sum(u.calls), sum(u.input), sum(u.cache_read), sum(u.cache_write), sum(u.output), "
+                 "sum(u.cost_usd), sum(u.uncached_cost_usd), sum(u.unpriced) FROM usage_quarters u "
+                 "JOIN sessions s ON s.rowid = u.session "
+                 f"JOIN temp.scope c ON c.id = s.id GROUP BY 1 ORDER BY {order}")
+        for name, *counts in self.db.execute(query):
+            yield str(name), Figures(*counts)
+
+    def _scope(self, session_ids: list[str]) -> None:
+        """The sessions a query joins with (temp.scope): thousands of ids are no SQL text."""
+        self.db.execute("CREATE TEMP TABLE IF NOT EXISTS scope (id TEXT PRIMARY KEY)")
+        self.db.execute("DELETE FROM temp.scope")
+        self.db.executemany("INSERT OR IGNORE INTO temp.scope VALUES (?)", [(i,) for i in session_ids])
+
+    def word_hits(self, query: str, session_ids: list[str]) -> Iterator[tuple[str, int, int]]:
+        """(session id, seq, offset of its line) of every event holding all of `query`'s words, in
+        the sessions' order (created, then id) and by seq."""
+        self._scope(session_ids)
+        try:
+            yield from (tuple(row) for row in self.db.execute(
+                "SELECT s.id, t.seq, t.line_offset FROM text_search f JOIN texts t ON t.rowid = f.rowid "
+                "JOIN sessions s ON s.rowid = t.session JOIN temp.scope c ON c.id = s.id "
+                "WHERE text_search MATCH ? ORDER BY coalesce(s.created, ''), s.id, t.seq", (query,)))
+        except sqlite3.OperationalError as exc:
+            raise IndexBroken(f"cannot search the index for {query!r}: {exc}") from None
+
+
+def _fresh(row: sqlite3.Row, path: Path, info: os.stat_result) -> bool:
+    """The row describes the file as it is: same place, size and mtime."""
+    return row["size"] == info.st_size and row["mtime_ns"] == info.st_mtime_ns and row["path"] == str(path)
+
+
+def _still_covers(fh: Any, row: sqlite3.Row, first_line: bytes) -> bool:
+    """The log still holds, unchanged at both ends, the lines the row covers."""
+    if row["header_sha256"] != _sha256(first_line):
+        return False
+    start, end = row["last_line_offset"], row["covered"]
+    fh.seek(start)
+    last = fh.read(end - start)
+    fh.seek(0)
+    return len(last) == end - start and _sha256(last) == row["last_line_sha256"]
+
+
+def _fold_line(fold: _Fold, event: Event | None, offset: int, raw: bytes, skipped: bool, price: Pricer) -> None:
+    v = fold.values
+    if v["lines"] == 0:
+        v["header_sha256"] = _sha256(raw + b"\n")
+    v["last_line_offset"], v["last_line_sha256"] = offset, _sha256(raw + b"\n")
+    if skipped:
+        v["skipped"] += 1
+    if event is None:
+        return
+    if v["events"] == 0 and isinstance(event, SessionEvent):
+        v.update(is_session=1, session_created=event.created, session_cwd=event.cwd, model=event.model)
+    v["events"] += 1
+    v["first_ts"] = v["first_ts"] or event.ts
+    v["last_ts"] = event.ts
+    if isinstance(event, UserEvent):
+        v["turns"] += 1
+    elif isinstance(event, UsageEvent):
+        cost, uncached = price(event)
+        for name in ("input", "cache_read", "cache_write", "output"):
+            v[name] += getattr(event, name)
+        v["calls"] += 1
+        if cost is None:  # a model with no price: its cost is unknown, not zero
+            v["unpriced"] += 1
+        else:
+            v["cost_usd"] += cost
+            v["uncached_cost_usd"] += uncached or 0.0
+        fold.usage.append((event.seq, event.ts, sys.intern(event.purpose), sys.intern(event.model), event.input,
+                           event.cache_read, event.cache_write, event.output, event.latency_ms, cost, uncached))
+    body = "\n".join(text for _, text in texts(event))
+    if body:
+        type_name = event.type_name if isinstance(event, UnknownEvent) else event.type
+        fold.words.append((event.seq, type_name, offset, body))
+
+
+def _indexed(row: sqlite3.Row) -> IndexedSession:
+    figures = Figures(row["calls"], row["input"], row["cache_read"], row["cache_write"], row["output"],
+                      row["cost_usd"], row["uncached_cost_usd"], row["unpriced"])
+    return IndexedSession(row["id"], Path(row["path"]), row["created"], row["cwd"], row["header_problem"],
+                          bool(row["is_session"]), row["session_created"], row["session_cwd"], row["model"],
+                          row["events"], row["turns"], row["skipped"], bool(row["torn"]), row["first_ts"],
+                          row["last_ts"], figures)
+
+
+def _first_record(line: bytes) -> dict[str, Any] | None:
+    try:
+        record = json.loads(line)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return None
+    return record if isinstance(record, dict) else None
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+class EventsAt:
+    """The events on the lines where the index found them, read back from their logs (one
+    open file per log): `at(path, offset)` is None when that line is no longer an event (the
+    log changed since the index last looked)."""
+
+    def __init__(self) -> None:
+        self._open: dict[Path, Any] = {}
+
+    def at(self, path: Path, offset: int) -> Event | None:
+        try:
+            fh = self._open.get(path) or self._open.setdefault(path, path.open("rb"))
+            fh.seek(offset)
+            raw = fh.readline()
+        except OSError as exc:
+            raise LogError(f"cannot read {path}: {exc.strerror or exc}") from None
+        if not raw.endswith(b"\n"):
+            return None
+        return read_line(LogRead(), 0, raw[:-1])
+
+    def __enter__(self) -> EventsAt:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for fh in self._open.values():
+            fh.close()
