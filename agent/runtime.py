@@ -116,7 +116,7 @@ def window_here(workspace: Path, settings: Settings) -> tuple[ContextWindow | No
         reported = ContextWindow(tokens, "server") if tokens is not None else None
     window = effective_window(settings.model, settings.context_tokens, reported)
     system = system_text(Environment(str(workspace), None, None, date.today()),
-                         read_project_texts(workspace, notes_path(workspace)))
+                         read_project_texts(workspace, notes_path(workspace)).texts)
     fixed = estimate_text(system) + estimate_text(json.dumps(tool_definitions(builtin_tools()), ensure_ascii=False))
     return window, limits(window, observe=settings.observe_tokens, reflect=settings.reflect_tokens,
                           side_call=settings.side_call_tokens, max_tokens=settings.max_tokens, fixed=fixed)

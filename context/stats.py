@@ -8,71 +8,17 @@ from __future__ import annotations
 
 import dataclasses
 from array import array
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from scribe.log.digest import LogDigest
 from scribe.log.events import Event, ObservationEvent, ReflectionEvent, SessionEvent, UsageEvent, UserEvent
+from scribe.log.figures import Figures, Pricer
 from scribe.log.health import MemoryHealth, count
 from scribe.context.tokens import event_tokens
 
-# (cost, cost of the same call with no caching), in USD; (None, None) for a model with no price.
-Pricer = Callable[[UsageEvent], tuple[float | None, float | None]]
-
 PURPOSES = ("agent", "observer", "reflector", "curator")
-
-
-@dataclass
-class Figures:
-    """The sum of some model calls, exactly as the server billed them."""
-
-    calls: int = 0
-    input: int = 0
-    cache_read: int = 0
-    cache_write: int = 0
-    output: int = 0
-    cost_usd: float = 0.0  # of the priced calls
-    uncached_cost_usd: float = 0.0
-    unpriced: int = 0  # calls of a model with no price: their cost is unknown, not zero
-
-    @property
-    def priced(self) -> bool:
-        """Every call has a price, so `cost_usd` is the whole cost."""
-        return self.unpriced == 0
-
-    @property
-    def prompt_tokens(self) -> int:
-        """Every prompt token, however billed: input + cache read + cache write."""
-        return self.input + self.cache_read + self.cache_write
-
-    @property
-    def hit_rate(self) -> float:
-        return self.cache_read / self.prompt_tokens if self.prompt_tokens else 0.0
-
-    def add(self, usage: UsageEvent, cost: float | None = 0.0, uncached: float | None = 0.0) -> None:
-        self.calls += 1
-        if cost is None:
-            self.unpriced += 1
-            cost = uncached = 0.0
-        self.input += usage.input
-        self.cache_read += usage.cache_read
-        self.cache_write += usage.cache_write
-        self.output += usage.output
-        self.cost_usd += cost
-        self.uncached_cost_usd += uncached or 0.0
-
-    def as_dict(self) -> dict[str, Any]:
-        """Dollar figures are null when any call is unpriced: a sum that leaves calls out is not
-        their cost (`unpriced_calls` says how many)."""
-        return {"calls": self.calls, "input": self.input, "cache_read": self.cache_read,
-                "cache_write": self.cache_write, "output": self.output, "prompt_tokens": self.prompt_tokens,
-                "hit_rate": round(self.hit_rate, 6), "cost_usd": self._usd(self.cost_usd),
-                "uncached_cost_usd": self._usd(self.uncached_cost_usd),
-                "saved_usd": self._usd(self.uncached_cost_usd - self.cost_usd), "unpriced_calls": self.unpriced}
-
-    def _usd(self, value: float) -> float | None:
-        return round(value, 6) if self.priced else None
 
 
 @dataclass(frozen=True)
@@ -128,6 +74,8 @@ class SessionStats:
     calls: list[CallFigures] = field(default_factory=list)
     compression: Compression = field(default_factory=Compression)
     memory: MemoryHealth = field(default_factory=MemoryHealth)
+    # The models whose calls had no price, kept whether or not the calls are listed.
+    unpriced_models: set[str] = field(default_factory=set)
 
     def as_dict(self) -> dict[str, Any]:
         return {"total": self.total.as_dict(),
@@ -163,6 +111,8 @@ def session_stats(events: Iterable[Event], price: Pricer, *, per_call: bool = Tr
         count(health, event)
         if isinstance(event, UsageEvent):
             cost, uncached = price(event)
+            if cost is None:
+                stats.unpriced_models.add(event.model)
             stats.total.add(event, cost, uncached)
             stats.by_purpose.setdefault(event.purpose, Figures()).add(event, cost, uncached)
             if per_call:

@@ -30,7 +30,7 @@ from scribe.log.index_db import Immediate, connect, index_path, prepare, quarter
 from scribe.log.lines import WholeLines
 from scribe.log.jsonl import LogError, LogRead, read_line
 from scribe.log.search import texts
-from scribe.context.stats import Figures, Pricer
+from scribe.log.figures import Figures, Pricer
 from scribe.log.store import SessionFile, SessionStore, header_problem
 
 # Lines folded per transaction: the writer lock is never held for long, and memory stays flat.

@@ -82,7 +82,7 @@ def summary_lines(figures: SessionStats) -> list[str]:
     lines: list[str] = []
     total = figures.total
     if total.calls and not total.priced:
-        models = sorted({c.model for c in figures.calls if c.cost_usd is None})
+        models = sorted(figures.unpriced_models)
         lines.append(f"prompt tokens: {total.prompt_tokens:,}, {percent(total.hit_rate)} read from the cache; "
                      f"{', '.join(models)} {'has' if len(models) == 1 else 'have'} no price: its calls are "
                      f"{UNPRICED_NOTE}")
