@@ -2,6 +2,10 @@
 
 Each setting is one field of `Settings`; its environment variable is SCRIBE_<NAME> and its
 config-file key is <name>, so the three spellings never drift apart.
+
+The workspace config (`<workspace>/.scribe/config.toml`) applies only once the person trusts
+the workspace (agent/trust.py): until then its settings are ignored, whole. A state folder that
+SCRIBE_HOME moves outside the workspace is the person's own, and so is the config file in it.
 """
 
 from __future__ import annotations
@@ -16,6 +20,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from .trust import MCP_JSON, TRUST_FILE, TrustStore, WorkspaceTrust, fingerprint
 
 # The current Sonnet and Haiku in the SDK's model list (anthropic 2.14).
 DEFAULT_MODEL = "claude-sonnet-5-5"
@@ -87,9 +93,18 @@ LIMITS: dict[str, tuple[float, float | None]] = {
 }
 
 
-def user_config_path() -> Path:
+def user_config_dir() -> Path:
+    """The person's own scribe folder: their config file and their trust file."""
     base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    return Path(base) / "scribe" / "config.toml"
+    return Path(base) / "scribe"
+
+
+def user_config_path() -> Path:
+    return user_config_dir() / "config.toml"
+
+
+def trust_store() -> TrustStore:
+    return TrustStore(user_config_dir() / TRUST_FILE)
 
 
 def find_workspace(cwd: Path) -> Path:
@@ -101,35 +116,113 @@ def find_workspace(cwd: Path) -> Path:
     return cwd
 
 
+# What scribe keeps in its state folder; in a workspace's own `.scribe` none may be a link.
+STATE_ENTRIES = ("config.toml", "sessions", "notes.md", "history", "mcp")
+
+
 def state_dir(workspace: Path) -> Path:
     """The state folder: `<workspace>/.scribe`, or SCRIBE_HOME. A missing one is made when first
-    written; one that is a file (or lies under a file) is refused here, once, with one line."""
+    written; one that is a file (or lies under a file) is refused here, once, with one line.
+
+    A `.scribe` that is a symbolic link, or holds one where scribe keeps its files, is refused:
+    a repository can commit links, and would then choose where transcripts are written and what
+    config is read (a link to a folder inside the workspace would let the agent's own file
+    tools rewrite the config). SCRIBE_HOME is the person's choice, links and all."""
     home = os.environ.get("SCRIBE_HOME")
     path = Path(home).expanduser().resolve() if home else workspace / ".scribe"
     existing = next((p for p in (path, *path.parents) if os.path.lexists(p)), None)
+    if not home:
+        for link in (path, *(path / name for name in STATE_ENTRIES)):
+            if link.is_symlink():
+                raise ConfigError(f"{link} is a symbolic link (to {os.readlink(link)}); scribe keeps its state "
+                                  f"only in a real folder: remove the link, or set SCRIBE_HOME")
     if existing is not None and not existing.is_dir():
         raise ConfigError(f"SCRIBE_HOME {path} is not a folder" if home else
                           f"the state folder {path} is not a folder")
     return path
 
 
+def own_config_path(workspace: Path) -> Path | None:
+    """The state folder's config file when it is the workspace's own (inside it), else None."""
+    state = state_dir(workspace)
+    return state / "config.toml" if _inside(state, workspace) else None
+
+
+def workspace_files(workspace: Path) -> dict[str, bytes]:
+    """The workspace's own config files that exist, by their name in it: what trusting it
+    applies, read once (what is applied is what was fingerprinted, not a later rewrite)."""
+    own = own_config_path(workspace)
+    named = {MCP_JSON: workspace / MCP_JSON}
+    if own is not None:
+        named[_own_name(workspace, own)] = own
+    found: dict[str, bytes] = {}
+    for name, path in named.items():
+        if path.is_file():
+            try:
+                found[name] = path.read_bytes()
+            except OSError as exc:
+                raise ConfigError(f"{path}: cannot read ({exc.strerror})") from None
+    return found
+
+
+def _own_name(workspace: Path, path: Path) -> str:
+    return path.resolve().relative_to(workspace.resolve()).as_posix()
+
+
+def trust_of(workspace: Path, *, granted: bool = False) -> WorkspaceTrust:
+    """Whether the workspace's own files apply: trusted in the person's trust file with these
+    very files, or `granted` for this run (--trust-workspace)."""
+    files = workspace_files(workspace)
+    mark = fingerprint(files)
+    if not files:
+        return WorkspaceTrust(workspace, files, mark, True, "it has no config files of its own")
+    if granted:
+        return WorkspaceTrust(workspace, files, mark, True, "trusted for this run (--trust-workspace)")
+    entry = trust_store().find(workspace)
+    if entry is None:
+        return WorkspaceTrust(workspace, files, mark, False, "not trusted")
+    if entry.fingerprint != mark:
+        return WorkspaceTrust(workspace, files, mark, False, f"its files changed since you trusted it ({entry.since})")
+    return WorkspaceTrust(workspace, files, mark, True, f"trusted since {entry.since} ({trust_store().path})")
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    path, folder = path.resolve(), folder.resolve()
+    return path == folder or path.is_relative_to(folder)
+
+
 def load_settings(workspace: Path, flags: Mapping[str, Any] | None = None,
                   environ: Mapping[str, str] | None = None,
-                  defaults: Mapping[str, Any] | None = None) -> Settings:
+                  defaults: Mapping[str, Any] | None = None, *, trust: WorkspaceTrust | None = None) -> Settings:
     """`defaults` replace the built-in defaults for one front end (the REPL asks by default),
-    below every file, variable and flag."""
-    return explain_settings(workspace, flags, environ, defaults)[0]
+    below every file, variable and flag. `trust`: as `trust_of` finds it, unless given."""
+    return explain_settings(workspace, flags, environ, defaults, trust=trust)[0]
+
+
+def config_files(workspace: Path, trust: WorkspaceTrust | None = None) -> dict[Path, bytes | None]:
+    """The config files that apply, weakest first: the person's own, then the state folder's
+    when it is the person's own, or the workspace's and trusted. Each with its text when it is
+    the workspace's (the bytes trust fingerprinted), None for a file to read now."""
+    trust = trust or trust_of(workspace)
+    own = own_config_path(workspace)
+    applied: dict[Path, bytes | None] = {user_config_path(): None}
+    if own is None:
+        applied[state_dir(workspace) / "config.toml"] = None
+    elif trust.trusted and _own_name(workspace, own) in trust.files:
+        applied[own] = trust.files[_own_name(workspace, own)]
+    return applied
 
 
 def explain_settings(workspace: Path, flags: Mapping[str, Any] | None = None,
                      environ: Mapping[str, str] | None = None,
-                     defaults: Mapping[str, Any] | None = None) -> tuple[Settings, dict[str, str]]:
+                     defaults: Mapping[str, Any] | None = None, *,
+                     trust: WorkspaceTrust | None = None) -> tuple[Settings, dict[str, str]]:
     """The effective settings, and where each came from (`scribe config` shows both)."""
     environ = os.environ if environ is None else environ
     values: dict[str, Any] = dict(defaults or {})
     origin = {name: "default" for name in FIELDS}
-    for path in (user_config_path(), state_dir(workspace) / "config.toml"):
-        found = _read_toml(path)
+    for path, text in config_files(workspace, trust).items():
+        found = _read_toml(path, text)
         values.update(found)
         origin.update({name: str(path) for name in found})
     for name in FIELDS:
@@ -147,14 +240,14 @@ def explain_settings(workspace: Path, flags: Mapping[str, Any] | None = None,
     return settings, origin
 
 
-def read_config_file(path: Path) -> Any:
+def read_config_file(path: Path, data: bytes | None = None) -> Any:
     """A config file parsed (TOML, or JSON for a `.json` file), None if there is none; a file
-    that cannot be read or parsed is a ConfigError naming it."""
-    if not path.is_file():
+    that cannot be read or parsed is a ConfigError naming it. `data`: its bytes as read before."""
+    if data is None and not path.is_file():
         return None
     kind = "JSON" if path.suffix == ".json" else "TOML"
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8") if data is None else data.decode("utf-8")
         return json.loads(text) if kind == "JSON" else tomllib.loads(text)
     except (tomllib.TOMLDecodeError, json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: not valid {kind} ({exc})") from None
@@ -162,8 +255,8 @@ def read_config_file(path: Path) -> Any:
         raise ConfigError(f"{path}: cannot read ({exc.strerror})") from None
 
 
-def _read_toml(path: Path) -> dict[str, Any]:
-    data = read_config_file(path) or {}
+def _read_toml(path: Path, text: bytes | None = None) -> dict[str, Any]:
+    data = read_config_file(path, text) or {}
     # [mcp.servers.NAME] tables are read by agent/mcpconfig.py.
     unknown = sorted(set(data) - set(FIELDS) - {"mcp"})
     if unknown:

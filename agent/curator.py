@@ -14,7 +14,6 @@ The file is replaced atomically and only with an answer that passed its reader
 from __future__ import annotations
 
 import hashlib
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,13 +31,16 @@ from scribe.memory.notes import (
     read_notes,
     session_facts,
 )
+from scribe.log.private import make_private_folder, write_private
 from scribe.context.render import Request
 from scribe.context.tokens import estimate_text
 from scribe.memory.uncurated import needs_curation
+from scribe.tools.secrets import Redactor
 from scribe.tools.textio import plural
 
 from .config import Settings
 from .errors import ModelError
+from .instructions import InstructionFileRefused, notes_text
 from .model import ModelClient
 from .session import Session, notes_path, open_session, store_for
 
@@ -67,7 +69,10 @@ def curate(session: Session, model: ModelClient, settings: Settings, path: Path)
         return Curation(False, "notes: nothing new to curate from this session", noteworthy=False)
     if facts[-1].seq <= _refused_upto(tail_after(events, since), since):  # a refusal follows what it read
         return Curation(False, "notes: nothing new since this session's last curation was refused", noteworthy=False)
-    current = path.read_text(encoding="utf-8") if path.is_file() else ""
+    try:
+        current = Redactor.from_environ()(notes_text(path) or "")
+    except InstructionFileRefused as exc:
+        return Curation(False, f"notes: {exc}; nothing was curated")
     system = CURATOR_SYSTEM.format(budget=settings.notes_tokens)
     room = InputBudget(settings.side_call_tokens).room(system) - estimate_text(current) - INPUT_FRAMING_TOKENS
     if room < LEAST_ROOM_FOR_FACTS:
@@ -144,7 +149,5 @@ def _refused_upto(events: Sequence[Event], since: int) -> int:
 
 def _write_atomically(path: Path, text: str) -> None:
     """A reader (or the person's editor) sees the old notes or the new, never half of them."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    temporary.write_text(text, encoding="utf-8")
-    os.replace(temporary, path)
+    make_private_folder(path.parent)
+    write_private(path, text)

@@ -8,11 +8,16 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import platform
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 from typing import Any
+
+from scribe.tools.base import ToolContext, ToolError
+from scribe.tools.paths import resolve_path
+from scribe.tools.secrets import Redactor
 
 GUIDANCE = """\
 You are scribe, a coding agent working in a person's repository from their terminal.
@@ -60,21 +65,74 @@ class ProjectText:
         return {"path": str(self.path), "sha256": hashlib.sha256(self.text.encode("utf-8")).hexdigest()}
 
 
-def read_project_texts(workspace: Path, notes_path: Path) -> list[ProjectText]:
-    """AGENTS.md and CLAUDE.md at the workspace root, then the curated notes, if present."""
-    found = []
+@dataclass(frozen=True)
+class ProjectTexts:
+    texts: list[ProjectText]
+    # One line per file left out (it leads outside the workspace), for the person to see.
+    refused: list[str]
+
+
+class InstructionFileRefused(ValueError):
+    """An instruction file that leads where read_file would not go."""
+
+
+def read_project_texts(workspace: Path, notes_path: Path, redact: Redactor | None = None) -> ProjectTexts:
+    """AGENTS.md and CLAUDE.md at the workspace root, then the curated notes, if present. They
+    are read as read_file reads a file (a repository can commit `AGENTS.md -> ~/.ssh/id_rsa`):
+    one that resolves outside the workspace (or into scribe's state) is left out and named in
+    `refused`; what is read is redacted as a tool's output is, since it goes to the model and
+    into the log."""
+    redact = redact or Redactor.from_environ()
+    found, refused = [], []
+    context = ToolContext(workspace=workspace, scribe_folders=(notes_path.parent,))
     for name in PROJECT_FILES:
         path = workspace / name
+        if not os.path.lexists(path):
+            continue
+        try:
+            resolve_path(context, name)
+        except ToolError:
+            target = _target(path)
+            where = "into scribe's own state" if Path(target).is_relative_to(workspace.resolve()) else \
+                "outside the workspace"
+            refused.append(f"{name} was not read into the instructions: it leads to {target}, {where} "
+                           "(read_file refuses it too)")
+            continue
         if path.is_file():
-            found.append(ProjectText(f"Project instructions ({name})", path, _read(path)))
-    if notes_path.is_file():
+            found.append(ProjectText(f"Project instructions ({name})", path, redact(_read(path))))
+    try:
+        notes = notes_text(notes_path)
+    except InstructionFileRefused as exc:
+        refused.append(str(exc))
+        notes = None
+    if notes is not None:
         found.append(ProjectText("Project notes (curated from earlier sessions; "
-                                 "read them back with `scribe notes show`)", notes_path, _read(notes_path)))
-    return [t for t in found if t.text.strip()]
+                                 "read them back with `scribe notes show`)", notes_path, redact(notes)))
+    return ProjectTexts([t for t in found if t.text.strip()], refused)
+
+
+def notes_text(path: Path) -> str | None:
+    """The project notes, None when there are none; a notes file that is a link (to anywhere)
+    is refused: scribe writes it as a file of its own."""
+    if path.is_symlink():
+        raise InstructionFileRefused(f"{path} is a symbolic link (to {_target(path)}); the notes were not read")
+    if not path.is_file():
+        return None
+    return _read(path)
+
+
+def _target(path: Path) -> str:
+    try:
+        return str(path.resolve())
+    except (OSError, RuntimeError):
+        return "a link that does not resolve"
 
 
 def _read(path: Path) -> str:
-    text = path.read_text(encoding="utf-8", errors="replace")
+    # Never more than the cut needs: a huge file is not read whole (4 bytes a character at most).
+    with path.open("rb") as handle:
+        data = handle.read(MAX_FILE_CHARS * 4 + 4)
+    text = data.decode("utf-8", errors="replace")
     if len(text) > MAX_FILE_CHARS:
         text = text[:MAX_FILE_CHARS] + f"\n[… cut at {MAX_FILE_CHARS} characters …]"
     return text

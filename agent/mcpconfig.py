@@ -4,9 +4,11 @@ Claude Code's `.mcp.json` at the workspace root.
 Weakest first, a later source replacing a server of the same name:
     ~/.config/scribe/config.toml  ->  <workspace>/.mcp.json  ->  <workspace>/.scribe/config.toml
 
-`.mcp.json` is usually committed with the project, so a clone could start any program on your
-machine; its servers are used only once you trust the file (`trust_mcp_json = true`, in a config
-file of yours or as SCRIBE_TRUST_MCP_JSON), as Claude Code asks before using them.
+A workspace's own files (`.mcp.json`, and `.scribe/config.toml` unless SCRIBE_HOME moves it out)
+apply only once the person trusts the workspace (agent/trust.py). `.mcp.json` is usually
+committed with the project, so a clone could start any program on your machine; its servers are
+used only when the workspace is trusted and `trust_mcp_json = true` as well (in a config file
+that applies, or as SCRIBE_TRUST_MCP_JSON), as Claude Code asks before using them.
 
 `${VAR}` and `${VAR:-default}` in a command, its arguments, `env`, a URL or `headers` are
 replaced from the environment (so a committed file can name a token without holding it).
@@ -23,9 +25,9 @@ from typing import Any
 
 from scribe.tools.mcp.spec import ServerSpec, Transport
 
-from .config import ConfigError, Settings, read_config_file, state_dir, user_config_path
+from .config import ConfigError, Settings, config_files, read_config_file, trust_of
+from .trust import MCP_JSON, WorkspaceTrust
 
-MCP_JSON = ".mcp.json"
 KEYS = ("type", "command", "args", "env", "cwd", "url", "headers", "allow", "timeout_s", "enabled")
 _TRANSPORTS: dict[str, Transport] = {"stdio": "stdio", "http": "http", "streamable-http": "http",
                                      "streamable_http": "http"}
@@ -37,27 +39,33 @@ class McpConfig:
     servers: list[ServerSpec]
     # Servers of a `.mcp.json` left unused because it is not trusted (name -> the file).
     untrusted: dict[str, str] = field(default_factory=dict)
+    # Whether the workspace itself is trusted (else `.scribe/config.toml`'s servers are left out too).
+    workspace_trusted: bool = True
 
 
-def mcp_config(workspace: Path, settings: Settings, environ: Mapping[str, str] | None = None) -> McpConfig:
+def mcp_config(workspace: Path, settings: Settings, environ: Mapping[str, str] | None = None, *,
+               trust: WorkspaceTrust | None = None) -> McpConfig:
     environ = os.environ if environ is None else environ
+    trust = trust or trust_of(workspace)
     found: dict[str, ServerSpec | None] = {}
     untrusted: dict[str, str] = {}
-    found.update(_from_toml(user_config_path(), environ))
+    (user, _), *state = config_files(workspace, trust).items()  # then the state folder's, when it applies
+    found.update(_from_toml(user, environ))
     project = workspace / MCP_JSON
-    if project.is_file():
-        if settings.trust_mcp_json:
-            found.update(_from_mcp_json(project, environ))
-        else:
-            untrusted = {name: str(project) for name in _mcp_json_names(project)}
-    found.update(_from_toml(state_dir(workspace) / "config.toml", environ))
+    if settings.trust_mcp_json and trust.trusted and MCP_JSON in trust.files:
+        found.update(_from_mcp_json(project, environ, trust.files[MCP_JSON]))
+    elif project.is_file():
+        untrusted = {name: str(project) for name in _mcp_json_names(project)}
+    for path, text in state:
+        found.update(_from_toml(path, environ, text))
     servers = [spec for spec in found.values() if spec is not None]
-    return McpConfig(sorted(servers, key=lambda s: s.name), {k: v for k, v in untrusted.items() if k not in found})
+    return McpConfig(sorted(servers, key=lambda s: s.name), {k: v for k, v in untrusted.items() if k not in found},
+                     trust.trusted)
 
 
-def _from_toml(path: Path, environ: Mapping[str, str]) -> dict[str, ServerSpec | None]:
+def _from_toml(path: Path, environ: Mapping[str, str], text: bytes | None = None) -> dict[str, ServerSpec | None]:
     """The `[mcp.servers.*]` tables of a scribe config file (the rest is agent/config.py's)."""
-    table = (read_config_file(path) or {}).get("mcp")
+    table = (read_config_file(path, text) or {}).get("mcp")
     if table is None:
         return {}
     if not isinstance(table, dict) or set(table) - {"servers"}:
@@ -69,8 +77,8 @@ def _from_toml(path: Path, environ: Mapping[str, str]) -> dict[str, ServerSpec |
             for name, entry in servers.items()}
 
 
-def _read_json(path: Path) -> dict[str, Any]:
-    data = read_config_file(path)
+def _read_json(path: Path, text: bytes | None = None) -> dict[str, Any]:
+    data = read_config_file(path, text)
     servers = data.get("mcpServers", {}) if isinstance(data, dict) else None
     if not isinstance(servers, dict):
         raise ConfigError(f'{path}: expected {{"mcpServers": {{NAME: {{...}}}}}}')
@@ -84,10 +92,10 @@ def _mcp_json_names(path: Path) -> list[str]:
         return ["(unreadable)"]
 
 
-def _from_mcp_json(path: Path, environ: Mapping[str, str]) -> dict[str, ServerSpec | None]:
+def _from_mcp_json(path: Path, environ: Mapping[str, str], text: bytes) -> dict[str, ServerSpec | None]:
     # Other tools read the same file and add keys of their own: those are left alone.
     return {name: _spec(name, entry, f"{path}: {name}", str(path), environ, strict=False)
-            for name, entry in _read_json(path).items()}
+            for name, entry in _read_json(path, text).items()}
 
 
 def _spec(name: str, entry: Any, where: str, source: str, environ: Mapping[str, str],

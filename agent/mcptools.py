@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from scribe.log.events import SessionEvent
+from scribe.log.private import make_private_folder
 from scribe.tools.mcp.hub import McpHub, ServerState
 from scribe.tools.mcp.listing import ListedTool
 from scribe.tools.mcp.spec import distinct_name
@@ -26,12 +27,16 @@ from scribe.tools.secrets import Redactor
 
 from .config import Settings, state_dir
 from .mcpconfig import mcp_config
+from .trust import WorkspaceTrust
 
 
-def open_hub(workspace: Path, settings: Settings) -> McpHub:
+def open_hub(workspace: Path, settings: Settings, trust: WorkspaceTrust | None = None) -> McpHub:
     """The hub for this workspace's configured servers (none started yet; may be empty)."""
-    config = mcp_config(workspace, settings)
-    return McpHub(config.servers, workspace, log_dir=state_dir(workspace) / "mcp",
+    config = mcp_config(workspace, settings, trust=trust)
+    log_dir = state_dir(workspace) / "mcp"
+    if config.servers:
+        make_private_folder(log_dir)  # before a server's stderr file is made in it (tools/mcp/link.py)
+    return McpHub(config.servers, workspace, log_dir=log_dir,
                   start_timeout_s=settings.mcp_start_timeout_s, call_timeout_s=settings.mcp_call_timeout_s)
 
 

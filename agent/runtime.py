@@ -18,7 +18,7 @@ from scribe.tools.registry import builtin_tools, tool_definitions
 
 from .autocommit import TurnCommitter
 from .compress import Compressor
-from .config import Settings, state_dir
+from .config import Settings, state_dir, user_config_dir
 from .curator import Curation, curate_earlier
 from .loop import Agent, Approver
 from .mcptools import allowed_without_asking, pin, pinned_servers, session_tools, waited
@@ -107,6 +107,7 @@ def build_agent(workspace: Path, settings: Settings, session: Session, *,
         seen_hashes=dict(session.digest.seen),
         protection=protection_for(workspace, settings),
         regex_timeout_s=settings.regex_timeout_s,
+        scribe_folders=(state_dir(workspace), user_config_dir()),
     )
     client = model or ModelClient.for_settings(settings)
     output_chars = int(session.header.config.get("render_output_chars", settings.render_output_chars))

@@ -111,7 +111,8 @@ def start_session(workspace: Path, settings: Settings, tool_definitions: list[di
     exclude_from_git(workspace, store.root)
     state = git_state(workspace)
     env = Environment(cwd=str(workspace), git_branch=state.branch, git_head=state.head, started=date.today())
-    project = read_project_texts(workspace, notes_path(workspace))
+    read = read_project_texts(workspace, notes_path(workspace))
+    project = read.texts
     system = system_text(env, project)
     session_id = store.new_id()
     path = store.path_for(session_id)
@@ -133,7 +134,7 @@ def start_session(workspace: Path, settings: Settings, tool_definitions: list[di
         mcp=mcp or [],
         protection=protection or {},
     )
-    session = Session(session_id, path, EventLog(header, [header], [(0, 1)]), writer, [])
+    session = Session(session_id, path, EventLog(header, [header], [(0, 1)]), writer, [], notices=list(read.refused))
     session.digest.add(header)
     writer.sync()
     return session

@@ -17,6 +17,7 @@ from .mcp import mcp_app
 from .notes import notes_app
 from .reflect import reflect
 from .run import run
+from .trust import trust
 from .undo import undo
 
 app = typer.Typer(
@@ -35,6 +36,7 @@ app.command()(reflect)
 app.command()(diff)
 app.command()(undo)
 app.command()(config)
+app.command()(trust)
 app.add_typer(log_app, name="log")
 app.add_typer(notes_app, name="notes")
 app.add_typer(mcp_app, name="mcp")
@@ -58,12 +60,16 @@ def interactive(
     auto_commit: Annotated[bool | None, typer.Option(
         "--auto-commit/--no-auto-commit",
         help="Commit the files the agent wrote at the end of each turn (/undo takes it back). [default: off]")] = None,
+    trust_workspace: Annotated[bool, typer.Option(
+        "--trust-workspace", help="Apply this workspace's own .scribe/config.toml and .mcp.json for this session "
+                                  "without asking (`scribe trust` remembers it).")] = False,
     version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True, help="Show the version and exit.")] = False,
 ) -> None:
     """With no command, open the interactive session (REPL)."""
     if ctx.invoked_subcommand is not None:
         given = [flag for flag, value in (("-c", continue_), ("--resume", resume), ("-p", permission_mode),
-                                          ("-m", model), ("--auto-commit", auto_commit is not None)) if value]
+                                          ("-m", model), ("--auto-commit", auto_commit is not None),
+                                          ("--trust-workspace", trust_workspace)) if value]
         if given:  # `scribe -c run ...` would silently ignore -c: say where it belongs
             print(f"scribe: {' '.join(given)} before a command opens the REPL; give it after the command "
                   f"(scribe {ctx.invoked_subcommand} --help)", file=sys.stderr)
@@ -75,7 +81,8 @@ def interactive(
     # Imported here: the SDK and prompt-toolkit take over a second, and `scribe --help` needn't pay.
     from .repl.loop import start
 
-    start(continue_=continue_, resume=resume, permission_mode=permission_mode, model=model, auto_commit=auto_commit)
+    start(continue_=continue_, resume=resume, permission_mode=permission_mode, model=model, auto_commit=auto_commit,
+          trust_workspace=trust_workspace)
 
 
 def main() -> None:

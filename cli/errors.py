@@ -10,6 +10,7 @@ import typer
 
 from scribe.agent.config import ConfigError
 from scribe.agent.errors import ClientSetupError, ModelError
+from scribe.agent.trust import TrustFileError
 from scribe.log.jsonl import LogError, LogWriteError
 from scribe.context.render import RenderError
 
@@ -36,7 +37,7 @@ def cli_errors() -> Iterator[None]:
         yield
     except LogWriteError as exc:
         raise fail(str(exc), EXIT_STORAGE) from None
-    except (ConfigError, LogError, RenderError, ClientSetupError) as exc:
+    except (ConfigError, TrustFileError, LogError, RenderError, ClientSetupError) as exc:
         raise fail(str(exc), EXIT_USAGE) from None
     except ModelError as exc:
         raise fail(str(exc), EXIT_FAILED) from None

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from .errors import cli_errors
+from .trust import tell_ignored
 
 if TYPE_CHECKING:
     from scribe.agent.mcpconfig import McpConfig
@@ -28,23 +29,26 @@ def list_servers(
 
     Servers come from [mcp.servers.NAME] tables in ~/.config/scribe/config.toml and
     <workspace>/.scribe/config.toml, and from <workspace>/.mcp.json once trusted
-    (trust_mcp_json = true).
+    (trust_mcp_json = true). A workspace's own files count only once you trust the
+    workspace (`scribe trust`).
     """
-    from scribe.agent.config import find_workspace, load_settings, state_dir
+    from scribe.agent.config import find_workspace, load_settings, state_dir, trust_of
     from scribe.agent.mcpconfig import mcp_config
     from scribe.tools.mcp.hub import McpHub
 
     with cli_errors():
         workspace = find_workspace(Path.cwd())
-        settings = load_settings(workspace)
-        config = mcp_config(workspace, settings)
+        trust = trust_of(workspace)
+        tell_ignored(trust)
+        settings = load_settings(workspace, trust=trust)
+        config = mcp_config(workspace, settings, trust=trust)
         with McpHub(config.servers, workspace, log_dir=state_dir(workspace) / "mcp",
                     start_timeout_s=settings.mcp_start_timeout_s, call_timeout_s=settings.mcp_call_timeout_s) as hub:
             hub.start()
             states = hub.wait()
             allowed = {name: spec.allow for name, spec in hub.specs.items()}
     rows = [_row(s, allowed.get(s.name, ()), settings.mcp_start_timeout_s) for s in states]
-    rows += [_untrusted(name, source) for name, source in config.untrusted.items()]
+    rows += [_untrusted(name, source, config.workspace_trusted) for name, source in config.untrusted.items()]
     if as_json:
         print(json.dumps({"servers": rows}, indent=2, ensure_ascii=False))
         return
@@ -67,10 +71,12 @@ def _row(state: ServerState, allow: tuple[str, ...], limit: float) -> dict[str, 
     }
 
 
-def _untrusted(name: str, source: str) -> dict[str, Any]:
+def _untrusted(name: str, source: str, workspace_trusted: bool) -> dict[str, Any]:
+    error = ("the project's .mcp.json is not trusted: set trust_mcp_json = true to use its servers"
+             if workspace_trusted else "this workspace is not trusted: `scribe trust` applies its own files "
+             "(and its .mcp.json with trust_mcp_json = true)")
     return {"name": name, "transport": None, "where": None, "source": source, "state": "untrusted",
-            "error": "the project's .mcp.json is not trusted: set trust_mcp_json = true to use its servers",
-            "skipped": [], "tools": []}
+            "error": error, "skipped": [], "tools": []}
 
 
 def _print(rows: list[dict[str, Any]], config: McpConfig) -> None:

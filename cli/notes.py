@@ -12,6 +12,7 @@ from typing import Annotated
 import typer
 
 from .errors import cli_errors, fail
+from .trust import tell_ignored
 from .visible import visible
 
 notes_app = typer.Typer(help="The project notes (.scribe/notes.md): curated facts that new sessions start with.",
@@ -44,9 +45,10 @@ def edit() -> None:
     path = _path()
     if not path.is_file():
         from scribe.memory.notes import HEADER
+        from scribe.log.private import make_private_folder, write_private
 
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(HEADER, encoding="utf-8")
+        make_private_folder(path.parent)
+        write_private(path, HEADER)
     editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
     try:
         code = subprocess.call([*shlex.split(editor), str(path)])
@@ -60,14 +62,16 @@ def curate(
     session_id: Annotated[str | None, typer.Argument(help="Session id or unique prefix. [default: the latest]")] = None,
 ) -> None:
     """Merge what a session taught into the notes now (one call to the cheaper model)."""
-    from scribe.agent.config import find_workspace, load_settings
+    from scribe.agent.config import find_workspace, load_settings, trust_of
     from scribe.agent.curator import curate as run_curation
     from scribe.agent.model import ModelClient
     from scribe.agent.session import notes_path, open_session, store_for
 
     with cli_errors():
         workspace = find_workspace(Path.cwd())
-        settings = load_settings(workspace)
+        trust = trust_of(workspace)
+        tell_ignored(trust)
+        settings = load_settings(workspace, trust=trust)
         store = store_for(workspace)
         session = open_session(store.find(session_id, workspace) if session_id else store.to_continue(workspace).found)
         try:

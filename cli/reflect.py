@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from .errors import cli_errors
+from .trust import tell_ignored
 from .visible import visible
 
 
@@ -16,14 +17,16 @@ def reflect(
 ) -> None:
     """Compress a session's memory now: observe the raw tail down to the retention floor, then
     condense the observations. Prints the context size before and after."""
-    from scribe.agent.config import find_workspace, load_settings
+    from scribe.agent.config import find_workspace, load_settings, trust_of
     from scribe.agent.protocol import Compressed, Notice
     from scribe.agent.runtime import build_agent
     from scribe.agent.session import open_session, store_for
 
     with cli_errors():
         workspace = find_workspace(Path.cwd())
-        settings = load_settings(workspace)
+        trust = trust_of(workspace)
+        tell_ignored(trust)
+        settings = load_settings(workspace, trust=trust)
         store = store_for(workspace)
         found = store.find(session_id, workspace) if session_id else store.to_continue(workspace).found
         session = open_session(found)

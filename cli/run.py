@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 from .errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_MAX_TURNS, EXIT_OK, cli_errors, fail
 from .headless import StreamJsonSink, TextSink
 from .signals import ending_signals
+from .trust import tell_ignored
 from .visible import visible
 
 
@@ -52,6 +53,9 @@ def run(
     auto_commit: Annotated[bool | None, typer.Option(
         "--auto-commit/--no-auto-commit",
         help="Commit the files the agent wrote at the end of the turn (`scribe undo` takes it back). [default: off]")] = None,
+    trust_workspace: Annotated[bool, typer.Option(
+        "--trust-workspace", help="Apply this workspace's own .scribe/config.toml and .mcp.json for this run "
+                                  "(untrusted, they are ignored; `scribe trust` remembers the trust).")] = False,
 ) -> None:
     """Run one turn headless: the agent works until it answers, then exits.
 
@@ -60,7 +64,7 @@ def run(
     read-only), 130 interrupted (Ctrl-C), 143 SIGTERM, 129 SIGHUP.
     """
     # Imported here, not at the top: the SDK takes over a second to import and `--help` needn't pay.
-    from scribe.agent.config import find_workspace
+    from scribe.agent.config import find_workspace, trust_of
     from scribe.agent.mcptools import open_hub, start_notes
     from scribe.agent.model import ModelClient
     from scribe.agent.runtime import SessionChoice, build_agent, choose_session
@@ -74,10 +78,12 @@ def run(
         if permission_mode == "ask":
             raise fail("permission mode 'ask' needs a person; headless runs use read-only, accept-edits or full-auto")
         workspace = find_workspace(Path.cwd())
+        trust = trust_of(workspace, granted=trust_workspace)
+        tell_ignored(trust)
         flags = {"permission_mode": permission_mode, "max_turns": max_turns, "model": model, "auto_commit": auto_commit}
-        settings = load_settings(workspace, flags)
+        settings = load_settings(workspace, flags, trust=trust)
         if settings.permission_mode == "ask":
-            settings = load_settings(workspace, {**flags, "permission_mode": "accept-edits"})
+            settings = load_settings(workspace, {**flags, "permission_mode": "accept-edits"}, trust=trust)
         client = ModelClient.for_settings(settings)
         # A new session first curates the earlier ones into the notes it starts with; the end
         # of a run curates nothing (a `-c` chain is one session, curated once).
@@ -89,7 +95,7 @@ def run(
                 if output is not OutputFormat.json:
                     print(f"scribe: {visible(curation.message)}", file=sys.stderr)
 
-        hub = open_hub(workspace, settings)
+        hub = open_hub(workspace, settings, trust)
         agent = None
         try:
             agent_session = choose_session(workspace, settings, SessionChoice(continue_, session, model), hub,

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +29,7 @@ from scribe.log.eventlog import EventLog, OlderEvents, Place
 from scribe.log.events import AssistantEvent, Event, EventFormatError, SessionEvent
 from scribe.log.lines import WholeLines, hash_prefix
 from scribe.log.jsonl import LogProblem, LogRead, read_line, torn_problem
+from scribe.log.private import write_private
 
 FORMAT = 1
 
@@ -143,13 +143,7 @@ def save_checkpoint(path: Path, checkpoint: Checkpoint) -> None:
              "last_seq": checkpoint.last_seq, "problems": [[p.line, p.message, p.kind] for p in checkpoint.problems],
              "keep_offset": checkpoint.keep_offset, "keep_line": checkpoint.keep_line,
              "keep_position": checkpoint.keep_position, "chunks": checkpoint.chunks, "digest": checkpoint.digest}
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        temporary.write_text(json.dumps(state, ensure_ascii=False, separators=(",", ":")), encoding="utf-8")
-        os.replace(temporary, path)
-    except BaseException:
-        temporary.unlink(missing_ok=True)
-        raise
+    write_private(path, json.dumps(state, ensure_ascii=False, separators=(",", ":")))
 
 
 def keep_from(events: EventLog, observed_to: int) -> int:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from scribe.log.events import Event, EventFormatError, NewerFormatError, from_record, now_iso, to_record
+from scribe.log.private import make_private_folder, open_private
 
 E = TypeVar("E", bound=Event)
 
@@ -135,12 +136,12 @@ class LogWriter:
         self._broken = False
         session = path.stem
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            make_private_folder(path.parent)
         except OSError as exc:
             raise LogWriteError(f"cannot write session {session} ({path.parent}): {exc.strerror}") from None
         self._lock = lock or SessionLock.acquire(path)
         try:
-            self._fd: int | None = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            self._fd: int | None = open_private(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
         except OSError as exc:
             self._lock.release()
             raise LogWriteError(f"cannot write session {session} ({path}): {exc.strerror}") from None
@@ -267,7 +268,7 @@ class SessionLock:
     def acquire(cls, log_path: Path) -> SessionLock:
         lock_path = log_path.with_suffix(".lock")
         try:
-            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+            fd = open_private(lock_path, os.O_RDWR | os.O_CREAT)
         except OSError as exc:
             raise LogWriteError(f"cannot write session {lock_path.stem} ({lock_path}): {exc.strerror}") from None
         try:

@@ -49,6 +49,25 @@ def scribe_env(base_url: str, home: Path, **extra: str) -> dict[str, str]:
     return env
 
 
+# An address no server answers: for commands that make no model call.
+NO_API = "http://127.0.0.1:9"
+
+
+def trust(workspace: Path, home: Path) -> None:
+    """The person trusts `workspace` as its files are now, through the real `scribe trust` (the
+    trust lands in `home`'s config folder, where scribe_env points scribe)."""
+    ran = run_scribe(["trust"], workspace, scribe_env(NO_API, home))
+    assert ran.code == 0 and ran.out.startswith("trusted: "), (ran.out, ran.err)
+
+
+def trust_here(workspace: Path) -> None:
+    """`trust` for a test that loads settings in this process: the same grant `scribe trust`
+    makes, in the trust file this process's environment names."""
+    from scribe.agent.config import trust_of, trust_store
+
+    trust_store().grant(workspace, trust_of(workspace).fingerprint)
+
+
 def run_scribe(args: list[str], cwd: Path, env: dict[str, str], stdin: str | None = None,
                timeout: float = 60) -> Ran:
     proc = subprocess.run([SCRIBE, *args], cwd=cwd, env=env, input=stdin, capture_output=True, text=True,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import run_scribe, scribe_env
+from helpers import run_scribe, scribe_env, trust, trust_here
 from scribe.agent.config import ConfigError, load_settings
 
 
@@ -21,6 +21,7 @@ def write_config(workspace: Path, home: Path, monkeypatch: pytest.MonkeyPatch): 
         path = workspace / ".scribe" / "config.toml"
         path.parent.mkdir(exist_ok=True)
         path.write_text(text + "\n")
+        trust_here(workspace)  # the person's own trust, in home's config folder
         return path
     return write
 
@@ -83,6 +84,7 @@ def test_scribe_run_refuses_a_bad_value_in_one_line(workspace: Path, home: Path,
     if "toml" in setup:
         (workspace / ".scribe").mkdir(exist_ok=True)
         (workspace / ".scribe" / "config.toml").write_text(setup.pop("toml") + "\n")
+        trust(workspace, home)
     ran = run_scribe(["run", "hi"], workspace, scribe_env("http://127.0.0.1:9", home, **setup))
     assert ran.code == 2
     assert ran.err.count("\n") == 1 and message in ran.err and "Traceback" not in ran.err

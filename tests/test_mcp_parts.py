@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from mcp_servers.tiny_png import png_bytes
 
+from helpers import trust_here
 from scribe.agent.config import ConfigError, Settings, load_settings
 from scribe.agent.mcpconfig import mcp_config
 from scribe.agent.mcptools import pin, start_notes, waited
@@ -219,6 +220,7 @@ def test_servers_come_from_both_config_files_and_a_trusted_mcp_json(isolated: Pa
         "web": {"type": "http", "url": "https://h.invalid/mcp", "headers": {"Authorization": "Bearer ${TOKEN}"}}}}))
     write(isolated / ".scribe/config.toml", '[mcp.servers.web]\nenabled = false\n'
           '[mcp.servers.mine]\nurl = "http://127.0.0.1:9/mcp"\nallow = ["get_*"]\ntimeout_s = 3\n')
+    trust_here(isolated)
     settings = load_settings(isolated, environ={})
     assert settings.model == "m"  # the [mcp] table does not upset the other settings
 
@@ -244,6 +246,7 @@ def test_an_untrusted_mcp_json_is_listed_not_used(isolated: Path) -> None:
 def test_variables_expand_and_a_missing_one_is_a_clear_error(isolated: Path) -> None:
     write(isolated / ".scribe/config.toml", '[mcp.servers.s]\ncommand = "${BIN:-python3}"\n'
           'args = ["--db", "${HOME_DB}"]\nenv = { KEY = "${KEY}" }\n')
+    trust_here(isolated)
     [spec] = mcp_config(isolated, Settings(), environ={"HOME_DB": "/d", "KEY": "k"}).servers
     assert (spec.command, spec.args, spec.env) == ("python3", ("--db", "/d"), {"KEY": "k"})
     with pytest.raises(ConfigError, match=r"mcp.servers.s: env.KEY: \$\{KEY\} is not set"):
@@ -261,6 +264,7 @@ def test_variables_expand_and_a_missing_one_is_a_clear_error(isolated: Path) -> 
 ])
 def test_bad_server_tables_are_refused_with_file_and_key(isolated: Path, table: str, message: str) -> None:
     path = write(isolated / ".scribe/config.toml", table)
+    trust_here(isolated)
     with pytest.raises(ConfigError, match=message) as caught:
         mcp_config(isolated, Settings(), environ={})
     assert str(path) in str(caught.value)

@@ -11,7 +11,7 @@ import pytest
 from mcp_servers.launch import START_S
 from test_mcp_run import configure, notes_table
 
-from helpers import SCRIBE, events_of, run_scribe, scribe_env, session_logs
+from helpers import SCRIBE, events_of, run_scribe, scribe_env, session_logs, trust
 from scribe.cli.repl.input import GUARD_S
 from scribe.fakeapi import FakeMessagesServer, Reply, tool_use_block
 from scribe.log.events import SessionEvent, ToolResultEvent
@@ -34,7 +34,7 @@ def leave(child: pexpect.spawn) -> None:
 @pytest.mark.slow
 def test_ask_mode_shows_server_tool_and_arguments_and_the_result_reaches_the_model(
         workspace: Path, home: Path) -> None:
-    configure(workspace, notes_table())
+    configure(workspace, home, notes_table())
     add = tool_use_block("mcp__notes__add_note", {"title": "milk", "body": "buy oat milk"})
     with FakeMessagesServer([Reply([add]), Reply.text("Noted: milk.")]) as server:
         child = spawn(workspace, scribe_env(server.base_url, home, SCRIBE_MCP_START_TIMEOUT_S=str(START_S)))
@@ -62,7 +62,7 @@ def test_ask_mode_shows_server_tool_and_arguments_and_the_result_reaches_the_mod
 @pytest.mark.slow
 def test_a_slow_server_does_not_hold_the_first_prompt_past_the_limit(workspace: Path, home: Path) -> None:
     # It sleeps ten minutes before serving: the prompt comes after the 2 s limit, not after that.
-    configure(workspace, notes_table("slow", NOTES_MODE="slow:600"))
+    configure(workspace, home, notes_table("slow", NOTES_MODE="slow:600"))
     with FakeMessagesServer([Reply.text("Hello without notes.")]) as server:
         child = spawn(workspace, scribe_env(server.base_url, home, SCRIBE_MCP_START_TIMEOUT_S="2"))
         try:
@@ -85,7 +85,7 @@ def test_a_slow_server_does_not_hold_the_first_prompt_past_the_limit(workspace: 
 
 @pytest.mark.slow
 def test_ctrl_c_stops_waiting_for_the_servers(workspace: Path, home: Path) -> None:
-    configure(workspace, notes_table("slow", NOTES_MODE="slow:600"))
+    configure(workspace, home, notes_table("slow", NOTES_MODE="slow:600"))
     # The limit is far away: only Ctrl-C can end the wait before the test's own timeout.
     child = spawn(workspace, scribe_env("http://127.0.0.1:9", home, SCRIBE_MCP_START_TIMEOUT_S="600"))
     try:
@@ -101,8 +101,9 @@ def test_ctrl_c_stops_waiting_for_the_servers(workspace: Path, home: Path) -> No
 
 
 def test_mcp_list_shows_servers_states_and_tools(workspace: Path, home: Path) -> None:
-    configure(workspace, notes_table() + 'allow = ["find_*"]\n' + notes_table("broken", NOTES_MODE="fail"))
+    configure(workspace, home, notes_table() + 'allow = ["find_*"]\n' + notes_table("broken", NOTES_MODE="fail"))
     (workspace / ".mcp.json").write_text(json.dumps({"mcpServers": {"shared": {"command": "rm", "args": ["-rf", "/"]}}}))
+    trust(workspace, home)  # the workspace is trusted; its .mcp.json still needs trust_mcp_json
     env = scribe_env("http://127.0.0.1:9", home, SCRIBE_MCP_START_TIMEOUT_S=str(START_S))
     ran = run_scribe(["mcp", "list", "--json"], workspace, env)
     assert ran.code == 0, ran.err

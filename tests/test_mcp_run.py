@@ -11,7 +11,7 @@ from pathlib import Path
 from mcp_servers.launch import NOTES, START_S, notes_over_http
 from mcp_servers.tiny_png import png_bytes
 
-from helpers import events_of, run_scribe, scribe_env, session_logs
+from helpers import events_of, run_scribe, scribe_env, session_logs, trust
 from scribe.fakeapi import FakeMessagesServer, Reply, text_block, tool_use_block
 from scribe.log.events import AssistantEvent, SessionEvent, ToolResultEvent
 from scribe.context.render import canonical_json, render
@@ -22,10 +22,12 @@ NOTES_V1 = ["mcp__notes__add_note", "mcp__notes__find_notes", "mcp__notes__chart
             "mcp__notes__crash", "mcp__notes__exit_soon", "mcp__notes__hang", "mcp__notes__garble"]
 
 
-def configure(workspace: Path, servers: str) -> None:
+def configure(workspace: Path, home: Path, servers: str) -> None:
+    """The workspace's own config, trusted by the person (as `scribe trust` does)."""
     config = workspace / ".scribe" / "config.toml"
     config.parent.mkdir(parents=True, exist_ok=True)
     config.write_text(servers)
+    trust(workspace, home)
 
 
 def notes_table(name: str = "notes", **env: str) -> str:
@@ -39,7 +41,7 @@ def tool_results(message: dict) -> dict[str, dict]:
 
 
 def test_a_tool_is_listed_called_answered_logged_and_pinned_across_continue(workspace: Path, home: Path) -> None:
-    configure(workspace, notes_table(NOTES_VARIANT="${NOTES_VARIANT:-v1}", NOTES_MODE="${NOTES_MODE:-}"))
+    configure(workspace, home, notes_table(NOTES_VARIANT="${NOTES_VARIANT:-v1}", NOTES_MODE="${NOTES_MODE:-}"))
     add = tool_use_block("mcp__notes__add_note", {"title": "milk", "body": "buy oat milk"})
     find = tool_use_block("mcp__notes__find_notes", {"query": "oat"})
     chart = tool_use_block("mcp__notes__chart", {"title": "sales"})
@@ -122,6 +124,7 @@ def test_a_tool_is_listed_called_answered_logged_and_pinned_across_continue(work
 
 def test_an_http_server_from_a_trusted_mcp_json(workspace: Path, home: Path) -> None:
     (workspace / ".mcp.json").write_text(json.dumps({"mcpServers": {"web": {"type": "http", "url": "${NOTES_URL}"}}}))
+    trust(workspace, home)  # the workspace, and (SCRIBE_TRUST_MCP_JSON) its .mcp.json
     find = tool_use_block("mcp__web__find_notes", {"query": "anything"})
     big = tool_use_block("mcp__web__big", {"lines": 600})
     script = [Reply([find, big]), Reply.text("Nothing there, and a long report.")]
@@ -144,7 +147,7 @@ def test_an_http_server_from_a_trusted_mcp_json(workspace: Path, home: Path) -> 
 
 
 def test_every_failing_server_is_one_line_and_every_call_gets_a_result(workspace: Path, home: Path) -> None:
-    configure(workspace, notes_table() + notes_table("broken", NOTES_MODE="fail")
+    configure(workspace, home, notes_table() + notes_table("broken", NOTES_MODE="fail")
               + notes_table("chatty", NOTES_MODE="chatty") + '[mcp.servers.missing]\ncommand = "/nonexistent/notes-server"\n')
     calls = [tool_use_block(f"mcp__notes__{name}", args) for name, args in
              (("crash", {}), ("hang", {}), ("garble", {}), ("find_notes", {"query": "q"}))]

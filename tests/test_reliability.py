@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from conftest import CORRUPT_ON_PURPOSE
-from helpers import SCRIBE, events_of, run_scribe, scribe_env, session_logs
+from helpers import SCRIBE, events_of, run_scribe, scribe_env, session_logs, trust
 from scribe.fakeapi import FakeMessagesServer, Fault, Reply, text_block, tool_use_block
 from scribe.log.events import AssistantEvent, ErrorEvent, UsageEvent
 from scribe.log.jsonl import read_log
@@ -123,6 +123,7 @@ def test_one_writer_per_session_and_two_sessions_side_by_side(workspace: Path, h
 def test_a_bad_config_file_is_one_clear_line(workspace: Path, home: Path, content: str, message: str) -> None:
     (workspace / ".scribe").mkdir(exist_ok=True)
     (workspace / ".scribe" / "config.toml").write_text(content + "\n")
+    trust(workspace, home)
     ran = run_scribe(["run", "hi"], workspace, scribe_env("http://127.0.0.1:9", home))
     assert ran.code == 2 and message in ran.err
     assert len(ran.err.strip().splitlines()) == 1
@@ -175,6 +176,7 @@ def test_unknown_event_types_and_fields_survive_a_continue(workspace: Path, home
 def test_scribe_config_shows_each_setting_and_its_source(workspace: Path, home: Path) -> None:
     (workspace / ".scribe").mkdir(exist_ok=True)
     (workspace / ".scribe" / "config.toml").write_text("max_turns = 7\ncommand_timeout_s = 30\n")
+    trust(workspace, home)
     env = scribe_env("http://127.0.0.1:9", home, SCRIBE_MAX_TURNS="9")
     ran = run_scribe(["config", "--json"], workspace, env)
     assert ran.code == 0, ran.err

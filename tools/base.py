@@ -72,6 +72,9 @@ class ToolContext:
     redact: Redactor = field(default_factory=Redactor.from_environ)
     # Seconds of regular-expression matching one search may spend (search_files, recall).
     regex_timeout_s: float = 5.0
+    # scribe's own folders (the state folder, the person's scribe config folder with its trust
+    # file): never read or written by a tool, wherever they are and whatever path leads there.
+    scribe_folders: tuple[Path, ...] = ()
 
 
 class Tool(Protocol):

@@ -3,7 +3,9 @@ workspace (or a root config allows), and back into the workspace-relative name i
 
 Rules: relative paths are relative to the workspace; symlinks are resolved before checking,
 so a link cannot smuggle a path out; `.scribe/` (the agent's own log and lock) is never read
-or written; `.git/` may be read but never written (git itself, via run_command, owns it)."""
+or written, nor is any path that resolves into scribe's own folders (a state folder SCRIBE_HOME
+moved, the person's config and trust file); `.git/` may be read but never written (git itself,
+via run_command, owns it)."""
 
 from __future__ import annotations
 
@@ -46,6 +48,9 @@ def resolve_path(ctx: ToolContext, path: str, *, write: bool = False) -> Path:
     for name in _NO_WRITE if write else _NO_READ:
         if name in parts:
             raise PathRefused(_refusal(path, name, write))
+    own = next((f for f in ctx.scribe_folders if _inside(resolved, Path(f).resolve())), None)
+    if own is not None:
+        raise PathRefused(f"path '{path}' is inside {own}, scribe's own state or config; it cannot be read or written")
     return resolved
 
 

@@ -28,6 +28,8 @@ from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 from prompt_toolkit.keys import Keys
 from prompt_toolkit.styles import Style
 
+from scribe.log.private import make_private_folder, open_private
+
 from .keys import ANSWER_WORDS, Choice, WordRest
 
 # Never offered: git's and scribe's own folders are not the person's files.
@@ -136,7 +138,8 @@ def _columns() -> int | None:
 class InputArea:
     def __init__(self, workspace: Path, history: Path, commands: Callable[[], Mapping[str, str]],
                  toolbar: Callable[[int | None], str], rest: WordRest | None = None) -> None:
-        history.parent.mkdir(parents=True, exist_ok=True)
+        make_private_folder(history.parent)
+        os.close(open_private(history, os.O_WRONLY | os.O_CREAT))  # what the person typed is theirs alone
         self.session: PromptSession[str] = PromptSession(
             history=FileHistory(str(history)),
             completer=ReplCompleter(workspace, commands),

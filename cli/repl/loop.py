@@ -24,7 +24,7 @@ from rich.text import Text
 
 from scribe import __version__
 from scribe.agent.compress import ContextSize
-from scribe.agent.config import Settings, find_workspace, load_settings, state_dir
+from scribe.agent.config import Settings, find_workspace, load_settings, state_dir, trust_of
 from scribe.agent.curator import Curation, curate, curate_earlier
 from scribe.agent.loop import Agent
 from scribe.agent.mcptools import open_hub, start_notes
@@ -39,6 +39,7 @@ from scribe.tools.mcp.hub import McpHub
 
 from ..errors import cli_errors, fail
 from ..signals import Ending, Stopped, ending_signals
+from ..trust import ask
 from .approve import Approver
 from .commands import ExitRepl, command_help, dispatch, message_of
 from .input import InputArea
@@ -336,19 +337,24 @@ def exit_line(session: Session, continued: SessionFile | None) -> str:
 
 
 def start(*, continue_: bool, resume: str | None, permission_mode: str | None, model: str | None,
-          auto_commit: bool | None = None) -> None:
-    """Open the REPL in the workspace of the current directory."""
+          auto_commit: bool | None = None, trust_workspace: bool = False) -> None:
+    """Open the REPL in the workspace of the current directory. A workspace whose own config
+    files are not trusted is asked about first (cli/trust.py)."""
     with cli_errors():
         if continue_ and resume:
             raise fail("give --continue or --resume, not both")
         workspace = find_workspace(Path.cwd())
+        console = make_console()
+        trust = trust_of(workspace, granted=trust_workspace)
+        if not trust.trusted:
+            trust = ask(console, trust)
         flags = {"permission_mode": permission_mode, "model": model, "auto_commit": auto_commit}
         settings = load_settings(workspace, flags,
-                                 defaults={"permission_mode": "ask"})
+                                 defaults={"permission_mode": "ask"}, trust=trust)
         preload_sdk()  # while the person types the first message
-        hub = open_hub(workspace, settings)
+        hub = open_hub(workspace, settings, trust)
         try:
-            repl = Repl(workspace, settings, View(make_console()), hub=hub)
+            repl = Repl(workspace, settings, View(console), hub=hub)
             with repl.keys.session(), ending_signals(resume="scribe -c") as repl.ending:
                 session = repl.choose(SessionChoice(continue_, resume, model))
                 try:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import threading
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -131,8 +132,10 @@ class Link:
         """Where the server's stderr goes: a file per server (the terminal belongs to scribe)."""
         if self.log_dir is None:
             return open("/dev/null", "w")  # noqa: SIM115 — closed by the exit stack
-        self.log_dir.mkdir(parents=True, exist_ok=True)
-        return open(self.stderr_path(), "w", encoding="utf-8", errors="replace")  # noqa: SIM115
+        self.log_dir.mkdir(mode=0o700, parents=True, exist_ok=True)  # the agent makes it private first
+        # What a server prints may hold anything it read: private to the person, as the logs are.
+        fd = os.open(self.stderr_path(), os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+        return open(fd, "w", encoding="utf-8", errors="replace")  # noqa: SIM115
 
     def stderr_path(self) -> Path | None:
         return self.log_dir / f"{safe(self.spec.name)}.stderr" if self.log_dir is not None else None

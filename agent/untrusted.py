@@ -1,0 +1,112 @@
+"""What an untrusted workspace's own files would change, in the person's words: the settings
+its `.scribe/config.toml` sets and the MCP servers it and `.mcp.json` would start. The REPL's
+question and the one line that says what was ignored are made from it.
+
+Read from the very bytes whose fingerprint trust records (agent/trust.py), without applying or
+checking them: a file that does not parse is named as such, and asked about like any other.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import tomllib
+from dataclasses import dataclass
+from typing import Any
+
+from .trust import MCP_JSON, WorkspaceTrust
+
+SHOWN_CHARS = 80
+
+
+@dataclass(frozen=True)
+class OwnFile:
+    """One of the workspace's own files: what it sets and which servers it names."""
+
+    name: str
+    settings: dict[str, str]  # name -> the value as written
+    servers: dict[str, str]  # name -> what it runs (the command line, or the URL)
+    unreadable: str | None = None
+
+    def change(self) -> str:
+        """`.scribe/config.toml sets sandbox = false and starts MCP server x (`cmd`)`."""
+        if self.unreadable is not None:
+            return f"{self.name}: {self.unreadable}"
+        parts = []
+        if self.settings:
+            parts.append("sets " + ", ".join(f"{k} = {v}" for k, v in self.settings.items()))
+        if self.servers:
+            names = ", ".join(f"{name} (`{what}`)" for name, what in self.servers.items())
+            parts.append(f"starts MCP server{'s' if len(self.servers) > 1 else ''} {names}")
+        return f"{self.name} " + (" and ".join(parts) if parts else "sets nothing")
+
+    def summary(self) -> str:
+        """`.mcp.json (2 servers)`: what the one line names."""
+        if self.unreadable is not None:
+            return f"{self.name} ({self.unreadable})"
+        what = list(self.settings)
+        if self.servers:
+            what.append(f"{len(self.servers)} MCP server{'s' if len(self.servers) > 1 else ''}")
+        return f"{self.name} ({', '.join(what) or 'empty'})"
+
+
+def own_files(trust: WorkspaceTrust) -> list[OwnFile]:
+    # The config file first: it is the one that can lift protections.
+    return [_read(name, data) for name, data in sorted(trust.files.items(), key=lambda item: item[0] == MCP_JSON)]
+
+
+def question(trust: WorkspaceTrust) -> list[str]:
+    """The lines put to the person before the REPL applies a workspace's own files."""
+    why = "" if trust.reason == "not trusted" else f" ({trust.reason})"
+    return [f"This workspace's own files would change how scribe runs here{why}:",
+            *(f"  {f.change()}" for f in own_files(trust)),
+            "A repository can ship these files; trust them only if you know what they do."]
+
+
+PROMPT = "Trust this workspace and apply them? [y/N] "
+
+
+def ignored_line(trust: WorkspaceTrust) -> str:
+    """One line: which of the workspace's files were ignored, why, and how to apply them."""
+    files = " and ".join(f.summary() for f in own_files(trust))
+    return f"ignored this workspace's {files}: {trust.reason}; `scribe trust` to apply them"
+
+
+def _read(name: str, data: bytes) -> OwnFile:
+    try:
+        text = data.decode("utf-8")
+        parsed: Any = json.loads(text) if name == MCP_JSON else tomllib.loads(text)
+    except (UnicodeDecodeError, json.JSONDecodeError, tomllib.TOMLDecodeError):
+        return OwnFile(name, {}, {}, unreadable="not valid JSON" if name == MCP_JSON else "not valid TOML")
+    if not isinstance(parsed, dict):
+        return OwnFile(name, {}, {}, unreadable="not a table of settings")
+    if name == MCP_JSON:
+        servers = parsed.get("mcpServers")
+        return OwnFile(name, {}, _servers(servers if isinstance(servers, dict) else {}))
+    table = parsed.get("mcp")
+    servers = table.get("servers") if isinstance(table, dict) else None
+    settings = {k: _shown(v) for k, v in parsed.items() if k != "mcp"}
+    return OwnFile(name, settings, _servers(servers if isinstance(servers, dict) else {}))
+
+
+def _servers(table: dict[str, Any]) -> dict[str, str]:
+    found = {}
+    for name, entry in table.items():
+        entry = entry if isinstance(entry, dict) else {}
+        if entry.get("enabled", True) is False:
+            continue
+        if "url" in entry:
+            found[str(name)] = _cut(str(entry["url"]))
+            continue
+        args = entry.get("args") if isinstance(entry.get("args"), list) else []
+        words = [str(entry.get("command", "")), *map(str, args)]
+        found[str(name)] = _cut(shlex.join(words))
+    return found
+
+
+def _shown(value: Any) -> str:
+    return _cut(json.dumps(value, ensure_ascii=False, default=str))
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= SHOWN_CHARS else text[:SHOWN_CHARS - 1] + "…"
