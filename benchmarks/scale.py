@@ -96,8 +96,10 @@ def main() -> None:
     workspaces = build(args.root, args.size, args.sessions)
     results_path = args.results or args.root / "scale.json"
     results: dict[str, Any] = json.loads(results_path.read_text()) if results_path.exists() else {}
+    exact = {n for n in args.names if n in {c[0] for c in COMMANDS}}
     for name, where, argv, fresh in COMMANDS:
-        if args.names and not any(n in name for n in args.names):
+        # a name given whole picks that command only; a part of one, every command holding it
+        if args.names and name not in exact and not any(n in name for n in set(args.names) - exact):
             continue
         cwd = workspaces[where]
         if fresh:
