@@ -143,7 +143,7 @@ class ModelClient:
                 reason = self._failure(exc)
                 # Nothing listens there: a retry minutes of backoff later finds the same, so it is
                 # said at once (a server still starting is the person's to wait for).
-                refused = _refused(exc)
+                refused = _connection_refused(exc)
                 if attempt == self.retry.retries or refused or (isinstance(exc, BrokenAnswer) and not exc.retry):
                     raise ModelError(f"model call failed{_after(attempt)}: {reason}") from None
                 wait = self.retry.delay(attempt + 1)
@@ -208,7 +208,7 @@ class ModelClient:
                     "(request_timeout_s sets this)")
         if isinstance(exc, BrokenAnswer):
             return str(exc)
-        if _refused(exc):
+        if _connection_refused(exc):
             return (f"could not connect to {self._server()}: connection refused (no server is listening "
                     "there; is it running, and does ANTHROPIC_BASE_URL name it?)")
         return f"connection lost ({_reason(_root(exc))})"
@@ -259,7 +259,7 @@ def _root(exc: BaseException) -> BaseException:
     return seen[-1]
 
 
-def _refused(exc: BaseException) -> bool:
+def _connection_refused(exc: BaseException) -> bool:
     return isinstance(_root(exc), ConnectionRefusedError)
 
 
