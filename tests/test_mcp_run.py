@@ -52,7 +52,7 @@ def test_a_tool_is_listed_called_answered_logged_and_pinned_across_continue(work
                    Reply([down]), Reply.text("The notes server is down.")])
 
     def answer(request: dict) -> Reply:
-        if not request.get("tools"):  # memory compression: observing the turns that have paid for it
+        if "tool_choice" in request:  # memory compression, forcing its tool: observing the turns that have paid for it
             return Reply.text("🔴 The user keeps grocery notes in the notes MCP server.")
         return next(script)
 
@@ -66,7 +66,8 @@ def test_a_tool_is_listed_called_answered_logged_and_pinned_across_continue(work
         # ... and then it cannot start at all.
         third = run_scribe(["run", "-c", "-p", "full-auto", "find eggs"], workspace, {**env, "NOTES_MODE": "fail"})
         assert third.code == 0, third.err
-        agent_calls = [r for r in server.requests if r.json.get("tools")]
+        # The agent's calls: side calls also carry a tool, but always force it (tool_choice).
+        agent_calls = [r for r in server.requests if r.json.get("tools") and "tool_choice" not in r.json]
         requests = [r.json for r in agent_calls]
         billed = [r.usage for r in agent_calls]
     assert "Stored and drawn." in first.out and "Traceback" not in first.err + second.err + third.err

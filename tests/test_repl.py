@@ -336,7 +336,7 @@ def test_leaving_while_notes_are_curated_says_so_at_once(workspace: Path, monkey
     monkeypatch.setenv("SCRIBE_CURATE_NOTES", "true")
 
     def answer(request: dict) -> Reply:  # type: ignore[type-arg]
-        if request.get("tools"):
+        if "tool_choice" not in request:  # the agent's call (a side call forces its tool)
             return Reply.text("Noted.")
         time.sleep(STATUS_AFTER_S + 0.5)  # a slow curation, as when the API is slow or unreachable
         return Reply.text("## Conventions\n- tests run with make check [from x#1]")
