@@ -54,7 +54,7 @@ def html_page(
 
 # The events a page holds at most: past that, a page takes minutes to build and a browser minutes
 # to open, so a long session's page is its session event and the turns that end it.
-PAGE_EVENTS = 20_000
+PAGE_EVENTS = 5_000
 
 
 def _recent(events: Iterator[Event]) -> tuple[list[Event], int]:
