@@ -356,7 +356,7 @@ class Compressor:
         if given and plan.condense[-1] is chunks[-1]:  # a plan always keeps the newest chunk verbatim
             return
         # Past the threshold on its own (not asked for, not a payback plan): the prompt must shrink.
-        needed = not force and not given and total > self.limits(session).reflect
+        needed = not force and not given and total > self.settings.reflect_tokens
         if needed and model_resting(session.events, BACKOFF_KIND, ReflectionEvent):
             yield from self._condense(session, plan, "the reflector's last answers were unusable")
             return

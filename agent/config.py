@@ -296,8 +296,9 @@ def read_prices(workspace: Path) -> dict[str, dict[str, float]]:
     model): USD per million tokens of `input` and `output` (both required), `cache_read` and
     `cache_write` (the input rate when left out), for a model the list prices do not know."""
     prices: dict[str, dict[str, float]] = {}
-    for path in (user_config_path(), state_dir(workspace) / "config.toml"):
-        tables = (read_config_file(path) or {}).get("prices", {})
+    # the files that apply: an untrusted workspace's own prices are a stranger's, like its settings
+    for path, text in config_files(workspace).items():
+        tables = (read_config_file(path, text) or {}).get("prices", {})
         if not isinstance(tables, dict):
             raise ConfigError(f"{path}: prices must be tables, [prices.MODEL] with input and output")
         for model, rates in tables.items():

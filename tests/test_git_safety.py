@@ -149,7 +149,7 @@ def test_a_required_filter_of_the_repositorys_fails_the_commit_rather_than_skip_
 def test_no_module_starts_git_but_the_runner() -> None:
     """A new git call site that bypasses workspace/gitrun.py (and gitpython's wrapper in workspace/git.py)
     fails here: it would run the repository's programs."""
-    allowed = {ROOT / "tools" / "gitrun.py"}
+    allowed = {ROOT / "workspace" / "gitrun.py"}
     starts_git = re.compile(r"""git\.Repo\(|\[\s*["']git["']|which\(\s*["']git["']\)|import git\b|from git\b""")
     offenders = []
     for path in sorted(ROOT.glob("*/**/*.py")):
@@ -162,7 +162,7 @@ def test_no_module_starts_git_but_the_runner() -> None:
     # runs its commands with the wrapper's execute.
     assert offenders == ["workspace/git.py: import git", 'workspace/git.py: ["git", *literal, "-c", "core.quotepath=off", '
                          '*args], with_extended_output=True, with_exceptions=False,'], offenders
-    source = (ROOT / "tools" / "git.py").read_text()
+    source = (ROOT / "workspace" / "git.py").read_text()
     assert "git.Repo(" not in source and source.count("= _Repo(") == 1
 
 

@@ -244,7 +244,8 @@ def test_a_reflection_that_does_not_shrink_is_refused_and_backs_off_without_loop
     session = run_turns(workspace, settings, [f"do run {k}" for k in range(8)])
     session.close()
     events = read_log(session.path).events
-    assert not any(isinstance(e, ReflectionEvent) for e in events)
+    # No reflection of the model's stands (a model-free condensation may take the place of one).
+    assert not any(isinstance(e, ReflectionEvent) and e.model != "extractive" for e in events)
     backoffs = [e for e in events if isinstance(e, ErrorEvent) and e.kind == "reflect_backoff"]
     assert backoffs and "not smaller" in backoffs[0].message
     # three attempts per backoff, and no new attempt until observations grew past the mark

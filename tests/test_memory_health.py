@@ -88,8 +88,8 @@ def test_log_stats_and_run_json_count_observations_reflections_and_failures(work
         "observation failed: the answer is empty")
     events = events_of(session_logs(workspace)[0])
     observations = sum(isinstance(e, ObservationEvent) and e.model != EXTRACTIVE_MODEL for e in events)
-    model_free = sum(isinstance(e, ObservationEvent) and e.model == EXTRACTIVE_MODEL for e in events)
-    reflections = sum(isinstance(e, ReflectionEvent) for e in events)
+    model_free = sum(isinstance(e, ObservationEvent | ReflectionEvent) and e.model == EXTRACTIVE_MODEL for e in events)
+    reflections = sum(isinstance(e, ReflectionEvent) and e.model != EXTRACTIVE_MODEL for e in events)
     assert observations >= 2 and reflections == 1 and model_free >= 1  # the empty answers left summaries
     assert (stats["observations"], stats["reflections"], stats["curations"]) == (observations, reflections, 0)
     assert stats["model_free"] == model_free

@@ -199,7 +199,7 @@ def test_memory_compression_is_announced_once_not_on_every_turn(workspace: Path,
     monkeypatch.setenv("SCRIBE_OBSERVE_TOKENS", "500")  # the least: compression on nearly every turn
 
     def answer(request: dict) -> Reply:  # type: ignore[type-arg]
-        if not request.get("tools"):  # the observer
+        if request.get("tool_choice"):  # the observer (side calls force their answer tool)
             return Reply.text("🔴 the user asked about the project\n🟡 the model answered at length\n"
                               "Current task: answering. Next step: wait for the next question.")
         return Reply.text("A long answer. " + "The project does many things. " * 120)

@@ -72,8 +72,12 @@ def run_habit(name: str, workspace: Path, monkeypatch: pytest.MonkeyPatch) -> Ou
     outcome.stubs = [e for e in made if e.model == EXTRACTIVE_MODEL]
     outcome.observe_errors = [e.message for e in events[:phase_a] if isinstance(e, ErrorEvent)
                               and e.kind == "observe_backoff"]
-    reflections = [e for e in events if isinstance(e, ReflectionEvent)]
-    assert len(reflections) == len(reflected) <= 1
+    # A model-free condensation may stand where the reflector's answers were unusable: it is the
+    # fallback, not the model's reflection, and says which observations to recall.
+    condensed = [e for e in events if isinstance(e, ReflectionEvent) and e.model == EXTRACTIVE_MODEL]
+    assert all("recall seq" in e.text for e in condensed)
+    reflections = [e for e in events if isinstance(e, ReflectionEvent) and e.model != EXTRACTIVE_MODEL]
+    assert len(reflections) <= 1 and len(reflected) <= 1
     outcome.reflection = reflections[0].text if reflections else None
     outcome.reflect_errors = [p for e in events if isinstance(e, ErrorEvent) and e.kind == "reflect_backoff"
                               for p in e.extra["problems"]]

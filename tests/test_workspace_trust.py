@@ -110,7 +110,7 @@ def test_trust_is_the_persons_act_and_a_changed_file_is_a_strangers_again(
         clone: Path, hostile: HostileRepository, home: Path) -> None:
     env = scribe_env(NO_API, home)
     shown = run_scribe(["config", "--json"], clone, env).json()
-    assert shown["permission_mode"] == {"value": "accept-edits", "source": "default"}
+    assert {k: shown["permission_mode"][k] for k in ("value", "source")} == {"value": "accept-edits", "source": "default"}
     assert shown["workspace_trust"]["value"] == {"trusted": False, "ignored": [".mcp.json", ".scribe/config.toml"],
                                                  "reason": "not trusted"}
     text = run_scribe(["config"], clone, env).out
@@ -121,7 +121,7 @@ def test_trust_is_the_persons_act_and_a_changed_file_is_a_strangers_again(
     link.symlink_to(clone)
     trust(link, home)
     shown = run_scribe(["config", "--json"], clone, env).json()
-    assert shown["permission_mode"] == {"value": "full-auto", "source": str(clone / ".scribe" / "config.toml")}
+    assert {k: shown["permission_mode"][k] for k in ("value", "source")} == {"value": "full-auto", "source": str(clone / ".scribe" / "config.toml")}
     assert shown["sandbox"]["value"] is False and shown["workspace_trust"]["value"]["trusted"] is True
 
     # A pull (or a command, or the agent's write_file) changes .mcp.json: asked about again.
