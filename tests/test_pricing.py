@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from helpers import run_scribe, scribe_env
+from helpers import run_scribe, scribe_env, trust
 from scribe.agent.config import DEFAULT_MODEL, DEFAULT_OBSERVER_MODEL
 from scribe.agent.pricing import call_cost, cost_parts, price_for, uncached_cost
 from scribe.fakeapi import FakeMessagesServer, Reply
@@ -57,6 +57,7 @@ def _local_session(workspace: Path, home: Path, config: str | None) -> tuple[dic
     if config is not None:
         (workspace / ".scribe").mkdir(exist_ok=True)
         (workspace / ".scribe" / "config.toml").write_text(config)
+        trust(workspace, home)  # a workspace's own config applies once its person trusts it
     with FakeMessagesServer([Reply.text("Done locally.")]) as server:
         env = scribe_env(server.base_url, home)
         ran = run_scribe(["run", "-m", "local", "-o", "json", "say something"], workspace, env)
@@ -103,6 +104,7 @@ def test_a_price_table_in_the_config_prices_an_unknown_model(workspace: Path, ho
 def test_a_price_table_must_name_its_rates(workspace: Path, home: Path) -> None:
     (workspace / ".scribe").mkdir()
     (workspace / ".scribe" / "config.toml").write_text('[prices.local]\ninput = 1.5\nouput = 6.0\n')
+    trust(workspace, home)
     ran = run_scribe(["config"], workspace, scribe_env("http://127.0.0.1:9", home))
     assert ran.code == 2
     assert "prices.local: unknown key ouput (known: input, output, cache_read, cache_write)" in ran.err
