@@ -20,7 +20,6 @@ import hashlib
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
-from scribe.workspace.changes import ChangeSource, file_hash
 from scribe.log.events import (
     AssistantEvent,
     ErrorEvent,
@@ -31,6 +30,8 @@ from scribe.log.events import (
     ToolResultEvent,
 )
 from scribe.tools.base import ToolContext, ToolError
+from scribe.tools.paths import display_path, resolve_path
+from scribe.workspace.changes import ChangeSource, file_hash
 from scribe.workspace.commitlock import COMMIT_LOCK
 from scribe.workspace.git import (
     TRAILER,
@@ -42,7 +43,6 @@ from scribe.workspace.git import (
     ignored_untracked,
     undo_commit,
 )
-from scribe.tools.paths import display_path, resolve_path
 
 from .config import state_dir
 from .protocol import AgentEvent, CommitFailed, Notice

@@ -15,9 +15,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from scribe.memory.answer_tools import OBSERVATIONS_TOOL, OBSERVATIONS_TOOL_NAME, observations_text
 from scribe.context.budget import InputBudget
 from scribe.context.chunks import Chunk, tail_after
+from scribe.context.render import CACHE_TTL_S, Request, current_model
+from scribe.context.tokens import TokenEstimator, estimate_text, fixed_tokens
 from scribe.log.events import (
     ContextWindowEvent,
     ErrorEvent,
@@ -27,6 +28,8 @@ from scribe.log.events import (
     UsageEvent,
     UserEvent,
 )
+from scribe.log.health import refusals_in_a_row
+from scribe.memory.answer_tools import OBSERVATIONS_TOOL, OBSERVATIONS_TOOL_NAME, observations_text
 from scribe.memory.extract import (
     EXTRACTIVE_MODEL,
     NothingToExtract,
@@ -34,7 +37,6 @@ from scribe.memory.extract import (
     extractive_stub,
     model_resting,
 )
-from scribe.log.health import refusals_in_a_row
 from scribe.memory.observer import (
     OBSERVATIONS_SHOWN,
     OBSERVER_SYSTEM,
@@ -58,8 +60,6 @@ from scribe.memory.reflector import (
     read_reflection,
     reflector_input,
 )
-from scribe.context.render import CACHE_TTL_S, Request, current_model
-from scribe.context.tokens import TokenEstimator, estimate_text, fixed_tokens
 
 from .config import Settings
 from .errors import ModelError
@@ -67,8 +67,8 @@ from .model import CallResult, ModelClient
 from .payback import Rates, paid_off, reflection_paid_off, turn_start
 from .protocol import AgentEvent, Compressed, Notice
 from .session import Session
-from .window import ContextWindow, Limits, Overflow, limits, session_window
 from .sidecall import side_answer, side_request
+from .window import ContextWindow, Limits, Overflow, limits, session_window
 
 OBSERVE_FAILED_KIND = "observe_backoff"
 # Between turns, the share of observe_tokens past which the raw tail is compressed ahead.

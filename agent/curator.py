@@ -18,12 +18,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from scribe.memory.answer import UnusableAnswer
-from scribe.memory.answer_tools import NOTES_TOOL, NOTES_TOOL_NAME, notes_from_tool
 from scribe.context.budget import InputBudget
 from scribe.context.chunks import tail_after
+from scribe.context.tokens import estimate_text
 from scribe.log.events import ErrorEvent, Event, NotesEvent, UsageEvent
 from scribe.log.jsonl import LogError, SessionLocked
+from scribe.log.private import make_private_folder, write_private
+from scribe.memory.answer import UnusableAnswer
+from scribe.memory.answer_tools import NOTES_TOOL, NOTES_TOOL_NAME, notes_from_tool
 from scribe.memory.notes import (
     CURATOR_SYSTEM,
     curator_input,
@@ -31,8 +33,6 @@ from scribe.memory.notes import (
     read_notes,
     session_facts,
 )
-from scribe.log.private import make_private_folder, write_private
-from scribe.context.tokens import estimate_text
 from scribe.memory.uncurated import needs_curation
 from scribe.tools.secrets import Redactor
 from scribe.tools.textio import plural
@@ -42,8 +42,8 @@ from .errors import ModelError
 from .instructions import InstructionFileRefused, notes_text
 from .model import ModelClient
 from .session import Session, notes_path, open_session, store_for
-from .window import session_window, side_call_limit
 from .sidecall import side_answer, side_request
+from .window import session_window, side_call_limit
 
 # The curator's input around the notes and the facts: its headings and closing line.
 INPUT_FRAMING_TOKENS = 60

@@ -14,7 +14,7 @@ from collections.abc import Callable, Generator, Iterator
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 
-from scribe.workspace.changes import ChangeSource
+from scribe.context.render import file_change_text, render
 from scribe.log.events import (
     AssistantEvent,
     ErrorEvent,
@@ -26,9 +26,9 @@ from scribe.log.events import (
     UserEvent,
 )
 from scribe.log.pairing import unanswered_tool_uses
-from scribe.context.render import file_change_text, render
 from scribe.tools.base import CommandInterrupted, Tool, ToolContext, ToolOutput
 from scribe.tools.registry import run_tool
+from scribe.workspace.changes import ChangeSource
 
 from .autocommit import TurnCommitter
 from .compress import Compressor

@@ -25,8 +25,8 @@ from urllib.parse import urlsplit
 if TYPE_CHECKING:
     import anthropic
 
-from scribe.log.events import Block
 from scribe.context.render import Request
+from scribe.log.events import Block
 
 from .answer import BrokenAnswer
 from .attempt import Attempt, Began, Done, FilledMessageStream, Piece

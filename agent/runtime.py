@@ -10,17 +10,17 @@ from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 
+from scribe.context.render import current_model
+from scribe.context.tokens import TokenEstimator, estimate_text
 from scribe.log.events import ContextWindowEvent, ModelSwitchEvent, to_record
 from scribe.log.jsonl import read_log
-from scribe.context.render import current_model
 from scribe.log.store import SessionFile, SessionNotFound
-from scribe.context.tokens import TokenEstimator, estimate_text
-from scribe.workspace.watcher import WorkspaceWatcher
 from scribe.tools.base import Tool, ToolContext
-from scribe.workspace.commitlock import COMMIT_LOCK
-from scribe.workspace.gitrun import query_in
 from scribe.tools.mcp.hub import McpHub
 from scribe.tools.registry import builtin_tools, tool_definitions
+from scribe.workspace.commitlock import COMMIT_LOCK
+from scribe.workspace.gitrun import query_in
+from scribe.workspace.watcher import WorkspaceWatcher
 
 from .autocommit import TurnCommitter
 from .compress import Compressor

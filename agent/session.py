@@ -8,8 +8,15 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from scribe import __version__
-from scribe.context.checkpoint import NotASessionLog, checkpoint_path, make_checkpoint, reopen, save_checkpoint
+from scribe.context.checkpoint import (
+    NotASessionLog,
+    checkpoint_path,
+    make_checkpoint,
+    reopen,
+    save_checkpoint,
+)
 from scribe.context.chunks import ChunkIndex
+from scribe.context.stats import keep_priced
 from scribe.log.digest import LogDigest
 from scribe.log.eventlog import EventLog
 from scribe.log.events import (
@@ -21,7 +28,6 @@ from scribe.log.events import (
 )
 from scribe.log.jsonl import LogError, LogProblem, LogWriter, SessionLock
 from scribe.log.pairing import unanswered_tool_uses
-from scribe.context.stats import keep_priced
 from scribe.log.store import SessionFile, SessionStore, exclude_from_git
 from scribe.workspace.git import git_state
 

@@ -17,8 +17,8 @@ from __future__ import annotations
 from contextlib import nullcontext
 from dataclasses import dataclass
 
-from scribe.log.events import UserEvent
 from scribe.context.render import DEFAULT_OUTPUT_CHARS
+from scribe.log.events import UserEvent
 from scribe.tools.base import CommandInterrupted, ToolOutput
 from scribe.tools.registry import run_tool
 

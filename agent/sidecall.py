@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Literal
 
-from scribe.memory.answer import Answer, UnusableAnswer
 from scribe.context.render import Request
+from scribe.memory.answer import Answer, UnusableAnswer
 
 from .model import CallResult
 

@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from scribe.workspace.changes import ChangeSource, file_hash
 from scribe.log.events import (
     AssistantEvent,
     Event,
@@ -27,8 +26,9 @@ from scribe.log.events import (
     UndoEvent,
     UserEvent,
 )
-from scribe.workspace.atomic import PendingWrite, WriteFailed, prepare
 from scribe.tools.restore import CannotRestore, reverse
+from scribe.workspace.atomic import PendingWrite, WriteFailed, prepare
+from scribe.workspace.changes import ChangeSource, file_hash
 
 from .autocommit import EDIT_TOOLS, undo_last
 from .session import Session

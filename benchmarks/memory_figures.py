@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from scribe.agent.config import Settings
+from scribe.context.render import render, render_messages
 from scribe.log.events import (
     AssistantEvent,
     Event,
@@ -15,7 +16,6 @@ from scribe.log.events import (
     ToolResultEvent,
     UserEvent,
 )
-from scribe.context.render import render, render_messages
 
 from .bills import UNIT_READ, UNIT_WRITE, purpose_of
 from .replay import prompt_tokens, replay, shared_prefix_tokens

@@ -17,8 +17,10 @@ from typing import Any
 from scribe.agent.compress import Compressor
 from scribe.agent.config import Settings
 from scribe.agent.session import Session, open_session
-from scribe.fakeapi import FakeMessagesServer, Reply
 from scribe.context.checkpoint import checkpoint_path
+from scribe.context.render import render
+from scribe.context.tokens import TokenEstimator
+from scribe.fakeapi import FakeMessagesServer, Reply
 from scribe.log.events import (
     AssistantEvent,
     ObservationEvent,
@@ -28,9 +30,7 @@ from scribe.log.events import (
     UserEvent,
 )
 from scribe.log.jsonl import LogWriter
-from scribe.context.render import render
 from scribe.log.store import SessionFile, SessionStore
-from scribe.context.tokens import TokenEstimator
 from scribe.tools.registry import builtin_tools, tool_definitions
 
 RAW_TAIL_EVENTS = 60  # what compression leaves raw in a long session (about a turn or two)

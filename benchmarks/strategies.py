@@ -19,6 +19,7 @@ from typing import Any
 
 import anthropic
 
+from scribe.context.render import CACHE, render
 from scribe.fakeapi import FakeMessagesServer, Reply
 from scribe.log.events import (
     AssistantEvent,
@@ -28,7 +29,6 @@ from scribe.log.events import (
     UsageEvent,
     UserEvent,
 )
-from scribe.context.render import CACHE, render
 
 from .bills import Bill, Call, Kept, bill_of, kept_facts, probe_request
 from .chain import ChainRun, Executable, run_chain

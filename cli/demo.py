@@ -86,8 +86,8 @@ def _run(workspace: Path, keep: bool) -> None:
     from scribe.agent.retry import RetryPolicy
     from scribe.agent.runtime import build_agent
     from scribe.agent.session import start_session
-    from scribe.fakeapi import FakeMessagesServer
     from scribe.context.stats import figures_of
+    from scribe.fakeapi import FakeMessagesServer
     from scribe.tools.registry import builtin_tools, tool_definitions
 
     from .repl.view import View, make_console

@@ -11,8 +11,8 @@ import typer
 from scribe.agent.config import ConfigError
 from scribe.agent.errors import ClientSetupError, ModelError
 from scribe.agent.trust import TrustFileError
-from scribe.log.jsonl import LogError, LogWriteError
 from scribe.context.render import RenderError
+from scribe.log.jsonl import LogError, LogWriteError
 
 from .visible import visible
 

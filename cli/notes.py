@@ -44,8 +44,8 @@ def edit() -> None:
     """Open the notes in $VISUAL or $EDITOR (new sessions read what you save)."""
     path = _path()
     if not path.is_file():
-        from scribe.memory.notes import HEADER
         from scribe.log.private import make_private_folder, write_private
+        from scribe.memory.notes import HEADER
 
         make_private_folder(path.parent)
         write_private(path, HEADER)

@@ -27,8 +27,8 @@ from scribe.context.chunks import ChunkIndex
 from scribe.log.digest import LogDigest
 from scribe.log.eventlog import EventLog, OlderEvents, Place
 from scribe.log.events import AssistantEvent, Event, EventFormatError, SessionEvent
-from scribe.log.lines import WholeLines, hash_prefix
 from scribe.log.jsonl import LogProblem, LogRead, read_line, torn_problem
+from scribe.log.lines import WholeLines, hash_prefix
 from scribe.log.private import write_private
 
 FORMAT = 1

@@ -12,11 +12,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from scribe.context.tokens import event_tokens
 from scribe.log.digest import LogDigest
 from scribe.log.events import Event, ObservationEvent, ReflectionEvent, SessionEvent, UsageEvent, UserEvent
 from scribe.log.figures import Figures, Pricer
 from scribe.log.health import MemoryHealth, count
-from scribe.context.tokens import event_tokens
 
 PURPOSES = ("agent", "observer", "reflector", "curator")
 

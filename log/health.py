@@ -11,7 +11,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from scribe.log.events import EXTRACTIVE_MODEL, ErrorEvent, Event, NotesEvent, ObservationEvent, ReflectionEvent
+from scribe.log.events import (
+    EXTRACTIVE_MODEL,
+    ErrorEvent,
+    Event,
+    NotesEvent,
+    ObservationEvent,
+    ReflectionEvent,
+)
 
 # The error kinds a failed side call leaves in the log, and the call they belong to.
 FAILURE_KINDS = {"observe_backoff": "observer", "reflect_backoff": "reflector", "notes": "curator"}

@@ -26,11 +26,11 @@ from pathlib import Path
 from typing import Any
 
 from scribe.log.events import Event, SessionEvent, UnknownEvent, UsageEvent, UserEvent
-from scribe.log.index_db import Immediate, connect, index_path, prepare, quarter_of
-from scribe.log.lines import WholeLines
-from scribe.log.jsonl import LogError, LogRead, read_line
-from scribe.log.search import texts
 from scribe.log.figures import Figures, Pricer
+from scribe.log.index_db import Immediate, connect, index_path, prepare, quarter_of
+from scribe.log.jsonl import LogError, LogRead, read_line
+from scribe.log.lines import WholeLines
+from scribe.log.search import texts
 from scribe.log.store import SessionFile, SessionStore, header_problem
 
 # Lines folded per transaction: the writer lock is never held for long, and memory stays flat.

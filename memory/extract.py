@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from scribe.context.tokens import estimate_text
 from scribe.log.events import (
     EXTRACTIVE_MODEL,
     AssistantEvent,
@@ -24,8 +25,8 @@ from scribe.log.events import (
     ToolResultEvent,
     UserEvent,
 )
+
 from .observations import NEXT_LABEL, TASK_LABEL
-from scribe.context.tokens import estimate_text
 
 STUB_TOKENS = 400
 # A stub takes at most this share of what it replaces: it must shrink the prompt, by a margin.

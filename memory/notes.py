@@ -10,9 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .answer import Answer
 from scribe.context.chunks import tail_after
+from scribe.context.tokens import estimate_text
 from scribe.log.events import Event, ObservationEvent, ReflectionEvent, UserEvent
+
+from .answer import Answer
 from .notes_reader import (
     ENTRY,
     HEADER,
@@ -24,7 +26,6 @@ from .notes_reader import (
     read_notes,
     sources,
 )
-from scribe.context.tokens import estimate_text
 
 MUST_KEEP = "🔴"
 

@@ -18,8 +18,9 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .answer import Answer, UnusableAnswer, answer_lines, declined, nothing_to_read, without_marker
 from scribe.context.tokens import estimate_text
+
+from .answer import Answer, UnusableAnswer, answer_lines, declined, nothing_to_read, without_marker
 
 HEADER = "# Project notes\n\nCurated by scribe from earlier sessions; edit freely. One fact per line.\n"
 PROVENANCE = re.compile(r"\[from ([\w-]+)#(\d+)\]\s*$")

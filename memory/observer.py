@@ -12,8 +12,9 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from .answer import Answer, UnusableAnswer
 from scribe.context.budget import fit_text
+from scribe.context.render import file_change_text, git_undo_text, undo_text
+from scribe.context.tokens import TokenEstimator, estimate_text
 from scribe.log.events import (
     AssistantEvent,
     ErrorEvent,
@@ -25,9 +26,9 @@ from scribe.log.events import (
     UndoEvent,
     UserEvent,
 )
+
+from .answer import Answer, UnusableAnswer
 from .observations import TAGS, Observations, read_observations
-from scribe.context.render import file_change_text, git_undo_text, undo_text
-from scribe.context.tokens import TokenEstimator, estimate_text
 
 # How much of each tool output the observer sees: enough for what it showed, not all of it
 # (the log keeps everything, and the observation names the seq to recall).

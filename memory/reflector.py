@@ -12,10 +12,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .answer import Answer, UnusableAnswer
-from scribe.log.events import ObservationEvent, ReflectionEvent
-from .observations import Observations, read_observations
 from scribe.context.tokens import estimate_text
+from scribe.log.events import ObservationEvent, ReflectionEvent
+
+from .answer import Answer, UnusableAnswer
+from .observations import Observations, read_observations
 
 REFLECT_ATTEMPTS = 3
 # Share of the reflection threshold kept verbatim as the newest chunks.

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from scribe.log.events import EventFormatError, from_record
+
 from .notes import teaches
 
 BLOCK = 64 * 1024

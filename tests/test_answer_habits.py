@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 
 from scribe.fakeapi.habits import HABITS, Entry, Said, canonical_lines
 from scribe.fakeapi.script import Reply
-from scribe.memory.answer import Answer, UnusableAnswer
 from scribe.log.events import ObservationEvent
+from scribe.memory.answer import Answer, UnusableAnswer
 from scribe.memory.notes import Fact, NotesRefused, read_notes
 from scribe.memory.notes_reader import PROVENANCE
 from scribe.memory.observations import TAGS, Observation, read_observations

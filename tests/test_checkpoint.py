@@ -18,6 +18,8 @@ from scribe.agent.pricing import price_usage, pricing_key
 from scribe.agent.session import Session, open_session, start_session
 from scribe.context.checkpoint import checkpoint_path, digest_of, load_checkpoint, reopen
 from scribe.context.chunks import ChunkIndex, tail_after
+from scribe.context.render import canonical_json, render
+from scribe.context.stats import priced_figures
 from scribe.log.digest import LogDigest
 from scribe.log.events import (
     AssistantEvent,
@@ -32,11 +34,9 @@ from scribe.log.events import (
     UserEvent,
 )
 from scribe.log.jsonl import LogWriter, read_log
-from scribe.memory.observer import backoff_until
 from scribe.log.pairing import unanswered_tool_uses
-from scribe.context.render import canonical_json, render
-from scribe.context.stats import priced_figures
 from scribe.log.store import describe
+from scribe.memory.observer import backoff_until
 from scribe.tools.registry import builtin_tools, tool_definitions
 
 

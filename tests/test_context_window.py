@@ -28,6 +28,7 @@ from scribe.agent.window import (
 )
 from scribe.cli.repl.loop import Repl
 from scribe.cli.repl.view import View
+from scribe.context.render import canonical_json
 from scribe.fakeapi import FakeMessagesServer, Reply
 from scribe.fakeapi.sidecalls import SideCallModel, side_call_kind
 from scribe.log.events import (
@@ -38,7 +39,6 @@ from scribe.log.events import (
     UsageEvent,
     UserEvent,
 )
-from scribe.context.render import canonical_json
 
 WINDOW = 6_000  # fake tokens (4 bytes each): room for scribe's instructions and tools, and a little more
 

@@ -18,8 +18,9 @@ from scribe.agent.errors import ModelError
 from scribe.agent.model import ModelClient
 from scribe.agent.protocol import Compressed, TurnEnded
 from scribe.agent.session import notes_path
+from scribe.context.render import Request, render
+from scribe.context.tokens import estimate_text
 from scribe.fakeapi import FakeMessagesServer, Reply, SideCallModel, tool_use_block
-from scribe.memory.answer_tools import OBSERVATIONS_TOOL, OBSERVATIONS_TOOL_NAME
 from scribe.log.events import (
     ErrorEvent,
     Event,
@@ -29,9 +30,8 @@ from scribe.log.events import (
     ToolResultEvent,
     UserEvent,
 )
+from scribe.memory.answer_tools import OBSERVATIONS_TOOL, OBSERVATIONS_TOOL_NAME
 from scribe.memory.extract import EXTRACTIVE_MODEL, STUB_TOKENS, extractive_stub
-from scribe.context.render import Request, render
-from scribe.context.tokens import estimate_text
 
 SETTINGS = Settings(permission_mode="full-auto", observe_tokens=800, reflect_tokens=500, observe_on_payback=False,
                     watch_files=False)

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from helpers import events_of, run_scribe, scribe_env, session_logs
+from scribe.context.render import prefix_blocks, render
 from scribe.fakeapi import FakeMessagesServer, Fault, Reply, text_block, tool_use_block
 from scribe.log.events import (
     AssistantEvent,
@@ -17,7 +18,6 @@ from scribe.log.events import (
     UsageEvent,
     UserEvent,
 )
-from scribe.context.render import prefix_blocks, render
 
 
 def coding_script() -> list[Reply]:

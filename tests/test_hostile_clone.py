@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pexpect
 from hostile import HostileRepository
+from test_git_safety import HOOKS, plant
 
 from conftest import git
 from helpers import SCRIBE, run_scribe, scribe_env, session_logs
 from scribe.cli.repl.question import GUARD_S
 from scribe.fakeapi import FakeMessagesServer, Reply, text_block, tool_use_block
-from test_git_safety import HOOKS, plant
 
 QUESTION = r"Trust this workspace and apply them\? \[y/N\] "
 

@@ -30,9 +30,9 @@ from llama_server import Exchange, LlamaServer, RecordingProxy
 
 from conftest import git
 from helpers import events_of, run_scribe, scribe_env, session_logs
+from scribe.context.render import canonical_json
 from scribe.log.events import ErrorEvent, Event, ObservationEvent, ReflectionEvent, UsageEvent, UserEvent
 from scribe.memory.extract import EXTRACTIVE_MODEL
-from scribe.context.render import canonical_json
 
 pytestmark = pytest.mark.slow
 

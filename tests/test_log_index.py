@@ -14,10 +14,10 @@ import pytest
 from conftest import CORRUPT_ON_PURPOSE
 from helpers import SCRIBE, Ran, run_scribe, scribe_env
 from scribe.agent.pricing import price_usage
+from scribe.context.stats import summarize
 from scribe.fakeapi import FakeMessagesServer, Reply, text_block, tool_use_block
 from scribe.log.events import SessionEvent, UsageEvent, UserEvent
 from scribe.log.jsonl import LogWriter, read_log
-from scribe.context.stats import summarize
 from scribe.tools.pattern import BoundedPattern, PatternTooSlow
 
 NO_API = "http://127.0.0.1:9"  # log commands never call the model

@@ -28,8 +28,9 @@ from scribe.agent.protocol import TurnEnded
 from scribe.agent.runtime import build_agent, switch_model
 from scribe.agent.session import start_session
 from scribe.cli.log.common import money
-from scribe.fakeapi import FakeMessagesServer, Reply, text_block, tool_use_block
 from scribe.context.chunks import active_chunks
+from scribe.context.render import chunk_text
+from scribe.fakeapi import FakeMessagesServer, Reply, text_block, tool_use_block
 from scribe.log.events import (
     AssistantEvent,
     Event,
@@ -43,7 +44,6 @@ from scribe.log.events import (
 from scribe.log.jsonl import LogWriter, read_log
 from scribe.memory.observer import OBSERVER_SYSTEM
 from scribe.memory.reflector import REFLECTOR_SYSTEM
-from scribe.context.render import chunk_text
 from scribe.tools.registry import builtin_tools, tool_definitions
 
 CHROMIUM = "/usr/bin/chromium"

@@ -9,6 +9,7 @@ from typing import Any
 from scribe.cli.log.page.document import script_json, session_page
 from scribe.cli.log.page.markdown import markdown_html
 from scribe.cli.log.page.prompts import BlockStore, CallPrompt, PromptTrack
+from scribe.context.render import prefix_blocks, render
 from scribe.log.events import (
     AssistantEvent,
     Event,
@@ -18,7 +19,6 @@ from scribe.log.events import (
     UsageEvent,
     UserEvent,
 )
-from scribe.context.render import prefix_blocks, render
 from scribe.tools.registry import builtin_tools, tool_definitions
 
 

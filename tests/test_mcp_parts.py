@@ -15,9 +15,9 @@ from scribe.agent.config import ConfigError, Settings, load_settings
 from scribe.agent.mcpconfig import mcp_config
 from scribe.agent.mcptools import pin, start_notes, waited
 from scribe.agent.permissions import PermissionPolicy
+from scribe.context.render import prefix_blocks, render
 from scribe.fakeapi.validate import validate_request
 from scribe.log.events import AssistantEvent, SessionEvent, ToolResultEvent, UserEvent
-from scribe.context.render import prefix_blocks, render
 from scribe.tools.mcp.content import result_parts
 from scribe.tools.mcp.hub import ServerState
 from scribe.tools.mcp.listing import listed_tools

@@ -12,9 +12,9 @@ from mcp_servers.launch import NOTES, START_S, notes_over_http
 from mcp_servers.tiny_png import png_bytes
 
 from helpers import events_of, run_scribe, scribe_env, session_logs, trust
+from scribe.context.render import canonical_json, render
 from scribe.fakeapi import FakeMessagesServer, Reply, text_block, tool_use_block
 from scribe.log.events import AssistantEvent, SessionEvent, ToolResultEvent
-from scribe.context.render import canonical_json, render
 from scribe.tools.registry import builtin_tools
 
 BUILTINS = [t.name for t in builtin_tools()]

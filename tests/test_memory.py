@@ -13,6 +13,8 @@ from scribe.agent.config import Settings
 from scribe.agent.protocol import Compressed, TurnEnded
 from scribe.agent.runtime import build_agent
 from scribe.agent.session import Session, open_session, start_session
+from scribe.context.render import prefix_blocks, render
+from scribe.context.tokens import TokenEstimator
 from scribe.fakeapi import FakeMessagesServer, Reply, text_block, tool_use_block
 from scribe.log.events import (
     AssistantEvent,
@@ -24,14 +26,12 @@ from scribe.log.events import (
     UsageEvent,
     UserEvent,
 )
-from scribe.memory.extract import EXTRACTIVE_MODEL
 from scribe.log.jsonl import read_log
+from scribe.log.store import SessionFile
+from scribe.memory.extract import EXTRACTIVE_MODEL
 from scribe.memory.observations import read_observations
 from scribe.memory.observer import UnusableAnswer, choose_span, safe_boundaries
 from scribe.memory.reflector import REFLECTOR_SYSTEM, accept_reflection, plan_reflection
-from scribe.context.render import prefix_blocks, render
-from scribe.log.store import SessionFile
-from scribe.context.tokens import TokenEstimator
 from scribe.tools.registry import builtin_tools, tool_definitions
 
 

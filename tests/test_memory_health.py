@@ -15,8 +15,8 @@ from scribe.agent.config import Settings
 from scribe.agent.protocol import Notice
 from scribe.fakeapi import FakeMessagesServer, Reply, SideCallModel, tool_use_block
 from scribe.log.events import ErrorEvent, ObservationEvent, ReflectionEvent
-from scribe.memory.extract import EXTRACTIVE_MODEL
 from scribe.log.health import memory_health
+from scribe.memory.extract import EXTRACTIVE_MODEL
 
 STALLED = "observer answers refused 3 times in a row"
 

@@ -19,9 +19,9 @@ from scribe.agent.protocol import AssistantMessage, Retrying, TextDelta, TextWit
 from scribe.agent.retry import RetryPolicy
 from scribe.agent.shown import ShownText
 from scribe.cli.repl.view import View
+from scribe.context.render import Request
 from scribe.fakeapi import FakeMessagesServer, Fault, Reply, text_block
 from scribe.log.events import AssistantEvent, UsageEvent
-from scribe.context.render import Request
 
 ANSWER = "The parser reads one line at a time and keeps the last good state."
 REPLY = Reply([text_block(ANSWER)])

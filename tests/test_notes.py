@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 
 from helpers import events_of, run_scribe, scribe_env, session_logs
+from scribe.context.tokens import estimate_text
 from scribe.fakeapi import FakeMessagesServer, Reply
 from scribe.log.events import NotesEvent, SessionEvent, UsageEvent, UserEvent
 from scribe.memory.notes import CURATOR_SYSTEM, NotesRefused, accept_notes, sources
-from scribe.context.tokens import estimate_text
 
 CURATOR_START = CURATOR_SYSTEM.split("{")[0][:40]
 FACT = re.compile(r"^\[([\w-]+#\d+)\] (.*)$")

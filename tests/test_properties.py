@@ -9,6 +9,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from scribe.context.render import render
 from scribe.fakeapi.validate import validate_request
 from scribe.log.events import (
     AssistantEvent,
@@ -23,7 +24,6 @@ from scribe.log.events import (
 )
 from scribe.log.jsonl import encode, read_log
 from scribe.log.pairing import unanswered_tool_uses
-from scribe.context.render import render
 
 HEADER = SessionEvent(seq=0, ts="t", id="s", created="t", cwd="/w", model="m", scribe_version="0",
                       system="You are scribe.", tools=[{"name": "t", "description": "d", "input_schema": {

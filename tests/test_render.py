@@ -7,8 +7,15 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scribe.fakeapi.validate import validate_request
 from scribe.context.chunks import ChunkIndex, active_chunks
+from scribe.context.render import (
+    INTERRUPTED,
+    RESUME_NOTE,
+    current_model,
+    prefix_blocks,
+    render,
+)
+from scribe.fakeapi.validate import validate_request
 from scribe.log.events import (
     AssistantEvent,
     Event,
@@ -25,13 +32,6 @@ from scribe.log.events import (
     to_record,
 )
 from scribe.log.pairing import unanswered_tool_uses
-from scribe.context.render import (
-    INTERRUPTED,
-    RESUME_NOTE,
-    current_model,
-    prefix_blocks,
-    render,
-)
 
 TOOLS = [{"name": "read_file", "description": "Read a file.",
           "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}}]

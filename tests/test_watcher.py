@@ -24,12 +24,12 @@ from conftest import git
 from helpers import agent_on
 from scribe.agent.config import Settings
 from scribe.agent.protocol import Notice, TurnEnded
-from scribe.fakeapi import FakeMessagesServer, Reply, text_block, tool_use_block
-from scribe.workspace.changes import FileChange
-from scribe.log.events import AssistantEvent, FileChangeEvent, ToolResultEvent, UserEvent
 from scribe.context.render import file_change_text, render
-from scribe.workspace.watcher import MAX_CHANGES, WorkspaceWatcher
+from scribe.fakeapi import FakeMessagesServer, Reply, text_block, tool_use_block
+from scribe.log.events import AssistantEvent, FileChangeEvent, ToolResultEvent, UserEvent
+from scribe.workspace.changes import FileChange
 from scribe.workspace.gitrun import query_in
+from scribe.workspace.watcher import MAX_CHANGES, WorkspaceWatcher
 
 WAIT_S = 5.0
 

@@ -17,11 +17,11 @@ from collections import deque
 from pathlib import Path
 from typing import Any
 
-from scribe.workspace import leftovers
 from scribe.tools.base import CommandInterrupted, ToolContext, ToolError, ToolKind, ToolOutput
-from scribe.workspace.sandbox import Protection, command_protection, hide_own_process
 from scribe.tools.secrets import command_env
 from scribe.tools.textio import human_bytes, plural
+from scribe.workspace import leftovers
+from scribe.workspace.sandbox import Protection, command_protection, hide_own_process
 
 MAX_TIMEOUT_S = 1800.0
 # After SIGTERM, how long the group gets before SIGKILL.

@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from scribe.workspace.atomic import WriteRefused, refuse_special, special_kind, write_atomic
 from scribe.tools.base import ToolContext, ToolError, ToolKind, ToolOutput
 from scribe.tools.lines import numbered_lines
 from scribe.tools.paths import display_path, resolve_path
@@ -23,6 +22,7 @@ from scribe.tools.textio import (
     sha256_bytes,
     sha256_file,
 )
+from scribe.workspace.atomic import WriteRefused, refuse_special, special_kind, write_atomic
 
 DEFAULT_LIMIT = 2000
 MAX_LINE_CHARS = 2000

@@ -12,13 +12,13 @@ from pathlib import Path
 from typing import Any
 
 from scribe.tools.base import CommandInterrupted, Tool, ToolContext, ToolError, ToolOutput
-from scribe.workspace.atomic import WriteRefused
 from scribe.tools.command import RunCommand
 from scribe.tools.files import EditFile, ReadFile, WriteFile
 from scribe.tools.paths import display_path
 from scribe.tools.recall import Recall
 from scribe.tools.search import ListFiles, SearchFiles
 from scribe.tools.textio import one_line
+from scribe.workspace.atomic import WriteRefused
 
 # JSON Schema type names -> Python types. bool is excluded from numbers explicitly below,
 # because in Python True is an int.

@@ -19,7 +19,6 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-
 _SPECIAL = (
     (stat.S_ISFIFO, "a named pipe (FIFO)"),
     (stat.S_ISSOCK, "a socket"),

@@ -19,9 +19,9 @@ import typer
 
 from scribe.agent.config import find_workspace, price_book, state_dir
 from scribe.agent.pricing import PriceBook
+from scribe.context.stats import Figures
 from scribe.log.events import Event
 from scribe.log.jsonl import LogRead, read_first_record, read_log, stream_log
-from scribe.context.stats import Figures
 from scribe.log.store import SessionFile, SessionStore
 
 from ..errors import cli_errors

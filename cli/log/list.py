@@ -10,7 +10,16 @@ import typer
 from scribe.context.stats import SessionSummary, damage
 from scribe.log.store import SessionFile
 
-from .common import console, indexed_scope, local_time, log_command, open_index, percent, priced_money, print_json
+from .common import (
+    console,
+    indexed_scope,
+    local_time,
+    log_command,
+    open_index,
+    percent,
+    priced_money,
+    print_json,
+)
 from .table import Column, fitted, say_left_out
 
 if TYPE_CHECKING:

@@ -8,8 +8,8 @@ from typing import Annotated
 
 import typer
 
-from scribe.log.events import AssistantEvent, Event, UnknownEvent, UsageEvent
 from scribe.context.render import canonical_json, render
+from scribe.log.events import AssistantEvent, Event, UnknownEvent, UsageEvent
 
 from ..errors import fail
 from .common import SESSION_HELP, load, log_command, resolve_session

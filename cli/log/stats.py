@@ -19,8 +19,8 @@ from .common import (
     priced_money,
     print_json,
     resolve_session,
-    workspace_prices,
     streamed,
+    workspace_prices,
 )
 from .table import Column, fitted, say_left_out
 

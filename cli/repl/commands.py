@@ -234,9 +234,6 @@ def _undo(repl: Repl, arg: str) -> None:
     except (GitUnavailable, GitRefused) as exc:
         repl.view.error(str(exc))
         return
-    except GitRefused as exc:
-        repl.view.error(f"{exc}; nothing undone")
-        return
     (repl.view.note if result.done else repl.view.error)(result.message)
 
 

@@ -27,7 +27,15 @@ from rich.text import Text
 from scribe import __version__
 from scribe.agent.ahead import AheadCompression, works_ahead
 from scribe.agent.compress import ContextSize
-from scribe.agent.config import REPL_DEFAULTS, Settings, find_workspace, load_settings, price_book, state_dir, trust_of
+from scribe.agent.config import (
+    REPL_DEFAULTS,
+    Settings,
+    find_workspace,
+    load_settings,
+    price_book,
+    state_dir,
+    trust_of,
+)
 from scribe.agent.curator import Curation, curate, curate_earlier
 from scribe.agent.loop import Agent
 from scribe.agent.mcptools import open_hub, start_notes

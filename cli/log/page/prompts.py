@@ -20,8 +20,8 @@ from datetime import datetime
 from typing import Any
 
 from scribe.context.chunks import ChunkIndex
-from scribe.log.events import Event, UsageEvent
 from scribe.context.render import CACHE_TTL_S, Request, block_key, breakpoints, cache_view, render
+from scribe.log.events import Event, UsageEvent
 
 LOOKBACK_BLOCKS = 20  # how far before a breakpoint the cache looks for an entry
 
