@@ -112,10 +112,16 @@ class UsageFilled:
     A server or proxy may leave `usage` out of `message_start` and `message_delta` (or send it
     as null); the SDK's accumulator then fails on the first `message_delta`, and every retry
     fails the same way. The counts are unknown, not absent: they are read as zero, and
-    `usage_missing` says which, so the person can be told once."""
+    `usage_missing` says which, so the person can be told once.
 
-    def __init__(self, raw: Any) -> None:
+    llama.cpp's server leaves `message_start` itself out when the answer's first token is only
+    part of a character (an emoji the model writes in two tokens): the stream opens with
+    `content_block_start` and is otherwise whole. A start is supplied (with `model` and zero
+    counts, `usage_missing` "start"); a stream with no events at all is still an empty answer."""
+
+    def __init__(self, raw: Any, model: str = "") -> None:
         self._raw = raw
+        self._model = model
         self.usage_missing: set[str] = set()
 
     @property
@@ -128,7 +134,12 @@ class UsageFilled:
     def __iter__(self) -> Any:
         from anthropic.types import MessageDeltaUsage, Usage  # noqa: PLC0415 - with the SDK, already loaded
 
+        started = False
         for event in self._raw:
+            if not started and event.type != "message_start":
+                self.usage_missing.add("start")
+                yield _supplied_start(self._model)
+            started = True
             if event.type == "message_start" and _lacks_counts(getattr(event.message, "usage", None)):
                 self.usage_missing.add("input")
                 event.message.usage = Usage(input_tokens=0, output_tokens=0)
@@ -136,6 +147,14 @@ class UsageFilled:
                 self.usage_missing.add("output")
                 event.usage = MessageDeltaUsage(output_tokens=0)
             yield event
+
+
+def _supplied_start(model: str) -> Any:
+    from anthropic.types import Message, RawMessageStartEvent, Usage  # noqa: PLC0415 - with the SDK
+
+    message = Message(id="", type="message", role="assistant", content=[], model=model, stop_reason=None,
+                      stop_sequence=None, usage=Usage(input_tokens=0, output_tokens=0))
+    return RawMessageStartEvent(type="message_start", message=message)
 
 
 def _lacks_counts(usage: Any) -> bool:
@@ -146,8 +165,9 @@ class FilledMessageStream:
     """What `client.messages.stream(...)` makes, the SDK's own MessageStream, built over a
     UsageFilled raw stream from the public `create(stream=True)` call."""
 
-    def __init__(self, open_raw: Callable[[], Any]) -> None:
+    def __init__(self, open_raw: Callable[[], Any], model: str = "") -> None:
         self._open_raw = open_raw
+        self._model = model
         self._raw: UsageFilled | None = None
         self._stream: Any = None
 
@@ -159,7 +179,7 @@ class FilledMessageStream:
         from anthropic import NOT_GIVEN  # noqa: PLC0415 - with the SDK, already loaded
         from anthropic.lib.streaming import MessageStream  # noqa: PLC0415
 
-        self._raw = UsageFilled(self._open_raw())
+        self._raw = UsageFilled(self._open_raw(), self._model)
         self._stream = MessageStream(self._raw, output_format=NOT_GIVEN)  # type: ignore[arg-type]
         return self._stream
 

@@ -168,7 +168,7 @@ class ModelClient:
                  shown: ShownText) -> Generator[CallEvent, None, Any]:
         """One try: pass on its text, say so when the server goes quiet, return its message."""
         attempt = Attempt(lambda: FilledMessageStream(
-            lambda: client.messages.create(**request.params(), stream=True)))
+            lambda: client.messages.create(**request.params(), stream=True), request.model))
         attempt.start()
         answering = quiet = False
         try:
@@ -245,7 +245,10 @@ def wire_block(block: Any) -> Block:
 
 
 def _no_usage_note(server: str, missing: frozenset[str]) -> str:
-    what = "token usage" if missing == {"input", "output"} else f"its {next(iter(missing))} token count"
+    if "start" in missing:
+        what = "message_start (the start of its answer, which holds the input token count)"
+    else:
+        what = "token usage" if missing == {"input", "output"} else f"{next(iter(missing))} token count"
     return (f"{server} sent no {what} with its answer: what it left out is counted as 0 tokens, so cost "
             "and cache figures leave it out")
 

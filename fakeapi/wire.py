@@ -147,8 +147,10 @@ def stream_events(
 
 # How a server or proxy reports usage in a stream: "full" as the API does; "omitted": neither
 # message_start's message nor message_delta has a `usage` key; "null": both hold `usage: null`;
-# "no_delta": message_start has it, message_delta does not (some proxies rebuild that event).
-UsageHabit = Literal["full", "omitted", "null", "no_delta"]
+# "no_delta": message_start has it, message_delta does not (some proxies rebuild that event);
+# "no_start": no message_start at all, the stream opens with content_block_start (llama.cpp's
+# server does this when the answer's first token is part of a character, such as an emoji).
+UsageHabit = Literal["full", "omitted", "null", "no_delta", "no_start"]
 
 
 def with_usage_habit(events: list[tuple[str, dict[str, Any]]], habit: UsageHabit) -> list[tuple[str, dict[str, Any]]]:
@@ -157,12 +159,14 @@ def with_usage_habit(events: list[tuple[str, dict[str, Any]]], habit: UsageHabit
         return events
     shaped: list[tuple[str, dict[str, Any]]] = []
     for name, data in events:
+        if name == "message_start" and habit == "no_start":
+            continue
         if name == "message_start" and habit in ("omitted", "null"):
             message = {k: v for k, v in data["message"].items() if k != "usage"}
             if habit == "null":
                 message["usage"] = None
             data = {**data, "message": message}
-        elif name == "message_delta":
+        elif name == "message_delta" and habit != "no_start":
             data = {k: v for k, v in data.items() if k != "usage"}
             if habit == "null":
                 data["usage"] = None

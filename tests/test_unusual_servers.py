@@ -26,7 +26,7 @@ def test_a_stream_without_usage_is_read_as_zero_usage_with_one_note(workspace: P
     for ran in (first, second):
         notes = [line for line in ran.err.splitlines() if "sent no" in line]
         assert len(notes) == 1, ran.err
-        assert ("its output token count" in notes[0]) == (habit == "no_delta"), notes
+        assert ("output token count" in notes[0]) == (habit == "no_delta"), notes
     [log] = session_logs(workspace)
     usage = [json.loads(line) for line in log.read_text().splitlines() if '"type": "usage"' in line
              or '"type":"usage"' in line]
@@ -38,6 +38,28 @@ def test_a_stream_without_usage_is_read_as_zero_usage_with_one_note(workspace: P
     assert run_scribe(["log", "verify"], workspace, env).code == 0
     stats = run_scribe(["log", "stats", "--json"], workspace, env)
     assert stats.code == 0, stats.err
+
+
+def test_a_stream_that_opens_without_message_start_is_a_whole_answer(workspace: Path, home: Path) -> None:
+    """llama.cpp's server leaves message_start out when the answer's first token is part of a
+    character (an emoji written in two tokens); the rest of the stream is whole."""
+    replies = [Reply.text("\U0001f7e2 first answer"), Reply.text("\U0001f522 second answer")]
+    with FakeMessagesServer(replies, usage="no_start") as server:
+        env = scribe_env(server.base_url, home)
+        first = run_scribe(["run", "hello"], workspace, env)
+        second = run_scribe(["run", "--continue", "and again"], workspace, env)
+        calls = len(server.requests)
+    assert (first.code, second.code) == (0, 0), first.err + second.err
+    assert (first.out.strip(), second.out.strip()) == ("\U0001f7e2 first answer", "\U0001f522 second answer")
+    assert calls == 2  # no retries: the answer was whole
+    for ran in (first, second):
+        notes = [line for line in ran.err.splitlines() if "sent no message_start" in line]
+        assert len(notes) == 1, ran.err
+    [log] = session_logs(workspace)
+    usage = [json.loads(line) for line in log.read_text().splitlines() if '"type":"usage"' in line]
+    # the input counts came with the start that was left out; the output count came after it
+    assert [(u["input"], u["cache_read"], u["output"] > 0, u["model"]) for u in usage] == [(0, 0, True, "claude-sonnet-5-5")] * 2
+    assert run_scribe(["log", "verify"], workspace, env).code == 0
 
 
 def test_a_server_with_usage_says_nothing_about_it(workspace: Path, home: Path) -> None:
