@@ -118,12 +118,25 @@ class Compressor:
             threshold //= 2  # nothing cached to lose: compressing now costs nothing extra
         if size.raw > session.digest.backoff(OBSERVE_FAILED_KIND, ObservationEvent):  # as backoff_until reads it
             if size.raw > threshold:
-                yield from self.observe(session, needed=True)
+                yield from self._observe_below(session, threshold)
             elif self.settings.observe_on_payback and (span := self.paid_off_span(session, cold=cold)) is not None:
                 yield from self.observe(session, span=span)
                 if self.settings.reflect_on_payback:
                     yield from self.reflect(session, plan=self.paid_off_reflection(session))
         yield from self.reflect(session)
+
+    def _observe_below(self, session: Session, threshold: int) -> Iterator[AgentEvent]:
+        """Observe until the raw tail is under `threshold` or nothing more can be observed. One
+        observer call reads at most the side-call limit, so it may cover only part of what is
+        due; the rest is observed now, not at the next call: the prompt changes after its
+        observations once, and the provider's cache is lost once, not again a call later for
+        everything (a long paste, say) that the first change had left to evaluate again."""
+        for _ in range(SHRINK_ROUNDS):
+            before = self.context(session).raw
+            yield from self.observe(session, needed=True)
+            after = self.context(session).raw
+            if after <= threshold or after >= before:
+                return
 
     def compress_now(self, session: Session) -> Iterator[AgentEvent]:
         """`/reflect` and `scribe reflect`: observe what the retention floor allows, then reflect."""

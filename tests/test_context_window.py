@@ -123,6 +123,33 @@ def test_a_request_refused_for_its_size_is_compressed_and_sent_once_more(
     assert rebuilt.out.strip() == canonical_json(retry.json)
 
 
+def test_what_a_threshold_makes_due_is_observed_at_once_not_a_call_later(workspace: Path, home: Path) -> None:
+    """One observer call reads at most the side-call limit, so before a paste larger than the
+    observe threshold it covers only part of what is due. The rest is observed in the same turn:
+    the next turn's request extends this one's (its cached prefix is served), rather than
+    changing after the observations again and sending the whole paste to be evaluated anew."""
+    agent = SideCallModel([Reply.text(f"Answer {i}.") for i in range(6)])
+    prompts = [paste("a", 5_000), "And the first word?", "And the last word?", paste("b", 5_000),
+               "And its first word?"]
+    with FakeMessagesServer(agent, context_window=12_000) as server:
+        env = scribe_env(server.base_url, home, SCRIBE_CONTEXT_TOKENS="12000", SCRIBE_SIDE_CALL_TOKENS="1500")
+        for k, text in enumerate(prompts):
+            ran = run_scribe(["run", *(["-c"] if k else []), text], workspace, env)
+            assert ran.code == 0, ran.err
+    agent_requests = [r.json for r in server.requests if side_call_kind(r.json) == "agent"]
+    observer_calls = [r for r in server.requests if side_call_kind(r.json) == "observer"]
+    assert len(agent_requests) == len(prompts) and len(observer_calls) >= 2
+    fourth, fifth = agent_requests[3], agent_requests[4]
+    assert fifth["system"] == fourth["system"]  # no observation came between them
+    assert fifth["messages"][: len(fourth["messages"])] == fourth["messages"]
+    events = events_of(session_logs(workspace)[0])
+    users = [e for e in events if isinstance(e, UserEvent)]
+    observed = [e for e in events if isinstance(e, ObservationEvent)]
+    # both observations were made in the fourth turn, before its request; all before the paste
+    assert len(observed) >= 2 and all(users[3].seq < e.seq < users[4].seq for e in observed)
+    assert all(e.seq_to < users[3].seq for e in observed)
+
+
 def test_a_message_that_cannot_fit_says_so_and_the_session_goes_on(workspace: Path, home: Path) -> None:
     agent = SideCallModel([Reply.text("Hello."), Reply.text("Yes, still here.")])
     huge = paste("h", WINDOW + 1_000)
