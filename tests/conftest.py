@@ -21,6 +21,12 @@ def git(workspace: Path, *args: str) -> str:
     return result.stdout
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Grouped tests first: a group shares one long fixture (the real model's chain), and run
+    first it overlaps the rest of the suite on the other worker instead of trailing it."""
+    items.sort(key=lambda item: item.get_closest_marker("xdist_group") is None)
+
+
 @pytest.fixture
 def workspace(tmp_path: Path) -> Path:
     """A temporary git repository with local identity and one commit holding README.md."""

@@ -55,10 +55,11 @@ def free_port() -> int:
 
 @dataclass
 class LlamaServer:
-    """llama-server on a free loopback port, one slot, one thread (`-t 1`: two threads fighting
-    for a busy core slow it a hundredfold), a context of `context` tokens."""
+    """llama-server on a free loopback port, one thread (`-t 1`: two threads fighting for a busy
+    core slow it a hundredfold), `slots` slots of a context of `context` tokens each."""
 
     context: int = 4096
+    slots: int = 1
     port: int = field(default_factory=free_port)
     log: Path | None = None
     _proc: subprocess.Popen[bytes] | None = None
@@ -72,7 +73,7 @@ class LlamaServer:
         out = open(self.log, "wb") if self.log else subprocess.DEVNULL  # noqa: SIM115 - closed with the process
         self._proc = subprocess.Popen(
             [str(binary), "-m", str(model), "--host", "127.0.0.1", "--port", str(self.port), "--jinja",
-             "-c", str(self.context), "-np", "1", "-t", "1", "--no-webui"],
+             "-c", str(self.context * self.slots), "-np", str(self.slots), "-t", "1", "--no-webui"],
             stdout=out, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + READY_TIMEOUT_S
         while time.monotonic() < deadline:
@@ -180,7 +181,8 @@ class RecordingProxy:
 def _read_answer(exchange: Exchange, raw: bytes) -> None:
     """The text, tool use and final usage of a streamed (SSE) or plain JSON answer."""
     text = raw.decode("utf-8", "replace")
-    if not text.lstrip().startswith(("event:", "data:")):
+    # llama-server opens a stream with an SSE comment (":") while it evaluates a long prompt
+    if not text.lstrip().startswith(("event:", "data:", ":")):
         try:
             message = json.loads(text)
         except ValueError:

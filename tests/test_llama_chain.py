@@ -34,7 +34,9 @@ from scribe.context.render import canonical_json
 from scribe.log.events import ErrorEvent, Event, ObservationEvent, ReflectionEvent, UsageEvent, UserEvent
 from scribe.memory.extract import EXTRACTIVE_MODEL
 
-pytestmark = pytest.mark.slow
+# One chain for the module: the group keeps its tests on one worker under `--dist loadgroup`
+# (with plain `-n 2` each worker would build its own chain, twice the machine's longest test).
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("llama-chain")]
 
 CONTEXT = 4096
 TURNS = 20
@@ -92,7 +94,11 @@ def chain(tmp_path_factory: pytest.TempPathFactory) -> Chain:
     git(workspace, "init", "--quiet")
     turns: list[Turn] = []
     started = time.monotonic()
-    with LlamaServer(CONTEXT, log=root / "llama-server.log") as server, RecordingProxy(server.base_url) as proxy:
+    # Two slots of 4,096 tokens each, as docs/local-models.md advises for scribe: a side call
+    # takes the other slot, so the agent's cached prefix survives it (on one slot, every
+    # observer or reflector call evicts it and the next agent call evaluates its whole prompt).
+    with (LlamaServer(CONTEXT, slots=2, log=root / "llama-server.log") as server,
+          RecordingProxy(server.base_url) as proxy):
         env = scribe_env(proxy.base_url, home, **SETTINGS)
         seen = 0
         for k in range(TURNS):
