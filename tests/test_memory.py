@@ -68,6 +68,22 @@ def test_choose_span_keeps_the_retention_floor_and_a_safe_boundary() -> None:
     assert choose_span(events, est, keep_tokens=total) is None
 
 
+def test_an_observation_in_the_raw_tail_does_not_count_toward_the_retention_floor() -> None:
+    # A paste that passed the threshold; the observation of what came before it was logged after
+    # it, so it sits in the tail; then an answer and a follow-up. The observation is rendered
+    # among the chunks, not raw: the floor must be met by the answer and follow-up alone, which
+    # are too short, so the paste stays raw (observing it would change the prompt before it).
+    observation = ev(ObservationEvent, 2, text="🔴 " + "an observation of earlier turns " * 30,
+                     seq_from=0, seq_to=0, tokens=250, model="m")
+    events = [ev(UserEvent, 1, text="pasted " * 2000), observation,
+              ev(AssistantEvent, 3, content=[{"type": "text", "text": "Noted."}], stop_reason="end_turn"),
+              ev(UserEvent, 4, text="And its first word?")]
+    est = TokenEstimator()
+    assert est.of(observation) == 0
+    assert est.total(events) == est.total([e for e in events if e is not observation])
+    assert choose_span(events, est, keep_tokens=200) is None
+
+
 def test_a_settled_output_is_estimated_at_the_size_render_shows_it() -> None:
     est = TokenEstimator(output_chars=6000, settled_chars=500)
     output = ev(ToolResultEvent, 5, tool_use_id="t", tool="run_command", output="row\n" * 5000)
