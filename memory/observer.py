@@ -9,8 +9,9 @@ words of what just happened.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from scribe.context.budget import fit_text
 from scribe.context.render import file_change_text, git_undo_text, undo_text
@@ -206,11 +207,33 @@ def event_line(event: Event) -> str:
     return ""
 
 
+def _words(text: str) -> str:
+    return " ".join(re.findall(r"[a-z0-9]+", text.lower()))
+
+
+# The priority legend of the instructions, as a small model copies it back ("🔴 must keep: the
+# user's goals and requests, ..."): tagged lines that say nothing of the events.
+_LEGEND = tuple(_words(line[1:]) for line in OBSERVER_SYSTEM.splitlines() if line[:1] in TAGS)
+ECHO_MIN_WORDS = 3  # "🔴 must keep" is already the legend; a word or two alone is not
+
+
+def echoes_instructions(text: str) -> bool:
+    """Whether an observation's text is a piece of the instructions' legend."""
+    words = _words(text)
+    return len(words.split()) >= ECHO_MIN_WORDS and any(words in legend or legend in words for legend in _LEGEND)
+
+
 def read_observer_answer(answer: Answer) -> Observations:
     """The observer's reader: every tagged line of the answer in the canonical form, or
     UnusableAnswer. A line cut by max_tokens is left out and the rest kept: the events it did
-    cover are observed, and the log still holds every one of them for `recall`."""
-    return read_observations(answer)
+    cover are observed, and the log still holds every one of them for `recall`. Lines that
+    repeat the instructions' legend are left out; an answer of nothing else is unusable (a
+    model-free summary then keeps the person's own words instead)."""
+    read = read_observations(answer)
+    kept = tuple(line for line in read.lines if not echoes_instructions(line.text))
+    if not kept:
+        raise UnusableAnswer("the answer repeats the instructions' priority legend, not the events")
+    return replace(read, lines=kept, ignored=read.ignored + len(read.lines) - len(kept))
 
 
 __all__ = ["TAGS", "Answer", "Span", "UnusableAnswer", "choose_span", "clip_span", "event_line", "observer_input",

@@ -19,6 +19,7 @@ from scribe.memory.answer import Answer, UnusableAnswer
 from scribe.memory.notes import Fact, NotesRefused, read_notes
 from scribe.memory.notes_reader import PROVENANCE
 from scribe.memory.observations import TAGS, Observation, read_observations
+from scribe.memory.observer import read_observer_answer
 from scribe.memory.reflector import ReflectPlan, read_reflection
 
 ACCEPTED = ("canonical", "mastra", "bulleted", "decorated", "fenced", "windows", "sectioned", "chatty")
@@ -204,3 +205,16 @@ def test_curator_sources_in_near_forms_or_missing_are_traced_or_dropped_alone() 
         ("Always use tabs", None), ("CI runs on push", f"{EARLIER}#4"),
         ("The deploy target is staging-2", f"{THIS}#9")]
     assert notes.dropped == ["- Something nobody said"] and notes.matched == 1
+
+
+def test_an_answer_that_echoes_the_instructions_legend_is_not_read_as_observations() -> None:
+    # what SmolLM2-135M wrote as an observer on llama.cpp: the priority legend, copied back
+    echo = ("🔴 must keep: the user's goals and requests, decisions, constraints, preferences, facts the user stated.\n"
+            "🟡 useful: files read or changed (exact paths), what a command showed\n🟢 background: context that may "
+            "help later.\n")
+    with pytest.raises(UnusableAnswer, match="repeats the instructions' priority legend"):
+        read_observer_answer(Answer(echo))
+    # among real observations, the echoed lines are left out and the rest kept
+    read = read_observer_answer(Answer(echo + "🔴 User asked to rename greet() to hello() in app.py (seq 4)\n"))
+    assert [o.line for o in read.lines] == ["🔴 User asked to rename greet() to hello() in app.py (seq 4)"]
+    assert read.ignored >= 3

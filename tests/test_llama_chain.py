@@ -176,10 +176,9 @@ def test_the_prompts_outgrew_the_window_and_every_call_fit_it(chain: Chain) -> N
     assert all(i + 1 < len(agent) and agent[i + 1].status == 200 for i in refused), refused
 
 
-# The target is 60%; measured 58.9% on this machine (2026-12-01): the thresholds the server's
-# window sets compress more often than the target allows. A known shortfall, reported; not
-# strict, since the model samples and a run may land either side of the line.
-@pytest.mark.xfail(strict=False, reason="the agent's cache share across the chain is below 60% (58.9% measured)")
+# Measured 72.3% (2026-12-02): every turn without a paste is served from the cache (99%), the
+# turns with one evaluate the paste and what compression changed before it. The model samples,
+# so compression's path differs run to run; the share it leaves does not fall near 60%.
 def test_the_servers_cache_serves_most_agent_prompt_tokens(chain: Chain) -> None:
     usage = agent_usage(chain.events)
     total = sum(u.input + u.cache_read for u in usage)
