@@ -186,11 +186,7 @@ class Agent:
             AssistantEvent, content=result.content, stop_reason=result.stop_reason,
             message_id=result.message_id, model=result.model,
         )
-        usage = self.session.append(
-            UsageEvent, purpose="agent", model=result.model, input=result.input, cache_read=result.cache_read,
-            cache_write=result.cache_write, output=result.output, latency_ms=result.latency_ms,
-            message_id=result.message_id,
-        )
+        usage = self.session.append(UsageEvent, **result.usage("agent"))
         return assistant, usage
 
     def _run_tool_call(self, block: dict) -> Iterator[AgentEvent]:

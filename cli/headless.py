@@ -86,7 +86,7 @@ class StreamJsonSink:
 def _jsonable(event: AgentEvent) -> dict[str, Any]:
     if isinstance(event, AssistantMessage):
         return {"content": event.event.content, "stop_reason": event.event.stop_reason, "seq": event.event.seq,
-                "usage": {k: getattr(event.usage, k) for k in ("input", "cache_read", "cache_write", "output")}}
+                "usage": event.usage.tokens.counts()}
     if isinstance(event, ToolDone):
         r = event.result
         return {"id": event.call.id, "tool": r.tool, "is_error": r.is_error, "exit_code": r.exit_code,

@@ -49,7 +49,7 @@ from scribe.tools.mcp.hub import McpHub
 from ..errors import cli_errors, fail
 from ..signals import Ending, Stopped, ending_signals
 from ..trust import ask
-from .approve import Approver
+from .approve import PersonApprover
 from .commands import ExitRepl, command_help, dispatch, message_of
 from .input import InputArea
 from .keys import TurnKeys
@@ -141,7 +141,7 @@ class Repl:
     def open(self, session: Session, *, resumed: bool) -> None:
         """Make `session` the current one (ending the previous first) and greet it."""
         self._end_current()
-        approver = Approver(self.view, self.area, lambda: self.agent.context, self.keys)
+        approver = PersonApprover(self.view, self.area, lambda: self.agent.context, self.keys)
         self._agent = driver.drive(begin(self.workspace, self.settings, session, resumed=resumed, approver=approver,
                                          model=self.model, hub=self.hub), self.show_life)
         self._agent.policy.how_to_allow = MODE_COMMAND
