@@ -145,7 +145,7 @@ class Compressor:
 
     def calibrate(self, request_estimate: int, usage: UsageEvent) -> None:
         """Learn this session's tokens-per-estimate from what the API reported for a request."""
-        self.estimator.calibrate(request_estimate, usage.input + usage.cache_read + usage.cache_write)
+        self.estimator.calibrate(request_estimate, usage.tokens.prompt_tokens)
 
     def context(self, session: Session) -> ContextSize:
         chunks, observed_to = self._update(session)
@@ -433,9 +433,7 @@ class Compressor:
 
     def _call(self, session: Session, request: Request, purpose: str) -> CallResult:
         result = self.model.complete(request)
-        session.append(UsageEvent, purpose=purpose, model=result.model, input=result.input,
-                       cache_read=result.cache_read, cache_write=result.cache_write, output=result.output,
-                       latency_ms=result.latency_ms, message_id=result.message_id)
+        session.append(UsageEvent, **result.usage(purpose))
         return result
 
     def _cache_is_cold(self, events: Sequence[Event]) -> bool:

@@ -90,9 +90,7 @@ def curate(session: Session, model: ModelClient, settings: Settings, path: Path)
     except ModelError as exc:
         session.append(ErrorEvent, kind="notes", message=f"notes curation failed: {exc}", purpose="curator")
         return Curation(False, f"notes: curation failed ({exc}); the notes are unchanged")
-    session.append(UsageEvent, purpose="curator", model=result.model, input=result.input,
-                   cache_read=result.cache_read, cache_write=result.cache_write, output=result.output,
-                   latency_ms=result.latency_ms, message_id=result.message_id)
+    session.append(UsageEvent, **result.usage("curator"))
     try:
         answer, via = side_answer(result, NOTES_TOOL_NAME, notes_from_tool)
         notes = read_notes(answer, settings.notes_tokens, current=current, session_id=session.id, facts=chosen)

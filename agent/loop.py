@@ -58,8 +58,9 @@ class Agent:
     # Commits the files the turn's file tools wrote, at the turn's end (auto_commit).
     committer: TurnCommitter | None = None
 
-    def turn(self, prompt: str) -> Iterator[AgentEvent]:
-        """Run one user turn to its end, yielding what happens as it happens."""
+    def turn(self, prompt: str) -> Generator[AgentEvent, None, TurnEnded]:
+        """Run one user turn to its end, yielding what happens as it happens; its end is the
+        last event, and what it returns."""
         if self.committer is not None:
             self.committer.begin_turn(self.session)
         if self.watcher is not None and (problem := self.watcher.start()) is not None:
@@ -69,6 +70,7 @@ class Agent:
         if self.committer is not None:
             yield from self.committer.end_turn(self.session, self.context.seen_hashes, prompt)
         yield ended
+        return ended
 
     def close(self) -> None:
         """Stop watching the workspace (the session is closed by its owner)."""
@@ -184,11 +186,7 @@ class Agent:
             AssistantEvent, content=result.content, stop_reason=result.stop_reason,
             message_id=result.message_id, model=result.model,
         )
-        usage = self.session.append(
-            UsageEvent, purpose="agent", model=result.model, input=result.input, cache_read=result.cache_read,
-            cache_write=result.cache_write, output=result.output, latency_ms=result.latency_ms,
-            message_id=result.message_id,
-        )
+        usage = self.session.append(UsageEvent, **result.usage("agent"))
         return assistant, usage
 
     def _run_tool_call(self, block: dict) -> Iterator[AgentEvent]:

@@ -13,7 +13,7 @@ session (adding them later would move the cached prefix); the next session lists
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Generator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +27,7 @@ from scribe.tools.secrets import Redactor
 
 from .config import Settings, state_dir
 from .mcpconfig import mcp_config
+from .protocol import LifeEvent, ServersStarting, ServersWaited
 from .trust import WorkspaceTrust
 
 
@@ -40,9 +41,29 @@ def open_hub(workspace: Path, settings: Settings, trust: WorkspaceTrust | None =
                   start_timeout_s=settings.mcp_start_timeout_s, call_timeout_s=settings.mcp_call_timeout_s)
 
 
+# Why a server still starting has no tools when the person stopped the wait.
+STOPPED_WAITING = "it had not answered when the person stopped waiting (Ctrl-C)"
+
+
 def waited(limit_s: float) -> str:
     """Why a server still starting has no tools: the session waited as long as it may."""
     return f"it had not answered within {limit_s:g} s (mcp_start_timeout_s)"
+
+
+def pinning(hub: McpHub, limit_s: float, *,
+            skippable: bool = False) -> Generator[LifeEvent, None, tuple[list[dict[str, Any]], list[dict[str, Any]]]]:
+    """A new session waits for its servers (started already) at most `limit_s`, and pins what
+    they offer by then (see `pin`). `skippable`: a person is there, whose Ctrl-C stops waiting."""
+    yield ServersStarting(tuple(hub.specs), limit_s)
+    stopped = False
+    try:
+        states = hub.wait(limit_s)
+    except KeyboardInterrupt:
+        if not skippable:
+            raise
+        states, stopped = hub.states(), True
+    yield ServersWaited(stopped)
+    return pin(states, STOPPED_WAITING if stopped else waited(limit_s))
 
 
 def pin(states: Sequence[ServerState], pending: str,

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 
 from scribe.context.render import Request
 from scribe.log.events import Block
+from scribe.log.usage import Tokens
 
 from .answer import BrokenAnswer
 from .attempt import Attempt, Began, Done, FilledMessageStream, Piece
@@ -48,11 +49,14 @@ class CallResult:
     stop_reason: str | None
     message_id: str
     model: str
-    input: int
-    cache_read: int
-    cache_write: int
-    output: int
+    tokens: Tokens  # as the server billed them
     latency_ms: int
+
+    def usage(self, purpose: str) -> dict[str, Any]:
+        """The fields of the `usage` event that logs this call (agent, observer, reflector or
+        curator): Session.append(UsageEvent, **result.usage(purpose))."""
+        return {"purpose": purpose, "model": self.model, **self.tokens.counts(), "latency_ms": self.latency_ms,
+                "message_id": self.message_id}
 
 
 def check_credentials(environ: dict[str, str] | None = None) -> None:
@@ -225,10 +229,8 @@ def _result(message: Any, started: float) -> CallResult:
         stop_reason=message.stop_reason,
         message_id=message.id,
         model=message.model,
-        input=usage.input_tokens or 0,
-        cache_read=usage.cache_read_input_tokens or 0,
-        cache_write=usage.cache_creation_input_tokens or 0,
-        output=usage.output_tokens or 0,
+        tokens=Tokens(usage.input_tokens or 0, usage.cache_read_input_tokens or 0,
+                      usage.cache_creation_input_tokens or 0, usage.output_tokens or 0),
         latency_ms=int((time.monotonic() - started) * 1000),
     )
 

@@ -171,8 +171,7 @@ class PriceBook:
 
     def price_usage(self, usage: UsageEvent) -> Cost:
         """Dollars for one logged call as billed, and for the same call with no caching."""
-        counts = {"input": usage.input, "cache_read": usage.cache_read, "cache_write": usage.cache_write,
-                  "output": usage.output}
+        counts = usage.tokens.counts()
         cost = self.call_cost(usage.model, **counts)
         if cost is None:
             return UNPRICED

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 import weakref
-from collections.abc import Callable
+from collections.abc import Generator
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
@@ -25,13 +25,15 @@ from scribe.workspace.watcher import WorkspaceWatcher
 from .autocommit import TurnCommitter
 from .compress import Compressor
 from .config import Settings, state_dir, user_config_dir
-from .curator import Curation, curate_earlier
+from .driver import drive
 from .instructions import Environment, read_project_texts, system_text
+from .lifecycle import curating_earlier, greeting
 from .loop import Agent, Approver
-from .mcptools import allowed_without_asking, pin, pinned_servers, session_tools, waited
+from .mcptools import allowed_without_asking, pinned_servers, pinning, session_tools
 from .model import ModelClient
 from .permissions import PermissionPolicy
 from .protection import protection_for
+from .protocol import LifeEvent
 from .session import Session, notes_path, open_session, start_session, store_for
 from .window import (
     PROBE_TIMEOUT_S,
@@ -53,17 +55,19 @@ class SessionChoice:
     # A model asked for by name (--model): a continued session switches to it.
     model: str | None = None
 
+    @property
+    def continues(self) -> bool:
+        return self.continue_latest or self.session_id is not None
 
-def choose_session(workspace: Path, settings: Settings, choice: SessionChoice, hub: McpHub | None = None, *,
-                   model: ModelClient | None = None, report: Callable[[Curation], None] | None = None,
-                   wait: bool = True, pending: str | None = None) -> Session:
+
+def choose(workspace: Path, settings: Settings, choice: SessionChoice, hub: McpHub | None = None, *,
+           model: ModelClient | None = None, skippable: bool = False) -> Generator[LifeEvent, None, Session]:
     """The session to run in. A continued one keeps the tools it pinned. A new one starts with
     the project notes; with `model`, the earlier sessions of the workspace that the notes have
-    not taken are curated into them first (each outcome goes to `report`), so the new session's
-    instructions hold every earlier fact. It waits for the MCP servers at most
-    `mcp_start_timeout_s` and pins what they offer by then (agent/mcptools.py); with `wait`
-    false the caller has started them and waited, and what is ready now is pinned (`pending`
-    says why the others have no tools, if not for the limit)."""
+    not taken are curated into them first, while its MCP servers start, so the new session's
+    instructions hold every earlier fact. Then it waits for the servers at most
+    `mcp_start_timeout_s` and pins what they offer by then (agent/mcptools.py). `skippable`: a
+    person is there, whose Ctrl-C skips those waits (agent/lifecycle.py)."""
     store = store_for(workspace)
     if choice.session_id or choice.continue_latest:
         skipped: list[SessionFile] = []
@@ -77,19 +81,47 @@ def choose_session(workspace: Path, settings: Settings, choice: SessionChoice, h
         if choice.model:
             switch_model(session, choice.model)
         return session
-    if hub is not None and hub.specs and wait:
+    if hub is not None:
         hub.start()  # they start while earlier sessions are curated
     if model is not None:
-        for outcome in curate_earlier(workspace, settings, model):
-            if report is not None:
-                report(outcome)
+        yield from curating_earlier(workspace, settings, model, skippable=skippable)
     mcp_definitions: list[dict] = []
     record: list[dict] = []
     if hub is not None and hub.specs:
-        states = hub.wait(settings.mcp_start_timeout_s) if wait else hub.states()
-        mcp_definitions, record = pin(states, pending or waited(settings.mcp_start_timeout_s))
+        mcp_definitions, record = yield from pinning(hub, settings.mcp_start_timeout_s, skippable=skippable)
     return start_session(workspace, settings, tool_definitions(builtin_tools()) + mcp_definitions, record,
                          protection=protection_for(workspace, settings).record())
+
+
+def choose_session(workspace: Path, settings: Settings, choice: SessionChoice, hub: McpHub | None = None, *,
+                   model: ModelClient | None = None) -> Session:
+    """`choose`, with nothing shown."""
+    return drive(choose(workspace, settings, choice, hub, model=model), lambda event: None)
+
+
+def begin(workspace: Path, settings: Settings, session: Session, *, resumed: bool, approver: Approver | None = None,
+          model: ModelClient | None = None, hub: McpHub | None = None) -> Generator[LifeEvent, None, Agent]:
+    """The agent for `session` (see `build_agent`), greeted. Should the greeting be cut short,
+    the agent is released; the session is the caller's to close."""
+    agent = build_agent(workspace, settings, session, approver=approver, model=model, hub=hub)
+    try:
+        yield greeting(session, agent.policy.mode, resumed=resumed)
+    except BaseException:
+        agent.close()
+        raise
+    return agent
+
+
+def start(workspace: Path, settings: Settings, choice: SessionChoice, hub: McpHub, *,
+          model: ModelClient) -> Generator[LifeEvent, None, Agent]:
+    """A headless run's start: its session chosen (`choose`), the agent for it, greeted. Should it
+    fail after the session is open, the session is closed."""
+    session = yield from choose(workspace, settings, choice, hub, model=model)
+    try:
+        return (yield from begin(workspace, settings, session, resumed=choice.continues, model=model, hub=hub))
+    except BaseException:
+        session.close()
+        raise
 
 
 def skipped_note(session: SessionFile) -> str:

@@ -30,8 +30,9 @@ from .visible import VisibleStream, visible
 
 
 class TextSink:
-    def __init__(self, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> None:
-        self.out, self.err = out, err
+    def __init__(self, out: TextIO | None = None, err: TextIO | None = None) -> None:
+        # The streams of the moment, not of the import: a runner in process swaps them per run.
+        self.out, self.err = out or sys.stdout, err or sys.stderr
         self._midline = False
         self._stream = VisibleStream()
 
@@ -73,8 +74,8 @@ class TextSink:
 class StreamJsonSink:
     """One JSON object per line for every agent event, for programs that follow a turn live."""
 
-    def __init__(self, out: TextIO = sys.stdout) -> None:
-        self.out = out
+    def __init__(self, out: TextIO | None = None) -> None:
+        self.out = out or sys.stdout
 
     def __call__(self, event: AgentEvent) -> None:
         record = {"event": type(event).__name__, **_jsonable(event)}
@@ -85,7 +86,7 @@ class StreamJsonSink:
 def _jsonable(event: AgentEvent) -> dict[str, Any]:
     if isinstance(event, AssistantMessage):
         return {"content": event.event.content, "stop_reason": event.event.stop_reason, "seq": event.event.seq,
-                "usage": {k: getattr(event.usage, k) for k in ("input", "cache_read", "cache_write", "output")}}
+                "usage": event.usage.tokens.counts()}
     if isinstance(event, ToolDone):
         r = event.result
         return {"id": event.call.id, "tool": r.tool, "is_error": r.is_error, "exit_code": r.exit_code,

@@ -6,18 +6,25 @@ import json
 import signal
 import sys
 from collections.abc import Generator
+from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
+from scribe.agent import driver
 from scribe.agent.config import PERMISSION_MODES, load_settings, price_book
-from scribe.agent.protocol import AgentEvent, AssistantMessage, CommitFailed, TurnEnded
+from scribe.agent.protocol import (
+    AgentEvent,
+    AssistantMessage,
+    CommitFailed,
+    Curated,
+    LifeEvent,
+    SessionOpened,
+    TurnEnded,
+)
 from scribe.context.stats import Figures, Pricer
-
-if TYPE_CHECKING:
-    from scribe.agent.curator import Curation
 
 from .errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_MAX_TURNS, EXIT_OK, cli_errors, fail
 from .headless import StreamJsonSink, TextSink
@@ -64,9 +71,9 @@ def run(
     """
     # Imported here, not at the top: the SDK takes over a second to import and `--help` needn't pay.
     from scribe.agent.config import HEADLESS_FOR_ASK, find_workspace, trust_of
-    from scribe.agent.mcptools import open_hub, start_notes
+    from scribe.agent.mcptools import open_hub
     from scribe.agent.model import ModelClient
-    from scribe.agent.runtime import SessionChoice, build_agent, choose_session
+    from scribe.agent.runtime import SessionChoice, start
 
     with cli_errors(), ending_signals(RUN_SIGNALS) as ending:
         text = sys.stdin.read() if prompt == "-" else prompt
@@ -87,32 +94,16 @@ def run(
         client = ModelClient.for_settings(settings)
         # A new session first curates the earlier ones into the notes it starts with; the end
         # of a run curates nothing (a `-c` chain is one session, curated once).
-        notes: list[str] = []
-
-        def report(curation: Curation) -> None:
-            if curation.noteworthy:
-                notes.append(curation.message)
-                if output is not OutputFormat.json:
-                    print(f"scribe: {visible(curation.message)}", file=sys.stderr)
-
+        said = StartLines(quiet=output is OutputFormat.json)
         hub = open_hub(workspace, settings, trust)
-        agent = None
         try:
-            agent_session = choose_session(workspace, settings, SessionChoice(continue_, session, model), hub,
-                                           model=client, report=report)
+            agent = driver.drive(start(workspace, settings, SessionChoice(continue_, session, model), hub,
+                                       model=client), said)
+            agent_session = agent.session
             try:
-                agent = build_agent(workspace, settings, agent_session, model=client, hub=hub)
-                for problem in agent_session.problems:
-                    print(f"scribe: note: {agent_session.path.name} {visible(problem)}", file=sys.stderr)
-                for notice in agent_session.notices:
-                    print(f"scribe: note: {visible(notice)}", file=sys.stderr)
-                if not (continue_ or session):
-                    for line in start_notes(agent_session.header):
-                        print(f"scribe: {visible(line)}", file=sys.stderr)
-                ended, totals, failed_commits = _drive(agent.turn(text), output, prices.price_usage)
+                ended, totals, failed_commits = _follow(agent.turn(text), output, prices.price_usage)
             finally:
-                if agent is not None:
-                    agent.close()  # stops the file watcher
+                agent.close()  # stops the file watcher
                 agent_session.close()
         finally:
             hub.close()  # stops the MCP servers
@@ -120,7 +111,7 @@ def run(
             print(json.dumps({
                 "session_id": agent_session.id, "log": str(agent_session.path),
                 "result": ended.text, "stop_reason": ended.reason, "error": ended.error,
-                "calls": ended.calls, "usage": totals.as_dict(), "notes": notes,
+                "calls": ended.calls, "usage": totals.as_dict(), "notes": said.notes,
                 "memory": agent_session.digest.health.as_dict(),
             }, ensure_ascii=False))
         elif ended.error:
@@ -137,32 +128,43 @@ def run(
         raise typer.Exit(EXIT_FAILED if failed_commits and code == EXIT_OK else code)
 
 
-def _drive(events: Generator[AgentEvent, None, None], output: OutputFormat,
-           price: Pricer) -> tuple[TurnEnded, Figures, list[CommitFailed]]:
+@dataclass
+class StartLines:
+    """What a run says on stderr as its session starts: the curations worth a line (also kept
+    for the JSON summary, which says them instead: `quiet`), and what is worth a note about the
+    session it runs in."""
+
+    quiet: bool
+    notes: list[str] = field(default_factory=list)
+
+    def __call__(self, event: LifeEvent) -> None:
+        if isinstance(event, Curated) and event.noteworthy:
+            self.notes.append(event.text)
+            if not self.quiet:
+                print(f"scribe: {visible(event.text)}", file=sys.stderr)
+        elif isinstance(event, SessionOpened):
+            for problem in event.problems:
+                print(f"scribe: note: {event.session.path.name} {visible(problem)}", file=sys.stderr)
+            for notice in event.notices:
+                print(f"scribe: note: {visible(notice)}", file=sys.stderr)
+            for line in event.mcp:
+                print(f"scribe: {visible(line)}", file=sys.stderr)
+
+
+def _follow(turn: Generator[AgentEvent, None, TurnEnded], output: OutputFormat,
+            price: Pricer) -> tuple[TurnEnded, Figures, list[CommitFailed]]:
+    """The turn through the driver, shown in the output asked for, and counted."""
     sink = {OutputFormat.text: TextSink, OutputFormat.stream_json: StreamJsonSink}.get(output)
     show = sink() if sink else None
     totals = Figures()
     failed_commits: list[CommitFailed] = []
-    stop: KeyboardInterrupt | None = None
-    while True:
-        try:
-            event = events.throw(stop) if stop is not None else next(events)
-        except StopIteration:
-            break
-        stop = None
-        try:
-            if show is not None:
-                show(event)
-        except KeyboardInterrupt as interrupt:
-            # It landed while an event was printed, outside the agent: hand it to the agent, which
-            # records it as it would one raised inside (after the turn's end there is nothing to do).
-            if isinstance(event, TurnEnded):
-                raise
-            stop = interrupt
+
+    def shown(event: AgentEvent) -> None:
         if isinstance(event, AssistantMessage):
             totals.add(event.usage, *price(event.usage))
         if isinstance(event, CommitFailed):
             failed_commits.append(event)
-        if isinstance(event, TurnEnded):
-            return event, totals, failed_commits
-    raise RuntimeError("the agent stopped without ending the turn")  # a bug in the loop, not a user error
+        if show is not None:
+            show(event)
+
+    return driver.drive(turn, shown), totals, failed_commits

@@ -17,6 +17,7 @@ from scribe.log.digest import LogDigest
 from scribe.log.events import Event, ObservationEvent, ReflectionEvent, SessionEvent, UsageEvent, UserEvent
 from scribe.log.figures import Figures, Pricer
 from scribe.log.health import MemoryHealth, count
+from scribe.log.usage import Tokens
 
 PURPOSES = ("agent", "observer", "reflector", "curator")
 
@@ -26,17 +27,13 @@ class CallFigures:
     seq: int  # of the usage event
     purpose: str
     model: str
-    input: int
-    cache_read: int
-    cache_write: int
-    output: int
+    tokens: Tokens
     latency_ms: int
     cost_usd: float | None  # None: the model has no price
     uncached_cost_usd: float | None
 
     def as_dict(self) -> dict[str, Any]:
-        return {"seq": self.seq, "purpose": self.purpose, "model": self.model, "input": self.input,
-                "cache_read": self.cache_read, "cache_write": self.cache_write, "output": self.output,
+        return {"seq": self.seq, "purpose": self.purpose, "model": self.model, **self.tokens.counts(),
                 "latency_ms": self.latency_ms, "cost_usd": _rounded(self.cost_usd),
                 "uncached_cost_usd": _rounded(self.uncached_cost_usd)}
 
@@ -116,8 +113,8 @@ def session_stats(events: Iterable[Event], price: Pricer, *, per_call: bool = Tr
             stats.total.add(event, cost, uncached)
             stats.by_purpose.setdefault(event.purpose, Figures()).add(event, cost, uncached)
             if per_call:
-                stats.calls.append(CallFigures(event.seq, event.purpose, event.model, event.input, event.cache_read,
-                                               event.cache_write, event.output, event.latency_ms, cost, uncached))
+                stats.calls.append(CallFigures(event.seq, event.purpose, event.model, event.tokens, event.latency_ms,
+                                               cost, uncached))
         elif isinstance(event, ObservationEvent):
             stats.compression.observations += 1
             stats.compression.observation_tokens += event.tokens

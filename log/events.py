@@ -14,6 +14,8 @@ from datetime import UTC, datetime
 from types import UnionType
 from typing import Any, ClassVar, Union, get_args, get_origin, get_type_hints
 
+from .usage import Tokens
+
 LOG_FORMAT_VERSION = 1
 
 # Wire-format content blocks (text, tool_use, ...) are kept exactly as the API defines them.
@@ -109,6 +111,10 @@ class UsageEvent(Event):
     output: int
     latency_ms: int = 0
     message_id: str | None = None
+
+    @property
+    def tokens(self) -> Tokens:
+        return Tokens(self.input, self.cache_read, self.cache_write, self.output)
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
-"""The one value type of usage: the sum of some model calls, as the server billed them (the four
-token counts, the prompt tokens they make, the cache hit rate) and what they cost, from the log's
-usage events to the index, `scribe log stats`, the REPL's bar and the session page."""
+"""The sum of some model calls, as the server billed them (their tokens, log/usage.py) and what
+they cost, from the log's usage events to the index, `scribe log stats`, the REPL's bar and the
+session page."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from scribe.log.events import UsageEvent
+from scribe.log.usage import Tokens
 
 # (cost, cost of the same call with no caching), in USD; (None, None) for a model with no price.
 Pricer = Callable[[UsageEvent], tuple[float | None, float | None]]
@@ -33,13 +34,17 @@ class Figures:
         return self.unpriced == 0
 
     @property
+    def tokens(self) -> Tokens:
+        """The calls' tokens summed."""
+        return Tokens(self.input, self.cache_read, self.cache_write, self.output)
+
+    @property
     def prompt_tokens(self) -> int:
-        """Every prompt token, however billed: input + cache read + cache write."""
-        return self.input + self.cache_read + self.cache_write
+        return self.tokens.prompt_tokens
 
     @property
     def hit_rate(self) -> float:
-        return self.cache_read / self.prompt_tokens if self.prompt_tokens else 0.0
+        return self.tokens.hit_rate
 
     def add(self, usage: UsageEvent, cost: float | None = 0.0, uncached: float | None = 0.0) -> None:
         self.calls += 1

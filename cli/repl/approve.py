@@ -118,8 +118,8 @@ def _write_preview(args: dict[str, Any], ctx: ToolContext) -> Preview:
     return Preview(text)
 
 
-class Approver:
-    """The Agent's `approver` callback for the REPL."""
+class PersonApprover:
+    """The Agent's `approver` (agent/loop.py: Approver) for the REPL: it asks the person."""
 
     def __init__(self, view: View, area: InputArea, context: Callable[[], ToolContext], keys: TurnKeys) -> None:
         # `context` is read at each call: the REPL builds a new agent (and context) per session.

@@ -17,14 +17,12 @@ import dataclasses
 import os
 import signal
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
 
-from rich.text import Text
-
-from scribe import __version__
+from scribe.agent import driver
 from scribe.agent.ahead import AheadCompression, works_ahead
 from scribe.agent.compress import ContextSize
 from scribe.agent.config import (
@@ -36,12 +34,12 @@ from scribe.agent.config import (
     state_dir,
     trust_of,
 )
-from scribe.agent.curator import Curation, curate, curate_earlier
+from scribe.agent.lifecycle import curating, ending
 from scribe.agent.loop import Agent
-from scribe.agent.mcptools import open_hub, start_notes
+from scribe.agent.mcptools import open_hub
 from scribe.agent.model import ModelClient, preload_sdk
-from scribe.agent.protocol import AgentEvent, TurnEnded
-from scribe.agent.runtime import SessionChoice, build_agent, choose_session
+from scribe.agent.protocol import AgentEvent, LifeEvent, TurnEnded
+from scribe.agent.runtime import SessionChoice, begin, choose
 from scribe.agent.session import Session, notes_path, open_session, store_for
 from scribe.log.events import InterruptEvent
 from scribe.log.pairing import unanswered_tool_uses
@@ -51,12 +49,12 @@ from scribe.tools.mcp.hub import McpHub
 from ..errors import cli_errors, fail
 from ..signals import Ending, Stopped, ending_signals
 from ..trust import ask
-from .approve import Approver
+from .approve import PersonApprover
 from .commands import ExitRepl, command_help, dispatch, message_of
 from .input import InputArea
 from .keys import TurnKeys
+from .lifecycle import exit_line, show_life
 from .memory_notes import MemoryNotes
-from .records import last_exchanges
 from .shell import run_bang, shell_command, with_attachments
 from .stats import Numbers, numbers, toolbar_text
 from .view import THINKING, View, make_console
@@ -89,31 +87,25 @@ def cancellable(window_s: float = REPEAT_WINDOW_S) -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
 
 
-def drive(turn: Iterator[AgentEvent], show: Callable[[AgentEvent], None]) -> TurnEnded:
-    """Run a turn to its end, showing each event. A KeyboardInterrupt raised while an event is
-    shown is thrown into the agent, which records it like one raised inside the agent."""
-    interrupted = False
+def drive(turn: Generator[AgentEvent, None, TurnEnded], show: Callable[[AgentEvent], None]) -> TurnEnded:
+    """Run a turn to its end through the agent's driver (agent/driver.py). A Ctrl-C while its
+    end is shown has nothing left to cancel; one that escapes the agent (raised before its
+    handler was in place, or inside it) ends the turn here, and Repl.run_turn closes whatever
+    tool call it left open."""
+
+    def shown(event: AgentEvent) -> None:
+        try:
+            show(event)
+        except KeyboardInterrupt:
+            if not isinstance(event, TurnEnded):
+                raise
+
     try:
-        while True:
-            try:
-                event = turn.throw(KeyboardInterrupt()) if interrupted else next(turn)
-            except StopIteration:
-                raise RuntimeError("the agent stopped without ending the turn") from None
-            except KeyboardInterrupt:
-                # It escaped the agent (raised before its handler was in place, or inside it);
-                # Repl.run_turn closes whatever tool call it left open.
-                ended = TurnEnded("interrupted", "", 0)
-                show(ended)
-                return ended
-            interrupted = False
-            try:
-                show(event)
-            except KeyboardInterrupt:
-                interrupted = not isinstance(event, TurnEnded)
-            if isinstance(event, TurnEnded):
-                return event
-    finally:
-        turn.close()  # runs the agent's `finally` (fsync of the log) now, not at garbage collection
+        return driver.drive(turn, shown)
+    except KeyboardInterrupt:
+        ended = TurnEnded("interrupted", "", 0)
+        show(ended)
+        return ended
 
 
 class Repl:
@@ -147,59 +139,27 @@ class Repl:
     # -- sessions -------------------------------------------------------------------------------
 
     def open(self, session: Session, *, resumed: bool) -> None:
-        """Make `session` the current one (closing the previous) and greet it."""
-        approver = Approver(self.view, self.area, lambda: self.agent.context, self.keys)
-        agent = build_agent(self.workspace, self.settings, session, approver=approver, model=self.model,
-                            hub=self.hub)
-        agent.policy.how_to_allow = MODE_COMMAND
-        previous, self._agent = self._agent, agent
-        if previous is not None:
-            self._end(previous)
+        """Make `session` the current one (ending the previous first) and greet it."""
+        self._end_current()
+        approver = PersonApprover(self.view, self.area, lambda: self.agent.context, self.keys)
+        self._agent = driver.drive(begin(self.workspace, self.settings, session, resumed=resumed, approver=approver,
+                                         model=self.model, hub=self.hub), self.show_life)
+        self._agent.policy.how_to_allow = MODE_COMMAND
         self.refresh()
-        self._greet(resumed)
 
     def start_new(self) -> None:
         # The old session ends first, so the new one starts with the notes it just curated.
-        if self._agent is not None:
-            self._end(self._agent)
-            self._agent = None
+        self._end_current()
         self.open(self.choose(SessionChoice()), resumed=False)
 
     def choose(self, choice: SessionChoice) -> Session:
-        """The session to run in. A new one first curates the earlier sessions the notes have not
-        taken (a wait the person did not ask for: said at once, and Ctrl-C skips it), while its
-        MCP servers start; then it waits for them (at most mcp_start_timeout_s; Ctrl-C stops
-        waiting) and pins the tools of those ready."""
-        new = not (choice.continue_latest or choice.session_id)
-        if new:
-            self.hub.start()
-        if new and self.settings.curate_notes:
-            self.view.busy("curating notes from earlier sessions…  (Ctrl-C skips)")
-            try:
-                for outcome in curate_earlier(self.workspace, self.settings, self.model):
-                    self.reported(outcome)
-            except KeyboardInterrupt:
-                self.view.note("notes: curation skipped (interrupted)")
-            finally:
-                self.view.pause()
-        pending = self.wait_for_servers() if new else None
-        return choose_session(self.workspace, self.settings, choice, self.hub, wait=False, pending=pending)
+        """The session to run in (agent/runtime.py): a wait for a new one's curation or MCP
+        servers is said at once, and Ctrl-C skips it."""
+        return driver.drive(choose(self.workspace, self.settings, choice, self.hub, model=self.model, skippable=True),
+                            self.show_life)
 
-    def wait_for_servers(self) -> str | None:
-        """Wait for the new session's MCP servers, saying so; Ctrl-C stops waiting. Returns why
-        the servers not ready have no tools when it is not the limit."""
-        if not self.hub.specs:
-            return None
-        names, limit = ", ".join(self.hub.specs), self.settings.mcp_start_timeout_s
-        self.view.note(f"starting MCP servers: {names} (waiting at most {limit:g} s)")
-        self.view.busy("waiting for MCP servers…  (Ctrl-C stops waiting)")
-        try:
-            self.hub.wait(limit)
-        except KeyboardInterrupt:
-            return "it had not answered when the person stopped waiting (Ctrl-C)"
-        finally:
-            self.view.pause()
-        return None
+    def show_life(self, event: LifeEvent) -> None:
+        show_life(self.view, event)
 
     def resume(self, id_or_prefix: str) -> None:
         found = store_for(self.workspace).find(id_or_prefix, self.workspace)
@@ -217,58 +177,24 @@ class Repl:
         self.finish_ahead()
         if self._agent is not None:
             session = self._agent.session
-            self._end(self._agent)
-            self._agent = None
+            self._end_current()
             try:
                 continued: SessionFile | None = store_for(self.workspace).to_continue(self.workspace).found
             except SessionNotFound:
                 continued = None
             self.view.note(exit_line(session, continued))
 
-    def _end(self, agent: Agent) -> None:
-        """A session ends: merge what it taught into the project notes, then release it."""
-        try:
-            if self.settings.curate_notes:
-                self.curate(agent)
-        finally:
-            agent.close()  # stops its file watcher
-            agent.session.close()
-
-    def reported(self, outcome: Curation) -> None:
-        """An earlier session curated before a new one starts (its notes are in the new one)."""
-        if outcome.noteworthy:
-            self.view.note(outcome.message)
+    def _end_current(self) -> None:
+        """The current session ends: what it taught merged into the project notes, then released."""
+        agent, self._agent = self._agent, None
+        if agent is not None:
+            driver.drive(ending(agent, self.model, self.settings, notes_path(self.workspace), skippable=True),
+                         self.show_life)
 
     def curate(self, agent: Agent) -> None:
-        # A wait the person did not ask for (leaving, /clear): say what it is and how to skip it.
-        self.view.busy("curating notes…  (Ctrl-C skips)")
-        try:
-            outcome = curate(agent.session, self.model, self.settings, notes_path(self.workspace))
-        except KeyboardInterrupt:
-            self.view.note("notes: curation skipped (interrupted)")
-            return
-        finally:
-            self.view.pause()
-        if outcome.noteworthy:
-            self.view.note(outcome.message)
-
-    def _greet(self, resumed: bool) -> None:
-        n = self.numbers()
-        how = "continuing session" if resumed else "new session"
-        self.view.console.print(Text.assemble(
-            ("scribe ", "bold"), (__version__, "dim"), f" · {how} {self.session.id} · {n.model} · "
-            f"permission mode {n.mode}"))
-        self.view.note("/help lists commands · Alt-Enter adds a line · Ctrl-C cancels a turn · Ctrl-D exits")
-        for problem in self.session.problems:
-            self.view.warn(f"note: {self.session.path.name} {problem}")
-        for notice in self.session.notices:
-            self.view.warn(f"note: {notice}")
-        for line in ([] if resumed else start_notes(self.session.header)):
-            self.view.warn(line)
-        pairs = last_exchanges(self.session.events) if resumed else []
-        if pairs:
-            self.view.note("── earlier in this session ──")
-            self.view.exchanges(pairs)
+        """/notes curate: the session's notes merged now."""
+        driver.drive(curating(agent.session, self.model, self.settings, notes_path(self.workspace), skippable=True),
+                     self.show_life)
 
     # -- numbers for the toolbar and /stats -------------------------------------------------------
 
@@ -384,16 +310,6 @@ class Repl:
         shown = self.memory_notes.shown(event)
         if shown is not None:
             self.view.handle(shown)
-
-def exit_line(session: Session, continued: SessionFile | None) -> str:
-    """What leaving says: which session `scribe -c` will open, found as `-c` finds it."""
-    what = "had nothing in it" if len(session.events) <= 1 else "saved"
-    if continued is None:
-        return f"session {session.id} {what}"
-    if continued.id == session.id:
-        return f"session {session.id} {what}; `scribe -c` continues it"
-    return f"session {session.id} {what}; `scribe -c` continues {continued.id}"
-
 
 def start(*, continue_: bool, resume: str | None, permission_mode: str | None, model: str | None,
           auto_commit: bool | None = None, trust_workspace: bool = False) -> None:

@@ -47,7 +47,9 @@ def last_exchanges(events: Sequence[Event], count: int = 3) -> list[tuple[str, s
 
 
 @dataclass(frozen=True)
-class SessionSummary:
+class ResumeEntry:
+    """One line of /resume's list (`scribe log list` has its own: context/stats.SessionSummary)."""
+
     id: str
     turns: int
     first_prompt: str
@@ -56,7 +58,7 @@ class SessionSummary:
 
 @dataclass(frozen=True)
 class SessionList:
-    shown: list[SessionSummary]  # the latest, newest last
+    shown: list[ResumeEntry]  # the latest, newest last
     more: int  # older sessions with something in them, not shown
 
 
@@ -64,7 +66,7 @@ def session_summaries(workspace: Path, limit: int = 10, keep: str | None = None)
     """The latest sessions of the workspace that hold more than their header (and `keep`, the
     current one, even if empty). Counts `user` lines without parsing whole logs into events:
     listing must stay fast however long the sessions are."""
-    shown: list[SessionSummary] = []
+    shown: list[ResumeEntry] = []
     more = 0
     for s in reversed(store_for(workspace).sessions(workspace)):
         if s.id != keep and _header_only(s.path):
@@ -85,7 +87,7 @@ def _header_only(path: Path) -> bool:
         return False  # listed, and opening it will say what is wrong
 
 
-def _summary(session_id: str, path: Path) -> SessionSummary:
+def _summary(session_id: str, path: Path) -> ResumeEntry:
     turns, first = 0, ""
     with path.open("rb") as fh:
         for raw in fh:
@@ -98,4 +100,4 @@ def _summary(session_id: str, path: Path) -> SessionSummary:
                 except json.JSONDecodeError:
                     first = "(unreadable line)"
     active = datetime.fromtimestamp(path.stat().st_mtime).strftime("%Y-%m-%d %H:%M")
-    return SessionSummary(session_id, turns, first, active)
+    return ResumeEntry(session_id, turns, first, active)

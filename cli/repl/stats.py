@@ -53,11 +53,7 @@ def numbers(events: Sequence[Event], mode: str, context: ContextSize, index: Chu
     # "Last" is the conversation's last call: a memory call (observer, curator) reads another
     # prompt, and its rate says nothing about the cache the next turn will read.
     agent = [u for u in usages if u.purpose == "agent"]
-    last_hit = None
-    if agent:
-        last = agent[-1]
-        prompt = last.input + last.cache_read + last.cache_write
-        last_hit = last.cache_read / prompt if prompt else 0.0
+    last_hit = agent[-1].tokens.hit_rate if agent else None
     return Numbers(
         model=current_model(events, index),
         mode=mode,

@@ -68,14 +68,14 @@ class Layout:
 def part_dollars(call: CallFigures, prices: PriceBook = LIST_PRICES) -> dict[str, float]:
     # Priced together: a model with a long-prompt band prices every part at the call's band. An
     # unpriced call has no dollar bar.
-    parts = prices.cost_parts(call.model, **{part: getattr(call, part) for part in PARTS})
+    parts = prices.cost_parts(call.model, **call.tokens.counts())
     return parts if parts is not None else dict.fromkeys(PARTS, 0.0)
 
 
 def layout_of(calls: Sequence[CallFigures]) -> Layout:
     n = len(calls)
     step = max(MIN_BAR * 1.25, min(MAX_BAR * 1.25, FIT_WIDTH / n))
-    tallest = max(c.input + c.cache_read + c.cache_write + c.output for c in calls) or 1
+    tallest = max(c.tokens.prompt_tokens + c.tokens.output for c in calls) or 1
     dearest = max(c.cost_usd or 0.0 for c in calls) or 1.0
     total = sum(c.cost_usd or 0.0 for c in calls) or 1.0
     return Layout(n, round(step * 0.8, 2), round(step, 2), tallest / TOKENS_H, dearest / DOLLARS_H, total / DOLLARS_H)
@@ -97,15 +97,14 @@ def calls_svg(calls: Sequence[CallFigures], prices: PriceBook = LIST_PRICES) -> 
         x = _n(layout.x(i))
         side = "agent" if call.purpose == "agent" else "side"
         for kind, bottom, heights in (
-                ("tk", TOP + TOKENS_H, [getattr(call, p) / layout.tokens_per_px for p in PARTS]),
+                ("tk", TOP + TOKENS_H, [getattr(call.tokens, p) / layout.tokens_per_px for p in PARTS]),
                 ("usd", layout.dollars_top + DOLLARS_H, [d / layout.dollars_per_px for d in part_dollars(call, prices).values()])):
             y = float(bottom)
             for part, h in zip(PARTS, heights, strict=True):
                 if h > 0:
                     y -= h
                     paths[f"{kind} {PART_CSS[part]} {side}"].append(f"M{x} {y:.2f}h{w}v{h:.2f}h-{w}z")
-        prompt = call.input + call.cache_read + call.cache_write
-        hit = call.cache_read / prompt if prompt else 0.0
+        hit = call.tokens.hit_rate
         paths["rate"].append(f"M{_n(layout.x(i) + layout.bar / 2)} {layout.hit_top + HIT_H * (1 - hit):.2f}h0")
         purpose = call.purpose if call.purpose in PURPOSES else "other"
         paths[f"strip p-{purpose}"].append(f"M{x} {layout.strip_top}h{w}v{STRIP_H}h-{w}z")

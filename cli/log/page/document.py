@@ -94,7 +94,7 @@ class SessionPage:
         for i, c in enumerate(stats.calls):
             running = None if running is None or c.cost_usd is None else running + c.cost_usd
             if i >= calls_seen:
-                calls.append([c.seq, c.purpose, c.model, c.input, c.cache_read, c.cache_write, c.output,
+                calls.append([c.seq, c.purpose, c.model, *c.tokens.counts().values(),
                               c.latency_ms, *(None if v is None else round(v, 8)
                                               for v in (c.cost_usd, c.uncached_cost_usd, running))])
             call = self.prompts.calls.get(c.seq)

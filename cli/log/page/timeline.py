@@ -183,8 +183,7 @@ class Timeline:
                 f'<pre class="out">{marked(shown_output(event.output, event.seq)) or "(no output)"}</pre></details>')
 
     def _usage(self, event: UsageEvent) -> str:
-        prompt = event.input + event.cache_read + event.cache_write
-        hit = event.cache_read / prompt if prompt else 0.0
+        prompt, hit = event.tokens.prompt_tokens, event.tokens.hit_rate
         cost = self.prices.price_usage(event)[0]
         return (f'<a class="ev usage p-{esc(event.purpose)}" id="e-{event.seq}" href="#call-{event.seq}">'
                 f'{esc(event.purpose)} call · {prompt:,} prompt tokens, {percent(hit)} from the cache · '

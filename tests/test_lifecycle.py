@@ -1,0 +1,133 @@
+"""One session life cycle for both front ends: `scribe run` and the REPL start, continue, curate,
+pin MCP tools and greet through the agent's one driver (agent/driver.py), and each says what
+the same events tell it. Both run in this process, so the driver can be watched: a front end
+that started a session its own way would show up here as a different event sequence."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator, Iterator
+from pathlib import Path
+
+import pytest
+from prompt_toolkit.application import create_app_session
+from prompt_toolkit.input import create_pipe_input
+from prompt_toolkit.output import DummyOutput
+from test_mcp_run import notes_table
+from typer.testing import CliRunner
+
+from helpers import as_a_person, trust_here
+from scribe.agent import driver
+from scribe.agent.config import Settings, load_settings
+from scribe.agent.protocol import (
+    Curated,
+    CurationEnded,
+    CurationStarted,
+    ServersStarting,
+    ServersWaited,
+    SessionOpened,
+)
+from scribe.agent.runtime import SessionChoice, choose_session
+from scribe.cli.app import app
+from scribe.cli.repl.loop import start
+from scribe.fakeapi import FakeMessagesServer, Reply, SideCallModel
+from scribe.log.events import UserEvent
+
+CTRL_D = "\x04"
+LIFE = (CurationStarted, Curated, CurationEnded, ServersStarting, ServersWaited, SessionOpened)
+
+
+@pytest.fixture
+def driven(monkeypatch: pytest.MonkeyPatch, workspace: Path, home: Path) -> Iterator[list[object]]:
+    """A person in `workspace`, whose notes are curated and whose one MCP server fails as it
+    starts; and every event the agent's driver hands a front end to show, in order."""
+    as_a_person(monkeypatch, workspace, home, curate_notes=True)
+    monkeypatch.setenv("SCRIBE_WATCH_FILES", "0")
+    monkeypatch.setenv("COLUMNS", "400")  # the REPL's lines unwrapped, to be found whole
+    config = workspace / ".scribe" / "config.toml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text(notes_table(NOTES_MODE="fail"))
+    trust_here(workspace)
+    seen: list[object] = []
+    real = driver.drive
+
+    def watched(events: Generator[object, None, object], show: Callable[[object], None]) -> object:
+        def showing(event: object) -> None:
+            seen.append(event)
+            show(event)
+        return real(events, showing)
+
+    monkeypatch.setattr(driver, "drive", watched)
+    yield seen
+
+
+def scribe_run(*args: str) -> str:
+    ran = CliRunner().invoke(app, ["run", *args])
+    assert ran.exit_code == 0, (ran.output, ran.exception)
+    return ran.stderr
+
+
+def repl(capsys: pytest.CaptureFixture[str], *, continue_: bool) -> str:
+    """The REPL opened and left at once (Ctrl-D); what it printed."""
+    capsys.readouterr()
+    with create_pipe_input() as pipe, create_app_session(input=pipe, output=DummyOutput()):
+        pipe.send_text(CTRL_D)
+        start(continue_=continue_, resume=None, permission_mode=None, model=None)
+    return capsys.readouterr().out
+
+
+def taken(seen: list[object]) -> list[object]:
+    """The life-cycle events seen so far, up to the greeting (the start), taken off `seen`."""
+    life = [e for e in seen if isinstance(e, LIFE)]
+    del seen[:]
+    opened = next(i for i, e in enumerate(life) if isinstance(e, SessionOpened))
+    return life[:opened + 1]
+
+
+def shape(event: object) -> tuple[object, ...]:
+    """What an event says, without what differs by session (its id, its permission mode)."""
+    if isinstance(event, SessionOpened):
+        return ("opened", event.resumed, event.problems, event.notices, event.mcp)
+    if isinstance(event, Curated):
+        return ("curated", event.noteworthy)
+    return (type(event).__name__, *vars(event).values())
+
+
+def test_run_and_the_repl_start_and_continue_a_session_through_the_one_driver(
+        driven: list[object], workspace: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    earlier = choose_session(workspace, load_settings(workspace, {}), SessionChoice())
+    earlier.append(UserEvent, text="Remember: the tests run with make check.")
+    earlier.close()
+    with FakeMessagesServer(SideCallModel(lambda request: Reply.text("Done."))) as server:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.base_url)
+        run_said = scribe_run("Remember: releases are tagged by hand.")
+        by_run = taken(driven)
+        repl_said = repl(capsys, continue_=False)  # curates the run's session
+        by_repl = taken(driven)
+        run_again = scribe_run("-c", "and again")
+        continued_by_run = taken(driven)
+        repl_again = repl(capsys, continue_=True)
+        continued_by_repl = taken(driven)
+
+    assert [shape(e) for e in by_run] == [shape(e) for e in by_repl]
+    assert [type(e) for e in by_run] == [CurationStarted, Curated, CurationEnded, ServersStarting, ServersWaited,
+                                         SessionOpened]
+    assert by_run[0] == CurationStarted(earlier=True)
+    assert by_run[3] == ServersStarting(("notes",), Settings().mcp_start_timeout_s)
+    run_opened, repl_opened = by_run[-1], by_repl[-1]
+    assert isinstance(run_opened, SessionOpened) and isinstance(repl_opened, SessionOpened)
+    assert not run_opened.resumed and run_opened.mcp and run_opened.mcp[0].startswith("mcp: server 'notes' failed")
+    # each front end says what the events told it
+    for curated, said, prefix in ((by_run[1], run_said, "scribe: "), (by_repl[1], repl_said, "")):
+        assert isinstance(curated, Curated) and curated.noteworthy and prefix + curated.text in said
+    assert f"scribe: {run_opened.mcp[0]}" in run_said and repl_opened.mcp[0] in repl_said
+    assert f"new session {repl_opened.session.id}" in repl_said
+
+    # continuing: no curation and no wait, the same session greeted as continued
+    assert [shape(e) for e in continued_by_run] == [shape(e) for e in continued_by_repl] == [
+        ("opened", True, (), (), ())]
+    run_continued, repl_continued = continued_by_run[0], continued_by_repl[0]
+    assert isinstance(run_continued, SessionOpened) and isinstance(repl_continued, SessionOpened)
+    assert run_continued.session.id == repl_continued.session.id == run_opened.session.id
+    assert "scribe: " not in run_again
+    assert f"continuing session {run_opened.session.id}" in repl_again
