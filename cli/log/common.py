@@ -130,11 +130,12 @@ def local_time(ts: str | None, *, date: bool = True, seconds: bool = True) -> st
     if not ts:
         return "-"
     try:
-        moment = datetime.fromisoformat(ts.replace("Z", "+00:00")).astimezone()
+        m = datetime.fromisoformat(ts.replace("Z", "+00:00")).astimezone()
     except ValueError:
         return ts
-    clock = "%H:%M:%S" if seconds else "%H:%M"
-    return moment.strftime(f"%Y-%m-%d {clock}" if date else clock)
+    # strftime's %Y-%m-%d %H:%M:%S, formatted directly: `log list` shows two a session
+    clock = f"{m.hour:02d}:{m.minute:02d}:{m.second:02d}" if seconds else f"{m.hour:02d}:{m.minute:02d}"
+    return f"{m.year}-{m.month:02d}-{m.day:02d} {clock}" if date else clock
 
 
 def money(value: float) -> str:
