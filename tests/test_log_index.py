@@ -15,6 +15,7 @@ from conftest import CORRUPT_ON_PURPOSE
 from helpers import SCRIBE, Ran, run_scribe, scribe_env
 from scribe.agent.pricing import price_usage
 from scribe.context.stats import summarize
+from scribe.context.tokens import event_tokens
 from scribe.fakeapi import FakeMessagesServer, Reply, text_block, tool_use_block
 from scribe.log.events import SessionEvent, UsageEvent, UserEvent
 from scribe.log.jsonl import LogWriter, read_log
@@ -180,7 +181,7 @@ def test_an_index_in_a_new_state_folder_is_made_private(tmp_path: Path) -> None:
     from scribe.log.index import LogIndex
 
     state = tmp_path / "state"
-    with LogIndex.open(state, price_usage, "key"):
+    with LogIndex.open(state, price_usage, "key", event_tokens, "estimates"):
         pass
     assert stat.S_IMODE(state.stat().st_mode) == 0o700
     assert stat.S_IMODE((state / "index.sqlite3").stat().st_mode) == 0o600

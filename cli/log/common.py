@@ -52,11 +52,14 @@ def resolve_session(ref: str | None) -> SessionFile:
 def open_index() -> LogIndex:
     """The index beside this workspace's logs (log/index.py), costs priced as `log stats` does
     (the workspace's configured prices, then the list prices)."""
+    from scribe.context.tokens import BLOCK_OVERHEAD, BLOCK_TOKENS, CHARS_PER_TOKEN, event_tokens
     from scribe.log.index import LogIndex
 
     _, store = workspace_store()
     prices = workspace_prices()
-    return LogIndex.open(store.root, prices.price_usage, prices.key)
+    # the estimates `log stats` sums: made again whenever the rates they are made with change
+    estimates = f"event_tokens {CHARS_PER_TOKEN} {BLOCK_OVERHEAD} {BLOCK_TOKENS}"
+    return LogIndex.open(store.root, prices.price_usage, prices.key, event_tokens, estimates)
 
 
 def indexed_scope(index: LogIndex, all_sessions: bool) -> list[SessionFile]:
