@@ -11,7 +11,7 @@ from pathlib import Path
 
 INDEX_NAME = "index.sqlite3"
 # Bumped when the tables change: an index of another version is dropped and rebuilt.
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 BUSY_TIMEOUT_MS = 10_000
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -45,6 +45,7 @@ CREATE TABLE IF NOT EXISTS sessions (
     -- what `scribe log stats` says of memory: observation and reflection events and their tokens,
     -- side calls kept and failed per purpose with the last failure's message (log/health.py)
     observations INTEGER NOT NULL DEFAULT 0, observation_tokens INTEGER NOT NULL DEFAULT 0,
+    raw_tokens INTEGER NOT NULL DEFAULT 0,  -- estimated tokens of the events the observations cover
     reflections INTEGER NOT NULL DEFAULT 0, reflection_tokens INTEGER NOT NULL DEFAULT 0,
     observer_made INTEGER NOT NULL DEFAULT 0, observer_failed INTEGER NOT NULL DEFAULT 0,
     observer_last_failure TEXT,

@@ -45,43 +45,82 @@ class IndexedStats:
 class StatsFold:
     """The part of one session's fold that only `log stats` needs, carried between batches."""
 
+    db: sqlite3.Connection
+    session: int  # its sessions.rowid
     purposes: dict[str, Figures]
     health: MemoryHealth
-    tokens: list[tuple[int, int]] = field(default_factory=list)  # (seq, estimate) since the last write
-    observed: list[tuple[int, int, int]] = field(default_factory=list)  # (seq, seq_from, seq_to)
+    # Observations that reach past every seq seen when they came: the only ones a new seq can fall in.
+    reaching: list[tuple[int, int]]
+    tokens: dict[int, int] = field(default_factory=dict)  # seq -> estimate, since the last write
+    observed: list[tuple[int, int, int]] = field(default_factory=list)  # (seq, seq_from, seq_to), likewise
 
     @classmethod
     def resume(cls, db: sqlite3.Connection, values: dict[str, Any]) -> StatsFold:
         """Carry on from what the index holds of the session (nothing, for one folded anew)."""
+        rowid = values["rowid"]
         purposes = {row[0]: Figures(*row[1:]) for row in db.execute(
-            f"SELECT purpose, {', '.join(_FIGURES)} FROM usage_purposes WHERE session = ?", (values["rowid"],))}
+            f"SELECT purpose, {', '.join(_FIGURES)} FROM usage_purposes WHERE session = ?", (rowid,))}
         side = [SideCalls(values[f"{name}_made"], values[f"{name}_failed"], values[f"{name}_last_failure"])
                 for name in _SIDE_CALLS]
-        return cls(purposes, MemoryHealth(*side, last_failure=values["last_failure"], model_free=values["model_free"]))
+        health = MemoryHealth(*side, last_failure=values["last_failure"], model_free=values["model_free"])
+        reaching = [(low, high) for low, high in db.execute(
+            "SELECT seq_from, seq_to FROM observed WHERE session = ? AND seq_to > ?", (rowid, values["last_seq"]))]
+        return cls(db, rowid, purposes, health, reaching)
 
     def add(self, values: dict[str, Any], event: Event, estimate: Estimate, priced: tuple[Any, Any] | None,
             seen_seq: int) -> None:
         """Fold one event in; `priced` is a usage event's (cost, uncached cost), `seen_seq` the
         highest seq before this event (an event at or below it may replace another's estimate)."""
         count(self.health, event)
-        tokens = estimate(event)
-        if tokens or event.seq <= seen_seq:
-            self.tokens.append((event.seq, tokens))
+        self._estimated(values, event.seq, estimate(event), seen_seq)
         if isinstance(event, UsageEvent):
             assert priced is not None
             self.purposes.setdefault(event.purpose, Figures()).add(event, *priced)
         elif isinstance(event, ObservationEvent):
             values["observations"] += 1
             values["observation_tokens"] += event.tokens
+            values["raw_tokens"] += self._tokens_between(event.seq_from, event.seq_to)
             self.observed.append((event.seq, event.seq_from, event.seq_to))
+            if event.seq_to > max(seen_seq, event.seq):
+                self.reaching.append((event.seq_from, event.seq_to))
         elif isinstance(event, ReflectionEvent):
             values["reflections"] += 1
             values["reflection_tokens"] += event.tokens
 
+    # `raw_tokens` is kept as the sum, over the observations so far, of the estimates of the
+    # events holding their seqs as they stand (the last event of a seq standing): what
+    # `session_stats` sums once the whole log is read. A new estimate for a seq moves it by its
+    # change times the observations covering that seq; a new observation adds its seqs' sum.
+
+    def _estimated(self, values: dict[str, Any], seq: int, tokens: int, seen_seq: int) -> None:
+        if seq > seen_seq:  # a new seq: no estimate before, and only reaching observations cover it
+            self.reaching = [r for r in self.reaching if r[1] >= seq]
+            before, covering = 0, sum(1 for low, high in self.reaching if low <= seq)
+            if tokens:
+                self.tokens[seq] = tokens
+        else:  # a seq seen before, perhaps: this estimate replaces its last
+            before = self._tokens_between(seq, seq)
+            covering = self.db.execute("SELECT count(*) FROM observed WHERE session = ? AND seq_from <= ? "
+                                       "AND seq_to >= ?", (self.session, seq, seq)).fetchone()[0]
+            covering += sum(1 for _, low, high in self.observed if low <= seq <= high)
+            self.tokens[seq] = tokens
+        values["raw_tokens"] += (tokens - before) * covering
+
+    def _tokens_between(self, first: int, last: int) -> int:
+        """The estimates of the seqs `first` to `last` as they stand (written, or since)."""
+        held = self.tokens
+        total = sum(tokens for seq, tokens in self.db.execute(
+            "SELECT seq, tokens FROM event_tokens WHERE session = ? AND seq BETWEEN ? AND ?",
+            (self.session, first, last)) if seq not in held)
+        if last - first < len(held):
+            return total + sum(held.get(seq, 0) for seq in range(first, last + 1))
+        return total + sum(tokens for seq, tokens in held.items() if first <= seq <= last)
+
     def write(self, db: sqlite3.Connection, values: dict[str, Any]) -> None:
         """Within the fold's transaction: what was folded since the last write."""
         rowid = values["rowid"]
-        db.executemany("INSERT OR REPLACE INTO event_tokens VALUES (?,?,?)", [(rowid, *t) for t in self.tokens])
+        db.executemany("INSERT OR REPLACE INTO event_tokens VALUES (?,?,?)",
+                       [(rowid, *t) for t in self.tokens.items()])
         db.executemany("INSERT INTO observed (session, seq, seq_from, seq_to) VALUES (?,?,?,?)",
                        [(rowid, *o) for o in self.observed])
         write_purposes(db, rowid, self.purposes)
@@ -102,18 +141,14 @@ def write_purposes(db: sqlite3.Connection, rowid: int, purposes: dict[str, Figur
 
 
 def read_stats(db: sqlite3.Connection, row: sqlite3.Row) -> IndexedStats:
-    """The figures of the session of `row` (a `sessions` row), in four queries."""
+    """The figures of the session of `row` (a `sessions` row), in two queries."""
     rowid = row["rowid"]
     by_purpose = {r[0]: Figures(*r[1:]) for r in db.execute(
         f"SELECT purpose, {', '.join(_FIGURES)} FROM usage_purposes WHERE session = ?", (rowid,))}
     unpriced = {r[0] for r in db.execute(
         "SELECT DISTINCT model FROM usage_quarters WHERE session = ? AND unpriced > 0", (rowid,))}
-    # each observation covers whatever events hold its seqs, wherever in the log they are
-    raw = db.execute("SELECT coalesce(sum(t.tokens), 0) FROM observed o JOIN event_tokens t "
-                     "ON t.session = o.session AND t.seq BETWEEN o.seq_from AND o.seq_to WHERE o.session = ?",
-                     (rowid,)).fetchone()[0]
     total = Figures(*(row[k] for k in _FIGURES))
     side = [SideCalls(row[f"{name}_made"], row[f"{name}_failed"], row[f"{name}_last_failure"]) for name in _SIDE_CALLS]
     health = MemoryHealth(*side, last_failure=row["last_failure"], model_free=row["model_free"])
-    return IndexedStats(total, by_purpose, unpriced, row["observations"], row["observation_tokens"], raw,
+    return IndexedStats(total, by_purpose, unpriced, row["observations"], row["observation_tokens"], row["raw_tokens"],
                         row["reflections"], row["reflection_tokens"], health)

@@ -60,9 +60,15 @@ def varied_session(path: Path, cwd: str) -> None:
         log.append(SessionEvent, id=path.stem, created="2026-01-02T03:04:05.000Z", cwd=cwd, model=SONNET,
                    scribe_version="test", system="s", tools=[], prompt_hash="0", config={})
         turns(log, 1, 60)
-    # a line of a seq already taken: the later event's estimate stands for that seq
+    again(path, 14, 90)
+
+
+def again(path: Path, seq: int, words: int) -> None:
+    """A user line of a seq already taken (one the first observation covers): the later event's
+    estimate stands for that seq."""
     with path.open("ab") as fh:
-        fh.write(b'{"v":1,"seq":3,"ts":"2026-01-02T03:05:00.000Z","type":"user","text":"' + b"long " * 90 + b'"}\n')
+        fh.write(b'{"v":1,"seq":%d,"ts":"2026-01-02T03:05:00.000Z","type":"user","text":"%s"}\n'
+                 % (seq, b"long " * words))
 
 
 def test_stats_from_the_index_print_what_reading_the_log_whole_prints(workspace: Path, home: Path,
@@ -100,6 +106,7 @@ def test_stats_from_the_index_print_what_reading_the_log_whole_prints(workspace:
     # appended behind the index: folded in before it answers, never shown stale
     with LogWriter.after(path, last_seq=10_000, size=path.stat().st_size, torn=b"") as log:
         turns(log, 61, 40)
+    again(path, 14, 7)
     grown = from_index()
     assert grown != first and grown.code == 0
     assert grown == read_whole()
