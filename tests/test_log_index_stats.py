@@ -4,12 +4,15 @@ index is folded in first, and a damaged log is still read whole (its notes name 
 
 from __future__ import annotations
 
+import json
 import shutil
 import sqlite3
 from pathlib import Path
 
 from conftest import CORRUPT_ON_PURPOSE
 from helpers import Ran, run_scribe, scribe_env
+from scribe.agent.pricing import price_usage
+from scribe.context.stats import session_stats
 from scribe.log.events import (
     EXTRACTIVE_MODEL,
     AssistantEvent,
@@ -110,16 +113,31 @@ def test_stats_from_the_index_print_what_reading_the_log_whole_prints(workspace:
     grown = from_index()
     assert grown != first and grown.code == 0
     assert grown == read_whole()
+    assert listed_as_json(path, workspace, env) == as_one_document(path)
     # a torn last line: read whole, its note on stderr as ever
     with path.open("ab") as fh:
         fh.write(b'{"v":1,"seq":20000,"ts":"2026-01-02T03:04:06.000Z","type":"us')
     torn = from_index()
     assert "torn" in torn.err and torn.out == grown.out
     assert torn == read_whole()
+    assert listed_as_json(path, workspace, env) == as_one_document(path)
+
+
+def listed_as_json(path: Path, workspace: Path, env: dict[str, str]) -> str:
+    ran = run_scribe(["log", "stats", "--json", path.stem], workspace, env)
+    assert ran.code == 0, ran.err
+    return ran.out
+
+
+def as_one_document(path: Path) -> str:
+    """`log stats --json` as one JSON document made of every call held at once."""
+    figures = session_stats(read_log(path).events, price_usage)
+    assert figures.calls, "the calls are listed"
+    return json.dumps({"session_id": path.stem, "log": str(path), **figures.as_dict()}, ensure_ascii=False,
+                      indent=2) + "\n"
 
 
 def test_other_prices_or_estimates_are_never_mixed_with_the_index_s(workspace: Path) -> None:
-    from scribe.agent.pricing import price_usage
     from scribe.context.tokens import event_tokens
     from scribe.log.index import LogIndex
 

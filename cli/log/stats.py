@@ -24,6 +24,7 @@ from .common import (
     workspace_prices,
     workspace_store,
 )
+from .json_calls import CallsOfLog, write_json
 from .table import Column, fitted, say_left_out, show
 
 
@@ -51,14 +52,16 @@ def stats(
             _grouped(by.value, session, all_, as_json)
             return
         found = resolve_session(session)
-        kept = None if as_json else _from_index(found)
-        if kept is not None:
-            _print(found.id, kept)
-            return
-        with streamed(found) as events:
-            figures = session_stats(events, workspace_prices().price_usage, per_call=as_json)
+        figures = _from_index(found)
+        price = workspace_prices().price_usage
+        if figures is None:
+            with streamed(found) as events:
+                figures = session_stats(events, price, per_call=False)
         if as_json:
-            print_json({"session_id": found.id, "log": str(found.path), **figures.as_dict()})
+            # every call listed, read again from the log as the document is written
+            document = {"session_id": found.id, "log": str(found.path), **figures.as_dict()}
+            document["per_call"] = CallsOfLog(found.path, price, figures.total.calls)
+            write_json(document)
             return
         _print(found.id, figures)
 
@@ -139,10 +142,10 @@ def _print(session_id: str, figures: SessionStats) -> None:
 
 def _from_index(found: SessionFile) -> SessionStats | None:
     """The session's figures from the index (log/index.py), once it has folded in whatever the
-    log gained: what streaming the whole log would print. None where the index does not stand
-    for the log: a log outside this workspace's sessions, an index only in memory (a state
-    folder that cannot be written: it would hold the whole log), or a log with lines skipped
-    or torn (streaming names each of them on stderr)."""
+    log gained: what reading the whole log gives (its calls not listed). None where the index
+    does not stand for the log: a log outside this workspace's sessions, an index only in memory
+    (a state folder that cannot be written: it would hold the whole log), or a log with lines
+    skipped or torn (reading it names each of them on stderr)."""
     _, store = workspace_store()
     if found.path.resolve().parent != store.sessions_dir.resolve():
         return None
