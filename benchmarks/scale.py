@@ -41,6 +41,7 @@ COMMANDS: list[tuple[str, str, list[str], bool]] = [
     ("tail -n 3, 1 GB log", "big", ["log", "tail", "-n", "3"], False),
     ("stats, 1 GB log", "big", ["log", "stats"], False),
     ("stats, 1 GB log, read whole", "big", ["log", "stats", "{outside}"], False),
+    ("stats --json, 1 GB log", "big", ["log", "stats", "--json"], False),
     ("verify, 1 GB log", "big", ["log", "verify"], False),
     ("search (regex), 1 GB log", "big", ["log", "search", r"token34567\b"], False),
     ("show -t user, 1 GB log", "big", ["log", "show", "-t", "user"], False),
