@@ -15,23 +15,29 @@ The tables are documented for people who query them with `sqlite3` in docs/index
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import sqlite3
-import sys
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from scribe.log.events import Event, SessionEvent, UnknownEvent, UsageEvent, UserEvent
+from scribe.log.events import Event, UsageEvent
 from scribe.log.figures import Figures, Pricer
 from scribe.log.index_db import Immediate, connect, index_path, prepare, quarter_of
+from scribe.log.index_fold import Fold, first_record, fold_line, still_covers
+from scribe.log.index_stats import Estimate, IndexedStats, StatsFold, read_stats, write_purposes
 from scribe.log.jsonl import LogError, LogRead, read_line
 from scribe.log.lines import WholeLines
-from scribe.log.search import texts
 from scribe.log.store import SessionFile, SessionStore, header_problem
+
+# The columns of `sessions` a listing reads, as plain tuples (a sqlite3.Row finds a column by
+# name by going through the names: ten thousand rows of 25 took a third of a second): what
+# tells a row is fresh, then IndexedSession's fields in order, its figures last.
+LISTED = ("size", "mtime_ns", "path", "id", "created", "cwd", "header_problem", "is_session", "session_created",
+          "session_cwd", "model", "events", "turns", "skipped", "torn", "first_ts", "last_ts", "calls", "input",
+          "cache_read", "cache_write", "output", "cost_usd", "uncached_cost_usd", "unpriced")
+_LISTING = f"SELECT {', '.join(LISTED)} FROM sessions"
 
 # Lines folded per transaction: the writer lock is never held for long, and memory stays flat.
 BATCH_LINES = 20_000
@@ -49,7 +55,7 @@ class IndexedSession:
     """One session as the index knows it: what `scribe log list` shows, no event read."""
 
     id: str
-    path: Path
+    path: str  # of the log, as the index last read it
     created: str | None
     cwd: str | None
     header_problem: str | None
@@ -66,38 +72,34 @@ class IndexedSession:
     figures: Figures
 
 
-@dataclass
-class _Fold:
-    """A session's running figures while lines are folded into it."""
-
-    values: dict[str, Any]
-    base: int = -1  # the bytes the index covered when this fold last wrote (or began)
-    written: int = 0  # the lines it covered then
-    usage: list[tuple[Any, ...]] = field(default_factory=list)
-    words: list[tuple[int, str, int, str]] = field(default_factory=list)  # seq, type, offset, body
-
-
 class LogIndex:
     """The index of one state folder. `refresh` brings sessions up to date with their logs;
     the queries read what is there."""
 
-    def __init__(self, db: sqlite3.Connection, price: Pricer, pricing_key: str, where: str = ":memory:") -> None:
-        self.db, self.price, self.pricing_key, self.where = db, price, pricing_key, where
-        self._known: dict[str, sqlite3.Row] = {}  # rows as `sessions` last read them
+    def __init__(self, db: sqlite3.Connection, price: Pricer, pricing_key: str, estimate: Estimate,
+                 where: str = ":memory:") -> None:
+        self.db, self.price, self.pricing_key, self.estimate, self.where = db, price, pricing_key, estimate, where
+        self._known: dict[str, tuple[Any, ...]] = {}  # LISTED of each session, as `sessions` last read them
 
     @classmethod
-    def open(cls, state: Path, price: Pricer, pricing_key: str) -> LogIndex:
+    def open(cls, state: Path, price: Pricer, pricing_key: str, estimate: Estimate, estimate_key: str) -> LogIndex:
         """The index of `state`, created if missing. Where it cannot be written (a read-only
-        folder), one in memory: slower, the same answers."""
+        folder), one in memory: slower, the same answers. `estimate` gives each event's token
+        estimate; `estimate_key` names how it estimates (another: every session is folded anew)."""
         where = index_path(state)
         try:
             db = connect(where)
         except (OSError, sqlite3.Error):
             db, where = sqlite3.connect(":memory:", isolation_level=None), ":memory:"
             prepare(db)
-        index = cls(db, price, pricing_key, str(where))
+        index = cls(db, price, pricing_key, estimate, str(where))
+        index._check_estimates(estimate_key)
         index._check_pricing()
         return index
+
+    @property
+    def in_memory(self) -> bool:
+        return self.where == ":memory:"
 
     def close(self) -> None:
         self.db.close()
@@ -122,7 +124,7 @@ class LogIndex:
         self._known.pop(path.stem, None)
         for _ in range(3):  # another process folding the same log at once: its fold stands
             row = self._row(path.stem)
-            if row is not None and _fresh(row, path, info):
+            if row is not None and _fresh(row["size"], row["mtime_ns"], row["path"], str(path), info):
                 return
             try:
                 with path.open("rb") as fh:
@@ -137,17 +139,20 @@ class LogIndex:
 
     def _fold_file(self, path: Path, fh: Any, row: sqlite3.Row | None, mtime_ns: int) -> None:
         first_line = fh.readline()
-        if row is None or row["covered"] == 0 or not _still_covers(fh, row, first_line):
+        if row is None or row["covered"] == 0 or not still_covers(fh, row, first_line):
             row = self._start_over(path, first_line)
-        fold = _Fold(dict(row) | {"path": str(path)}, base=row["covered"], written=row["lines"])
+        fold = Fold(dict(row) | {"path": str(path)}, base=row["covered"], written=row["lines"])
+        fold.stats = StatsFold.resume(self.db, fold.values)
         number = fold.values["lines"]
         read = LogRead(last_seq=fold.values["last_seq"])
         lines = WholeLines(fh, fold.values["covered"])
         for offset, raw in lines:
             number += 1
-            skipped = len(read.problems)
+            skipped, seen_seq = len(read.problems), read.last_seq
             event = read_line(read, number, raw)
-            _fold_line(fold, event, offset, raw, len(read.problems) > skipped, self.price)
+            fold_line(fold, event, offset, raw, len(read.problems) > skipped, self.price)
+            if event is not None:
+                fold.stats.add(fold.values, event, self.estimate, fold.priced, seen_seq)
             fold.values.update(lines=number, covered=offset + len(raw) + 1, last_seq=read.last_seq)
             if len(fold.usage) + len(fold.words) >= BATCH_LINES or number - fold.written >= BATCH_LINES:
                 # mtime 0: a fold cut short here is not taken for a whole one
@@ -156,14 +161,15 @@ class LogIndex:
 
     def _start_over(self, path: Path, first_line: bytes) -> sqlite3.Row:
         """Forget what the index held of this session and describe its log anew from line one."""
-        first = _first_record(first_line)
+        first = first_record(first_line)
         created, cwd = first.get("created") if first else None, first.get("cwd") if first else None
         with self._transaction():
             old = self.db.execute("SELECT rowid FROM sessions WHERE id = ?", (path.stem,)).fetchone()
             if old is not None:
                 self.db.execute("DELETE FROM usage WHERE session = ?", (old[0],))
                 self.db.execute("DELETE FROM usage_quarters WHERE session = ?", (old[0],))
-                self.db.execute("DELETE FROM texts WHERE session = ?", (old[0],))
+                for table in ("texts", "usage_purposes", "event_tokens", "observed"):
+                    self.db.execute(f"DELETE FROM {table} WHERE session = ?", (old[0],))
                 self.db.execute("DELETE FROM sessions WHERE rowid = ?", (old[0],))
             self.db.execute(
                 "INSERT INTO sessions (id, path, created, cwd, header_problem, header_sha256) VALUES (?,?,?,?,?,?)",
@@ -173,7 +179,7 @@ class LogIndex:
         assert row is not None
         return row
 
-    def _write(self, fold: _Fold, *, torn: bool, size: int, mtime_ns: int) -> None:
+    def _write(self, fold: Fold, *, torn: bool, size: int, mtime_ns: int) -> None:
         v = fold.values
         with self._transaction():
             rowid = v["rowid"]
@@ -194,6 +200,8 @@ class LogIndex:
                 cursor = self.db.execute("INSERT INTO texts (session, seq, type, line_offset) VALUES (?,?,?,?)",
                                          (rowid, seq, type_name, offset))
                 self.db.execute("INSERT INTO text_search (rowid, body) VALUES (?,?)", (cursor.lastrowid, body))
+            assert fold.stats is not None
+            fold.stats.write(self.db, v)
             v.update(torn=int(torn), size=size, mtime_ns=mtime_ns)
             columns = [k for k in v if k not in ("rowid", "id")]
             self.db.execute(f"UPDATE sessions SET {', '.join(f'{k} = ?' for k in columns)} WHERE rowid = ?",
@@ -212,14 +220,16 @@ class LogIndex:
             self.db.execute("INSERT OR REPLACE INTO meta VALUES ('pricing', ?)", (self.pricing_key,))
             sessions = [r[0] for r in self.db.execute("SELECT rowid FROM sessions")]
             for rowid in sessions:
-                total, priced = Figures(), []
+                total, purposes, priced = Figures(), dict[str, Figures](), []
                 for seq, *rest in self.db.execute(
                         "SELECT seq, ts, purpose, model, input, cache_read, cache_write, output, latency_ms "
                         "FROM usage WHERE session = ? ORDER BY seq", (rowid,)).fetchall():
                     usage = UsageEvent(seq, *rest)
                     cost, uncached = self.price(usage)
                     total.add(usage, cost, uncached)
+                    purposes.setdefault(usage.purpose, Figures()).add(usage, cost, uncached)
                     priced.append((cost, uncached, rowid, seq))
+                write_purposes(self.db, rowid, purposes)
                 self.db.executemany("UPDATE usage SET cost_usd = ?, uncached_cost_usd = ? "
                                     "WHERE session = ? AND seq = ?", priced)
                 self.db.execute("UPDATE sessions SET cost_usd = ?, uncached_cost_usd = ?, unpriced = ? WHERE rowid = ?",
@@ -229,6 +239,22 @@ class LogIndex:
                     "INSERT INTO usage_quarters SELECT session, quarter(ts), model, purpose, count(*), sum(input), "
                     "sum(cache_read), sum(cache_write), sum(output), total(cost_usd), total(uncached_cost_usd), "
                     "sum(cost_usd IS NULL) FROM usage WHERE session = ? GROUP BY 2, 3, 4", (rowid,))
+
+    def _check_estimates(self, key: str) -> None:
+        """Token estimates made another way are not summed with these: every session is folded anew."""
+        def made_so() -> bool:
+            found = self.db.execute("SELECT value FROM meta WHERE key = 'estimates'").fetchone()
+            return found is not None and found[0] == key
+
+        if made_so():
+            return
+        with self._transaction():
+            if made_so():
+                return  # another process made them so while this one waited
+            for table in ("usage", "usage_quarters", "usage_purposes", "event_tokens", "observed", "texts", "sessions"):
+                self.db.execute(f"DELETE FROM {table}")
+            self.db.execute("INSERT INTO text_search (text_search) VALUES ('delete-all')")
+            self.db.execute("INSERT OR REPLACE INTO meta VALUES ('estimates', ?)", (key,))
 
     def _transaction(self) -> Any:
         return Immediate(self.db)
@@ -245,23 +271,24 @@ class LogIndex:
         row; only a log whose size or mtime moved is opened."""
         if not store.sessions_dir.is_dir():
             return [], []
-        known = {row["id"]: row for row in self.db.execute("SELECT * FROM sessions")}
+        listing = self.db.cursor()
+        listing.row_factory = None
+        known = {row[3]: row for row in listing.execute(_LISTING)}
         found, unread = [], []
         for path in store.sessions_dir.glob("*.jsonl"):
             row = known.get(path.stem)
             try:
-                info = path.stat()
-                if row is None or not _fresh(row, path, info):
+                if row is None or not _fresh(*row[:3], str(path), path.stat()):
                     self.refresh_one(path)
-                    row = known[path.stem] = self._row(path.stem)
+                    row = known[path.stem] = self._listed(path.stem)
             except IndexBroken:
                 raise
             except (LogError, OSError) as exc:
                 unread.append(exc if isinstance(exc, LogError) else LogError(f"cannot read {path}: {exc.strerror}"))
                 continue
             assert row is not None
-            found.append(SessionFile(row["id"], path, row["cwd"], row["created"], damaged=row["header_problem"],
-                                     mtime=row["mtime_ns"] / 1e9))
+            mtime_ns, _, session_id, created, started_in, header = row[1:7]
+            found.append(SessionFile(session_id, path, started_in, created, damaged=header, mtime=mtime_ns / 1e9))
         self._known = known
         found.sort(key=lambda s: (s.created or "", s.id))
         if cwd is not None:
@@ -269,8 +296,19 @@ class LogIndex:
         return found, unread
 
     def session(self, session_id: str) -> IndexedSession | None:
-        row = self._known.get(session_id) or self._row(session_id)
+        row = self._known.get(session_id) or self._listed(session_id)
         return _indexed(row) if row is not None else None
+
+    def _listed(self, session_id: str) -> tuple[Any, ...] | None:
+        listing = self.db.cursor()
+        listing.row_factory = None
+        found: tuple[Any, ...] | None = listing.execute(f"{_LISTING} WHERE id = ?", (session_id,)).fetchone()
+        return found
+
+    def stats(self, session_id: str) -> IndexedStats | None:
+        """What `scribe log stats` shows of a session, as far as the index covers its log."""
+        row = self._row(session_id)
+        return read_stats(self.db, row) if row is not None else None
 
     def usage_groups(self, by: str, session_ids: list[str]) -> Iterator[tuple[str, Figures]]:
         """The calls of these sessions summed per day (local time), model or session, in order."""
@@ -303,75 +341,17 @@ class LogIndex:
             raise IndexBroken(f"cannot search the index for {query!r}: {exc}") from None
 
 
-def _fresh(row: sqlite3.Row, path: Path, info: os.stat_result) -> bool:
+def _fresh(size: int, mtime_ns: int, recorded: str, path: str, info: os.stat_result) -> bool:
     """The row describes the file as it is: same place, size and mtime."""
-    return row["size"] == info.st_size and row["mtime_ns"] == info.st_mtime_ns and row["path"] == str(path)
+    return size == info.st_size and mtime_ns == info.st_mtime_ns and recorded == path
 
 
-def _still_covers(fh: Any, row: sqlite3.Row, first_line: bytes) -> bool:
-    """The log still holds, unchanged at both ends, the lines the row covers."""
-    if row["header_sha256"] != _sha256(first_line):
-        return False
-    start, end = row["last_line_offset"], row["covered"]
-    fh.seek(start)
-    last = fh.read(end - start)
-    fh.seek(0)
-    return len(last) == end - start and _sha256(last) == row["last_line_sha256"]
-
-
-def _fold_line(fold: _Fold, event: Event | None, offset: int, raw: bytes, skipped: bool, price: Pricer) -> None:
-    v = fold.values
-    if v["lines"] == 0:
-        v["header_sha256"] = _sha256(raw + b"\n")
-    v["last_line_offset"], v["last_line_sha256"] = offset, _sha256(raw + b"\n")
-    if skipped:
-        v["skipped"] += 1
-    if event is None:
-        return
-    if v["events"] == 0 and isinstance(event, SessionEvent):
-        v.update(is_session=1, session_created=event.created, session_cwd=event.cwd, model=event.model)
-    v["events"] += 1
-    v["first_ts"] = v["first_ts"] or event.ts
-    v["last_ts"] = event.ts
-    if isinstance(event, UserEvent):
-        v["turns"] += 1
-    elif isinstance(event, UsageEvent):
-        cost, uncached = price(event)
-        for name in ("input", "cache_read", "cache_write", "output"):
-            v[name] += getattr(event, name)
-        v["calls"] += 1
-        if cost is None:  # a model with no price: its cost is unknown, not zero
-            v["unpriced"] += 1
-        else:
-            v["cost_usd"] += cost
-            v["uncached_cost_usd"] += uncached or 0.0
-        fold.usage.append((event.seq, event.ts, sys.intern(event.purpose), sys.intern(event.model), event.input,
-                           event.cache_read, event.cache_write, event.output, event.latency_ms, cost, uncached))
-    body = "\n".join(text for _, text in texts(event))
-    if body:
-        type_name = event.type_name if isinstance(event, UnknownEvent) else event.type
-        fold.words.append((event.seq, type_name, offset, body))
-
-
-def _indexed(row: sqlite3.Row) -> IndexedSession:
-    figures = Figures(row["calls"], row["input"], row["cache_read"], row["cache_write"], row["output"],
-                      row["cost_usd"], row["uncached_cost_usd"], row["unpriced"])
-    return IndexedSession(row["id"], Path(row["path"]), row["created"], row["cwd"], row["header_problem"],
-                          bool(row["is_session"]), row["session_created"], row["session_cwd"], row["model"],
-                          row["events"], row["turns"], row["skipped"], bool(row["torn"]), row["first_ts"],
-                          row["last_ts"], figures)
-
-
-def _first_record(line: bytes) -> dict[str, Any] | None:
-    try:
-        record = json.loads(line)
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        return None
-    return record if isinstance(record, dict) else None
-
-
-def _sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
+def _indexed(row: tuple[Any, ...]) -> IndexedSession:
+    """An IndexedSession of a LISTED row."""
+    (_, _, path, session_id, created, cwd, header, is_session, session_created, session_cwd, model, events, turns,
+     skipped, torn, first_ts, last_ts, *figures) = row
+    return IndexedSession(session_id, path, created, cwd, header, bool(is_session), session_created, session_cwd,
+                          model, events, turns, skipped, bool(torn), first_ts, last_ts, Figures(*figures))
 
 
 class EventsAt:

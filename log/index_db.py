@@ -11,7 +11,7 @@ from pathlib import Path
 
 INDEX_NAME = "index.sqlite3"
 # Bumped when the tables change: an index of another version is dropped and rebuilt.
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 5
 BUSY_TIMEOUT_MS = 10_000
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -41,7 +41,20 @@ CREATE TABLE IF NOT EXISTS sessions (
     output INTEGER NOT NULL DEFAULT 0,
     -- dollars of the priced calls; `unpriced` counts the calls of models with no price
     cost_usd REAL NOT NULL DEFAULT 0, uncached_cost_usd REAL NOT NULL DEFAULT 0,
-    unpriced INTEGER NOT NULL DEFAULT 0
+    unpriced INTEGER NOT NULL DEFAULT 0,
+    -- what `scribe log stats` says of memory: observation and reflection events and their tokens,
+    -- side calls kept and failed per purpose with the last failure's message (log/health.py)
+    observations INTEGER NOT NULL DEFAULT 0, observation_tokens INTEGER NOT NULL DEFAULT 0,
+    raw_tokens INTEGER NOT NULL DEFAULT 0,  -- estimated tokens of the events the observations cover
+    reflections INTEGER NOT NULL DEFAULT 0, reflection_tokens INTEGER NOT NULL DEFAULT 0,
+    observer_made INTEGER NOT NULL DEFAULT 0, observer_failed INTEGER NOT NULL DEFAULT 0,
+    observer_last_failure TEXT,
+    reflector_made INTEGER NOT NULL DEFAULT 0, reflector_failed INTEGER NOT NULL DEFAULT 0,
+    reflector_last_failure TEXT,
+    curator_made INTEGER NOT NULL DEFAULT 0, curator_failed INTEGER NOT NULL DEFAULT 0,
+    curator_last_failure TEXT,
+    last_failure TEXT,                   -- the latest failure of any side call
+    model_free INTEGER NOT NULL DEFAULT 0  -- observations and reflections made without a model
 );
 CREATE TABLE IF NOT EXISTS usage (
     session INTEGER NOT NULL REFERENCES sessions(rowid),
@@ -63,6 +76,29 @@ CREATE TABLE IF NOT EXISTS usage_quarters (
     cost_usd REAL NOT NULL, uncached_cost_usd REAL NOT NULL, unpriced INTEGER NOT NULL,
     PRIMARY KEY (session, quarter, model, purpose)
 ) WITHOUT ROWID;
+-- The calls summed per purpose, each sum added to one call at a time in log order (as
+-- `scribe log stats` adds them, so its dollars agree to the last digit).
+CREATE TABLE IF NOT EXISTS usage_purposes (
+    session INTEGER NOT NULL REFERENCES sessions(rowid),
+    purpose TEXT NOT NULL,
+    calls INTEGER NOT NULL, input INTEGER NOT NULL, cache_read INTEGER NOT NULL,
+    cache_write INTEGER NOT NULL, output INTEGER NOT NULL,
+    cost_usd REAL NOT NULL, uncached_cost_usd REAL NOT NULL, unpriced INTEGER NOT NULL,
+    PRIMARY KEY (session, purpose)
+) WITHOUT ROWID;
+-- Each event's estimated prompt tokens (context/tokens.py), the last event of a seq winning;
+-- events estimated at 0 are left out unless they replace another of their seq.
+CREATE TABLE IF NOT EXISTS event_tokens (
+    session INTEGER NOT NULL REFERENCES sessions(rowid),
+    seq INTEGER NOT NULL, tokens INTEGER NOT NULL,
+    PRIMARY KEY (session, seq)
+) WITHOUT ROWID;
+-- One row per observation event: the seqs it stands for.
+CREATE TABLE IF NOT EXISTS observed (
+    session INTEGER NOT NULL REFERENCES sessions(rowid),
+    seq INTEGER NOT NULL, seq_from INTEGER NOT NULL, seq_to INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS observed_by_session ON observed (session);
 CREATE TABLE IF NOT EXISTS texts (
     rowid INTEGER PRIMARY KEY AUTOINCREMENT,  -- the text_search row; never reused
     session INTEGER NOT NULL REFERENCES sessions(rowid),
@@ -127,7 +163,8 @@ def prepare(db: sqlite3.Connection) -> None:
     with Immediate(db):
         if db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION:
             return  # another process made it while this one waited
-        for name in ("text_search", "texts", "usage_quarters", "usage", "sessions", "meta"):
+        for name in ("text_search", "texts", "observed", "event_tokens", "usage_purposes", "usage_quarters",
+                     "usage", "sessions", "meta"):
             db.execute(f"DROP TABLE IF EXISTS {name}")
         for statement in _statements(SCHEMA):
             db.execute(statement)

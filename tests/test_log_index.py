@@ -15,6 +15,7 @@ from conftest import CORRUPT_ON_PURPOSE
 from helpers import SCRIBE, Ran, run_scribe, scribe_env
 from scribe.agent.pricing import price_usage
 from scribe.context.stats import summarize
+from scribe.context.tokens import event_tokens
 from scribe.fakeapi import FakeMessagesServer, Reply, text_block, tool_use_block
 from scribe.log.events import SessionEvent, UsageEvent, UserEvent
 from scribe.log.jsonl import LogWriter, read_log
@@ -24,6 +25,7 @@ NO_API = "http://127.0.0.1:9"  # log commands never call the model
 
 COMMANDS = [
     ["list"], ["list", "--all", "--json"],
+    ["stats"], ["stats", "--json"],
     ["stats", "--by", "day"], ["stats", "--by", "model", "--json"], ["stats", "--by", "session", "--all"],
     ["search", "--words", "hello index"], ["search", "--words", "nothing-here-at-all"],
     ["search", "-w", "PLEASE", "--json"], ["search", "hello-[a-z]+"],
@@ -78,8 +80,9 @@ def test_deleting_the_index_changes_no_commands_output(sessions: Path, home: Pat
     assert index_files(sessions), "the first log command builds the index"
     assert built[0].code == 0 and "20260102-030405-d4d4d4" in built[0].out
     assert "1 unreadable line skipped, torn last line" in built[0].out
-    assert built[5].code == 0 and "hello-index" in built[5].out
-    assert built[6].code == 1 and built[6].out == ""
+    assert built[2].code == 0 and built[2].out.startswith("session ") and built[3].json()["per_call"]
+    assert built[7].code == 0 and "hello-index" in built[7].out
+    assert built[8].code == 1 and built[8].out == ""
     warm = outputs(sessions, env)
     for path in index_files(sessions):
         path.unlink()
@@ -180,7 +183,7 @@ def test_an_index_in_a_new_state_folder_is_made_private(tmp_path: Path) -> None:
     from scribe.log.index import LogIndex
 
     state = tmp_path / "state"
-    with LogIndex.open(state, price_usage, "key"):
+    with LogIndex.open(state, price_usage, "key", event_tokens, "estimates"):
         pass
     assert stat.S_IMODE(state.stat().st_mode) == 0o700
     assert stat.S_IMODE((state / "index.sqlite3").stat().st_mode) == 0o600

@@ -52,11 +52,14 @@ def resolve_session(ref: str | None) -> SessionFile:
 def open_index() -> LogIndex:
     """The index beside this workspace's logs (log/index.py), costs priced as `log stats` does
     (the workspace's configured prices, then the list prices)."""
+    from scribe.context.tokens import BLOCK_OVERHEAD, BLOCK_TOKENS, CHARS_PER_TOKEN, event_tokens
     from scribe.log.index import LogIndex
 
     _, store = workspace_store()
     prices = workspace_prices()
-    return LogIndex.open(store.root, prices.price_usage, prices.key)
+    # the estimates `log stats` sums: made again whenever the rates they are made with change
+    estimates = f"event_tokens {CHARS_PER_TOKEN} {BLOCK_OVERHEAD} {BLOCK_TOKENS}"
+    return LogIndex.open(store.root, prices.price_usage, prices.key, event_tokens, estimates)
 
 
 def indexed_scope(index: LogIndex, all_sessions: bool) -> list[SessionFile]:
@@ -130,11 +133,12 @@ def local_time(ts: str | None, *, date: bool = True, seconds: bool = True) -> st
     if not ts:
         return "-"
     try:
-        moment = datetime.fromisoformat(ts.replace("Z", "+00:00")).astimezone()
+        m = datetime.fromisoformat(ts.replace("Z", "+00:00")).astimezone()
     except ValueError:
         return ts
-    clock = "%H:%M:%S" if seconds else "%H:%M"
-    return moment.strftime(f"%Y-%m-%d {clock}" if date else clock)
+    # strftime's %Y-%m-%d %H:%M:%S, formatted directly: `log list` shows two a session
+    clock = f"{m.hour:02d}:{m.minute:02d}:{m.second:02d}" if seconds else f"{m.hour:02d}:{m.minute:02d}"
+    return f"{m.year}-{m.month:02d}-{m.day:02d} {clock}" if date else clock
 
 
 def money(value: float) -> str:

@@ -20,7 +20,7 @@ from .common import (
     priced_money,
     print_json,
 )
-from .table import Column, fitted, say_left_out
+from .table import Column, fitted, say_left_out, show
 
 if TYPE_CHECKING:
     from scribe.log.index import IndexedSession
@@ -76,5 +76,5 @@ def _print(rows: list[SessionSummary], with_cwd: bool) -> None:
                       *([r.cwd or "?"] if with_cwd else []), *([r.damaged or ""] if damaged else [])])
     out = console()
     table, hidden = fitted(out, columns, cells)
-    out.print(table)
+    show(out, table)
     say_left_out(hidden, out.width)

@@ -7,7 +7,8 @@ from typing import Annotated
 
 import typer
 
-from scribe.context.stats import Figures, SessionStats, session_stats
+from scribe.context.stats import PURPOSES, Compression, Figures, SessionStats, session_stats
+from scribe.log.store import SessionFile
 
 from .common import (
     SESSION_HELP,
@@ -21,8 +22,10 @@ from .common import (
     resolve_session,
     streamed,
     workspace_prices,
+    workspace_store,
 )
-from .table import Column, fitted, say_left_out
+from .json_calls import CallsOfLog, write_json
+from .table import Column, fitted, say_left_out, show
 
 
 class Grouping(StrEnum):
@@ -49,10 +52,16 @@ def stats(
             _grouped(by.value, session, all_, as_json)
             return
         found = resolve_session(session)
-        with streamed(found) as events:
-            figures = session_stats(events, workspace_prices().price_usage, per_call=as_json)
+        figures = _from_index(found)
+        price = workspace_prices().price_usage
+        if figures is None:
+            with streamed(found) as events:
+                figures = session_stats(events, price, per_call=False)
         if as_json:
-            print_json({"session_id": found.id, "log": str(found.path), **figures.as_dict()})
+            # every call listed, read again from the log as the document is written
+            document = {"session_id": found.id, "log": str(found.path), **figures.as_dict()}
+            document["per_call"] = CallsOfLog(found.path, price, figures.total.calls)
+            write_json(document)
             return
         _print(found.id, figures)
 
@@ -121,7 +130,7 @@ def _print(session_id: str, figures: SessionStats) -> None:
     table_rows = rows(figures)
     bold = frozenset(i for i, (name, _) in enumerate(table_rows) if name == "total")
     table, hidden = fitted(out, columns, [[name, *cells(f)] for name, f in table_rows], bold_rows=bold)
-    out.print(table)
+    show(out, table)
     lines = summary_lines(figures)
     out.print(lines[0])
     if figures.total.calls:
@@ -129,6 +138,31 @@ def _print(session_id: str, figures: SessionStats) -> None:
     for line in lines[1:]:
         out.print(line)
     say_left_out(hidden, out.width)
+
+
+def _from_index(found: SessionFile) -> SessionStats | None:
+    """The session's figures from the index (log/index.py), once it has folded in whatever the
+    log gained: what reading the whole log gives (its calls not listed). None where the index
+    does not stand for the log: a log outside this workspace's sessions, an index only in memory
+    (a state folder that cannot be written: it would hold the whole log), or a log with lines
+    skipped or torn (reading it names each of them on stderr)."""
+    _, store = workspace_store()
+    if found.path.resolve().parent != store.sessions_dir.resolve():
+        return None
+    with open_index() as index:
+        if index.in_memory:
+            return None
+        index.refresh_one(found.path)
+        held = index.session(found.id)
+        kept = index.stats(found.id)
+    if held is None or kept is None or held.skipped or held.torn:
+        return None
+    order = {p: i for i, p in enumerate(PURPOSES)}  # as session_stats orders them
+    by_purpose = dict(sorted(kept.by_purpose.items(), key=lambda kv: (order.get(kv[0], len(order)), kv[0])))
+    compression = Compression(kept.observations, kept.raw_tokens, kept.observation_tokens, kept.reflections,
+                              kept.reflection_tokens)
+    return SessionStats(total=kept.total, by_purpose=by_purpose, compression=compression, memory=kept.memory,
+                        unpriced_models=kept.unpriced_models)
 
 
 def _grouped(by: str, session: str | None, all_: bool, as_json: bool) -> None:
@@ -153,7 +187,7 @@ def _grouped(by: str, session: str | None, all_: bool, as_json: bool) -> None:
     table_rows = [*groups, ("total", total)] if len(groups) != 1 else groups
     bold = frozenset({len(table_rows) - 1}) if len(groups) != 1 else frozenset()
     table, hidden = fitted(out, columns, [[name, *cells(f)] for name, f in table_rows], bold_rows=bold)
-    out.print(table)
+    show(out, table)
     if total.calls:
         out.print(PRICES_NOTE, style="dim")
     else:

@@ -9,6 +9,7 @@ went (`--json` always has every figure).
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -33,12 +34,14 @@ def fitted(console: Any, columns: list[Column], rows: list[list[str]], *,
     shown = list(range(len(columns)))
     droppable = sorted((i for i, c in enumerate(columns) if c.keep), key=lambda i: (columns[i].keep, -i))
     plain = console.color_system is None and _plain(columns, rows)
-    measure = _plain_width if plain else natural_width
-    while droppable and measure(console, columns, rows, shown) > console.width:
+    whole = _plain_widths(columns, rows) if plain else []
+    while droppable and (_plain_width(columns, whole, shown) if plain
+                         else natural_width(console, columns, rows, shown)) > console.width:
         shown.remove(droppable.pop(0))
     hidden = [columns[i].name for i in range(len(columns)) if i not in shown]
-    if plain and _plain_width(console, columns, rows, shown, wrapped=False) <= console.width:
-        return PlainTable([columns[i] for i in shown], [[row[i] for i in shown] for row in rows]), hidden
+    if plain and _plain_width(columns, whole, shown, wrapped=False) <= console.width:
+        return PlainTable([columns[i] for i in shown], [[row[i] for i in shown] for row in rows],
+                          [whole[i] for i in shown]), hidden
     return _table([columns[i] for i in shown], rows, shown, bold_rows), hidden
 
 
@@ -47,38 +50,59 @@ class PlainTable:
     ASCII and fits unwrapped: the same characters, written line by line. Rich measures and
     lays out every cell as a renderable, some 6 ms a row: ten thousand sessions took a minute."""
 
-    def __init__(self, columns: list[Column], rows: list[list[str]]) -> None:
-        self.columns, self.rows = columns, rows
+    def __init__(self, columns: list[Column], rows: list[list[str]], widths: list[int]) -> None:
+        self.columns, self.rows, self.widths = columns, rows, widths  # widths: of each column's longest text
 
     def __rich_console__(self, console: Any, options: Any) -> Any:
         from rich.segment import Segment
 
-        widths = [max([len(c.name)] + [len(row[i]) for row in self.rows]) for i, c in enumerate(self.columns)]
-        yield Segment(self._line([c.name for c in self.columns], widths) + "\n")
-        yield Segment("─" * (sum(widths) + 2 * (len(widths) - 1)) + "\n")
-        for row in self.rows:
-            yield Segment(self._line(row, widths) + "\n")
+        yield from (Segment(line) for line in self.lines())
 
-    def _line(self, cells: list[str], widths: list[int]) -> str:
-        return "  ".join(cell.rjust(width) if column.justify == "right" else cell.ljust(width)
-                         for cell, width, column in zip(cells, widths, self.columns, strict=True))
+    def lines(self) -> Iterator[str]:
+        """Each line of the table, its newline included."""
+        widths = self.widths
+        # one format for every line: each cell padded with spaces, as ljust or rjust pads it
+        line = "  ".join(f"{{:{'>' if c.justify == 'right' else '<'}{w}}}" for c, w in zip(self.columns, widths,
+                                                                                           strict=True)) + "\n"
+        yield line.format(*(c.name for c in self.columns))
+        yield "─" * (sum(widths) + 2 * (len(widths) - 1)) + "\n"
+        for row in self.rows:
+            yield line.format(*row)
+
+
+def show(console: Any, table: Any) -> None:
+    """Print a table `fitted` made: a PlainTable straight to stdout, the characters rich would
+    write for it without rich's pass over each line (it has no style and fits the width)."""
+    if isinstance(table, PlainTable) and console.file is sys.stdout:
+        sys.stdout.writelines(table.lines())
+        sys.stdout.flush()
+    else:
+        console.print(table)
 
 
 def _plain(columns: list[Column], rows: list[list[str]]) -> bool:
     """Every header and cell printable ASCII with no space at either end (rich trims those)."""
-    def simple(text: str) -> bool:
-        return text.isascii() and text.isprintable() and text == text.strip()
+    def simple(cells: list[str]) -> bool:
+        # with tabs between the cells (no cell holds one once it is printable), a space beside a
+        # tab is a space at a cell's end: printable ASCII has no other blank that rich trims
+        text, joined = "".join(cells), "\t".join(cells)
+        return (text.isascii() and text.isprintable() and " \t" not in joined and "\t " not in joined
+                and joined[:1] != " " and joined[-1:] != " ")
 
-    return all(simple(c.name) for c in columns) and all(simple(cell) for row in rows for cell in row)
+    return simple([c.name for c in columns]) and all(simple(row) for row in rows)
 
 
-def _plain_width(console: Any, columns: list[Column], rows: list[list[str]], shown: list[int], *,
-                 wrapped: bool = True) -> int:
-    """`natural_width` of printable ASCII cells (one column of the terminal each), counted
-    rather than laid out; `wrapped=False`: free text at its whole width."""
+def _plain_widths(columns: list[Column], rows: list[list[str]]) -> list[int]:
+    """The length of each column's longest text, its header's included: of printable ASCII,
+    the terminal columns it takes."""
+    return [max(len(c.name), max((len(row[i]) for row in rows), default=0)) for i, c in enumerate(columns)]
+
+
+def _plain_width(columns: list[Column], whole: list[int], shown: list[int], *, wrapped: bool = True) -> int:
+    """`natural_width` of printable ASCII cells whose longest are `whole`, counted rather than
+    laid out: free text counted at WRAP_WIDTH unless `wrapped=False`."""
     def width(i: int) -> int:
-        cut = WRAP_WIDTH if wrapped and columns[i].wraps else None
-        return max([len(columns[i].name[:cut])] + [len(row[i][:cut]) for row in rows])
+        return min(whole[i], WRAP_WIDTH) if wrapped and columns[i].wraps else whole[i]
 
     return sum(width(i) for i in shown) + 2 * (len(shown) - 1)
 
