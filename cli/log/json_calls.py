@@ -35,8 +35,8 @@ class CallsOfLog(list[dict[str, Any]]):
         for event in stream_log(self.path, LogRead()):  # its problems were noted by the first read
             if isinstance(event, UsageEvent):
                 cost, uncached = self.price(event)
-                yield CallFigures(event.seq, event.purpose, event.model, event.input, event.cache_read,
-                                  event.cache_write, event.output, event.latency_ms, cost, uncached).as_dict()
+                yield CallFigures(event.seq, event.purpose, event.model, event.tokens, event.latency_ms, cost,
+                                  uncached).as_dict()
                 listed += 1
                 if listed == self.count:
                     return
