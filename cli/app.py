@@ -2,76 +2,54 @@
 
 from __future__ import annotations
 
-import importlib
 import sys
 from typing import Annotated
 
 import typer
-from typer._click import Command, Context, HelpFormatter
-from typer._click.utils import make_default_short_help
-from typer.core import TyperGroup
 
 from scribe import __version__
+
+from .lazy import LazyCommand, LazyGroup, build_command
 
 # Each command: the module and name that define it, and the first paragraph of its help (what
 # `scribe --help` lists; tests/test_cli_app.py checks it against the command's own). A command's
 # module is imported only when that command runs or shows its help: `scribe --help` imports
 # none of them.
-COMMANDS: dict[str, tuple[str, str, str]] = {
-    "run": ("scribe.cli.run", "run", "Run one turn headless: the agent works until it answers, then exits."),
-    "demo": ("scribe.cli.demo", "demo", "Run a short scripted session offline: no API key, no network."),
-    "reflect": ("scribe.cli.reflect", "reflect",
-                "Compress a session's memory now: summarise the older conversation into observations (the most "
-                "recent part stays word for word), then condense the observations. Prints the context size before "
-                "and after."),
-    "diff": ("scribe.cli.diff", "diff",
-             "Show what changed since the session began: a unified diff of tracked and untracked files."),
-    "undo": ("scribe.cli.undo", "undo",
-             "Undo what scribe's file tools changed in a session's last turn: its auto-commit while that is HEAD, "
-             "else the files restored from the log."),
-    "config": ("scribe.cli.config", "config",
-               "Show every setting's value and source: a SCRIBE_* variable, a config file, or the default."),
-    "trust": ("scribe.cli.trust", "trust",
-              "Trust a workspace: its own .scribe/config.toml and .mcp.json apply from now on."),
-    "log": ("scribe.cli.log", "log_app",
-            "Inspect session logs: list, show, tail, stats, prompt, search, verify; html and serve draw a session "
-            "as a page. A session is named by its id or a unique prefix, and defaults to the latest of this "
-            "workspace."),
-    "notes": ("scribe.cli.notes", "notes_app",
-              "The project notes (.scribe/notes.md): curated facts that new sessions start with."),
-    "mcp": ("scribe.cli.mcp", "mcp_app", "MCP servers: what is configured, whether each starts, and its tools."),
+COMMANDS: dict[str, LazyCommand] = {
+    "run": LazyCommand("scribe.cli.run", "run", "Run one turn headless: the agent works until it answers, then exits."),
+    "demo": LazyCommand("scribe.cli.demo", "demo", "Run a short scripted session offline: no API key, no network."),
+    "reflect": LazyCommand(
+        "scribe.cli.reflect", "reflect",
+        "Compress a session's memory now: summarise the older conversation into observations (the most recent "
+        "part stays word for word), then condense the observations. Prints the context size before and after."),
+    "diff": LazyCommand("scribe.cli.diff", "diff",
+                        "Show what changed since the session began: a unified diff of tracked and untracked files."),
+    "undo": LazyCommand("scribe.cli.undo", "undo",
+                        "Undo what scribe's file tools changed in a session's last turn: its auto-commit while that "
+                        "is HEAD, else the files restored from the log."),
+    "config": LazyCommand("scribe.cli.config", "config",
+                          "Show every setting's value and source: a SCRIBE_* variable, a config file, or the "
+                          "default."),
+    "trust": LazyCommand("scribe.cli.trust", "trust",
+                         "Trust a workspace: its own .scribe/config.toml and .mcp.json apply from now on."),
+    "log": LazyCommand("scribe.cli.log", "log_app",
+                       "Inspect session logs: list, show, tail, stats, prompt, search, verify; html and serve draw a "
+                       "session as a page. A session is named by its id or a unique prefix, and defaults to the "
+                       "latest of this workspace."),
+    "notes": LazyCommand("scribe.cli.notes", "notes_app",
+                         "The project notes (.scribe/notes.md): curated facts that new sessions start with."),
+    "mcp": LazyCommand("scribe.cli.mcp", "mcp_app",
+                       "MCP servers: what is configured, whether each starts, and its tools."),
 }
 
 
-class Commands(TyperGroup):
-    """The top-level group: its commands are built from their modules on first use."""
-
-    def list_commands(self, ctx: Context) -> list[str]:
-        return list(COMMANDS)
-
-    def get_command(self, ctx: Context, cmd_name: str) -> Command | None:
-        if cmd_name not in COMMANDS:
-            return None
-        if cmd_name not in self.commands:
-            self.commands[cmd_name] = load_command(cmd_name)
-        return self.commands[cmd_name]
-
-    def format_commands(self, ctx: Context, formatter: HelpFormatter) -> None:
-        limit = formatter.width - 6 - max(len(name) for name in COMMANDS)
-        with formatter.section("Commands"):
-            formatter.write_dl([(name, make_default_short_help(text, limit)) for name, (_, _, text) in COMMANDS.items()])
+class Commands(LazyGroup):
+    table = COMMANDS
 
 
-def load_command(name: str) -> Command:
-    """The click command for `name`, built as `app.command()` or `app.add_typer()` would."""
-    module, attribute, _ = COMMANDS[name]
-    defined = getattr(importlib.import_module(module), attribute)
-    holder = typer.Typer(add_completion=False, rich_markup_mode=None)
-    if isinstance(defined, typer.Typer):
-        holder.add_typer(defined, name=name)
-    else:
-        holder.command(name=name)(defined)
-    return typer.main.get_group(holder).commands[name]
+def load_command(name: str) -> typer.core.TyperCommand | typer.core.TyperGroup:
+    """The click command for `name`, as the top-level group builds it."""
+    return build_command(name, COMMANDS[name])  # type: ignore[return-value]
 
 
 app = typer.Typer(

@@ -16,7 +16,7 @@ def test_the_listed_help_is_the_commands_own(name: str) -> None:
     command = load_command(name)
     assert command.name == name
     first = " ".join((command.help or "").split("\n\n")[0].split())
-    assert COMMANDS[name][2] == first
+    assert COMMANDS[name].summary == first
 
 
 def test_top_level_help_imports_no_command() -> None:

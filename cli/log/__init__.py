@@ -4,14 +4,12 @@ command runs (`log list` does not load the page renderer of `log html`)."""
 
 from __future__ import annotations
 
-import importlib
-
 import typer
-from typer._click import Command, Context
-from typer.core import TyperGroup
+
+from scribe.cli.lazy import LazyCommand, LazyGroup
 
 # Each command's module (in this package) and the function that is the command.
-COMMANDS: dict[str, tuple[str, str]] = {
+COMMANDS: dict[str, LazyCommand] = {name: LazyCommand(f"{__name__}.{module}", function) for name, (module, function) in {
     "list": ("list", "list_sessions"),
     "show": ("show", "show"),
     "tail": ("tail", "tail"),
@@ -21,24 +19,13 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "verify": ("verify", "verify"),
     "html": ("html", "html_page"),
     "serve": ("serve", "serve_page"),
-}
+}.items()}
 
 
-class LogCommands(TyperGroup):
+class LogCommands(LazyGroup):
     """The `log` group: a command is built from its module on first use."""
 
-    def list_commands(self, ctx: Context) -> list[str]:
-        return list(COMMANDS)
-
-    def get_command(self, ctx: Context, cmd_name: str) -> Command | None:
-        if cmd_name not in COMMANDS:
-            return None
-        if cmd_name not in self.commands:
-            module, function = COMMANDS[cmd_name]
-            holder = typer.Typer(add_completion=False, rich_markup_mode=None, pretty_exceptions_enable=False)
-            holder.command(name=cmd_name)(getattr(importlib.import_module(f"{__name__}.{module}"), function))
-            self.commands[cmd_name] = typer.main.get_group(holder).commands[cmd_name]
-        return self.commands[cmd_name]
+    table = COMMANDS
 
 
 log_app = typer.Typer(
