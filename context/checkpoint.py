@@ -31,7 +31,8 @@ from scribe.log.jsonl import LogProblem, LogRead, read_line, torn_problem
 from scribe.log.lines import WholeLines, hash_prefix
 from scribe.log.private import write_private
 
-FORMAT = 1
+# 2: the digest holds no usage rows (the index sums them).
+FORMAT = 2
 
 
 def checkpoint_path(log_path: Path) -> Path:
@@ -68,36 +69,6 @@ def reopen(log_path: Path) -> Reopened:
             if reopened is not None:
                 return reopened
         return _from_scratch(log_path, fh)
-
-
-@dataclass
-class Digested:
-    """What a log says in aggregate, for `scribe log list`: no event is held."""
-
-    header: SessionEvent
-    digest: LogDigest
-    problems: list[LogProblem]
-    torn: bool
-
-
-def digest_of(log_path: Path) -> Digested:
-    """A log's digest from its checkpoint and the lines after the offset it covers, or from one
-    streaming read of the whole log when the checkpoint no longer fits. Reads only; raises as
-    `reopen` does."""
-    saved = load_checkpoint(checkpoint_path(log_path))
-    with log_path.open("rb") as fh:
-        if saved is not None and (found := _valid(fh, saved)) is not None:
-            header, digest = found
-            read = LogRead(last_seq=saved.last_seq, problems=list(saved.problems))
-            lines = WholeLines(fh, saved.offset)
-            number = saved.lines
-            for _, raw in lines:
-                number += 1
-                if (event := read_line(read, number, raw)) is not None:
-                    digest.add(event)
-            return Digested(header, digest, read.problems, bool(lines.torn))
-        log = _from_scratch(log_path, fh)
-        return Digested(log.events.header, log.digest, log.problems, bool(log.torn_tail))
 
 
 # -- the checkpoint on disk -------------------------------------------------------------------
