@@ -32,7 +32,8 @@ from scribe.log.events import (
     UsageEvent,
     UserEvent,
 )
-from scribe.log.jsonl import LogWriter, read_log
+from scribe.log.jsonl import LogRead, LogWriter, read_line, read_log
+from scribe.log.lines import WholeLines
 from scribe.log.pairing import unanswered_tool_uses
 from scribe.log.store import describe
 from scribe.memory.extract import MODEL_REST, MODEL_TRIES, model_resting_now
@@ -244,10 +245,29 @@ def test_a_chunk_index_survives_its_state(workspace: Path) -> None:
     path = long_compressed_session(workspace, turns=60)
     events = full_read(path)
     index = ChunkIndex()
-    index.update(events)
-    again = ChunkIndex.from_state(json.loads(json.dumps(index.to_state())))
-    assert again.update(events) == index.update(events)
+    with path.open("rb") as fh:
+        for offset, raw in WholeLines(fh):
+            index.add(read_line(LogRead(), 0, raw), offset)
+    state = index.to_state()
+    assert state is not None and all(isinstance(c, list) for c in state["chunks"])  # places, not text
+
+    def chunk_at(offset: int) -> Event | None:
+        with path.open("rb") as fh:
+            fh.seek(offset)
+            return read_line(LogRead(), 0, fh.readline().rstrip(b"\n"))
+
+    again = ChunkIndex.from_state(json.loads(json.dumps(state)), chunk_at)
+    assert again.update(events) == index.update(events) and again.update(events)[0]
     assert (again.settled_before, again.model) == (index.settled_before, index.model)
+    with pytest.raises(ValueError):  # a chunk no longer where the state says: the checkpoint is rebuilt
+        ChunkIndex.from_state(state, lambda offset: chunk_at(0))
+    assert ChunkIndex().update(events) and _unplaced(events).to_state() is None  # places not known: no state
+
+
+def _unplaced(events: list[Event]) -> ChunkIndex:
+    index = ChunkIndex()
+    index.update(events)  # a list, not lines of a file
+    return index
 
 
 def test_a_reopen_without_a_checkpoint_counts_its_calls_and_lists_every_one(workspace: Path) -> None:
