@@ -33,7 +33,7 @@ from scribe.workspace.git import git_state
 
 from .config import Settings, state_dir
 from .instructions import Environment, prompt_hash, read_project_texts, system_text
-from .unheld import observe_unheld
+from .unheld import condense_unheld, observe_unheld
 
 E = TypeVar("E", bound=Event)
 
@@ -189,6 +189,8 @@ def open_session(found: SessionFile) -> Session:
                        message=f"recovered a torn last line ({len(log.torn_tail)} bytes) left by a stopped writer")
     if log.unheld is not None:
         session.notices.append(observe_unheld(session, *log.unheld))
+    if (condensed := condense_unheld(session)) is not None:
+        session.notices.append(condensed)
     dangling = unanswered_tool_uses(session.events)
     if dangling:
         session.append(InterruptEvent, tool_use_ids=dangling, reason="the session stopped before these tool calls finished")
