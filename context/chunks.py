@@ -45,7 +45,6 @@ class ChunkIndex:
         # Raw events later requests leave out (LeftOutEvent): (seq_from, seq_to), in log order.
         self.left_out: list[tuple[int, int]] = []
         self._chunks: list[Chunk] = []
-        self._covers: dict[int, int] = {}  # chunk seq -> last raw seq it covers
         # chunk seq -> where its line starts in the log (-1: not known), so that the checkpoint
         # names the chunks in force by place instead of holding their text twice
         self._offsets: dict[int, int] = {}
@@ -95,7 +94,6 @@ class ChunkIndex:
             self._offsets[event.seq] = offset
         if isinstance(event, ObservationEvent):
             self._chunks.append(event)
-            self._covers[event.seq] = event.seq_to
             self._observed_to = max(self._observed_to, event.seq_to)
             self.settled_before = self._last_user
         elif isinstance(event, ReflectionEvent) and self._reflect(event):
@@ -110,8 +108,7 @@ class ChunkIndex:
         return {"seen": self._seen, "last_user": self._last_user, "settled_before": self.settled_before,
                 "model": self.model, "chunks": [[c.seq, offset] for c, offset in zip(self._chunks, places, strict=True)],
                 "window": to_record(self.window) if self.window is not None else None,
-                "left_out": [list(r) for r in self.left_out],
-                "covers": [[seq, to] for seq, to in self._covers.items()], "observed_to": self._observed_to}
+                "left_out": [list(r) for r in self.left_out], "observed_to": self._observed_to}
 
     @classmethod
     def from_state(cls, state: dict[str, Any], chunk_at: Callable[[int], Event | None]) -> ChunkIndex:
@@ -136,7 +133,6 @@ class ChunkIndex:
                 raise ValueError(f"no chunk of seq {seq} at byte {offset}")
             index._chunks.append(chunk)
             index._offsets[chunk.seq] = int(offset)
-        index._covers = {int(seq): int(to) for seq, to in state["covers"]}
         return index
 
     def _reflect(self, event: ReflectionEvent) -> bool:
@@ -145,7 +141,6 @@ class ChunkIndex:
         positions = [i for i, c in enumerate(self._chunks) if c.seq in gone]
         if not positions:
             return False
-        self._covers[event.seq] = max(self._covers.get(s, -1) for s in gone)
         first = positions[0]
         self._chunks = ([c for c in self._chunks[:first] if c.seq not in gone] + [event]
                         + [c for c in self._chunks[first:] if c.seq not in gone])
