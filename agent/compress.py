@@ -9,7 +9,6 @@ the log, so a restarted process behaves as the one before it.
 
 from __future__ import annotations
 
-from bisect import bisect_right
 from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -326,8 +325,8 @@ class Compressor:
         chunks, _ = self._update(session)
         if len(chunks) < 3:
             return None
-        agent_calls = session.digest.agent_calls  # from the digest: older events stay on disk
-        calls = [len(agent_calls) - bisect_right(agent_calls, c.seq) for c in chunks]
+        digest = session.digest  # from the digest: older events stay on disk
+        calls = [digest.agent_calls - digest.agent_calls_before.get(c.seq, digest.agent_calls) for c in chunks]
         factor = self.estimator.factor
         rates = Rates.of(current_model(session.events, session.chunks), self.settings.observer_model)
         n = reflection_paid_off([chunk_size(c) * factor for c in chunks], calls, REFLECTOR_OVERHEAD * factor, rates)

@@ -1,7 +1,7 @@
 """What scribe needs to know of a whole session log, folded one event at a time and kept in the
 checkpoint, so that nothing on the way to the first request of a continued session reads old
-events: what the agent last saw of each file, how many model calls were made (and the seqs of
-the agent's), the count of turns, the last activity, what was curated, which commits stand.
+events: what the agent last saw of each file, how many model calls were made (and how many of
+the agent's came before each chunk in force), the count of turns, the last activity, what was curated, which commits stand.
 
 Its size does not grow with the calls' usage: that is in the log, and summed in the index
 (log/index.py) for `scribe log list` and `scribe log stats`.
@@ -11,9 +11,6 @@ Pure: events in, state out; `to_state`/`from_state` are its JSON form in the che
 
 from __future__ import annotations
 
-import base64
-import sys
-from array import array
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,8 +41,10 @@ class LogDigest:
     last_ts: str | None = None  # of the last event: the session's last activity
     seen: dict[str, str] = field(default_factory=dict)  # path -> sha256 the agent last saw
     calls: int = 0  # model calls (their usage is in the log and the index, not held here)
-    # The seqs of the agent's own calls, 8 bytes each: what reflection's payback counts.
-    agent_calls: array[int] = field(default_factory=lambda: array("q"))
+    agent_calls: int = 0  # of which the agent's own
+    # For each observation chunk in force (observation or reflection, by seq), how many agent
+    # calls came before it: what reflection's payback counts of the calls that re-read it.
+    agent_calls_before: dict[int, int] = field(default_factory=dict)
     notes_upto: int = 0  # the last seq a curation of the notes covered
     commits: list[str] = field(default_factory=list)  # scribe's commits not undone since, oldest first
     health: MemoryHealth = field(default_factory=MemoryHealth)  # side calls made and failed
@@ -71,6 +70,10 @@ class LogDigest:
             self.errors[event.kind] = [position, until if type(until) is int else 0]
             _keep_recent(self.recent_errors.setdefault(event.kind, []), position)
         elif isinstance(event, ObservationEvent | ReflectionEvent):
+            if isinstance(event, ReflectionEvent):
+                for seq in event.supersedes:
+                    self.agent_calls_before.pop(seq, None)
+            self.agent_calls_before[event.seq] = self.agent_calls
             if event.model == EXTRACTIVE_MODEL:
                 _keep_recent(self.recent_extractive.setdefault(event.type, []), position)
             else:
@@ -82,7 +85,7 @@ class LogDigest:
         elif isinstance(event, UsageEvent):
             self.calls += 1
             if event.purpose == "agent":
-                self.agent_calls.append(event.seq)
+                self.agent_calls += 1
         elif isinstance(event, NotesEvent):
             self.notes_upto = max(self.notes_upto, event.upto)
         elif isinstance(event, GitCommitEvent):
@@ -114,7 +117,8 @@ class LogDigest:
 
     def to_state(self) -> dict[str, Any]:
         return {"events": self.events, "turns": self.turns, "last_ts": self.last_ts, "seen": self.seen,
-                "calls": self.calls, "agent_calls": _encoded(self.agent_calls),
+                "calls": self.calls, "agent_calls": self.agent_calls,
+                "agent_calls_before": [[seq, n] for seq, n in self.agent_calls_before.items()],
                 "notes_upto": self.notes_upto, "commits": self.commits, "last_of": self.last_of, "errors": self.errors,
                 "recent_errors": self.recent_errors, "last_modelled": self.last_modelled,
                 "recent_extractive": self.recent_extractive,
@@ -129,7 +133,8 @@ class LogDigest:
         health = MemoryHealth(*(SideCalls(int(made), int(failed), last) for made, failed, last in calls),
                               last_failure=last_failure, model_free=int(state["model_free"]))
         digest = cls(int(state["events"]), int(state["turns"]), state["last_ts"], dict(state["seen"]),
-                     int(state["calls"]), _decoded(state["agent_calls"]), int(state["notes_upto"]),
+                     int(state["calls"]), int(state["agent_calls"]),
+                     {int(seq): int(n) for seq, n in state["agent_calls_before"]}, int(state["notes_upto"]),
                      list(state["commits"]), health, {str(k): int(v) for k, v in state["last_of"].items()},
                      {str(k): [int(v[0]), int(v[1])] for k, v in state["errors"].items()},
                      _positions(state["recent_errors"]), {str(k): int(v) for k, v in state["last_modelled"].items()},
@@ -150,22 +155,3 @@ def _keep_recent(positions: list[int], position: int) -> None:
 
 def _positions(state: dict[str, Any]) -> dict[str, list[int]]:
     return {str(k): [int(p) for p in v][-RECENT:] for k, v in state.items()}
-
-
-def _encoded(seqs: array[int]) -> str:
-    """The seqs as base64 of 8-byte little-endian integers: a long session's half a million
-    calls are a few megabytes of text, read back without a parse per number."""
-    data = array("q", seqs)
-    if sys.byteorder == "big":
-        data.byteswap()
-    return base64.b64encode(data.tobytes()).decode("ascii")
-
-
-def _decoded(text: str) -> array[int]:
-    if not isinstance(text, str):
-        raise TypeError("agent_calls")
-    data = array("q")
-    data.frombytes(base64.b64decode(text, validate=True))  # ValueError on anything else
-    if sys.byteorder == "big":
-        data.byteswap()
-    return data

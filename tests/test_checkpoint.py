@@ -289,39 +289,58 @@ def test_a_reopen_without_a_checkpoint_counts_its_calls_and_lists_every_one(work
     again.close()
 
 
-def test_the_digest_knows_each_purpose_s_calls_without_reading_older_events(workspace: Path) -> None:
+def test_the_digest_knows_how_many_agent_calls_read_each_chunk_without_reading_older_events(
+        workspace: Path) -> None:
     path = long_compressed_session(workspace, turns=25)
     session = reopened(path)
-    expected = [e.seq for e in full_read(path) if isinstance(e, UsageEvent) and e.purpose == "agent"]
+    events = full_read(path)
+    agent = [e.seq for e in events if isinstance(e, UsageEvent) and e.purpose == "agent"]
     held_from = session.events.start
     assert held_from > 0  # the older events are on disk, not in memory
-    assert expected and list(session.digest.agent_calls) == expected
+    chunks, _ = session.chunks.update(session.events)
+    digest = session.digest
+    since = [digest.agent_calls - digest.agent_calls_before[c.seq] for c in chunks]
+    assert len(chunks) >= 3 and since == [sum(s > c.seq for s in agent) for c in chunks] and any(since)
+    assert set(digest.agent_calls_before) >= {c.seq for c in chunks}
+    assert len(digest.agent_calls_before) <= len(chunks) + sum(isinstance(e, ReflectionEvent) for e in events)
     assert session.events.start == held_from  # and asking did not read them back
     session.close()
 
 
 @pytest.mark.parametrize("seed", range(20))
 def test_the_digest_s_state_says_the_same_after_any_mix_of_events_and_reloads(seed: int) -> None:
-    """The digest is saved in the checkpoint and read back at each reopen, the agent's call seqs
-    as packed integers: every reload must give the digest a full read gives."""
+    """The digest is saved in the checkpoint and read back at each reopen: every reload must
+    give the digest a full read gives."""
     rng = random.Random(seed)
-    digest, fresh, seq, agent = LogDigest(), LogDigest(), 0, []
+    digest, fresh, seq, agent, made = LogDigest(), LogDigest(), 0, 0, []
+    ts = "2026-01-05T09:00:00.000Z"
     for _ in range(80):
         seq += rng.randint(1, 3)
-        purpose = rng.choice(["agent", "observer", "agent", "curator"])
-        event: Event = (UsageEvent(seq, "2026-01-05T09:00:00.000Z", purpose, "m", 1, 2, 3, 4, 5)
-                        if rng.random() < 0.6 else UserEvent(seq, "2026-01-05T09:00:00.000Z", text="x"))
-        agent += [seq] if isinstance(event, UsageEvent) and purpose == "agent" else []
+        step = rng.random()
+        if step < 0.5:
+            purpose = rng.choice(["agent", "observer", "agent", "curator"])
+            event: Event = UsageEvent(seq, ts, purpose, "m", 1, 2, 3, 4, 5)
+            agent += purpose == "agent"
+        elif step < 0.65:
+            event = ObservationEvent(seq, ts, text="o", seq_from=0, seq_to=0, tokens=1, model="m")
+            made.append((seq, agent))
+        elif step < 0.75 and len(made) >= 2:
+            gone, made = made[:2], made[2:]
+            event = ReflectionEvent(seq, ts, text="r", supersedes=[g for g, _ in gone], tokens=1, model="m")
+            made.insert(0, (seq, agent))
+        else:
+            event = UserEvent(seq, ts, text="x")
         digest.add(event)
         fresh.add(event)
         if rng.random() < 0.2:
             digest = LogDigest.from_state(json.loads(json.dumps(digest.to_state())))
         assert digest == fresh
-    assert list(digest.agent_calls) == agent and digest.calls >= len(agent)
+    assert digest.agent_calls == agent and digest.agent_calls_before == dict(made)
     state = digest.to_state()
-    for broken in ("not base64!", 7, "AAA="):  # garbage, not text, not whole 8-byte integers
+    for broken in ("many", [["x", 1]], None):  # not a count, not seqs, missing
         with pytest.raises((TypeError, ValueError)):
-            LogDigest.from_state(state | {"agent_calls": broken})
+            LogDigest.from_state(state | {"agent_calls": broken} if broken != [["x", 1]]
+                                 else state | {"agent_calls_before": broken})
 
 
 def _resting_read_backwards(events: list[Event], failed_kind: str, made: type[Event]) -> bool:
