@@ -9,7 +9,6 @@ the log, so a restarted process behaves as the one before it.
 
 from __future__ import annotations
 
-from bisect import bisect_right
 from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -35,7 +34,7 @@ from scribe.memory.extract import (
     NothingToExtract,
     extractive_reflection,
     extractive_stub,
-    model_resting,
+    model_resting_now,
 )
 from scribe.memory.observer import (
     OBSERVATIONS_SHOWN,
@@ -225,7 +224,6 @@ class Compressor:
         """Observe `span`, or by default the oldest raw events down to the retention floor.
         `needed`: the prompt must shrink (a threshold is passed), so when no model answer is
         usable the span is summarised without one (memory/extract.py)."""
-        events = session.events
         chunks, observed_to = self._update(session)
         raw = self._raw(session, max(observed_to, 0))  # seq 0 is the session header, never observed
         keep = int(self.limits(session).observe * self.settings.retention)
@@ -242,7 +240,7 @@ class Compressor:
         shown = min(OBSERVATIONS_SHOWN, room // 4)
         span = clip_span(raw, span, room - shown - 40, self._observer_view, self.estimator)
         chosen = [e for e in raw if span.seq_from <= e.seq <= span.seq_to]
-        if needed and model_resting(events):
+        if needed and model_resting_now(session.digest):  # from the digest: no scan back
             yield from self._extract(session, whole, raw, "the observer's last answers were unusable")
             return
         request = side_request(self.settings.observer_model, OBSERVER_SYSTEM,
@@ -340,14 +338,17 @@ class Compressor:
         chunks, _ = self._update(session)
         if len(chunks) < 3:
             return None
-        agent_calls = session.digest.call_seqs("agent")  # from the digest: older events stay on disk
-        calls = [len(agent_calls) - bisect_right(agent_calls, c.seq) for c in chunks]
+        digest = session.digest  # from the digest: older events stay on disk
+        calls = [digest.agent_calls - digest.agent_calls_before.get(c.seq, digest.agent_calls) for c in chunks]
         factor = self.estimator.factor
         rates = Rates.of(current_model(session.events, session.chunks), self.settings.observer_model)
         n = reflection_paid_off([chunk_size(c) * factor for c in chunks], calls, REFLECTOR_OVERHEAD * factor, rates)
         room = self._budget(session).room(REFLECTOR_SYSTEM)  # the side-call limit holds here too
-        while n is not None and n >= 2 and INPUT_FRAMING_TOKENS + sum(chunk_size(c) + 1 for c in chunks[:n]) > room:
-            n -= 1
+        if n is not None:
+            held = sum(chunk_size(c) + 1 for c in chunks[:n])
+            while n >= 2 and INPUT_FRAMING_TOKENS + held > room:
+                n -= 1
+                held -= chunk_size(chunks[n]) + 1
         if n is None or n < 2:
             return None
         return ReflectPlan(chunks[:n], chunks[n:], sum(chunk_size(c) for c in chunks[:n]))
@@ -370,7 +371,7 @@ class Compressor:
             return
         # Past the threshold on its own (not asked for, not a payback plan): the prompt must shrink.
         needed = not force and not given and total > self.settings.reflect_tokens
-        if needed and model_resting(session.events, BACKOFF_KIND, ReflectionEvent):
+        if needed and model_resting_now(session.digest, BACKOFF_KIND, ReflectionEvent):
             yield from self._condense(session, plan, "the reflector's last answers were unusable")
             return
         problems: list[str] = []

@@ -64,24 +64,27 @@ class Curation:
 def curate(session: Session, model: ModelClient, settings: Settings, path: Path) -> Curation:
     events = session.events
     since = session.digest.notes_upto  # the last `notes` event's upto, kept as the log grows
-    facts = session_facts(events, since)
-    if not facts:
+    system = CURATOR_SYSTEM.format(budget=settings.notes_tokens)
+    limit = side_call_limit(settings.side_call_tokens, session_window(session, settings.context_tokens))
+    most = InputBudget(limit).room(system) - INPUT_FRAMING_TOKENS  # the room for facts with no notes yet
+    facts = session_facts(events, since, tokens=max(most, 0))
+    if not facts.count:
         return Curation(False, "notes: nothing new to curate from this session", noteworthy=False)
-    if facts[-1].seq <= _refused_upto(tail_after(events, since), since):  # a refusal follows what it read
+    # A refusal follows what it read: one that read the newest fact comes after it.
+    if facts.last_seq <= _refused_upto(tail_after(events, facts.last_seq), since):
         return Curation(False, "notes: nothing new since this session's last curation was refused", noteworthy=False)
     try:
         current = Redactor.from_environ()(notes_text(path) or "")
     except InstructionFileRefused as exc:
         return Curation(False, f"notes: {exc}; nothing was curated")
-    system = CURATOR_SYSTEM.format(budget=settings.notes_tokens)
-    limit = side_call_limit(settings.side_call_tokens, session_window(session, settings.context_tokens))
-    room = InputBudget(limit).room(system) - estimate_text(current) - INPUT_FRAMING_TOKENS
+    room = most - estimate_text(current)
     if room < LEAST_ROOM_FOR_FACTS:
         message = (f"notes curation skipped: {path} holds about {estimate_text(current):,} tokens, which leaves no "
                    f"room for new facts within side_call_tokens ({limit:,}); shorten it")
         session.append(ErrorEvent, kind="notes", message=message, purpose="curator")
         return Curation(False, f"notes: {message.removeprefix('notes curation ')}")
-    chosen, skipped = facts_within(facts, room)
+    chosen, left_out = facts_within(facts.newest, room)
+    skipped = left_out + facts.count - len(facts.newest)
     request = side_request(settings.observer_model, system,
                            curator_input(current, session.id, chosen, settings.notes_tokens),
                            settings.side_call_max_tokens, NOTES_TOOL if settings.side_call_tools else None)
@@ -97,12 +100,12 @@ def curate(session: Session, model: ModelClient, settings: Settings, path: Path)
     except UnusableAnswer as exc:  # NotesRefused, or a tool input with nothing usable and no text
         # `upto`: this answer is not asked for again until the session says something new.
         session.append(ErrorEvent, kind="notes", message=f"notes curation refused: {exc}", purpose="curator",
-                       refused=True, upto=facts[-1].seq)
+                       refused=True, upto=facts.last_seq)
         return Curation(False, f"notes: {exc}; the notes are unchanged")
     before = hashlib.sha256(current.encode("utf-8")).hexdigest() if current else None
     _write_atomically(path, notes.text)
     extra = {"skipped": skipped} if skipped else {}
-    session.append(NotesEvent, path=str(path), text=notes.text, upto=facts[-1].seq, entries=notes.entries,
+    session.append(NotesEvent, path=str(path), text=notes.text, upto=facts.last_seq, entries=notes.entries,
                    model=result.model, before=before, dropped=notes.dropped, matched=notes.matched, via=via, **extra)
     session.sync()
     dropped = f"; {len(notes.dropped)} lines with no source left out" if notes.dropped else ""

@@ -189,11 +189,16 @@ def reflection_paid_off(chunk_tokens: Sequence[float], calls_since: Sequence[int
     best: int | None = None
     rent = condensed = 0.0
     last = len(chunk_tokens) - 1  # the newest chunk stays verbatim
+    # What is kept after the first k+1 chunks (the newest aside), for every k at once: a session
+    # of tens of thousands of chunks is not summed again at each k.
+    kept_after = [0.0] * max(last, 0)
+    for k in range(last - 2, -1, -1):
+        kept_after[k] = kept_after[k + 1] + chunk_tokens[k + 1]
     for k in range(last):
         rent += calls_since[k] * chunk_tokens[k] * rates.read * (1 - REFLECTION_YIELD)
         condensed += chunk_tokens[k]
         answer = REFLECTION_YIELD * condensed
-        rewrite = sum(chunk_tokens[k + 1:last])
+        rewrite = kept_after[k]
         price = ((overhead + condensed) * rates.observer_input + answer * (rates.observer_output + rates.write)
                  + rewrite * (rates.write - rates.read))
         if k >= 1 and rent >= price:

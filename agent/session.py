@@ -16,7 +16,6 @@ from scribe.context.checkpoint import (
     save_checkpoint,
 )
 from scribe.context.chunks import ChunkIndex
-from scribe.context.stats import keep_priced
 from scribe.log.digest import LogDigest
 from scribe.log.eventlog import EventLog
 from scribe.log.events import (
@@ -24,6 +23,7 @@ from scribe.log.events import (
     Event,
     InterruptEvent,
     SessionEvent,
+    UsageEvent,
     now_iso,
 )
 from scribe.log.jsonl import LogError, LogProblem, LogWriter, SessionLock
@@ -33,7 +33,7 @@ from scribe.workspace.git import git_state
 
 from .config import Settings, state_dir
 from .instructions import Environment, prompt_hash, read_project_texts, system_text
-from .pricing import price_usage, pricing_key
+from .unheld import condense_unheld, observe_unheld
 
 E = TypeVar("E", bound=Event)
 
@@ -58,6 +58,9 @@ class Session:
     skipped: list[LogProblem] = field(default_factory=list)
     # The log's size when its checkpoint was last written (-1: not yet by this process).
     _checkpointed: int = field(default=-1, init=False, repr=False)
+    # Every model call, once something asked (`calls`), and how many events it has read for them.
+    _calls: list[UsageEvent] = field(default_factory=list, init=False, repr=False)
+    _calls_read: int = field(default=0, init=False, repr=False)
 
     @property
     def header(self) -> SessionEvent:
@@ -69,6 +72,16 @@ class Session:
         self.events.append(event, place)
         self.digest.add(event)
         return event
+
+    def calls(self) -> list[UsageEvent]:
+        """Every model call of the session, oldest first (the REPL's figures): the log is streamed
+        for them once, then only the events appended since are looked at."""
+        if self._calls_read < self.events.start:  # the older events are in the file: stream them
+            self._calls = [e for e in self.events if isinstance(e, UsageEvent)]
+        else:
+            self._calls += [e for e in self.events[self._calls_read:] if isinstance(e, UsageEvent)]
+        self._calls_read = len(self.events)
+        return self._calls
 
     def sync(self) -> None:
         """At a turn's end: durable on disk, and a checkpoint for the next reopen."""
@@ -87,7 +100,6 @@ class Session:
         hasher = self.writer.hasher
         if hasher is None or self.writer.closed or self.writer.size == self._checkpointed:
             return
-        keep_priced(self.digest, price_usage, pricing_key())
         made = make_checkpoint(self.events, self.chunks, self.digest, self.skipped, size=self.writer.size,
                                lines=self.writer.lines, fingerprint=hasher.hexdigest(),
                                last_seq=self.writer.next_seq - 1)
@@ -175,15 +187,14 @@ def open_session(found: SessionFile) -> Session:
     if log.torn_tail:
         session.append(ErrorEvent, kind="internal", torn=log.torn_tail.decode("utf-8", errors="replace"),
                        message=f"recovered a torn last line ({len(log.torn_tail)} bytes) left by a stopped writer")
+    if log.unheld is not None:
+        session.notices.append(observe_unheld(session, *log.unheld))
+    if (condensed := condense_unheld(session)) is not None:
+        session.notices.append(condensed)
     dangling = unanswered_tool_uses(session.events)
     if dangling:
         session.append(InterruptEvent, tool_use_ids=dangling, reason="the session stopped before these tool calls finished")
         session.sync()
     elif not log.from_checkpoint:
-        # Read whole this time; the next reopen need not. Every call is priced once, then the
-        # usage rows are held as text, as a reopen from the checkpoint holds them: as lists, a
-        # long log's rows take twice the memory for the rest of the process.
-        keep_priced(session.digest, price_usage, pricing_key())
-        session.digest.usage.hold_as_text()
-        session.checkpoint()
+        session.checkpoint()  # read whole this time; the next reopen need not
     return session

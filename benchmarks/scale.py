@@ -48,6 +48,14 @@ COMMANDS: list[tuple[str, str, list[str], bool]] = [
     ("html, 1 GB log", "big", ["log", "html", "-o", "-"], False),
 ]
 
+# (name, argv after `scribe`, remove what is derived from the log first); each appends to the log
+RUNS: list[tuple[str, list[str], bool]] = [
+    ("run -c, 1 GB log (first, no checkpoint or index)", ["run", "-c", "say ok"], True),
+    ("run -c, 1 GB log", ["run", "-c", "say ok"], False),
+    ("run -s, 1 GB log", ["run", "-s", BIG_ID, "say ok"], False),
+    ("new run beside a 1 GB log", ["run", "say ok"], False),
+]
+
 
 def build(root: Path, size: int, sessions: int) -> dict[str, Path]:
     """The two workspaces (git repositories with their logs), written if missing, and the big
@@ -103,7 +111,8 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=1_000_000_000, help="bytes of the big log")
     parser.add_argument("--sessions", type=int, default=10_000)
     parser.add_argument("--timeout", type=float, default=1800.0, help="seconds one command may take")
-    parser.add_argument("--runs", action="store_true", help="also `scribe run -c`, `-s` and a new run")
+    parser.add_argument("--runs", action="store_true",
+                        help="also `scribe run -c`, `-s` and a new run (NAMES pick among them too)")
     parser.add_argument("--results", type=Path, help="where the figures are kept (default ROOT/scale.json)")
     args = parser.parse_args()
     workspaces = build(args.root, args.size, args.sessions)
@@ -123,7 +132,7 @@ def main() -> None:
         print(json.dumps({name: results[name]}), flush=True)
         results_path.write_text(json.dumps(results, indent=2))
     if args.runs:
-        results.update(measure_runs(args.root, args.timeout))
+        results.update(measure_runs(args.root, args.timeout, args.names))
         results_path.write_text(json.dumps(results, indent=2))
     print(report(results))
 
@@ -138,7 +147,7 @@ def report(results: dict[str, Any]) -> str:
     return "\n".join(rows)
 
 
-def measure_runs(root: Path, timeout: float) -> dict[str, Any]:
+def measure_runs(root: Path, timeout: float, names: list[str]) -> dict[str, Any]:
     """`scribe run -c`, `run -s` and a new `run` in a copy of the big workspace (each appends to
     or adds a log), against the fake API answering every call with one short text."""
     import shutil
@@ -149,20 +158,25 @@ def measure_runs(root: Path, timeout: float) -> dict[str, Any]:
     copy = root / "big-runs"
     if not (copy / ".scribe" / "sessions" / f"{BIG_ID}.jsonl").exists():
         shutil.rmtree(copy, ignore_errors=True)
-        shutil.copytree(source / ".scribe" / "sessions", copy / ".scribe" / "sessions")
+        (copy / ".scribe" / "sessions").mkdir(parents=True)
         subprocess.run(["git", "init", "-q", str(copy)], check=True)
         # the copy's log names its own workspace, as a session started there would
+        # Streamed, not read whole: a gigabyte held here would be counted in every child's peak
+        # (the child's resident set right after fork is this process's).
         log = copy / ".scribe" / "sessions" / f"{BIG_ID}.jsonl"
-        data = log.read_bytes()
-        first = data.index(b"\n") + 1
-        log.write_bytes(data[:first].replace(f'"cwd":"{source}"'.encode(), f'"cwd":"{copy}"'.encode()) + data[first:])
+        with (source / ".scribe" / "sessions" / f"{BIG_ID}.jsonl").open("rb") as src, log.open("wb") as dst:
+            dst.write(src.readline().replace(f'"cwd":"{source}"'.encode(), f'"cwd":"{copy}"'.encode()))
+            shutil.copyfileobj(src, dst, 1 << 20)
     out: dict[str, Any] = {}
     with FakeMessagesServer(lambda request: Reply.text("ok")) as server:
         os.environ.update(ANTHROPIC_BASE_URL=server.base_url, ANTHROPIC_API_KEY="sk-bench")
-        for name, argv in (("run -c, 1 GB log (first, no checkpoint)", ["run", "-c", "say ok"]),
-                           ("run -c, 1 GB log", ["run", "-c", "say ok"]),
-                           ("run -s, 1 GB log", ["run", "-s", BIG_ID, "say ok"]),
-                           ("new run beside a 1 GB log", ["run", "say ok"])):
+        for name, argv, fresh in RUNS:
+            if names and not any(n in name for n in names):
+                continue
+            if fresh:  # what is derived from the log: the checkpoint, the index
+                for path in [*(copy / ".scribe").glob("index.sqlite3*"),
+                             *(copy / ".scribe" / "sessions").glob("*.checkpoint")]:
+                    path.unlink()
             out[name] = measure(argv, copy, timeout)
             print(json.dumps({name: out[name]}), flush=True)
     return out

@@ -11,13 +11,17 @@ read whole, streaming, and the checkpoint written anew. Never an error, never th
 
 Held in memory from a reopen: the events from the first one render shows raw (everything after
 the last observed seq) or the last model answer, whichever is earlier (pairing looks for the
-last answer's tool calls). Everything before is in the file (eventlog.EventLog).
+last answer's tool calls), up to RAW_HELD_BYTES of their lines. Everything before is in the file
+(eventlog.EventLog). A raw tail longer than that (a log never compressed) is held from where
+those bytes begin, and the raw events before are named in `Reopened.unheld` for the opener to
+summarise (agent/unheld.py): memory stays bounded however long the log.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,7 +35,11 @@ from scribe.log.jsonl import LogProblem, LogRead, read_line, torn_problem
 from scribe.log.lines import WholeLines, hash_prefix
 from scribe.log.private import write_private
 
-FORMAT = 1
+# 2: the digest holds no usage rows (the index sums them); chunks are named by their lines' offsets.
+FORMAT = 2
+# Bytes of log lines a reopen holds as events at most (some four times as much memory): past
+# this, the oldest raw events stay in the file and the opener summarises them.
+RAW_HELD_BYTES = 24 << 20
 
 
 def checkpoint_path(log_path: Path) -> Path:
@@ -52,6 +60,9 @@ class Reopened:
     lines: int  # whole lines
     hasher: Any  # sha256 of the first `size` bytes, to be carried on as lines are appended
     from_checkpoint: bool
+    # The seqs (first, last) of raw events left in the file, not held, because the raw tail
+    # passed RAW_HELD_BYTES: the opener compresses them before anything renders (None: none).
+    unheld: tuple[int, int] | None = None
 
 
 class NotASessionLog(Exception):
@@ -68,36 +79,6 @@ def reopen(log_path: Path) -> Reopened:
             if reopened is not None:
                 return reopened
         return _from_scratch(log_path, fh)
-
-
-@dataclass
-class Digested:
-    """What a log says in aggregate, for `scribe log list`: no event is held."""
-
-    header: SessionEvent
-    digest: LogDigest
-    problems: list[LogProblem]
-    torn: bool
-
-
-def digest_of(log_path: Path) -> Digested:
-    """A log's digest from its checkpoint and the lines after the offset it covers, or from one
-    streaming read of the whole log when the checkpoint no longer fits. Reads only; raises as
-    `reopen` does."""
-    saved = load_checkpoint(checkpoint_path(log_path))
-    with log_path.open("rb") as fh:
-        if saved is not None and (found := _valid(fh, saved)) is not None:
-            header, digest = found
-            read = LogRead(last_seq=saved.last_seq, problems=list(saved.problems))
-            lines = WholeLines(fh, saved.offset)
-            number = saved.lines
-            for _, raw in lines:
-                number += 1
-                if (event := read_line(read, number, raw)) is not None:
-                    digest.add(event)
-            return Digested(header, digest, read.problems, bool(lines.torn))
-        log = _from_scratch(log_path, fh)
-        return Digested(log.events.header, log.digest, log.problems, bool(log.torn_tail))
 
 
 # -- the checkpoint on disk -------------------------------------------------------------------
@@ -165,10 +146,11 @@ def make_checkpoint(events: EventLog, chunks: ChunkIndex, digest: LogDigest, pro
     chunks.update(events)
     position = keep_from(events, chunks.observed_to)
     offset, line = events.place_of(position) if position < len(events) else (size, lines + 1)
-    if offset < 0:
+    chunk_state = chunks.to_state()
+    if offset < 0 or chunk_state is None:
         return None
     return Checkpoint(events.header.id, size, fingerprint, lines, len(events), last_seq, list(problems),
-                      offset, line, position, chunks.to_state(), digest.to_state())
+                      offset, line, position, chunk_state, digest.to_state())
 
 
 # -- reopening ---------------------------------------------------------------------------------
@@ -177,12 +159,14 @@ def make_checkpoint(events: EventLog, chunks: ChunkIndex, digest: LogDigest, pro
 def _from_checkpoint(log_path: Path, fh: Any, saved: Checkpoint) -> Reopened | None:
     """The log from its checkpoint, or None when the checkpoint does not describe it."""
     hasher = hashlib.sha256()
+    if os.fstat(fh.fileno()).st_size - saved.keep_offset > RAW_HELD_BYTES:
+        return None  # more than a reopen holds: read whole, which lets go of the oldest of it
     found = _valid(fh, saved, hasher)
     if found is None:
         return None
     header, digest = found
     try:
-        chunks = ChunkIndex.from_state(saved.chunks)
+        chunks = ChunkIndex.from_state(saved.chunks, lambda offset: _event_at(fh, offset, saved.offset))
     except (KeyError, TypeError, ValueError, EventFormatError):
         return None
     if chunks.seen != saved.events:
@@ -245,7 +229,9 @@ def _from_scratch(log_path: Path, fh: Any) -> Reopened:
     hasher = hashlib.sha256()
     read = LogRead()
     chunks, digest = ChunkIndex(), LogDigest()
-    kept: deque[tuple[int, Place, Event]] = deque()  # (position, place, event)
+    kept: deque[tuple[int, Place, Event, int]] = deque()  # (position, place, event, bytes of its line)
+    held = 0  # bytes of the lines of the events in `kept`
+    let_go = -1  # the highest seq let go of for want of room (RAW_HELD_BYTES)
     header: SessionEvent | None = None
     last_answer = -1
     lines = WholeLines(fh, 0, hasher=hasher)
@@ -260,28 +246,51 @@ def _from_scratch(log_path: Path, fh: Any) -> Reopened:
                 raise NotASessionLog(f"{log_path} does not begin with a session event; it cannot be continued")
             header = event
         position = digest.events
-        chunks.add(event)
+        chunks.add(event, offset)
         digest.add(event)
         if isinstance(event, AssistantEvent):
             last_answer = position
-        kept.append((position, (offset, number), event))
+        kept.append((position, (offset, number), event, len(raw)))
+        held += len(raw)
         # Let go of what neither render (raw events) nor pairing (the last answer) will read.
         while kept[0][0] < last_answer and kept[0][2].seq <= chunks.observed_to:
-            kept.popleft()
+            held -= kept.popleft()[3]
+        while held > RAW_HELD_BYTES and len(kept) > 1:  # a raw tail too long to hold: the oldest of it
+            _, _, gone, size = kept.popleft()
+            held -= size
+            let_go = max(let_go, gone.seq)
     if header is None:
         raise NotASessionLog(f"{log_path} does not begin with a session event; it cannot be continued")
     if lines.torn:
         read.problems.append(torn_problem(number + 1))
-    start, (keep_offset, keep_line), _ = kept[0]
-    recent = [e for _, _, e in kept]
-    places = [p for _, p, _ in kept]
+    # Past the bound, held only down to half of it: the summaries the opener appends then fit
+    # beside it, and the next reopen (from the checkpoint, or read whole) summarises nothing more.
+    while let_go > max(chunks.observed_to, 0) and held > RAW_HELD_BYTES // 2 and len(kept) > 1:
+        _, _, gone, size = kept.popleft()
+        held -= size
+        let_go = max(let_go, gone.seq)
+    start, (keep_offset, keep_line), _, _ = kept[0]
+    recent = [e for _, _, e, _ in kept]
+    places = [p for _, p, _, _ in kept]
     older = None
     if start:
         skipped = [p.line for p in read.problems if p.line < keep_line]
         older = OlderEvents(log_path, keep_offset, start, skipped)
-    events = EventLog(header, recent, places, start, older, older_bound=chunks.observed_to)
+    events = EventLog(header, recent, places, start, older, older_bound=max(chunks.observed_to, let_go))
+    observed = max(chunks.observed_to, 0)  # seq 0 is the session event, never observed
+    unheld = (observed + 1, let_go) if let_go > observed else None
     return Reopened(events, chunks, digest, read.problems, read.last_seq,
-                    lines.end, lines.torn, number, hasher, from_checkpoint=False)
+                    lines.end, lines.torn, number, hasher, from_checkpoint=False, unheld=unheld)
+
+
+def _event_at(fh: Any, offset: int, covered: int) -> Event | None:
+    """The event on the line at `offset`, within the first `covered` bytes (those the checkpoint's
+    fingerprint vouches for), or None."""
+    if not 0 <= offset < covered:
+        return None
+    fh.seek(offset)
+    raw = fh.readline(covered - offset)
+    return read_line(LogRead(), 0, raw[:-1]) if raw.endswith(b"\n") else None
 
 
 def _header(line: bytes) -> SessionEvent | None:

@@ -1,10 +1,10 @@
 """Which observation chunks are in force, and where the raw tail begins: what render and the
 compressor need of the whole log, kept current as it grows (ChunkIndex) and saved in the
-checkpoint."""
+checkpoint (the chunks by the byte offsets of their lines)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from scribe.log.eventlog import EventLog
@@ -45,21 +45,25 @@ class ChunkIndex:
         # Raw events later requests leave out (LeftOutEvent): (seq_from, seq_to), in log order.
         self.left_out: list[tuple[int, int]] = []
         self._chunks: list[Chunk] = []
-        self._covers: dict[int, int] = {}  # chunk seq -> last raw seq it covers
+        # chunk seq -> where its line starts in the log (-1: not known), so that the checkpoint
+        # names the chunks in force by place instead of holding their text twice
+        self._offsets: dict[int, int] = {}
         # Coverage only grows: a reflection covers what its chunks covered, nothing less.
         self._observed_to = -1
 
     def update(self, events: Sequence[Event]) -> tuple[list[Chunk], int]:
         if len(events) < self._seen:  # a different, shorter log: start over
             self.__init__()  # type: ignore[misc]
-        for event in events[self._seen:]:
-            self._add(event)
+        placed = isinstance(events, EventLog) and self._seen >= events.start
+        for position, event in enumerate(events[self._seen:], start=self._seen):
+            self._add(event, events.place_of(position)[0] if placed else -1)  # type: ignore[union-attr]
         self._seen = len(events)
         return list(self._chunks), self._observed_to
 
-    def add(self, event: Event) -> None:
-        """The next event of the log (reading one as it streams by, without a sequence)."""
-        self._add(event)
+    def add(self, event: Event, offset: int = -1) -> None:
+        """The next event of the log (reading one as it streams by, without a sequence), whose
+        line starts at byte `offset`."""
+        self._add(event, offset)
         self._seen += 1
 
     @property
@@ -77,7 +81,7 @@ class ChunkIndex:
             return raw
         return [e for e in raw if not any(a <= e.seq <= b for a, b in self.left_out)]
 
-    def _add(self, event: Event) -> None:
+    def _add(self, event: Event, offset: int) -> None:
         if isinstance(event, UserEvent):
             self._last_user = event.seq
         elif isinstance(event, ModelSwitchEvent):
@@ -86,26 +90,31 @@ class ChunkIndex:
             self.window = event
         elif isinstance(event, LeftOutEvent):
             self.left_out.append((event.seq_from, event.seq_to))
+        if isinstance(event, ObservationEvent | ReflectionEvent):
+            self._offsets[event.seq] = offset
         if isinstance(event, ObservationEvent):
             self._chunks.append(event)
-            self._covers[event.seq] = event.seq_to
             self._observed_to = max(self._observed_to, event.seq_to)
             self.settled_before = self._last_user
         elif isinstance(event, ReflectionEvent) and self._reflect(event):
             self.settled_before = self._last_user
 
-    def to_state(self) -> dict[str, Any]:
-        """What the index knows, as JSON (kept in the session's checkpoint)."""
+    def to_state(self) -> dict[str, Any] | None:
+        """What the index knows, as JSON (kept in the session's checkpoint): the chunks in force
+        by where their lines are, not their text. None when one of those is not known."""
+        places = [self._offsets.get(c.seq, -1) for c in self._chunks]
+        if any(offset < 0 for offset in places):
+            return None
         return {"seen": self._seen, "last_user": self._last_user, "settled_before": self.settled_before,
-                "model": self.model, "chunks": [to_record(c) for c in self._chunks],
+                "model": self.model, "chunks": [[c.seq, offset] for c, offset in zip(self._chunks, places, strict=True)],
                 "window": to_record(self.window) if self.window is not None else None,
-                "left_out": [list(r) for r in self.left_out],
-                "covers": [[seq, to] for seq, to in self._covers.items()], "observed_to": self._observed_to}
+                "left_out": [list(r) for r in self.left_out], "observed_to": self._observed_to}
 
     @classmethod
-    def from_state(cls, state: dict[str, Any]) -> ChunkIndex:
-        """The index as `to_state` left it. Raises (KeyError, TypeError, ValueError, EventFormatError)
-        on anything else: the checkpoint is then rebuilt from the log."""
+    def from_state(cls, state: dict[str, Any], chunk_at: Callable[[int], Event | None]) -> ChunkIndex:
+        """The index as `to_state` left it, each chunk read back from its line (`chunk_at`, an
+        offset: the event there, or None). Raises (KeyError, TypeError, ValueError,
+        EventFormatError) on anything else: the checkpoint is then rebuilt from the log."""
         index = cls()
         index._seen, index._last_user = int(state["seen"]), int(state["last_user"])
         index.settled_before, index._observed_to = int(state["settled_before"]), int(state["observed_to"])
@@ -118,11 +127,12 @@ class ChunkIndex:
         if not (index.window is None or isinstance(index.window, ContextWindowEvent)):
             raise ValueError("window")
         index.left_out = [(int(a), int(b)) for a, b in state["left_out"]]
-        chunks = [from_record(r) for r in state["chunks"]]
-        if not all(isinstance(c, (ObservationEvent, ReflectionEvent)) for c in chunks):
-            raise ValueError("chunks")
-        index._chunks = chunks  # type: ignore[assignment]
-        index._covers = {int(seq): int(to) for seq, to in state["covers"]}
+        for seq, offset in state["chunks"]:
+            chunk = chunk_at(int(offset))
+            if not isinstance(chunk, (ObservationEvent, ReflectionEvent)) or chunk.seq != seq:
+                raise ValueError(f"no chunk of seq {seq} at byte {offset}")
+            index._chunks.append(chunk)
+            index._offsets[chunk.seq] = int(offset)
         return index
 
     def _reflect(self, event: ReflectionEvent) -> bool:
@@ -131,10 +141,11 @@ class ChunkIndex:
         positions = [i for i, c in enumerate(self._chunks) if c.seq in gone]
         if not positions:
             return False
-        self._covers[event.seq] = max(self._covers.get(s, -1) for s in gone)
         first = positions[0]
         self._chunks = ([c for c in self._chunks[:first] if c.seq not in gone] + [event]
                         + [c for c in self._chunks[first:] if c.seq not in gone])
+        for seq in gone:
+            self._offsets.pop(seq, None)
         return True
 
 

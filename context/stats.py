@@ -6,14 +6,12 @@ memory); the caller passes a `Pricer` that turns one usage event into dollars.
 
 from __future__ import annotations
 
-import dataclasses
 from array import array
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from scribe.context.tokens import event_tokens
-from scribe.log.digest import LogDigest
 from scribe.log.events import Event, ObservationEvent, ReflectionEvent, SessionEvent, UsageEvent, UserEvent
 from scribe.log.figures import Figures, Pricer
 from scribe.log.health import MemoryHealth, count
@@ -193,37 +191,6 @@ def damage(header_problem: str | None, skipped_lines: int, torn: bool) -> str | 
     parts = [f"{skipped_lines} unreadable line{'s' * (skipped_lines != 1)} skipped"] if skipped_lines else []
     parts += ["torn last line"] if torn else []
     return ", ".join(parts) or None
-
-
-def priced_figures(digest: LogDigest, price: Pricer, key: str | None = None) -> Figures:
-    """Every call of the digest, priced: from its priced sum when that was made by the pricing
-    named `key`, adding the calls made since; else each call anew."""
-    figures, first = Figures(), 0
-    kept = digest.priced
-    if key is not None and kept is not None and kept.get("key") == key:
-        try:
-            figures, first = Figures(**kept["figures"]), int(kept["calls"])
-        except (KeyError, TypeError, ValueError):
-            figures, first = Figures(), 0
-        if not 0 <= first <= len(digest.usage):
-            figures, first = Figures(), 0
-    for usage in digest.each_call(first):
-        figures.add(usage, *price(usage))
-    return figures
-
-
-def keep_priced(digest: LogDigest, price: Pricer, key: str) -> None:
-    """Bring the digest's priced sum up to every call (before its checkpoint is written)."""
-    figures = priced_figures(digest, price, key)
-    digest.priced = {"key": key, "calls": len(digest.usage), "figures": dataclasses.asdict(figures)}
-
-
-def summarize_digest(session_id: str, header: SessionEvent, digest: LogDigest, price: Pricer,
-                     damaged: str | None = None, key: str | None = None) -> SessionSummary:
-    """The row of a session from what its digest keeps (log/digest.py): no event is read."""
-    figures = priced_figures(digest, price, key)
-    return SessionSummary(id=session_id, cwd=header.cwd, started=header.created, last_activity=digest.last_ts,
-                          events=digest.events, turns=digest.turns, figures=figures, damaged=damaged)
 
 
 def summarize(session_id: str, events: Sequence[Event], price: Pricer, damaged: str | None = None) -> SessionSummary:

@@ -14,8 +14,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from scribe.context.tokens import estimate_text
+from scribe.log.digest import RECENT, LogDigest
+from scribe.log.events import EXTRACTIVE_MODEL as EXTRACTIVE_MODEL  # the stubs' model name, re-exported
 from scribe.log.events import (
-    EXTRACTIVE_MODEL,
     AssistantEvent,
     ErrorEvent,
     Event,
@@ -43,25 +44,17 @@ AGENT_ERROR_KINDS = ("api", "tool")
 # compressions are extractive without asking it, and it is asked again after MODEL_REST of them.
 MODEL_TRIES = 2
 MODEL_REST = 3
+assert max(MODEL_TRIES, MODEL_REST) <= RECENT, "the digest keeps enough of each streak"
 
 
-def model_resting(events: Sequence[Event], failed_kind: str = "observe_backoff",
-                  made: type[Event] = ObservationEvent) -> bool:
+def model_resting_now(digest: LogDigest, failed_kind: str = "observe_backoff",
+                      made: type[Event] = ObservationEvent) -> bool:
     """True when the side call's model has failed MODEL_TRIES times in a row (errors of
     `failed_kind` since its last kept `made` event) and fewer than MODEL_REST extractive ones
     have followed the last failure: a model that cannot answer is not asked at every turn, yet
-    is asked again now and then. Read from the log, so a restarted process rests it alike."""
-    failures = stubs_since = 0
-    for event in reversed(events):
-        if isinstance(event, made):
-            if getattr(event, "model", None) != EXTRACTIVE_MODEL:
-                break
-            if failures == 0:
-                stubs_since += 1
-        elif isinstance(event, ErrorEvent) and event.kind == failed_kind:
-            failures += 1
-            if failures >= MODEL_TRIES:
-                break
+    is asked again now and then. From the log's digest, so a restarted process rests it alike,
+    and no event is read back (a long session may have no reflection at all to stop at)."""
+    failures, stubs_since = digest.streak(failed_kind, made)
     return failures >= MODEL_TRIES and stubs_since < MODEL_REST
 
 

@@ -8,7 +8,9 @@ curator request holds; memory/notes_reader.py reads the curator's answer.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections import deque
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 
 from scribe.context.chunks import tail_after
 from scribe.context.tokens import estimate_text
@@ -49,18 +51,42 @@ without a source exactly as they are, unless a newer fact contradicts them.
 - Nothing else: no preamble, no commentary."""
 
 
-def session_facts(events: Sequence[Event], since_seq: int = 0, *, limit_chars: int = 600) -> list[Fact]:
-    """What a session can teach the notes: the person's own words and the must-keep observations,
-    after `since_seq` (what an earlier curation already took)."""
-    facts: list[Fact] = []
+@dataclass(frozen=True)
+class SessionFacts:
+    """What a session can teach the notes after some seq: its newest facts, as many as fit in the
+    tokens asked for, and how many there are in all (the older ones are counted, not kept, so a
+    long session's hundreds of thousands of messages are never held at once)."""
+
+    newest: list[Fact]
+    count: int
+    last_seq: int  # the newest fact's seq; -1 when there is none
+
+
+def session_facts(events: Sequence[Event], since_seq: int = 0, *, tokens: int,
+                  limit_chars: int = 600) -> SessionFacts:
+    """The person's own words and the must-keep observations after `since_seq` (what an earlier
+    curation already took), of which the newest within `tokens`: `facts_within` of them with
+    any budget up to `tokens` is what it would be of every fact."""
+    kept: deque[Fact] = deque()
+    used = count = 0
+    last = -1
     for event in tail_after(events, since_seq):
-        if isinstance(event, UserEvent) and event.text.strip():
-            facts.append(Fact(event.seq, event.text.strip()[:limit_chars]))
-        elif isinstance(event, ObservationEvent | ReflectionEvent):
-            for line in event.text.splitlines():
-                if line.startswith(MUST_KEEP):
-                    facts.append(Fact(event.seq, line[1:].strip()[:limit_chars]))
-    return facts
+        for fact in _facts_of(event, limit_chars):
+            count, last = count + 1, fact.seq
+            kept.append(fact)
+            used += fact_tokens(fact)
+            while used > tokens:
+                used -= fact_tokens(kept.popleft())
+    return SessionFacts(list(kept), count, last)
+
+
+def _facts_of(event: Event, limit_chars: int) -> Iterator[Fact]:
+    if isinstance(event, UserEvent) and event.text.strip():
+        yield Fact(event.seq, event.text.strip()[:limit_chars])
+    elif isinstance(event, ObservationEvent | ReflectionEvent):
+        for line in event.text.splitlines():
+            if line.startswith(MUST_KEEP):
+                yield Fact(event.seq, line[1:].strip()[:limit_chars])
 
 
 def teaches(event: Event) -> bool:
@@ -74,6 +100,11 @@ def teaches(event: Event) -> bool:
 
 # "[SESSION#SEQ] " before each fact, and its newline.
 FACT_LINE_TOKENS = 12
+
+
+def fact_tokens(fact: Fact) -> int:
+    """What a fact's line takes of the curator's input (estimated)."""
+    return estimate_text(fact.text) + FACT_LINE_TOKENS
 
 
 def fact_line(session_id: str, fact: Fact) -> str:
@@ -93,7 +124,7 @@ def facts_within(facts: Sequence[Fact], tokens: int) -> tuple[list[Fact], int]:
     kept: list[Fact] = []
     used = 0
     for fact in reversed(facts):
-        used += estimate_text(fact.text) + FACT_LINE_TOKENS
+        used += fact_tokens(fact)
         if used > tokens:
             break
         kept.append(fact)
@@ -108,5 +139,5 @@ def accept_notes(answer: str, budget: int, *, current: str = "", session_id: str
 
 
 __all__ = ["CURATOR_SYSTEM", "ENTRY", "HEADER", "PROVENANCE", "CuratedNotes", "Fact", "NotesRefused",
-           "accept_notes", "curator_input", "entries", "facts_within", "read_notes", "session_facts", "sources",
-           "teaches"]
+           "SessionFacts", "accept_notes", "curator_input", "entries", "fact_tokens", "facts_within", "read_notes",
+           "session_facts", "sources", "teaches"]

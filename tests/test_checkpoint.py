@@ -14,14 +14,13 @@ import pytest
 
 from conftest import CORRUPT_ON_PURPOSE
 from scribe.agent.config import Settings
-from scribe.agent.pricing import price_usage, pricing_key
 from scribe.agent.session import Session, open_session, start_session
-from scribe.context.checkpoint import checkpoint_path, digest_of, load_checkpoint, reopen
+from scribe.context.checkpoint import checkpoint_path, load_checkpoint, reopen
 from scribe.context.chunks import ChunkIndex, tail_after
 from scribe.context.render import canonical_json, render
-from scribe.context.stats import priced_figures
 from scribe.log.digest import LogDigest
 from scribe.log.events import (
+    EXTRACTIVE_MODEL,
     AssistantEvent,
     ErrorEvent,
     Event,
@@ -33,9 +32,11 @@ from scribe.log.events import (
     UsageEvent,
     UserEvent,
 )
-from scribe.log.jsonl import LogWriter, read_log
+from scribe.log.jsonl import LogRead, LogWriter, read_line, read_log
+from scribe.log.lines import WholeLines
 from scribe.log.pairing import unanswered_tool_uses
 from scribe.log.store import describe
+from scribe.memory.extract import MODEL_REST, MODEL_TRIES, model_resting_now
 from scribe.memory.observer import backoff_until
 from scribe.tools.registry import builtin_tools, tool_definitions
 
@@ -111,8 +112,7 @@ def assert_same_as_full_read(session: Session) -> None:
     for event in events:
         fresh.add(event)
     assert session.digest == fresh
-    # The priced sum the checkpoint keeps, plus the calls since, is what pricing every call gives.
-    assert priced_figures(session.digest, price_usage, pricing_key()) == priced_figures(fresh, price_usage)
+    assert session.calls() == [e for e in events if isinstance(e, UsageEvent)]  # what the REPL's figures sum
     assert unanswered_tool_uses(session.events) == unanswered_tool_uses(events)
     for kind, cleared_by in (("reflect_backoff", ReflectionEvent), ("observe_backoff", ObservationEvent)):
         assert session.digest.backoff(kind, cleared_by) == backoff_until(events, kind, cleared_by)
@@ -245,83 +245,141 @@ def test_a_chunk_index_survives_its_state(workspace: Path) -> None:
     path = long_compressed_session(workspace, turns=60)
     events = full_read(path)
     index = ChunkIndex()
-    index.update(events)
-    again = ChunkIndex.from_state(json.loads(json.dumps(index.to_state())))
-    assert again.update(events) == index.update(events)
+    with path.open("rb") as fh:
+        for offset, raw in WholeLines(fh):
+            index.add(read_line(LogRead(), 0, raw), offset)
+    state = index.to_state()
+    assert state is not None and all(isinstance(c, list) for c in state["chunks"])  # places, not text
+
+    def chunk_at(offset: int) -> Event | None:
+        with path.open("rb") as fh:
+            fh.seek(offset)
+            return read_line(LogRead(), 0, fh.readline().rstrip(b"\n"))
+
+    again = ChunkIndex.from_state(json.loads(json.dumps(state)), chunk_at)
+    assert again.update(events) == index.update(events) and again.update(events)[0]
     assert (again.settled_before, again.model) == (index.settled_before, index.model)
+    with pytest.raises(ValueError):  # a chunk no longer where the state says: the checkpoint is rebuilt
+        ChunkIndex.from_state(state, lambda offset: chunk_at(0))
+    assert ChunkIndex().update(events) and _unplaced(events).to_state() is None  # places not known: no state
 
 
-def test_log_list_figures_from_the_digest_equal_those_of_a_full_read(workspace: Path) -> None:
-    from scribe.context.stats import summarize, summarize_digest
-
-    path = long_compressed_session(workspace, turns=25)
-    for appended_after in (False, True):
-        if appended_after:  # lines the checkpoint does not cover are read and counted
-            with LogWriter.resume(path, read_log(path)) as older:
-                older.append(UsageEvent, purpose="agent", model="claude-opus-5", input=7, cache_read=0,
-                             cache_write=0, output=9)
-                older.append(UserEvent, text="one more")
-        log = digest_of(path)
-        from_digest = summarize_digest(path.stem, log.header, log.digest, price_usage, key=pricing_key())
-        assert from_digest.as_dict() == summarize(path.stem, full_read(path), price_usage).as_dict()
-    checkpoint_path(path).unlink()
-    log = digest_of(path)  # no checkpoint: one streaming read
-    assert summarize_digest(path.stem, log.header, log.digest, price_usage).as_dict() == from_digest.as_dict()
+def _unplaced(events: list[Event]) -> ChunkIndex:
+    index = ChunkIndex()
+    index.update(events)  # a list, not lines of a file
+    return index
 
 
-def test_a_reopen_without_a_checkpoint_holds_its_calls_as_text_and_prices_them_all(workspace: Path) -> None:
-    from scribe.context.stats import figures_of
-
+def test_a_reopen_without_a_checkpoint_counts_its_calls_and_lists_every_one(workspace: Path) -> None:
     path = long_compressed_session(workspace, turns=25)
     checkpoint_path(path).unlink()
-    session = reopened(path)  # read whole: every call priced once, the rows then held as text
-    calls = sum(isinstance(e, UsageEvent) for e in full_read(path))
-    assert calls > 10 and len(session.digest.usage) == calls
-    assert session.digest.priced is not None and session.digest.priced["calls"] == calls
-    assert priced_figures(session.digest, price_usage, pricing_key()) == figures_of(full_read(path), price_usage)
-    # Calls made after it join the text-held rows; the REPL's list of every call has them all.
+    session = reopened(path)  # read whole: the calls are counted, their rows are not held
+    calls = [e for e in full_read(path) if isinstance(e, UsageEvent)]
+    assert len(calls) > 10 and session.digest.calls == len(calls)
+    assert session.events.start > 0  # the older events stay in the file
+    assert session.calls() == calls  # streamed from the file for the REPL's figures
+    # Calls made after it join them; the REPL's list of every call has them all.
     session.append(UsageEvent, purpose="observer", model="claude-haiku-5-5", input=11, cache_read=0, cache_write=3,
                    output=5)
     every = [(e.purpose, e.input) for e in full_read(path) if isinstance(e, UsageEvent)]  # flushed as written
-    assert [(u.purpose, u.input) for u in session.digest.calls()] == every and every[-1] == ("observer", 11)
+    assert [(u.purpose, u.input) for u in session.calls()] == every and every[-1] == ("observer", 11)
     session.close()
     again = reopened(path)
-    assert priced_figures(again.digest, price_usage, pricing_key()) == figures_of(full_read(path), price_usage)
+    assert again.digest.calls == len(every) and [(u.purpose, u.input) for u in again.calls()] == every
     again.close()
 
 
-def test_the_digest_knows_each_purpose_s_calls_without_reading_older_events(workspace: Path) -> None:
+def test_the_digest_knows_how_many_agent_calls_read_each_chunk_without_reading_older_events(
+        workspace: Path) -> None:
     path = long_compressed_session(workspace, turns=25)
     session = reopened(path)
-    expected = [e.seq for e in full_read(path) if isinstance(e, UsageEvent) and e.purpose == "agent"]
+    events = full_read(path)
+    agent = [e.seq for e in events if isinstance(e, UsageEvent) and e.purpose == "agent"]
     held_from = session.events.start
     assert held_from > 0  # the older events are on disk, not in memory
-    assert expected and session.digest.call_seqs("agent") == expected
+    chunks, _ = session.chunks.update(session.events)
+    digest = session.digest
+    since = [digest.agent_calls - digest.agent_calls_before[c.seq] for c in chunks]
+    assert len(chunks) >= 3 and since == [sum(s > c.seq for s in agent) for c in chunks] and any(since)
+    assert set(digest.agent_calls_before) >= {c.seq for c in chunks}
+    assert len(digest.agent_calls_before) <= len(chunks) + sum(isinstance(e, ReflectionEvent) for e in events)
     assert session.events.start == held_from  # and asking did not read them back
     session.close()
 
 
 @pytest.mark.parametrize("seed", range(20))
-def test_usage_rows_say_the_same_whatever_mix_of_appends_encodes_parses_and_reloads(seed: int) -> None:
-    """Usage rows are held as lists or as their checkpoint text, and encoded a part at a time;
-    every view of them must still be every row, in order."""
-    from scribe.log.digest import UsageRows
-
+def test_the_digest_s_state_says_the_same_after_any_mix_of_events_and_reloads(seed: int) -> None:
+    """The digest is saved in the checkpoint and read back at each reopen: every reload must
+    give the digest a full read gives."""
     rng = random.Random(seed)
-    rows, expected = UsageRows(), []
-    for _ in range(60):
+    digest, fresh, seq, agent, made = LogDigest(), LogDigest(), 0, 0, []
+    ts = "2026-01-05T09:00:00.000Z"
+    for _ in range(80):
+        seq += rng.randint(1, 3)
         step = rng.random()
-        if step < 0.55:
-            row = [len(expected), "t", rng.choice(["agent", "observer"]), "m", 1, 2, 3, 4, 5]
-            rows.append(row)
-            expected.append(row)
+        if step < 0.5:
+            purpose = rng.choice(["agent", "observer", "agent", "curator"])
+            event: Event = UsageEvent(seq, ts, purpose, "m", 1, 2, 3, 4, 5)
+            agent += purpose == "agent"
+        elif step < 0.65:
+            event = ObservationEvent(seq, ts, text="o", seq_from=0, seq_to=0, tokens=1, model="m")
+            made.append((seq, agent))
+        elif step < 0.75 and len(made) >= 2:
+            gone, made = made[:2], made[2:]
+            event = ReflectionEvent(seq, ts, text="r", supersedes=[g for g, _ in gone], tokens=1, model="m")
+            made.insert(0, (seq, agent))
+        else:
+            event = UserEvent(seq, ts, text="x")
+        digest.add(event)
+        fresh.add(event)
+        if rng.random() < 0.2:
+            digest = LogDigest.from_state(json.loads(json.dumps(digest.to_state())))
+        assert digest == fresh
+    assert digest.agent_calls == agent and digest.agent_calls_before == dict(made)
+    state = digest.to_state()
+    for broken in ("many", [["x", 1]], None):  # not a count, not seqs, missing
+        with pytest.raises((TypeError, ValueError)):
+            LogDigest.from_state(state | {"agent_calls": broken} if broken != [["x", 1]]
+                                 else state | {"agent_calls_before": broken})
+
+
+def _resting_read_backwards(events: list[Event], failed_kind: str, made: type[Event]) -> bool:
+    """What model_resting_now must answer, read the long way: back through the log to the last
+    `made` event a model wrote, counting the failures and the extractive ones since the last."""
+    failures = stubs_since = 0
+    for event in reversed(events):
+        if isinstance(event, made):
+            if getattr(event, "model", None) != EXTRACTIVE_MODEL:
+                break
+            if failures == 0:
+                stubs_since += 1
+        elif isinstance(event, ErrorEvent) and event.kind == failed_kind:
+            failures += 1
+            if failures >= MODEL_TRIES:
+                break
+    return failures >= MODEL_TRIES and stubs_since < MODEL_REST
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_whether_a_side_call_model_rests_is_known_from_the_digest_as_from_reading_back(seed: int) -> None:
+    rng = random.Random(seed)
+    events: list[Event] = []
+    digest = LogDigest()
+    ts = "2026-01-05T09:00:00.000Z"
+    for seq in range(120):
+        step = rng.random()
+        model = rng.choice([EXTRACTIVE_MODEL, EXTRACTIVE_MODEL, "claude-haiku-4-5"])
+        if step < 0.25:
+            event: Event = ObservationEvent(seq, ts, text="o", seq_from=0, seq_to=0, tokens=1, model=model)
+        elif step < 0.4:
+            event = ReflectionEvent(seq, ts, text="r", supersedes=[], tokens=1, model=model)
         elif step < 0.7:
-            assert json.loads(rows.text()) == expected and list(rows.each_row()) == expected
-        elif step < 0.8:
-            rows.hold_as_text()
-        elif step < 0.9:
-            assert rows.rows() == expected
-        else:  # as a reopen from the checkpoint holds them
-            rows = UsageRows(rows.text(), len(expected))
-        assert len(rows) == len(expected)
-    assert json.loads(rows.text()) == expected and rows.rows() == expected and json.loads(rows.text()) == expected
+            event = ErrorEvent(seq, ts, kind=rng.choice(["observe_backoff", "reflect_backoff", "api"]), message="x")
+        else:
+            event = UserEvent(seq, ts, text="go on")
+        events.append(event)
+        digest.add(event)
+        if rng.random() < 0.1:  # as a reopen from the checkpoint has it
+            digest = LogDigest.from_state(json.loads(json.dumps(digest.to_state())))
+        for kind, made in (("observe_backoff", ObservationEvent), ("reflect_backoff", ReflectionEvent)):
+            assert model_resting_now(digest, kind, made) == _resting_read_backwards(events, kind, made)

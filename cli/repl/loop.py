@@ -207,7 +207,7 @@ class Repl:
         memory = self.agent.memory
         assert memory is not None, "build_agent always gives the agent a compressor"
         return numbers(self.session.events, self.agent.policy.mode, self.context(), self.session.chunks,
-                       self.session.digest.calls(), self.prices.price_usage, memory.window(self.session),
+                       self.session.calls(), self.prices.price_usage, memory.window(self.session),
                        memory.limits(self.session))
 
     def refresh(self) -> None:
