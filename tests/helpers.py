@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pexpect
 import pytest
 
 from scribe.agent.config import Settings
@@ -147,3 +148,16 @@ def wait_for(condition: Callable[[], bool], seconds: float = 15) -> bool:
             return False
         time.sleep(0.05)
     return True
+
+
+def spawn(args: list[str], workspace: Path, env: dict[str, str]) -> pexpect.spawn:
+    return pexpect.spawn(SCRIBE, args, cwd=str(workspace), env=env, dimensions=(40, 120), encoding="utf-8",
+                         timeout=20)
+
+
+def configure(workspace: Path, home: Path, servers: str) -> None:
+    """The workspace's own config, trusted by the person (as `scribe trust` does)."""
+    config = workspace / ".scribe" / "config.toml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text(servers)
+    trust(workspace, home)

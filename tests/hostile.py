@@ -98,3 +98,17 @@ class HostileRepository:
         for step in self.in_clone:
             step(destination)
         return destination
+
+
+HOOKS = ("reference-transaction", "post-index-change", "post-checkout", "pre-commit", "post-commit",
+         "commit-msg", "prepare-commit-msg", "pre-auto-gc", "post-rewrite", "fsmonitor-watchman")
+
+
+def plant(path: Path, marker: Path, role: str, passthrough: bool = False) -> Path:
+    """A program at `path` that appends `role` and its arguments to `marker`; a filter or textconv
+    passes its input through, so git would go on working were it run."""
+    tail = 'if [ -n "$1" ] && [ -f "$1" ]; then cat "$1"; else cat; fi\n' if passthrough else "exit 0\n"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f'#!/bin/sh\necho "{role} $*" >> {marker}\n{tail}')
+    path.chmod(0o755)
+    return path

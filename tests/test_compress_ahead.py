@@ -7,9 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from test_repl import person, run_repl  # noqa: F401 - `person` is the REPL tests' environment
 
 from helpers import events_of, session_logs
+from repl_driver import person, run_repl  # noqa: F401 - `person` is the REPL tests' environment
 from scribe.agent.ahead import SLOW_CALL_MS, works_ahead
 from scribe.fakeapi import FakeMessagesServer, Reply, SideCallModel
 from scribe.log.events import AssistantEvent, Event, ObservationEvent, UsageEvent, UserEvent

@@ -13,24 +13,15 @@ import pytest
 
 from conftest import git
 from helpers import SCRIBE, events_of, run_scribe, scribe_env, session_logs
+from hostile import HOOKS, plant
 from scribe.fakeapi import FakeMessagesServer, Reply, text_block, tool_use_block
 from scribe.log.events import GitCommitEvent
 from scribe.workspace.git import GitRefused, commit_paths
 from scribe.workspace.gitrun import neutral_env
 
-HOOKS = ("reference-transaction", "post-index-change", "post-checkout", "pre-commit", "post-commit",
-         "commit-msg", "prepare-commit-msg", "pre-auto-gc", "post-rewrite", "fsmonitor-watchman")
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def plant(path: Path, marker: Path, role: str, passthrough: bool = False) -> Path:
-    """A program at `path` that appends `role` and its arguments to `marker`; a filter or textconv
-    passes its input through, so git would go on working were it run."""
-    tail = 'if [ -n "$1" ] && [ -f "$1" ]; then cat "$1"; else cat; fi\n' if passthrough else "exit 0\n"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(f'#!/bin/sh\necho "{role} $*" >> {marker}\n{tail}')
-    path.chmod(0o755)
-    return path
 
 
 def make_hostile(workspace: Path, evil: Path, marker: Path, *, hooks_path: bool) -> None:

@@ -12,11 +12,10 @@ import time
 from pathlib import Path
 
 import pexpect
-from hostile import HostileRepository
-from test_git_safety import HOOKS, plant
 
 from conftest import git
 from helpers import SCRIBE, run_scribe, scribe_env, session_logs
+from hostile import HOOKS, HostileRepository, plant
 from scribe.cli.repl.question import GUARD_S
 from scribe.fakeapi import FakeMessagesServer, Reply, text_block, tool_use_block
 

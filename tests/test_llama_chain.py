@@ -26,10 +26,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from llama_server import Exchange, LlamaServer, RecordingProxy
 
 from conftest import git
 from helpers import events_of, run_scribe, scribe_env, session_logs
+from llama_server import Exchange, LlamaServer, RecordingProxy
 from scribe.context.render import canonical_json
 from scribe.log.events import ErrorEvent, Event, ObservationEvent, ReflectionEvent, UsageEvent, UserEvent
 from scribe.memory.extract import EXTRACTIVE_MODEL

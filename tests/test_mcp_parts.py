@@ -8,9 +8,9 @@ import re
 from pathlib import Path
 
 import pytest
-from mcp_servers.tiny_png import png_bytes
 
 from helpers import trust_here
+from mcp_servers.tiny_png import png_bytes
 from scribe.agent.config import ConfigError, Settings, load_settings
 from scribe.agent.mcpconfig import mcp_config
 from scribe.agent.mcptools import pin, start_notes, waited

@@ -8,10 +8,9 @@ from pathlib import Path
 
 import pexpect
 import pytest
-from mcp_servers.launch import START_S
-from test_mcp_run import configure, notes_table
 
-from helpers import SCRIBE, events_of, run_scribe, scribe_env, session_logs, trust
+from helpers import SCRIBE, configure, events_of, run_scribe, scribe_env, session_logs, trust
+from mcp_servers.launch import START_S, notes_table
 from scribe.cli.repl.question import GUARD_S
 from scribe.fakeapi import FakeMessagesServer, Reply, tool_use_block
 from scribe.log.events import SessionEvent, ToolResultEvent

@@ -5,13 +5,11 @@ from __future__ import annotations
 
 import base64
 import json
-import sys
 from pathlib import Path
 
-from mcp_servers.launch import NOTES, START_S, notes_over_http
+from helpers import configure, events_of, run_scribe, scribe_env, session_logs, trust
+from mcp_servers.launch import START_S, notes_over_http, notes_table
 from mcp_servers.tiny_png import png_bytes
-
-from helpers import events_of, run_scribe, scribe_env, session_logs, trust
 from scribe.context.render import canonical_json, render
 from scribe.fakeapi import FakeMessagesServer, Reply, text_block, tool_use_block
 from scribe.log.events import AssistantEvent, SessionEvent, ToolResultEvent
@@ -22,18 +20,6 @@ NOTES_V1 = ["mcp__notes__add_note", "mcp__notes__find_notes", "mcp__notes__chart
             "mcp__notes__crash", "mcp__notes__exit_soon", "mcp__notes__hang", "mcp__notes__garble"]
 
 
-def configure(workspace: Path, home: Path, servers: str) -> None:
-    """The workspace's own config, trusted by the person (as `scribe trust` does)."""
-    config = workspace / ".scribe" / "config.toml"
-    config.parent.mkdir(parents=True, exist_ok=True)
-    config.write_text(servers)
-    trust(workspace, home)
-
-
-def notes_table(name: str = "notes", **env: str) -> str:
-    pairs = ", ".join(f'{k} = "{v}"' for k, v in env.items())
-    return (f'[mcp.servers.{name}]\ncommand = "{sys.executable}"\nargs = ["{NOTES}"]\n'
-            + (f"env = {{ {pairs} }}\n" if pairs else ""))
 
 
 def tool_results(message: dict) -> dict[str, dict]:

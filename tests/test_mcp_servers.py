@@ -13,8 +13,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from mcp_servers.launch import NOTES, START_S, free_port, notes_over_http
 
+from mcp_servers.launch import NOTES, START_S, free_port, notes_over_http
 from scribe.agent.config import Settings
 from scribe.agent.loop import Agent
 from scribe.agent.runtime import SessionChoice, build_agent, choose_session

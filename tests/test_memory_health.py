@@ -8,9 +8,9 @@ import re
 from pathlib import Path
 
 import pytest
-from test_repl import person, run_repl  # noqa: F401 - `person` is the REPL tests' environment
 
 from helpers import agent_on, events_of, run_scribe, scribe_env, session_logs
+from repl_driver import person, run_repl  # noqa: F401 - `person` is the REPL tests' environment
 from scribe.agent.config import Settings
 from scribe.agent.protocol import Notice
 from scribe.fakeapi import FakeMessagesServer, Reply, SideCallModel, tool_use_block

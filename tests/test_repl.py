@@ -12,7 +12,6 @@ import subprocess
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -21,7 +20,8 @@ from prompt_toolkit.input import create_pipe_input
 from prompt_toolkit.output import DummyOutput
 from rich.console import Console
 
-from helpers import as_a_person, events_of, running, session_logs, sleep_argv, wait_for
+from helpers import events_of, running, session_logs, sleep_argv, wait_for
+from repl_driver import Ran, person, run_repl  # noqa: F401 - person: the autouse fixture of these tests
 from scribe.agent.config import load_settings
 from scribe.agent.runtime import SessionChoice, choose_session
 from scribe.cli.repl.loop import Repl, start
@@ -32,52 +32,6 @@ from scribe.log.events import FileChangeEvent, InterruptEvent, ToolResultEvent, 
 UP, ESC, CTRL_C, CTRL_D = "\x1b[A", "\x1b", "\x03", "\x04"
 
 
-@pytest.fixture(autouse=True)
-def person(monkeypatch: pytest.MonkeyPatch, workspace: Path, tmp_path: Path) -> Iterator[None]:
-    """A person in the workspace with no stray config (the fake API's URL is set per test)."""
-    as_a_person(monkeypatch, workspace, tmp_path / "home")
-    yield
-
-
-@dataclass
-class Ran:
-    out: str  # what rich printed
-    toolbar: str  # the bottom bar after the last line
-    server: FakeMessagesServer
-    texts: list[str]  # the user texts the model received, request by request
-
-
-def run_repl(workspace: Path, script: list[Reply] | FakeMessagesServer, keys: str, *, mode: str = "ask",
-             choice: SessionChoice | None = None, during: threading.Thread | None = None) -> Ran:
-    """Type `keys` into a REPL in `workspace` until they run out (then the input ends: Ctrl-D).
-    A server passed in is left running (its prompt cache outlives this REPL)."""
-    out = io.StringIO()
-    owned = not isinstance(script, FakeMessagesServer)
-    server = FakeMessagesServer(script) if not isinstance(script, FakeMessagesServer) else script
-    os.environ["ANTHROPIC_BASE_URL"] = server.start()
-    try:
-        with create_pipe_input() as pipe, create_app_session(input=pipe, output=DummyOutput()):
-            pipe.send_text(keys + CTRL_D)
-            settings = load_settings(workspace, {"permission_mode": mode, "max_retries": 0})
-            repl = Repl(workspace, settings, View(Console(file=out, width=110)))
-            repl.open(choose_session(workspace, settings, choice or SessionChoice()), resumed=choice is not None)
-            if during is not None:
-                during.start()
-            try:
-                repl.loop()
-                toolbar = repl.toolbar()
-            finally:
-                repl.close()
-    finally:
-        if owned:
-            server.stop()
-    texts = [_last_user_text(r.json) for r in server.requests]
-    return Ran(out.getvalue(), toolbar, server, texts)
-
-
-def _last_user_text(body: dict) -> str:  # type: ignore[type-arg]
-    content = body["messages"][-1]["content"]
-    return "".join(b.get("text", "") for b in content if b.get("type") == "text")
 
 
 def test_a_turn_streams_its_answer_and_the_toolbar_counts_it(workspace: Path) -> None:

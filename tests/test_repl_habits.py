@@ -12,10 +12,10 @@ from prompt_toolkit.completion import CompleteEvent
 from prompt_toolkit.document import Document
 from prompt_toolkit.input import create_pipe_input
 from prompt_toolkit.output import DummyOutput
-from test_repl import person, run_repl  # noqa: F401  (person: the autouse fixture of those tests)
 
 from conftest import git
 from helpers import events_of, session_logs
+from repl_driver import person, run_repl  # noqa: F401  (person: the autouse fixture of those tests)
 from scribe.cli.repl.input import InputArea, ReplCompleter
 from scribe.fakeapi import FakeMessagesServer, Reply, tool_use_block
 from scribe.log.events import ObservationEvent, ToolResultEvent, UndoEvent, UserEvent

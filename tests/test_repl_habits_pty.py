@@ -10,9 +10,8 @@ from typing import Any
 
 import pexpect
 import pytest
-from test_repl_pty import spawn
 
-from helpers import events_of, scribe_env, session_logs
+from helpers import events_of, scribe_env, session_logs, spawn
 from scribe.fakeapi import FakeMessagesServer, Reply, ScriptItem, tool_use_block
 from scribe.log.events import UndoEvent, UserEvent
 

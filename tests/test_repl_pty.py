@@ -10,7 +10,7 @@ from typing import Any
 import pexpect
 import pytest
 
-from helpers import SCRIBE, events_of, running_in, scribe_env, session_logs
+from helpers import events_of, running_in, scribe_env, session_logs, spawn
 from scribe.cli.repl.question import GUARD_S
 from scribe.fakeapi import FakeMessagesServer, Reply, ScriptItem, text_block, tool_use_block
 from scribe.log.events import AssistantEvent, InterruptEvent, ToolResultEvent, UserEvent
@@ -34,9 +34,6 @@ def responder() -> Any:
     return answer
 
 
-def spawn(args: list[str], workspace: Path, env: dict[str, str]) -> pexpect.spawn:
-    return pexpect.spawn(SCRIBE, args, cwd=str(workspace), env=env, dimensions=(40, 120), encoding="utf-8",
-                         timeout=20)
 
 
 def _sleep_running(workspace: Path) -> bool:

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pexpect
 import pytest
-from hostile import HostileRepository
 
 from helpers import NO_API, SCRIBE, events_of, run_scribe, scribe_env, session_logs, trust, wait_for
+from hostile import HostileRepository
 from scribe.fakeapi import FakeMessagesServer, Reply, tool_use_block
 from scribe.log.events import SessionEvent, ToolResultEvent
 

@@ -40,3 +40,9 @@ def notes_over_http() -> Iterator[str]:
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+def notes_table(name: str = "notes", **env: str) -> str:
+    pairs = ", ".join(f'{k} = "{v}"' for k, v in env.items())
+    return (f'[mcp.servers.{name}]\ncommand = "{sys.executable}"\nargs = ["{NOTES}"]\n'
+            + (f"env = {{ {pairs} }}\n" if pairs else ""))

@@ -1,0 +1,75 @@
+"""The REPL in process, for tests: keys go in through prompt-toolkit's pipe input, the model is
+the fake Messages API, tools act on a real git workspace, and what rich prints is captured.
+`person` is the environment of a person in the workspace (an autouse fixture where imported)."""
+
+from __future__ import annotations
+
+import io
+import os
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from prompt_toolkit.application import create_app_session
+from prompt_toolkit.input import create_pipe_input
+from prompt_toolkit.output import DummyOutput
+from rich.console import Console
+
+from helpers import as_a_person
+from scribe.agent.config import load_settings
+from scribe.agent.runtime import SessionChoice, choose_session
+from scribe.cli.repl.loop import Repl
+from scribe.cli.repl.view import View
+from scribe.fakeapi import FakeMessagesServer, Reply
+
+CTRL_D = "\x04"
+
+
+@pytest.fixture(autouse=True)
+def person(monkeypatch: pytest.MonkeyPatch, workspace: Path, tmp_path: Path) -> Iterator[None]:
+    """A person in the workspace with no stray config (the fake API's URL is set per test)."""
+    as_a_person(monkeypatch, workspace, tmp_path / "home")
+    yield
+
+
+@dataclass
+class Ran:
+    out: str  # what rich printed
+    toolbar: str  # the bottom bar after the last line
+    server: FakeMessagesServer
+    texts: list[str]  # the user texts the model received, request by request
+
+
+def run_repl(workspace: Path, script: list[Reply] | FakeMessagesServer, keys: str, *, mode: str = "ask",
+             choice: SessionChoice | None = None, during: threading.Thread | None = None) -> Ran:
+    """Type `keys` into a REPL in `workspace` until they run out (then the input ends: Ctrl-D).
+    A server passed in is left running (its prompt cache outlives this REPL)."""
+    out = io.StringIO()
+    owned = not isinstance(script, FakeMessagesServer)
+    server = FakeMessagesServer(script) if not isinstance(script, FakeMessagesServer) else script
+    os.environ["ANTHROPIC_BASE_URL"] = server.start()
+    try:
+        with create_pipe_input() as pipe, create_app_session(input=pipe, output=DummyOutput()):
+            pipe.send_text(keys + CTRL_D)
+            settings = load_settings(workspace, {"permission_mode": mode, "max_retries": 0})
+            repl = Repl(workspace, settings, View(Console(file=out, width=110)))
+            repl.open(choose_session(workspace, settings, choice or SessionChoice()), resumed=choice is not None)
+            if during is not None:
+                during.start()
+            try:
+                repl.loop()
+                toolbar = repl.toolbar()
+            finally:
+                repl.close()
+    finally:
+        if owned:
+            server.stop()
+    texts = [_last_user_text(r.json) for r in server.requests]
+    return Ran(out.getvalue(), toolbar, server, texts)
+
+
+def _last_user_text(body: dict) -> str:  # type: ignore[type-arg]
+    content = body["messages"][-1]["content"]
+    return "".join(b.get("text", "") for b in content if b.get("type") == "text")
