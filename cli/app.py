@@ -12,7 +12,7 @@ from scribe import __version__
 from .lazy import LazyCommand, LazyGroup, build_command
 
 # Each command: the module and name that define it, and the first paragraph of its help (what
-# `scribe --help` lists; tests/test_cli_app.py checks it against the command's own). A command's
+# `scribe --help` lists; tests/cli/test_cli_app.py checks it against the command's own). A command's
 # module is imported only when that command runs or shows its help: `scribe --help` imports
 # none of them.
 COMMANDS: dict[str, LazyCommand] = {

@@ -110,7 +110,7 @@ class EventChecker:
             return Draft202012Validator({"$schema": schema["$schema"], "$defs": defs, "allOf": parts})
 
         # a type events.py knows but the schema does not describe gets the common fields only
-        # (tests/test_verify.py fails until the schema catches up)
+        # (tests/log/test_verify.py fails until the schema catches up)
         self.validators = {name: for_type(name) for name in EVENT_CLASSES if name in defs}
         self.fallback = for_type(None)  # a type this version does not know: common fields only
         self.thresholds = thresholds(schema)

@@ -16,7 +16,7 @@ takes keys whose subsection holds a `=` safely. `user.name`/`user.email` and the
 
 Callers that diff also pass `--no-textconv --no-ext-diff`: an inert textconv fails closed.
 Every git call in scribe goes through `run_git` or `neutral_env` (gitpython's included, see
-workspace/git.py); tests/test_git_safety.py checks that no other module starts git.
+workspace/git.py); tests/workspace/test_git_safety.py checks that no other module starts git.
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ from scribe.log.events import GitCommitEvent
 from scribe.workspace.git import GitRefused, commit_paths
 from scribe.workspace.gitrun import neutral_env
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 

@@ -1,5 +1,5 @@
 """The session page's pure parts, without a browser: what it says the cache did for each call,
-and the escaping it relies on (tests/test_log_page.py opens whole pages in Chromium)."""
+and the escaping it relies on (tests/cli/test_log_page.py opens whole pages in Chromium)."""
 
 from __future__ import annotations
 

@@ -13,7 +13,7 @@ from scribe.context.tokens import event_tokens
 from scribe.log.index import LogIndex
 from scribe.log.index_db import SCHEMA_VERSION
 
-DOC = Path(__file__).resolve().parent.parent / "docs" / "index.md"
+DOC = Path(__file__).resolve().parents[2] / "docs" / "index.md"
 
 
 def documented() -> dict[str, set[str]]:

@@ -12,10 +12,10 @@ import pytest
 from prompt_toolkit.application import create_app_session
 from prompt_toolkit.input import create_pipe_input
 from prompt_toolkit.output import DummyOutput
-from test_mcp_run import notes_table
 from typer.testing import CliRunner
 
 from helpers import as_a_person, trust_here
+from mcp_servers.launch import notes_table
 from scribe.agent import driver
 from scribe.agent.config import Settings, load_settings
 from scribe.agent.protocol import (

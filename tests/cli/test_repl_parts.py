@@ -244,7 +244,7 @@ def test_the_repl_and_the_agent_load_without_the_sdk_until_a_call_needs_it() -> 
 
 
 def _usage(seq: int, purpose: str, read: int, written: int) -> UsageEvent:
-    # a listed model: an unknown one's cost is "unpriced" (tests/test_pricing.py)
+    # a listed model: an unknown one's cost is "unpriced" (tests/agent/test_pricing.py)
     return UsageEvent(seq=seq, ts="2026-01-01T00:00:00Z", purpose=purpose, model="claude-haiku-5-5", input=0,
                       cache_read=read, cache_write=written, output=1, latency_ms=1)
 
