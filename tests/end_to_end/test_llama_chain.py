@@ -14,7 +14,7 @@ A paste in *every* prompt would cap the cached share of a call at (4,096 - 1,900
 54%, below the 60% asked for, whatever scribe did; with a paste every third turn the prompts
 still hold over three windows' worth of new text across the chain.
 
-The table of turns is printed with `pytest -s`.
+The table of turns is printed with `pytest -s` and written to `turns.txt` in the test's folder.
 """
 
 from __future__ import annotations
@@ -111,6 +111,7 @@ def chain(tmp_path_factory: pytest.TempPathFactory) -> Chain:
             seen = len(events)
     chain = Chain(workspace, env, turns, proxy.exchanges, events, time.monotonic() - started)
     print(table(chain))
+    (root / "turns.txt").write_text(table(chain) + "\n")  # readable after a run under xdist too
     return chain
 
 
