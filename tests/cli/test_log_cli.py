@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from builders import header_fields
 from helpers import SCRIBE, Ran, events_of, run_scribe, scribe_env, session_logs
 from scribe.agent.pricing import call_cost, uncached_cost
 from scribe.context.render import canonical_json, prefix_blocks, render
@@ -236,8 +237,8 @@ def make_session(state: Path, session_id: str, cwd: Path, usages: list[dict[str,
                  users: int = 1) -> Path:
     path = state / "sessions" / f"{session_id}.jsonl"
     with LogWriter.create(path) as writer:
-        writer.append(SessionEvent, id=session_id, created=now_iso(), cwd=str(cwd), model="claude-sonnet-5-5",
-                      scribe_version="0.1.0", system="You are scribe.", tools=[], prompt_hash="h", config={})
+        writer.append(SessionEvent, **header_fields(id=session_id, created=now_iso(), cwd=str(cwd),
+                                                    model="claude-sonnet-5-5", scribe_version="0.1.0"))
         for i in range(users):
             writer.append(UserEvent, text=f"hello {i}")
         for usage in usages:
@@ -616,8 +617,7 @@ def test_show_gives_git_notes_and_model_events_one_readable_line(workspace: Path
 
     path = workspace / ".scribe" / "sessions" / "20260101-000000-abcdef.jsonl"
     with LogWriter.create(path) as log:
-        log.append(SessionEvent, id=path.stem, created="2026-01-01T00:00:00.000Z", cwd=str(workspace), model="m",
-                   scribe_version="0", system="s", tools=[], prompt_hash="h", config={})
+        log.append(SessionEvent, **header_fields(id=path.stem, cwd=str(workspace), system="s"))
         log.append(GitCommitEvent, sha="a" * 40, message="scribe: add greet\n\nScribe-Session: x",
                    files=["greet.py"], parent="b" * 40, skipped={"notes.txt": "changed outside scribe"})
         log.append(GitUndoEvent, sha="a" * 40, files=["greet.py"], head="b" * 40)

@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from builders import header_fields
 from conftest import make_repository
 from helpers import SCRIBE, Ran, run_scribe, scribe_env
 from scribe.agent.config import Settings
@@ -403,9 +404,9 @@ def bidi(tmp_path_factory: pytest.TempPathFactory) -> Built:
     log = workspace / ".scribe" / "sessions" / "bidi.jsonl"
     tools = tool_definitions(builtin_tools())
     with LogWriter.create(log) as w:
-        w.append(SessionEvent, id="bidi", created="2026-01-01T00:00:00Z", cwd=str(workspace), model="claude-sonnet-5-5",
-                 scribe_version="0", system="You are scribe.", tools=tools, prompt_hash="0",
-                 config={"model": "claude-sonnet-5-5"})
+        w.append(SessionEvent, **header_fields(id="bidi", created="2026-01-01T00:00:00Z", cwd=str(workspace),
+                                               model="claude-sonnet-5-5", tools=tools, prompt_hash="0",
+                                               config={"model": "claude-sonnet-5-5"}))
         w.append(UserEvent, text=HEBREW)
         w.append(AssistantEvent, content=[{"type": "text", "text": f"Reading {RLO_NAME} and {ISOLATE_AND_ZWSP}."},
                                           {"type": "tool_use", "id": "t1", "name": "run_command",

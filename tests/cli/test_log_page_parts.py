@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from builders import session_header
 from scribe.cli.log.page.document import script_json, session_page
 from scribe.cli.log.page.markdown import markdown_html
 from scribe.cli.log.page.prompts import BlockStore, CallPrompt, PromptTrack
@@ -14,7 +15,6 @@ from scribe.log.events import (
     AssistantEvent,
     Event,
     ModelSwitchEvent,
-    SessionEvent,
     ToolResultEvent,
     UsageEvent,
     UserEvent,
@@ -26,9 +26,8 @@ class Log:
     """Events made by hand, with the clock under the test's control."""
 
     def __init__(self) -> None:
-        self.events: list[Event] = [SessionEvent(
-            seq=0, ts="2026-01-01T10:00:00Z", id="s", created="2026-01-01T10:00:00Z", cwd="/w",
-            model="claude-sonnet-5-5", scribe_version="t", system="You are scribe.",
+        self.events: list[Event] = [session_header(
+            ts="2026-01-01T10:00:00Z", created="2026-01-01T10:00:00Z", model="claude-sonnet-5-5", scribe_version="t",
             tools=tool_definitions(builtin_tools()), prompt_hash="0", config={"model": "claude-sonnet-5-5"})]
         self.minute = 0.0
 

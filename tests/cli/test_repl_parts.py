@@ -17,6 +17,7 @@ from prompt_toolkit.completion import CompleteEvent
 from prompt_toolkit.document import Document
 from rich.console import Console
 
+from builders import session_header
 from helpers import SCRIBE, agent_on, events_of, running, sleep_argv, wait_for
 from scribe.agent.compress import ContextSize
 from scribe.agent.config import Settings
@@ -38,7 +39,7 @@ from scribe.cli.repl.records import last_exchanges
 from scribe.cli.repl.stats import dollars, numbers, toolbar_text
 from scribe.cli.repl.view import STATUS_AFTER_S, View
 from scribe.fakeapi import FakeMessagesServer, Reply, text_block, tool_use_block
-from scribe.log.events import AssistantEvent, InterruptEvent, SessionEvent, ToolResultEvent, UsageEvent
+from scribe.log.events import AssistantEvent, InterruptEvent, ToolResultEvent, UsageEvent
 from scribe.tools.base import CommandInterrupted, ToolContext
 from scribe.tools.command import RunCommand
 
@@ -251,8 +252,8 @@ def _usage(seq: int, purpose: str, read: int, written: int) -> UsageEvent:
 
 def test_the_bar_is_the_last_agent_calls_rate_and_narrows_at_field_boundaries() -> None:
     # an agent call read all from the cache; the curator's call after it read none
-    header = SessionEvent(seq=0, ts="2026-01-01T00:00:00Z", id="s", created="2026-01-01T00:00:00Z", cwd="/", model="m",
-                          scribe_version="0", system="", tools=[], prompt_hash="", config={})
+    header = session_header(ts="2026-01-01T00:00:00Z", created="2026-01-01T00:00:00Z", cwd="/", system="",
+                            prompt_hash="")
     events = [header, _usage(1, "agent", 900, 100), _usage(2, "agent", 1000, 0), _usage(3, "curator", 0, 500)]
     n = numbers(events, "accept-edits", ContextSize(fixed=1000, observations=2000, raw=34567))
     assert n.last_hit == 1.0

@@ -7,6 +7,7 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from builders import session_header
 from scribe.context.chunks import ChunkIndex, active_chunks
 from scribe.context.render import (
     INTERRUPTED,
@@ -38,8 +39,7 @@ TOOLS = [{"name": "read_file", "description": "Read a file.",
 
 
 def session_event(**config: object) -> SessionEvent:
-    return SessionEvent(seq=0, ts="t", id="s1", created="t", cwd="/w", model="m", scribe_version="0",
-                        system="You are scribe.", tools=TOOLS, prompt_hash="h", config=dict(config))
+    return session_header(ts="t", id="s1", created="t", tools=TOOLS, config=dict(config))
 
 
 class LogBuilder:

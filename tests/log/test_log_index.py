@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from builders import header_fields
 from conftest import CORRUPT_ON_PURPOSE
 from helpers import SCRIBE, Ran, run_scribe, scribe_env
 from scribe.agent.pricing import price_usage
@@ -42,8 +43,9 @@ def outputs(workspace: Path, env: dict[str, str]) -> list[Ran]:
 
 def hand_written(path: Path, *, cwd: str, calls: int, text: str = "please say hello", torn: bool = False) -> None:
     with LogWriter.create(path) as log:
-        log.append(SessionEvent, id=path.stem, created="2026-01-02T03:04:05.000Z", cwd=cwd, model="claude-sonnet-4-5",
-                   scribe_version="test", system="s", tools=[], prompt_hash="0", config={})
+        log.append(SessionEvent, **header_fields(id=path.stem, created="2026-01-02T03:04:05.000Z", cwd=cwd,
+                                                 model="claude-sonnet-4-5", scribe_version="test", system="s",
+                                                 prompt_hash="0"))
         for n in range(calls):
             log.append(UserEvent, text=f"{text} {n}")
             log.append(UsageEvent, purpose="agent", model="claude-sonnet-4-5", input=100 + n, cache_read=1000,

@@ -9,6 +9,7 @@ import shutil
 import sqlite3
 from pathlib import Path
 
+from builders import header_fields
 from conftest import CORRUPT_ON_PURPOSE
 from helpers import Ran, run_scribe, scribe_env
 from scribe.agent.pricing import price_usage
@@ -60,8 +61,8 @@ def turns(log: LogWriter, first: int, count: int) -> None:
 
 def varied_session(path: Path, cwd: str) -> None:
     with LogWriter.create(path) as log:
-        log.append(SessionEvent, id=path.stem, created="2026-01-02T03:04:05.000Z", cwd=cwd, model=SONNET,
-                   scribe_version="test", system="s", tools=[], prompt_hash="0", config={})
+        log.append(SessionEvent, **header_fields(id=path.stem, created="2026-01-02T03:04:05.000Z", cwd=cwd,
+                                                 model=SONNET, scribe_version="test", system="s", prompt_hash="0"))
         turns(log, 1, 60)
     again(path, 14, 90)
 

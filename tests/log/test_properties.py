@@ -9,6 +9,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from builders import session_header
 from scribe.context.render import render
 from scribe.fakeapi.validate import validate_request
 from scribe.log.events import (
@@ -16,7 +17,6 @@ from scribe.log.events import (
     Event,
     FileChangeEvent,
     InterruptEvent,
-    SessionEvent,
     ToolResultEvent,
     UserEvent,
     from_record,
@@ -25,9 +25,8 @@ from scribe.log.events import (
 from scribe.log.jsonl import encode, read_log
 from scribe.log.pairing import unanswered_tool_uses
 
-HEADER = SessionEvent(seq=0, ts="t", id="s", created="t", cwd="/w", model="m", scribe_version="0",
-                      system="You are scribe.", tools=[{"name": "t", "description": "d", "input_schema": {
-                          "type": "object", "properties": {}}}], prompt_hash="h", config={})
+HEADER = session_header(ts="t", created="t", tools=[{"name": "t", "description": "d", "input_schema": {
+    "type": "object", "properties": {}}}])
 
 valid_line = st.builds(lambda text: UserEvent(seq=0, ts="t", text=text), st.text(max_size=40))
 garbage_line = st.one_of(

@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
+from builders import session_header
 from scribe.log.events import (
     EVENT_CLASSES,
     AssistantEvent,
@@ -37,9 +38,8 @@ TOOLS = [{"name": "read_file", "description": "Read a file.",
 
 
 def session_event() -> SessionEvent:
-    return SessionEvent(seq=0, ts="2026-01-01T00:00:00.000Z", id="s1", created="2026-01-01T00:00:00.000Z",
-                        cwd="/w", model="claude-sonnet-5-5", scribe_version="0.1.0", system="You are scribe.",
-                        tools=TOOLS, prompt_hash="h", config={"model": "claude-sonnet-5-5"}, git_head=None)
+    return session_header(id="s1", model="claude-sonnet-5-5", scribe_version="0.1.0", tools=TOOLS,
+                          config={"model": "claude-sonnet-5-5"}, git_head=None)
 
 
 def every_type() -> list[Event]:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from builders import session_header
 from helpers import events_of, run_scribe, scribe_env
 from scribe.agent.config import ConfigError, Settings, load_settings
 from scribe.fakeapi import FakeMessagesServer, Reply, SideCallModel, side_call_kind
@@ -18,7 +19,6 @@ from scribe.log.events import (
     NotesEvent,
     ObservationEvent,
     ReflectionEvent,
-    SessionEvent,
     UsageEvent,
     UserEvent,
 )
@@ -37,10 +37,10 @@ def long_log(workspace: Path, events: int) -> Path:
     session_id = "20261130-000000-abcdef"
     path = workspace / ".scribe" / "sessions" / f"{session_id}.jsonl"
     path.parent.mkdir(parents=True)
-    lines = [encode(SessionEvent(seq=0, ts="2026-11-30T00:00:00.000Z", id=session_id, created="2026-11-30T00:00:00.000Z",
-                                 cwd=str(workspace), model="claude-sonnet-5-5", scribe_version="test",
-                                 system="You are scribe, a coding agent.", tools=tool_definitions(builtin_tools()),
-                                 prompt_hash="0", config=Settings().recorded()))]
+    lines = [encode(session_header(ts="2026-11-30T00:00:00.000Z", id=session_id, created="2026-11-30T00:00:00.000Z",
+                                   cwd=str(workspace), model="claude-sonnet-5-5", scribe_version="test",
+                                   system="You are scribe, a coding agent.", tools=tool_definitions(builtin_tools()),
+                                   prompt_hash="0", config=Settings().recorded()))]
     seq, turn, observed_to = 1, 0, 0
 
     def add(cls: type[Event], **fields: object) -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from builders import session_header
 from helpers import trust_here
 from mcp_servers.tiny_png import png_bytes
 from scribe.agent.config import ConfigError, Settings, load_settings
@@ -17,7 +18,7 @@ from scribe.agent.mcptools import pin, start_notes, waited
 from scribe.agent.permissions import PermissionPolicy
 from scribe.context.render import prefix_blocks, render
 from scribe.fakeapi.validate import validate_request
-from scribe.log.events import AssistantEvent, SessionEvent, ToolResultEvent, UserEvent
+from scribe.log.events import AssistantEvent, ToolResultEvent, UserEvent
 from scribe.tools.mcp.content import result_parts
 from scribe.tools.mcp.hub import ServerState
 from scribe.tools.mcp.listing import listed_tools
@@ -146,8 +147,7 @@ def test_pin_takes_ready_servers_tools_and_records_the_rest() -> None:
          "error": "it had not answered within 2.5 s (mcp_start_timeout_s)", "tools": []},
         {"server": "c", "transport": "stdio", "state": "failed", "error": "exited during start-up", "tools": []},
     ]
-    header = SessionEvent(seq=0, ts="t", id="s", created="t", cwd="/w", model="m", scribe_version="0", system="s",
-                          tools=definitions, prompt_hash="h", config={}, mcp=record)
+    header = session_header(ts="t", created="t", system="s", tools=definitions, mcp=record)
     assert start_notes(header) == [
         "mcp: server 'a': left out tool bad: no name",
         "mcp: server 'b': it had not answered within 2.5 s (mcp_start_timeout_s); its tools are not in this "
@@ -277,8 +277,7 @@ def test_images_render_inside_the_tool_result_and_the_prefix_stays_stable() -> N
     image = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": data}}
     tools = [{"name": "mcp__n__chart", "input_schema": {"type": "object"}}]
     events = [
-        SessionEvent(seq=0, ts="t", id="s", created="t", cwd="/w", model="m", scribe_version="0", system="sys",
-                     tools=tools, prompt_hash="h", config={}),
+        session_header(ts="t", created="t", system="sys", tools=tools),
         UserEvent(seq=1, ts="t", text="draw it"),
         AssistantEvent(seq=2, ts="t", content=[{"type": "tool_use", "id": "tu1", "name": "mcp__n__chart",
                                                  "input": {}}], stop_reason="tool_use"),
