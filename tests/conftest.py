@@ -37,9 +37,9 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Grouped tests first: a group shares one long fixture (the real model's chain), and run
-    first it overlaps the rest of the suite on the other worker instead of trailing it."""
-    items.sort(key=lambda item: item.get_closest_marker("xdist_group") is None)
+    """Tests marked `first` go first: they share one long fixture (the real model's chain), and
+    run first they overlap the rest of the suite on the other worker instead of trailing it."""
+    items.sort(key=lambda item: item.get_closest_marker("first") is None)
 
 
 @pytest.fixture

@@ -34,9 +34,9 @@ from scribe.context.render import canonical_json
 from scribe.log.events import ErrorEvent, Event, ObservationEvent, ReflectionEvent, UsageEvent, UserEvent
 from scribe.memory.extract import EXTRACTIVE_MODEL
 
-# One chain for the module: the group keeps its tests on one worker under `--dist loadgroup`
-# (with plain `-n 2` each worker would build its own chain, twice the machine's longest test).
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("llama-chain")]
+# One chain for the module: `--dist loadfile` keeps a file's tests on one worker (with plain
+# `-n 2` each worker would build its own chain, twice the machine's longest test).
+pytestmark = [pytest.mark.slow, pytest.mark.first]
 
 CONTEXT = 4096
 TURNS = 20
