@@ -28,7 +28,8 @@ CANNOT_MOUNT = 77  # the child's exit status when it cannot have a small disk of
 def on_a_small_disk(body: Callable[[Path, Path], None], workspace: Path) -> None:
     """Run `body(workspace, workspace/data)` where workspace/data is a 64 KB file system, in a
     child process whose mount namespace is its own; its assertion failures fail the test."""
-    code = (f"import sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); import test_disk_full; "
+    here = Path(__file__).parent
+    code = (f"import sys; sys.path[:0] = [{str(here)!r}, {str(here.parent)!r}]; import test_disk_full; "
             f"test_disk_full.child({body.__name__!r}, *sys.argv[1:])")
     host = os.readlink("/proc/self/ns/mnt")
     try:
