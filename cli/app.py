@@ -6,6 +6,7 @@ import sys
 from typing import Annotated
 
 import typer
+from typer._click import Command
 
 from scribe import __version__
 
@@ -47,9 +48,9 @@ class Commands(LazyGroup):
     table = COMMANDS
 
 
-def load_command(name: str) -> typer.core.TyperCommand | typer.core.TyperGroup:
+def load_command(name: str) -> Command:
     """The click command for `name`, as the top-level group builds it."""
-    return build_command(name, COMMANDS[name])  # type: ignore[return-value]
+    return build_command(name, COMMANDS[name])
 
 
 app = typer.Typer(
