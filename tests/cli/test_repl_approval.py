@@ -255,6 +255,16 @@ def stopped(pid: int) -> bool:
     return _stat(pid)[0] == "T"
 
 
+
+def start_the_sleep(child: pexpect.spawn, workspace: Path) -> None:
+    """Ask for the long command, allow it once the question has been up long enough to take a
+    key, and wait until it runs."""
+    child.send("turn-sleep\r")
+    child.expect(r"allow run_command\?")
+    time.sleep(GUARD_S + 0.2)
+    child.send("y")
+    assert wait_for(lambda: running_in(workspace, "sleep", SLEEP))
+
 @pytest.mark.slow
 def test_ctrl_z_suspends_at_the_prompt_and_during_a_command_and_fg_resumes(
         workspace: Path, home: Path) -> None:
@@ -290,11 +300,7 @@ def test_ctrl_z_suspends_at_the_prompt_and_during_a_command_and_fg_resumes(
 
             # during a running command
             shell.expect("›")
-            shell.send("turn-sleep\r")
-            shell.expect(r"allow run_command\?")
-            time.sleep(GUARD_S + 0.2)
-            shell.send("y")
-            assert wait_for(lambda: running_in(workspace, "sleep", SLEEP))
+            start_the_sleep(shell, workspace)
             shell.send(CTRL_Z)
             shell.expect("Stopped")
             shell.expect_exact("shell$ ")
@@ -331,11 +337,7 @@ def test_ctrl_d_during_a_turn_cancels_it_and_ends_scribe(workspace: Path, home: 
         child = spawn(server, workspace, home, screen, TERM="xterm-256color", PROMPT_TOOLKIT_NO_CPR="1")
         try:
             child.expect("›")
-            child.send("turn-sleep\r")
-            child.expect(r"allow run_command\?")
-            time.sleep(GUARD_S + 0.2)
-            child.send("y")
-            assert wait_for(lambda: running_in(workspace, "sleep", SLEEP))
+            start_the_sleep(child, workspace)
             child.send(CTRL_D)
             child.expect("interrupted")
             child.expect_exact("(Ctrl-D: scribe ends)")
