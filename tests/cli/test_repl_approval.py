@@ -5,7 +5,6 @@ asks for touches a marker file, so whether it ran is on disk, not in what the sc
 from __future__ import annotations
 
 import io
-import os
 import shlex
 import subprocess
 import sys
@@ -18,6 +17,7 @@ import pexpect
 import pytest
 
 from helpers import SCRIBE, events_of, running_in, scribe_env, session_logs, wait_for
+from pane import TmuxPane
 from scribe.cli.repl.question import GUARD_S
 from scribe.fakeapi import FakeMessagesServer, Reply, ScriptItem, tool_use_block
 from scribe.log.events import InterruptEvent, ToolResultEvent, UserEvent
@@ -76,44 +76,6 @@ def spawn(server: FakeMessagesServer, workspace: Path, home: Path, screen: io.St
     return child
 
 
-class Tmux:
-    """scribe in a tmux pane: a terminal that draws what prompt-toolkit writes (it only rewrites
-    the cells that change, so the raw bytes do not hold a note's whole text), read back with
-    capture-pane."""
-
-    def __init__(self, tmp_path: Path, workspace: Path, env: dict[str, str]) -> None:
-        self.base = ["tmux", "-S", str(tmp_path / "tmux.sock"), "-f", os.devnull]
-        exports = " ".join(f"{name}={shlex.quote(value)}" for name, value in env.items())
-        self.run("new-session", "-d", "-x", "100", "-y", "30", "-c", str(workspace),
-                 f"env -i {exports} {SCRIBE}")
-        self.run("set-option", "-g", "remain-on-exit", "on")
-
-    def run(self, *args: str) -> str:
-        return subprocess.run([*self.base, *args], capture_output=True, text=True, check=True).stdout
-
-    def send(self, *keys: str) -> None:
-        """Keys as tmux names them (Enter, Escape, C-z), or text with `-l` first."""
-        self.run("send-keys", "-t", "0", *keys)
-
-    def type(self, text: str) -> None:
-        self.send("-l", text)
-
-    def screen(self) -> str:
-        return self.run("capture-pane", "-p", "-t", "0")
-
-    def wait_for(self, text: str, seconds: float = 30) -> str:
-        assert wait_for(lambda: text in self.screen(), seconds), self.screen()
-        return self.screen()
-
-    def exit_status(self) -> int | None:
-        shown = self.run("display-message", "-p", "-t", "0", "#{pane_dead} #{pane_dead_status}")
-        dead, _, status = shown.partition(" ")
-        return int(status) if dead == "1" and status.strip() else None
-
-    def close(self) -> None:
-        subprocess.run([*self.base, "kill-server"], capture_output=True)
-
-
 def leave(child: pexpect.spawn) -> None:
     """At the next prompt, /exit, and wait for the process to end."""
     child.expect("›")
@@ -137,60 +99,62 @@ def users_and_results(workspace: Path) -> tuple[list[str], list[str]]:
 def test_typed_text_answers_only_as_a_whole_word_and_a_sentence_allows_nothing(
         workspace: Path, home: Path, tmp_path: Path) -> None:
     with FakeMessagesServer(responder) as server:
-        term = Tmux(tmp_path, workspace, scribe_env(server.base_url, home, TERM="xterm-256color"))
+        env = scribe_env(server.base_url, home, TERM="xterm-256color")
+        term = TmuxPane(tmp_path / "tmux.sock")
+        term.start(f"env -i {' '.join(f'{k}={shlex.quote(v)}' for k, v in env.items())} {SCRIBE}", 100, 30, workspace)
         try:
 
             def ask(label: str) -> None:
-                term.wait_for("›")
+                term.wait("›")
                 term.type(f"turn-{label}")
                 term.send("Enter")
-                term.wait_for(f"run_command touch ran-{label}")
-                term.wait_for("allow run_command?")
+                term.wait(f"run_command touch ran-{label}")
+                term.wait("allow run_command?")
                 time.sleep(GUARD_S + 0.2)  # a person reading the question
 
             # a sentence: its a, y and n are text, Enter allows nothing and stops the turn
             ask("sentence")
             term.type(SENTENCE)
-            term.wait_for("not an answer: Enter stops the turn")
+            term.wait("not an answer: Enter stops the turn")
             term.send("Enter")
-            term.wait_for("nothing allowed: the turn stops")
-            screens = [term.wait_for(f"› {SENTENCE}")]  # waiting at the prompt, to send or change
+            term.wait("nothing allowed: the turn stops")
+            screens = [term.wait(f"› {SENTENCE}")]  # waiting at the prompt, to send or change
             term.send("Enter")
-            term.wait_for(f"heard: {SENTENCE}")
+            term.wait(f"heard: {SENTENCE}")
 
             # `a` is no key for "always": alone it is not an answer, and the question stays
             ask("a")
             term.type("a")
-            screens.append(term.wait_for("always⏎: no more questions about run_command this session"))
+            screens.append(term.wait("always⏎: no more questions about run_command this session"))
             term.send("Enter")
-            term.wait_for("“a” is not an answer")
+            term.wait("“a” is not an answer")
             time.sleep(GUARD_S + 0.2)
             term.type("n")
-            term.wait_for("done a")
+            term.wait("done a")
 
             # once something else is typed, `y` is text: `xy` then Enter is no answer
             ask("word")
             term.type("xy")
             term.send("Enter")
-            term.wait_for("“xy” is not an answer")
+            term.wait("“xy” is not an answer")
             term.type("no")  # a whole word, or a lone `n` and the rest of its word
             term.send("Enter")
-            term.wait_for("done word")
+            term.wait("done word")
 
             # the word `always` allows it for the rest of the session
             ask("always")
             term.type("always")
             term.send("Enter")
-            term.wait_for("done always")
+            term.wait("done always")
             term.type("turn-after")  # runs without a question
             term.send("Enter")
-            term.wait_for("done after")
+            term.wait("done after")
             term.type("/exit")
             term.send("Enter")
             assert wait_for(lambda: term.exit_status() is not None), term.screen()
             status, last = term.exit_status(), term.screen()
         finally:
-            term.close()
+            term.stop()
     print("\n\n".join([*screens, last]))  # shown with -s: the screens the report quotes
     assert status == 0, last
     assert "Traceback" not in last

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import io
 import shlex
-import shutil
-import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,6 +16,7 @@ from rich.console import Console
 from rich.markdown import Markdown
 
 from helpers import SCRIBE, scribe_env
+from pane import TmuxPane
 from scribe.cli.repl.excerpts import MarkdownTail, complete_blocks
 from scribe.cli.repl.live import FittedLiveRender, Unpadded, rows_taken, terminal_cells
 from scribe.fakeapi import FakeMessagesServer, Fault, Reply, ScriptItem
@@ -36,54 +35,9 @@ PARAGRAPHS = [
 ANSWER = "\n\n".join(PARAGRAPHS)
 
 
-class Tmux:
-    """One tmux server of our own (its own socket), one pane running a command."""
-
-    def __init__(self, socket: Path) -> None:
-        self.socket = socket
-
-    def run(self, *args: str) -> str:
-        done = subprocess.run(["tmux", "-S", str(self.socket), *args], capture_output=True, text=True, timeout=20)
-        assert done.returncode == 0, done.stderr
-        return done.stdout
-
-    def start(self, command: str, width: int, height: int) -> None:
-        self.run("-f", "/dev/null", "new-session", "-d", "-x", str(width), "-y", str(height), command)
-        self.run("set-option", "-g", "window-size", "manual")
-        self.run("set-option", "-g", "history-limit", "10000")
-
-    def resize(self, width: int) -> None:
-        self.run("resize-window", "-x", str(width))
-
-    def screen(self) -> str:
-        return self.run("capture-pane", "-p")
-
-    def scrollback(self) -> str:
-        """Everything the pane holds, scrollback too, wrapped lines joined as they were written."""
-        return self.run("capture-pane", "-p", "-J", "-S", "-")
-
-    def keys(self, text: str, enter: bool = True) -> None:
-        self.run("send-keys", "-l", text)
-        if enter:
-            self.run("send-keys", "Enter")
-
-    def wait(self, text: str, seconds: float = 20, whole: bool = False) -> str:
-        deadline = time.monotonic() + seconds
-        while True:
-            shown = self.scrollback() if whole else self.screen()
-            if text in shown:
-                return shown
-            if time.monotonic() > deadline:
-                raise AssertionError(f"{text!r} never appeared; the pane shows:\n{shown}")
-            time.sleep(0.1)
-
-    def stop(self) -> None:
-        subprocess.run(["tmux", "-S", str(self.socket), "kill-server"], capture_output=True, timeout=20)
-
-
 @pytest.fixture
-def tmux(tmp_path: Path) -> Iterator[Tmux]:
-    pane = Tmux(tmp_path / "tmux.sock")
+def tmux(tmp_path: Path) -> Iterator[TmuxPane]:
+    pane = TmuxPane(tmp_path / "tmux.sock")
     try:
         yield pane
     finally:
@@ -95,8 +49,7 @@ def in_pane(workspace: Path, env: dict[str, str], args: str = "") -> str:
     # without one) leave it: the terminal's own size must win, or a resize garbles the screen.
     env = {**env, "COLUMNS": "80", "LINES": "24"}
     exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items() if k != "TERM")
-    # The pane stays open when scribe ends, so what it printed last can still be captured.
-    return f"cd {shlex.quote(str(workspace))} && env {exports} {SCRIBE} {args}; sleep 600"
+    return f"cd {shlex.quote(str(workspace))} && env {exports} {SCRIBE} {args}"
 
 
 def memory_or(items: Iterator[ScriptItem]) -> Any:
@@ -147,8 +100,7 @@ def test_a_printed_answer_is_not_padded(markdown: Markdown) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux")
-def test_a_resize_while_an_answer_streams_leaves_each_line_once(workspace: Path, home: Path, tmux: Tmux) -> None:
+def test_a_resize_while_an_answer_streams_leaves_each_line_once(workspace: Path, home: Path, tmux: TmuxPane) -> None:
     # The stream stops half-way for long enough to resize the pane, then the server hangs up;
     # the retried call sends the same answer, which the REPL continues from where it was.
     stalled = Fault(kind="stall", after_events=30, hang_s=7, reply=Reply.text(ANSWER))
