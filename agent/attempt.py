@@ -16,7 +16,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
 
-from .answer import check_unicode, complete_message, unreadable
+from .complete import check_unicode, complete_message, unreadable
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ from scribe.log.events import (
     UsageEvent,
     UserEvent,
 )
-from scribe.log.pairing import unanswered_tool_uses
+from scribe.log.open_calls import unanswered_tool_uses
 from scribe.tools.base import CommandInterrupted, Tool, ToolContext, ToolOutput
 from scribe.tools.registry import run_tool
 from scribe.workspace.changes import ChangeSource

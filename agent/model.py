@@ -1,7 +1,7 @@
 """The model client: one streamed Messages API call through the official SDK.
 
 Retries are ours (see retry.py): 429, 5xx and 529 answers, failed or silent connections, and
-an answer that broke after it began (cut, ended early, garbled: see answer.py) are retried as a
+an answer that broke after it began (cut, ended early, garbled: see complete.py) are retried as a
 whole call, and nothing is appended to the log until a call has completed, so a retry never
 duplicates an event; its text is not shown twice either (shown.py). The stream is read in a
 thread of its own (attempt.py), so a silent server is reported as it happens.
@@ -29,8 +29,8 @@ from scribe.context.render import Request
 from scribe.log.events import Block
 from scribe.log.usage import Tokens
 
-from .answer import BrokenAnswer
 from .attempt import Attempt, Began, Done, FilledMessageStream, Piece
+from .complete import BrokenAnswer
 from .config import DEFAULT_REQUEST_TIMEOUT_S, Settings
 from .errors import BadBaseUrl, ContextOverflow, MissingCredentials, ModelError
 from .protocol import Notice, Retrying, TextDelta, TextWithdrawn, Waiting

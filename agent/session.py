@@ -27,7 +27,7 @@ from scribe.log.events import (
     now_iso,
 )
 from scribe.log.jsonl import LogError, LogProblem, LogWriter, SessionLock
-from scribe.log.pairing import unanswered_tool_uses
+from scribe.log.open_calls import unanswered_tool_uses
 from scribe.log.store import SessionFile, SessionStore, exclude_from_git
 from scribe.workspace.git import git_state
 

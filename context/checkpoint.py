@@ -32,8 +32,8 @@ from scribe.log.digest import LogDigest
 from scribe.log.eventlog import EventLog, OlderEvents, Place
 from scribe.log.events import AssistantEvent, Event, EventFormatError, SessionEvent
 from scribe.log.jsonl import LogProblem, LogRead, read_line, torn_problem
-from scribe.log.lines import WholeLines, hash_prefix
 from scribe.log.private import write_private
+from scribe.log.whole_lines import WholeLines, hash_prefix
 
 # 2: the digest holds no usage rows (the index sums them); chunks are named by their lines' offsets.
 FORMAT = 2

@@ -21,7 +21,7 @@ from typing import overload
 
 from scribe.log.events import Event, EventFormatError, SessionEvent, from_record
 from scribe.log.jsonl import LogError, LogRead, read_line
-from scribe.log.lines import WholeLines
+from scribe.log.whole_lines import WholeLines
 
 BACK_BATCH = 256  # events read at a time when iterating backwards into the file
 Place = tuple[int, int]  # (byte offset, 1-based line number) of an event's line in the file

@@ -28,8 +28,8 @@ from scribe.log.index_db import Immediate, connect, index_path, prepare, quarter
 from scribe.log.index_fold import Fold, first_record, fold_line, still_covers
 from scribe.log.index_stats import Estimate, IndexedStats, StatsFold, read_stats, write_purposes
 from scribe.log.jsonl import LogError, LogRead, read_line
-from scribe.log.lines import WholeLines
 from scribe.log.store import SessionFile, SessionStore, header_problem
+from scribe.log.whole_lines import WholeLines
 
 # The columns of `sessions` a listing reads, as plain tuples (a sqlite3.Row finds a column by
 # name by going through the names: ten thousand rows of 25 took a third of a second): what

@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from scribe.log.events import Event, EventFormatError, NewerFormatError, from_record, now_iso, to_record
-from scribe.log.lines import WholeLines
 from scribe.log.private import make_private_folder, open_private
+from scribe.log.whole_lines import WholeLines
 
 E = TypeVar("E", bound=Event)
 

@@ -22,8 +22,8 @@ from io import BytesIO
 from typing import Any, BinaryIO
 
 from scribe.log.events import LOG_FORMAT_VERSION
-from scribe.log.lines import WholeLines
 from scribe.log.schema_check import event_checker
+from scribe.log.whole_lines import WholeLines
 
 ERROR, WARNING = "error", "warning"
 

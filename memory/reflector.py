@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from scribe.context.chunks import Chunk
 from scribe.context.tokens import estimate_text
-from scribe.log.events import ObservationEvent, ReflectionEvent
 
 from .answer import Answer, UnusableAnswer
 from .observations import Observations, read_observations
@@ -24,8 +24,6 @@ KEEP_NEWEST_SHARE = 0.3
 # After a failed reflection, wait until observations grow by this factor before trying again.
 BACKOFF_GROWTH = 1.25
 BACKOFF_KIND = "reflect_backoff"
-
-Chunk = ObservationEvent | ReflectionEvent
 
 REFLECTOR_SYSTEM = """\
 You are the Reflector for a coding agent. Its long-term memory is a list of observations, one \

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from scribe.tools.base import ToolContext, ToolError, ToolKind, ToolOutput
-from scribe.tools.lines import numbered_lines
+from scribe.tools.numbered import numbered_lines
 from scribe.tools.paths import display_path, resolve_path
 from scribe.tools.restore import for_edit, for_write
 from scribe.tools.textio import (

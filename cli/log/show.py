@@ -12,8 +12,8 @@ from typing import Annotated, Any
 import typer
 
 from scribe.log.events import EVENT_CLASSES, AssistantEvent, Event, InterruptEvent, UnknownEvent, to_record
-from scribe.log.lines import WholeLines
 from scribe.log.store import SessionFile
+from scribe.log.whole_lines import WholeLines
 
 from ..errors import fail
 from .common import SESSION_HELP, console, log_command, resolve_session, streamed

@@ -16,7 +16,7 @@ import typer
 from scribe.log.events import AssistantEvent, Event, EventFormatError, InterruptEvent, from_record
 from scribe.log.follow import follow
 from scribe.log.jsonl import LogError
-from scribe.log.lines import complete_end_of, lines_before
+from scribe.log.whole_lines import complete_end_of, lines_before
 
 from .common import SESSION_HELP, console, log_command, resolve_session
 from .format import EventPrinter

@@ -42,7 +42,7 @@ from scribe.agent.protocol import AgentEvent, LifeEvent, TurnEnded
 from scribe.agent.runtime import SessionChoice, begin, choose
 from scribe.agent.session import Session, notes_path, open_session, store_for
 from scribe.log.events import InterruptEvent
-from scribe.log.pairing import unanswered_tool_uses
+from scribe.log.open_calls import unanswered_tool_uses
 from scribe.log.store import SessionFile, SessionNotFound
 from scribe.tools.mcp.hub import McpHub
 

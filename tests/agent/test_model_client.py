@@ -196,7 +196,7 @@ def test_no_new_module_loads_the_sdk_before_a_call(tmp_path: Path) -> None:
     import subprocess
     import sys
 
-    code = ("import sys\nimport scribe.agent.model, scribe.agent.attempt, scribe.agent.answer, scribe.agent.shown\n"
+    code = ("import sys\nimport scribe.agent.model, scribe.agent.attempt, scribe.agent.complete, scribe.agent.shown\n"
             "print('anthropic' in sys.modules, 'httpx2' in sys.modules)\n")
     ran = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=tmp_path)
     assert ran.stdout.split() == ["False", "False"], ran.stderr

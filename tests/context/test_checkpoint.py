@@ -33,9 +33,9 @@ from scribe.log.events import (
     UserEvent,
 )
 from scribe.log.jsonl import LogRead, LogWriter, read_line, read_log
-from scribe.log.lines import WholeLines
-from scribe.log.pairing import unanswered_tool_uses
+from scribe.log.open_calls import unanswered_tool_uses
 from scribe.log.store import describe
+from scribe.log.whole_lines import WholeLines
 from scribe.memory.extract import MODEL_REST, MODEL_TRIES, model_resting_now
 from scribe.memory.observer import backoff_until
 from scribe.tools.registry import builtin_tools, tool_definitions

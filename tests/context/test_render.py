@@ -32,7 +32,7 @@ from scribe.log.events import (
     from_record,
     to_record,
 )
-from scribe.log.pairing import unanswered_tool_uses
+from scribe.log.open_calls import unanswered_tool_uses
 
 TOOLS = [{"name": "read_file", "description": "Read a file.",
           "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}}]

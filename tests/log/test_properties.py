@@ -23,7 +23,7 @@ from scribe.log.events import (
     to_record,
 )
 from scribe.log.jsonl import encode, read_log
-from scribe.log.pairing import unanswered_tool_uses
+from scribe.log.open_calls import unanswered_tool_uses
 
 HEADER = session_header(ts="t", created="t", tools=[{"name": "t", "description": "d", "input_schema": {
     "type": "object", "properties": {}}}])

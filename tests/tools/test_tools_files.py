@@ -171,7 +171,7 @@ def test_a_huge_single_line_is_read_in_memory_bounded_by_what_is_shown(workspace
 
 
 def test_line_pieces_keep_cuts_and_line_endings_exact(ctx: ToolContext, workspace: Path) -> None:
-    from scribe.tools.lines import PIECE_BYTES
+    from scribe.tools.numbered import PIECE_BYTES
 
     # CRs at a piece's end wait to see whether the line ends; a character split across pieces
     # decodes whole.
