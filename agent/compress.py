@@ -47,6 +47,7 @@ from scribe.memory.observer import (
     observer_input,
     read_observer_answer,
 )
+from scribe.memory.payback import Rates, paid_off, reflection_paid_off, turn_start
 from scribe.memory.reflector import (
     BACKOFF_GROWTH,
     BACKOFF_KIND,
@@ -63,7 +64,6 @@ from scribe.memory.reflector import (
 from .config import Settings
 from .errors import ModelError
 from .model import CallResult, ModelClient
-from .payback import Rates, paid_off, reflection_paid_off, turn_start
 from .protocol import AgentEvent, Compressed, Notice
 from .session import Session
 from .sidecall import side_answer, side_request

@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .pricing import PRICE_KEYS, PriceBook
+from scribe.log.pricing import PRICE_KEYS, PriceBook
+
 from .trust import MCP_JSON, TRUST_FILE, TrustStore, WorkspaceTrust, fingerprint
 
 # The current Sonnet and Haiku in the SDK's model list (anthropic 2.14).

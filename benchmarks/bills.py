@@ -1,4 +1,4 @@
-"""What a run was billed, in dollars at each call's model's list price (agent/pricing.py, the
+"""What a run was billed, in dollars at each call's model's list price (log/pricing.py, the
 table `scribe log stats` uses) and in input tokens, and which planted facts it kept."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from scribe.agent.pricing import call_cost
 from scribe.fakeapi import RecordedRequest
 from scribe.log.events import AssistantEvent, Event, ToolResultEvent, UserEvent
+from scribe.log.pricing import call_cost
 
 from .sessions import PROBE, Fact
 

@@ -1,7 +1,7 @@
 """Figures of a session, all computed from its log: model calls, tokens, cost, compression.
 
-Pure: events in, figures out. Prices are not known here (they live in agent/pricing.py, above
-memory); the caller passes a `Pricer` that turns one usage event into dollars.
+Pure: events in, figures out. The caller passes a `Pricer` that turns one usage event into
+dollars (log/pricing.py's list prices, or a `PriceBook` holding the config's own).
 """
 
 from __future__ import annotations

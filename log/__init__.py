@@ -1,4 +1,5 @@
 """The log: the session's events, written append-only as JSONL and read back (store,
-reader, verify, search, the derived index). The truth everything else is derived from.
+reader, verify, search, the derived index), and what each call in it cost at list price
+(pricing). The truth everything else is derived from.
 
 Imports nothing of scribe's other packages."""

@@ -211,7 +211,7 @@ class LogIndex:
         fold.base, fold.written = v["covered"], v["lines"]
 
     def _check_pricing(self) -> None:
-        """Costs are kept priced; under another pricing (agent/pricing.py changed) every call is
+        """Costs are kept priced; under another pricing (log/pricing.py changed) every call is
         priced anew, in log order, so the sums are what pricing each call would add up to."""
         found = self.db.execute("SELECT value FROM meta WHERE key = 'pricing'").fetchone()
         if found is not None and found[0] == self.pricing_key:

@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from scribe.agent.config import find_workspace, price_book, state_dir
-from scribe.agent.pricing import PriceBook
 from scribe.context.stats import Figures
 from scribe.log.events import Event
 from scribe.log.jsonl import LogRead, read_first_record, read_log, stream_log
+from scribe.log.pricing import PriceBook
 from scribe.log.store import SessionFile, SessionStore
 
 from ..errors import cli_errors
@@ -145,7 +145,7 @@ def money(value: float) -> str:
     return f"${value:,.4f}" if value >= 0.0001 or value == 0 else f"${value:.6f}"
 
 
-# What a cost is shown as when the model has no price (agent/pricing.py); JSON says null.
+# What a cost is shown as when the model has no price (log/pricing.py); JSON says null.
 UNPRICED = "unpriced"
 
 

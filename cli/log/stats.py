@@ -67,7 +67,7 @@ def stats(
 
 
 COLUMNS = ("purpose", "calls", "input", "cache read", "cache write", "output", "hit rate", "cost", "no-cache cost")
-PRICES_NOTE = ("prices: each model's list prices from agent/pricing.py (input, 5-minute cache write, cache read, "
+PRICES_NOTE = ("prices: each model's list prices from log/pricing.py (input, 5-minute cache write, cache read, "
                "output), or its [prices.MODEL] table in the config; a model with neither is unpriced")
 
 

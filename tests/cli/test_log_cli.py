@@ -20,7 +20,6 @@ import pytest
 
 from builders import header_fields
 from helpers import SCRIBE, Ran, events_of, run_scribe, scribe_env, session_logs
-from scribe.agent.pricing import call_cost, uncached_cost
 from scribe.context.render import canonical_json, prefix_blocks, render
 from scribe.context.tokens import event_tokens
 from scribe.fakeapi import FakeMessagesServer, RecordedRequest, Reply, text_block, tool_use_block
@@ -38,6 +37,7 @@ from scribe.log.events import (
 )
 from scribe.log.follow import LineFollower
 from scribe.log.jsonl import LogWriter, encode, read_log
+from scribe.log.pricing import call_cost, uncached_cost
 from scribe.log.verify import verify_bytes
 
 NOTES = "".join(f"line {i}\n" for i in range(1, 31))

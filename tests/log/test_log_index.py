@@ -14,12 +14,12 @@ import pytest
 from builders import header_fields
 from conftest import CORRUPT_ON_PURPOSE
 from helpers import SCRIBE, Ran, run_scribe, scribe_env
-from scribe.agent.pricing import price_usage
 from scribe.context.stats import summarize
 from scribe.context.tokens import event_tokens
 from scribe.fakeapi import FakeMessagesServer, Reply, text_block, tool_use_block
 from scribe.log.events import SessionEvent, UsageEvent, UserEvent
 from scribe.log.jsonl import LogWriter, read_log
+from scribe.log.pricing import price_usage
 from scribe.tools.pattern import BoundedPattern, PatternTooSlow
 
 NO_API = "http://127.0.0.1:9"  # log commands never call the model

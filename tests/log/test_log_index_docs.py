@@ -8,10 +8,10 @@ import re
 import sqlite3
 from pathlib import Path
 
-from scribe.agent.pricing import price_usage
 from scribe.context.tokens import event_tokens
 from scribe.log.index import LogIndex
 from scribe.log.index_db import SCHEMA_VERSION
+from scribe.log.pricing import price_usage
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "index.md"
 

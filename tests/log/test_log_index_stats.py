@@ -12,7 +12,6 @@ from pathlib import Path
 from builders import header_fields
 from conftest import CORRUPT_ON_PURPOSE
 from helpers import Ran, run_scribe, scribe_env
-from scribe.agent.pricing import price_usage
 from scribe.context.stats import session_stats
 from scribe.log.events import (
     EXTRACTIVE_MODEL,
@@ -27,6 +26,7 @@ from scribe.log.events import (
     UserEvent,
 )
 from scribe.log.jsonl import LogWriter, read_log
+from scribe.log.pricing import price_usage
 
 NO_API = "http://127.0.0.1:9"  # log commands never call the model
 SONNET, HAIKU, LOCAL = "claude-sonnet-4-5", "claude-haiku-4-5", "local-llama-unpriced"

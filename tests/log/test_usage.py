@@ -13,7 +13,6 @@ from helpers import agent_on, events_of
 from scribe.agent import driver
 from scribe.agent.compress import ContextSize
 from scribe.agent.config import Settings
-from scribe.agent.pricing import price_usage
 from scribe.agent.protocol import AgentEvent, AssistantMessage
 from scribe.cli.log.common import percent
 from scribe.cli.log.page.document import session_page
@@ -21,6 +20,7 @@ from scribe.cli.repl.stats import numbers
 from scribe.context.stats import session_stats
 from scribe.fakeapi import FakeMessagesServer, Reply
 from scribe.log.events import UsageEvent, to_record
+from scribe.log.pricing import price_usage
 from scribe.log.usage import Tokens
 
 

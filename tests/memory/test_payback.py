@@ -12,16 +12,6 @@ import pytest
 
 from helpers import agent_on
 from scribe.agent.config import Settings
-from scribe.agent.payback import (
-    KEEP_RAW_TOKENS,
-    Rates,
-    calls_per_turn,
-    calls_since_settled,
-    paid_off,
-    reflection_paid_off,
-    turn_start,
-)
-from scribe.agent.pricing import call_cost
 from scribe.agent.protocol import TurnEnded
 from scribe.fakeapi import FakeMessagesServer, Reply, text_block, tool_use_block
 from scribe.log.events import (
@@ -34,7 +24,17 @@ from scribe.log.events import (
     UserEvent,
 )
 from scribe.log.jsonl import read_log
+from scribe.log.pricing import call_cost
 from scribe.memory.observer import OBSERVER_SYSTEM, safe_boundaries
+from scribe.memory.payback import (
+    KEEP_RAW_TOKENS,
+    Rates,
+    calls_per_turn,
+    calls_since_settled,
+    paid_off,
+    reflection_paid_off,
+    turn_start,
+)
 from scribe.memory.reflector import REFLECTOR_SYSTEM
 
 RATES = Rates.of("claude-sonnet-4-5", "claude-haiku-4-5")

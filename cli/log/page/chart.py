@@ -18,8 +18,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from html import escape
 
-from scribe.agent.pricing import LIST_PRICES, PriceBook
 from scribe.context.stats import PURPOSES, CallFigures
+from scribe.log.pricing import LIST_PRICES, PriceBook
 
 from ..common import UNPRICED, money
 

@@ -18,9 +18,9 @@ from html import escape
 from importlib.resources import files
 from typing import Any
 
-from scribe.agent.pricing import LIST_PRICES, PriceBook
 from scribe.context.stats import SessionStats, session_stats
 from scribe.log.events import Event, SessionEvent, UsageEvent
+from scribe.log.pricing import LIST_PRICES, PriceBook
 
 from ..common import local_time
 from ..prompt import assistant_of

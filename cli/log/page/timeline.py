@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from html import escape
 from typing import Any
 
-from scribe.agent.pricing import LIST_PRICES, PriceBook
 from scribe.log.events import (
     AssistantEvent,
     Event,
@@ -24,6 +23,7 @@ from scribe.log.events import (
     UsageEvent,
     UserEvent,
 )
+from scribe.log.pricing import LIST_PRICES, PriceBook
 
 from ..common import local_time, money_or_unpriced, percent
 from ..format import EventPrinter, main_argument

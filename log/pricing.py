@@ -90,7 +90,7 @@ PRICES: dict[str, Price] = {
     "claude-3-5-haiku": _standard(0.8, 4.0),
     "claude-3-haiku": Price(TokenRates(0.25, 0.30, 0.50, 0.03, 1.25)),
 }
-# The rates the payback rule weighs an unpriced model at (agent/payback.py): it compares the rent
+# The rates the payback rule weighs an unpriced model at (memory/payback.py): it compares the rent
 # of keeping tokens raw with the price of observing them, so only the ratio of reads, writes and
 # observer tokens matters, and the default agent model's ratio is as good a guess as any.
 DEFAULT_PRICE = PRICES["claude-sonnet-5-5"]

@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from itertools import accumulate
 
 from scribe.log.events import AssistantEvent, Event, ToolResultEvent, UsageEvent, UserEvent
-from scribe.memory.observer import safe_boundaries
+from scribe.log.pricing import DEFAULT_PRICE, price_for
 
-from .pricing import DEFAULT_PRICE, price_for
+from .observer import safe_boundaries
 
 # Observation lines come out at about a tenth of what the observer reads (it keeps facts and
 # exact identifiers, not output): the expected size of the answer and of the chunk it becomes.
