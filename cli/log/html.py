@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import os
 import sys
-import tempfile
 from collections import deque
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,6 +11,7 @@ from typing import Annotated
 import typer
 
 from scribe.log.events import Event, UserEvent
+from scribe.workspace.atomic import WriteRefused, write_atomic
 
 from ..errors import fail
 from .common import SESSION_HELP, log_command, resolve_session, streamed, workspace_prices
@@ -48,7 +47,11 @@ def html_page(
         target = Path(output).expanduser() if output else Path(f"{found.id}.html")
         if target.is_dir():
             target = target / f"{found.id}.html"
-        written = _write(target, page.encode("utf-8"))
+        written = page.encode("utf-8")
+        try:  # whole or not at all: a page half written would open as a broken one
+            write_atomic(target, written, str(target))
+        except WriteRefused as exc:
+            raise fail(str(exc)) from None
         print(f"wrote {target} ({len(written) / 1024:,.0f} KB): open {target.resolve().as_uri()} in a browser")
 
 
@@ -72,22 +75,3 @@ def _recent(events: Iterator[Event]) -> tuple[list[Event], int]:
         while tail and not isinstance(tail[0], UserEvent):
             tail.popleft()  # begin at a turn: a page opening mid-turn shows answers to nothing
     return [first, *tail], seen - len(tail)
-
-
-def _write(target: Path, data: bytes) -> bytes:
-    """Write whole or not at all: a page half written would open as a broken one."""
-    try:
-        fd, temporary = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent or Path("."))
-    except OSError as exc:
-        raise fail(f"cannot write {target}: {exc.strerror or exc}") from None
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(temporary, 0o666 & ~umask)  # as an ordinary new file would be, not mkstemp's 0600
-        os.replace(temporary, target)
-    except OSError as exc:
-        Path(temporary).unlink(missing_ok=True)
-        raise fail(f"cannot write {target}: {exc.strerror or exc}") from None
-    return data

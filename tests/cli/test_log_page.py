@@ -12,6 +12,7 @@ import json
 import os
 import signal
 import socket
+import stat
 import subprocess
 import tempfile
 from collections.abc import Iterator
@@ -563,8 +564,12 @@ def test_html_writes_one_self_contained_file(compressed: Built) -> None:
     ran = compressed.scribe("log", "html")
     assert ran.code == 0, ran.err
     session_id = compressed.log.stem
-    page = (compressed.workspace / f"{session_id}.html").read_text()
-    (compressed.workspace / f"{session_id}.html").unlink()
+    written = compressed.workspace / f"{session_id}.html"
+    page = written.read_text()
+    umask = os.umask(0)
+    os.umask(umask)
+    assert stat.S_IMODE(written.stat().st_mode) == 0o666 & ~umask  # as any new file, not private
+    written.unlink()
     assert ran.out.startswith(f"wrote {session_id}.html (") and "file://" in ran.out
     # nothing to fetch: no external script, style sheet, image or font
     for reference in ("<script src", "<link", "<img", "@import", "url(", "http://", "https://"):
@@ -580,7 +585,8 @@ def test_html_errors_are_one_line(compressed: Built, tmp_path: Path) -> None:
     assert missing.code == 2 and missing.err.count("\n") == 1 and missing.err.startswith("scribe: ")
     unwritable = compressed.scribe("log", "html", "-o", str(tmp_path / "no" / "such" / "folder" / "p.html"))
     assert unwritable.code == 2 and unwritable.err.count("\n") == 1, unwritable.err
-    assert "cannot write" in unwritable.err and "Traceback" not in unwritable.err
+    assert "could not write" in unwritable.err and "nothing was written" in unwritable.err
+    assert "Traceback" not in unwritable.err
     helped = compressed.scribe("log", "html", "--help")
     assert helped.code == 0
     assert "offline" in helped.out and "--output" in helped.out
