@@ -44,7 +44,7 @@ from scribe.workspace.git import (
     undo_commit,
 )
 
-from .config import state_dir
+from .config_files import state_dir
 from .protocol import AgentEvent, CommitFailed, Notice
 from .session import Session
 

@@ -6,16 +6,15 @@ config-file key is <name>, so the three spellings never drift apart.
 The workspace config (`<workspace>/.scribe/config.toml`) applies only once the person trusts
 the workspace (agent/trust.py): until then its settings are ignored, whole. A state folder that
 SCRIBE_HOME moves outside the workspace is the person's own, and so is the config file in it.
+Which files apply, and reading them once, is agent/config_files.py's.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import os
 import re
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +22,8 @@ from typing import Any
 
 from scribe.log.pricing import PRICE_KEYS, PriceBook
 
-from .trust import MCP_JSON, TRUST_FILE, TrustStore, WorkspaceTrust, fingerprint
+from .config_files import ConfigError, ConfigFiles, read_config
+from .trust import WorkspaceTrust
 
 # The current Sonnet and Haiku in the SDK's model list (anthropic 2.14).
 DEFAULT_MODEL = "claude-sonnet-5-5"
@@ -35,10 +35,6 @@ OBSERVE_AHEAD = ("auto", "always", "never")
 # Seconds a model call may go without a byte from the server: enough for a long prompt to be
 # read and for the pauses of a long answer, far short of the SDK's ten minutes.
 DEFAULT_REQUEST_TIMEOUT_S = 120.0
-
-
-class ConfigError(ValueError):
-    pass
 
 
 @dataclass(frozen=True)
@@ -106,102 +102,6 @@ LIMITS: dict[str, tuple[float, float | None]] = {
 }
 
 
-def user_config_dir() -> Path:
-    """The person's own scribe folder: their config file and their trust file."""
-    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    return Path(base) / "scribe"
-
-
-def user_config_path() -> Path:
-    return user_config_dir() / "config.toml"
-
-
-def trust_store() -> TrustStore:
-    return TrustStore(user_config_dir() / TRUST_FILE)
-
-
-def find_workspace(cwd: Path) -> Path:
-    """The repository root when inside one, else the folder itself."""
-    cwd = cwd.resolve()
-    for folder in (cwd, *cwd.parents):
-        if (folder / ".git").exists():
-            return folder
-    return cwd
-
-
-# What scribe keeps in its state folder; in a workspace's own `.scribe` none may be a link.
-STATE_ENTRIES = ("config.toml", "sessions", "notes.md", "history", "mcp")
-
-
-def state_dir(workspace: Path) -> Path:
-    """The state folder: `<workspace>/.scribe`, or SCRIBE_HOME. A missing one is made when first
-    written; one that is a file (or lies under a file) is refused here, once, with one line.
-
-    A `.scribe` that is a symbolic link, or holds one where scribe keeps its files, is refused:
-    a repository can commit links, and would then choose where transcripts are written and what
-    config is read (a link to a folder inside the workspace would let the agent's own file
-    tools rewrite the config). SCRIBE_HOME is the person's choice, links and all."""
-    home = os.environ.get("SCRIBE_HOME")
-    path = Path(home).expanduser().resolve() if home else workspace / ".scribe"
-    existing = next((p for p in (path, *path.parents) if os.path.lexists(p)), None)
-    if not home:
-        for link in (path, *(path / name for name in STATE_ENTRIES)):
-            if link.is_symlink():
-                raise ConfigError(f"{link} is a symbolic link (to {os.readlink(link)}); scribe keeps its state "
-                                  f"only in a real folder: remove the link, or set SCRIBE_HOME")
-    if existing is not None and not existing.is_dir():
-        raise ConfigError(f"SCRIBE_HOME {path} is not a folder" if home else
-                          f"the state folder {path} is not a folder")
-    return path
-
-
-def own_config_path(workspace: Path) -> Path | None:
-    """The state folder's config file when it is the workspace's own (inside it), else None."""
-    state = state_dir(workspace)
-    return state / "config.toml" if _inside(state, workspace) else None
-
-
-def workspace_files(workspace: Path) -> dict[str, bytes]:
-    """The workspace's own config files that exist, by their name in it: what trusting it
-    applies, read once (what is applied is what was fingerprinted, not a later rewrite)."""
-    own = own_config_path(workspace)
-    named = {MCP_JSON: workspace / MCP_JSON}
-    if own is not None:
-        named[_own_name(workspace, own)] = own
-    found: dict[str, bytes] = {}
-    for name, path in named.items():
-        if path.is_file():
-            try:
-                found[name] = path.read_bytes()
-            except OSError as exc:
-                raise ConfigError(f"{path}: cannot read ({exc.strerror})") from None
-    return found
-
-
-def _own_name(workspace: Path, path: Path) -> str:
-    return path.resolve().relative_to(workspace.resolve()).as_posix()
-
-
-def trust_of(workspace: Path, *, granted: bool = False) -> WorkspaceTrust:
-    """Whether the workspace's own files apply: trusted in the person's trust file with these
-    very files, or `granted` for this run (--trust-workspace)."""
-    files = workspace_files(workspace)
-    mark = fingerprint(files)
-    if not files:
-        return WorkspaceTrust(workspace, files, mark, True, "it has no config files of its own")
-    if granted:
-        return WorkspaceTrust(workspace, files, mark, True, "trusted for this run (--trust-workspace)")
-    entry = trust_store().find(workspace)
-    if entry is None:
-        return WorkspaceTrust(workspace, files, mark, False, "not trusted")
-    if entry.fingerprint != mark:
-        return WorkspaceTrust(workspace, files, mark, False, f"its files changed since you trusted it ({entry.since})")
-    return WorkspaceTrust(workspace, files, mark, True, f"trusted since {entry.since} ({trust_store().path})")
-
-
-def _inside(path: Path, folder: Path) -> bool:
-    path, folder = path.resolve(), folder.resolve()
-    return path == folder or path.is_relative_to(folder)
 # The REPL's own defaults: a person is there to answer, so it asks before edits and commands.
 REPL_DEFAULTS: Mapping[str, Any] = {"permission_mode": "ask"}
 # What `scribe run` uses where the settings say `ask`: headless, nobody can answer.
@@ -216,36 +116,26 @@ def modes_by_front_end(settings: Settings, origin: Mapping[str, str]) -> dict[st
 
 def load_settings(workspace: Path, flags: Mapping[str, Any] | None = None,
                   environ: Mapping[str, str] | None = None,
-                  defaults: Mapping[str, Any] | None = None, *, trust: WorkspaceTrust | None = None) -> Settings:
+                  defaults: Mapping[str, Any] | None = None, *, trust: WorkspaceTrust | None = None,
+                  config: ConfigFiles | None = None) -> Settings:
     """`defaults` replace the built-in defaults for one front end (the REPL asks by default),
-    below every file, variable and flag. `trust`: as `trust_of` finds it, unless given."""
-    return explain_settings(workspace, flags, environ, defaults, trust=trust)[0]
-
-
-def config_files(workspace: Path, trust: WorkspaceTrust | None = None) -> dict[Path, bytes | None]:
-    """The config files that apply, weakest first: the person's own, then the state folder's
-    when it is the person's own, or the workspace's and trusted. Each with its text when it is
-    the workspace's (the bytes trust fingerprinted), None for a file to read now."""
-    trust = trust or trust_of(workspace)
-    own = own_config_path(workspace)
-    applied: dict[Path, bytes | None] = {user_config_path(): None}
-    if own is None:
-        applied[state_dir(workspace) / "config.toml"] = None
-    elif trust.trusted and _own_name(workspace, own) in trust.files:
-        applied[own] = trust.files[_own_name(workspace, own)]
-    return applied
+    below every file, variable and flag. `config`: the files as read already, else read now
+    under `trust` (as `trust_of` finds it, unless given)."""
+    return explain_settings(workspace, flags, environ, defaults, trust=trust, config=config)[0]
 
 
 def explain_settings(workspace: Path, flags: Mapping[str, Any] | None = None,
                      environ: Mapping[str, str] | None = None,
                      defaults: Mapping[str, Any] | None = None, *,
-                     trust: WorkspaceTrust | None = None) -> tuple[Settings, dict[str, str]]:
+                     trust: WorkspaceTrust | None = None,
+                     config: ConfigFiles | None = None) -> tuple[Settings, dict[str, str]]:
     """The effective settings, and where each came from (`scribe config` shows both)."""
     environ = os.environ if environ is None else environ
+    config = config or read_config(workspace, trust)
     values: dict[str, Any] = dict(defaults or {})
     origin = {name: "default" for name in FIELDS}
-    for path, text in config_files(workspace, trust).items():
-        found = _read_toml(path, text)
+    for path, data in config.parsed:
+        found = _settings_in(path, data)
         values.update(found)
         origin.update({name: str(path) for name in found})
     for name in FIELDS:
@@ -265,23 +155,7 @@ def explain_settings(workspace: Path, flags: Mapping[str, Any] | None = None,
     return settings, origin
 
 
-def read_config_file(path: Path, data: bytes | None = None) -> Any:
-    """A config file parsed (TOML, or JSON for a `.json` file), None if there is none; a file
-    that cannot be read or parsed is a ConfigError naming it. `data`: its bytes as read before."""
-    if data is None and not path.is_file():
-        return None
-    kind = "JSON" if path.suffix == ".json" else "TOML"
-    try:
-        text = path.read_text(encoding="utf-8") if data is None else data.decode("utf-8")
-        return json.loads(text) if kind == "JSON" else tomllib.loads(text)
-    except (tomllib.TOMLDecodeError, json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: not valid {kind} ({exc})") from None
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read ({exc.strerror})") from None
-
-
-def _read_toml(path: Path, text: bytes | None = None) -> dict[str, Any]:
-    data = read_config_file(path, text) or {}
+def _settings_in(path: Path, data: dict[str, Any]) -> dict[str, Any]:
     # [mcp.servers.NAME] tables are read by agent/mcpconfig.py, [prices.MODEL] by read_prices.
     unknown = sorted(set(data) - set(FIELDS) - TABLES)
     if unknown:
@@ -292,14 +166,14 @@ def _read_toml(path: Path, text: bytes | None = None) -> dict[str, Any]:
 TABLES = {"mcp", "prices"}
 
 
-def read_prices(workspace: Path) -> dict[str, dict[str, float]]:
+def read_prices(config: ConfigFiles) -> dict[str, dict[str, float]]:
     """The `[prices.MODEL]` tables of the user and workspace config (the workspace's win, model by
     model): USD per million tokens of `input` and `output` (both required), `cache_read` and
     `cache_write` (the input rate when left out), for a model the list prices do not know."""
     prices: dict[str, dict[str, float]] = {}
     # the files that apply: an untrusted workspace's own prices are a stranger's, like its settings
-    for path, text in config_files(workspace).items():
-        tables = (read_config_file(path, text) or {}).get("prices", {})
+    for path, data in config.parsed:
+        tables = data.get("prices", {})
         if not isinstance(tables, dict):
             raise ConfigError(f"{path}: prices must be tables, [prices.MODEL] with input and output")
         for model, rates in tables.items():
@@ -307,9 +181,9 @@ def read_prices(workspace: Path) -> dict[str, dict[str, float]]:
     return prices
 
 
-def price_book(workspace: Path) -> PriceBook:
+def price_book(config: ConfigFiles) -> PriceBook:
     """What the front ends price with: the configured tables, then the list prices."""
-    return PriceBook(read_prices(workspace))
+    return PriceBook(read_prices(config))
 
 
 def _price_table(rates: Any, where: str) -> dict[str, float]:

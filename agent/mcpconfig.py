@@ -25,7 +25,8 @@ from typing import Any
 
 from scribe.tools.mcp.spec import ServerSpec, Transport
 
-from .config import ConfigError, Settings, config_files, read_config_file, trust_of
+from .config import Settings
+from .config_files import ConfigError, ConfigFiles, read_config, read_config_file
 from .trust import MCP_JSON, WorkspaceTrust
 
 KEYS = ("type", "command", "args", "env", "cwd", "url", "headers", "allow", "timeout_s", "enabled")
@@ -44,28 +45,30 @@ class McpConfig:
 
 
 def mcp_config(workspace: Path, settings: Settings, environ: Mapping[str, str] | None = None, *,
-               trust: WorkspaceTrust | None = None) -> McpConfig:
+               trust: WorkspaceTrust | None = None, config: ConfigFiles | None = None) -> McpConfig:
+    """`config`: the files as read already, else read now under `trust`."""
     environ = os.environ if environ is None else environ
-    trust = trust or trust_of(workspace)
+    config = config or read_config(workspace, trust)
+    trust = config.trust
     found: dict[str, ServerSpec | None] = {}
     untrusted: dict[str, str] = {}
-    (user, _), *state = config_files(workspace, trust).items()  # then the state folder's, when it applies
-    found.update(_from_toml(user, environ))
+    found.update(_from_toml(*config.user, environ))
     project = workspace / MCP_JSON
-    if settings.trust_mcp_json and trust.trusted and MCP_JSON in trust.files:
-        found.update(_from_mcp_json(project, environ, trust.files[MCP_JSON]))
-    elif project.is_file():
-        untrusted = {name: str(project) for name in _mcp_json_names(project)}
-    for path, text in state:
-        found.update(_from_toml(path, environ, text))
+    if MCP_JSON in trust.files:  # as read when trust was decided, never again
+        if settings.trust_mcp_json and trust.trusted:
+            found.update(_from_mcp_json(project, environ, trust.files[MCP_JSON]))
+        else:
+            untrusted = {name: str(project) for name in _mcp_json_names(project, trust.files[MCP_JSON])}
+    for path, data in config.state:  # then the state folder's, when it applies
+        found.update(_from_toml(path, data, environ))
     servers = [spec for spec in found.values() if spec is not None]
     return McpConfig(sorted(servers, key=lambda s: s.name), {k: v for k, v in untrusted.items() if k not in found},
                      trust.trusted)
 
 
-def _from_toml(path: Path, environ: Mapping[str, str], text: bytes | None = None) -> dict[str, ServerSpec | None]:
+def _from_toml(path: Path, data: dict[str, Any], environ: Mapping[str, str]) -> dict[str, ServerSpec | None]:
     """The `[mcp.servers.*]` tables of a scribe config file (the rest is agent/config.py's)."""
-    table = (read_config_file(path, text) or {}).get("mcp")
+    table = data.get("mcp")
     if table is None:
         return {}
     if not isinstance(table, dict) or set(table) - {"servers"}:
@@ -85,9 +88,9 @@ def _read_json(path: Path, text: bytes | None = None) -> dict[str, Any]:
     return servers
 
 
-def _mcp_json_names(path: Path) -> list[str]:
+def _mcp_json_names(path: Path, text: bytes) -> list[str]:
     try:
-        return list(_read_json(path))
+        return list(_read_json(path, text))
     except ConfigError:
         return ["(unreadable)"]
 

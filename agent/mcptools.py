@@ -25,15 +25,16 @@ from scribe.tools.mcp.spec import distinct_name
 from scribe.tools.mcp.tool import McpTool
 from scribe.tools.secrets import Redactor
 
-from .config import Settings, state_dir
+from .config import Settings
+from .config_files import ConfigFiles, state_dir
 from .mcpconfig import mcp_config
 from .protocol import LifeEvent, ServersStarting, ServersWaited
-from .trust import WorkspaceTrust
 
 
-def open_hub(workspace: Path, settings: Settings, trust: WorkspaceTrust | None = None) -> McpHub:
-    """The hub for this workspace's configured servers (none started yet; may be empty)."""
-    config = mcp_config(workspace, settings, trust=trust)
+def open_hub(workspace: Path, settings: Settings, files: ConfigFiles | None = None) -> McpHub:
+    """The hub for this workspace's configured servers (none started yet; may be empty), from
+    the config files as read already, else as they are now."""
+    config = mcp_config(workspace, settings, config=files)
     log_dir = state_dir(workspace) / "mcp"
     if config.servers:
         make_private_folder(log_dir)  # before a server's stderr file is made in it (tools/mcp/link.py)

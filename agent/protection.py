@@ -8,7 +8,8 @@ from pathlib import Path
 
 from scribe.workspace.sandbox import Protection, command_protection
 
-from .config import Settings, state_dir
+from .config import Settings
+from .config_files import state_dir
 
 
 def protection_for(workspace: Path, settings: Settings) -> Protection:

@@ -24,7 +24,8 @@ from scribe.workspace.watcher import WorkspaceWatcher
 
 from .autocommit import TurnCommitter
 from .compress import Compressor
-from .config import Settings, state_dir, user_config_dir
+from .config import Settings
+from .config_files import state_dir, user_config_dir
 from .driver import drive
 from .instructions import Environment, read_project_texts, system_text
 from .lifecycle import curating_earlier, greeting

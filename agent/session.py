@@ -31,7 +31,8 @@ from scribe.log.open_calls import unanswered_tool_uses
 from scribe.log.store import SessionFile, SessionStore, exclude_from_git
 from scribe.workspace.git import git_state
 
-from .config import Settings, state_dir
+from .config import Settings
+from .config_files import state_dir
 from .instructions import Environment, prompt_hash, read_project_texts, system_text
 from .unheld import condense_unheld, observe_unheld
 

@@ -26,14 +26,8 @@ def config(
     own is ignored, the model's context window, and what protects scribe from the commands it
     runs: the sandbox in force on this machine, what it covers and what it does not.
     """
-    from scribe.agent.config import (
-        config_files,
-        explain_settings,
-        find_workspace,
-        modes_by_front_end,
-        read_prices,
-        trust_of,
-    )
+    from scribe.agent.config import explain_settings, modes_by_front_end, read_prices
+    from scribe.agent.config_files import find_workspace, read_config, trust_of
     from scribe.agent.protection import protection_for
     from scribe.agent.runtime import learned_window, window_here
     from scribe.agent.untrusted import ignored_line
@@ -43,9 +37,10 @@ def config(
     with cli_errors():
         workspace = find_workspace(Path.cwd())
         trust = trust_of(workspace)
-        settings, origin = explain_settings(workspace, trust=trust)
-        read = list(config_files(workspace, trust))
-        prices = read_prices(workspace)
+        config = read_config(workspace, trust)
+        settings, origin = explain_settings(workspace, config=config)
+        read = [path for path, _ in config.parsed]
+        prices = read_prices(config)
     workspace_line = (f"workspace {workspace}: " + (ignored_line(trust) if trust.ignored else trust.reason))
     values = dataclasses.asdict(settings)
     modes = modes_by_front_end(settings, origin)

@@ -27,7 +27,7 @@ def diff(
 
     Exit codes: 0 shown (or nothing changed), 1 git failed, 2 not a git repository or no session.
     """
-    from scribe.agent.config import find_workspace
+    from scribe.agent.config_files import find_workspace
     from scribe.log.jsonl import read_first_record
     from scribe.workspace.git import GitRefused, GitUnavailable, is_repository, session_diff
 

@@ -8,7 +8,7 @@ from contextlib import contextmanager
 
 import typer
 
-from scribe.agent.config import ConfigError
+from scribe.agent.config_files import ConfigError
 from scribe.agent.errors import ClientSetupError, ModelError
 from scribe.agent.trust import TrustFileError
 from scribe.context.render import RenderError

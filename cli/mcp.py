@@ -32,7 +32,8 @@ def list_servers(
     (trust_mcp_json = true). A workspace's own files count only once you trust the
     workspace (`scribe trust`).
     """
-    from scribe.agent.config import find_workspace, load_settings, state_dir, trust_of
+    from scribe.agent.config import load_settings
+    from scribe.agent.config_files import find_workspace, read_config, state_dir, trust_of
     from scribe.agent.mcpconfig import mcp_config
     from scribe.tools.mcp.hub import McpHub
 
@@ -40,8 +41,9 @@ def list_servers(
         workspace = find_workspace(Path.cwd())
         trust = trust_of(workspace)
         tell_ignored(trust)
-        settings = load_settings(workspace, trust=trust)
-        config = mcp_config(workspace, settings, trust=trust)
+        files = read_config(workspace, trust)
+        settings = load_settings(workspace, config=files)
+        config = mcp_config(workspace, settings, config=files)
         with McpHub(config.servers, workspace, log_dir=state_dir(workspace) / "mcp",
                     start_timeout_s=settings.mcp_start_timeout_s, call_timeout_s=settings.mcp_call_timeout_s) as hub:
             hub.start()

@@ -20,7 +20,7 @@ notes_app = typer.Typer(help="The project notes (.scribe/notes.md): curated fact
 
 
 def _path() -> Path:
-    from scribe.agent.config import find_workspace
+    from scribe.agent.config_files import find_workspace
     from scribe.agent.session import notes_path
 
     return notes_path(find_workspace(Path.cwd()))
@@ -62,7 +62,8 @@ def curate(
     session_id: Annotated[str | None, typer.Argument(help="Session id or unique prefix. [default: the latest]")] = None,
 ) -> None:
     """Merge what a session taught into the notes now (one call to the cheaper model)."""
-    from scribe.agent.config import find_workspace, load_settings, trust_of
+    from scribe.agent.config import load_settings
+    from scribe.agent.config_files import find_workspace, trust_of
     from scribe.agent.curator import curate as run_curation
     from scribe.agent.model import ModelClient
     from scribe.agent.session import notes_path, open_session, store_for

@@ -18,7 +18,8 @@ def reflect(
     """Compress a session's memory now: summarise the older conversation into observations
     (the most recent part stays word for word), then condense the observations. Prints the
     context size before and after."""
-    from scribe.agent.config import find_workspace, load_settings, trust_of
+    from scribe.agent.config import load_settings
+    from scribe.agent.config_files import find_workspace, trust_of
     from scribe.agent.protocol import Compressed, Notice
     from scribe.agent.runtime import build_agent
     from scribe.agent.session import open_session, store_for

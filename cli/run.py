@@ -70,7 +70,8 @@ def run(
     read-only), 130 interrupted (Ctrl-C), 143 SIGTERM, 129 SIGHUP.
     """
     # Imported here, not at the top: the SDK takes over a second to import and `--help` needn't pay.
-    from scribe.agent.config import HEADLESS_FOR_ASK, find_workspace, trust_of
+    from scribe.agent.config import HEADLESS_FOR_ASK
+    from scribe.agent.config_files import find_workspace, read_config, trust_of
     from scribe.agent.mcptools import open_hub
     from scribe.agent.model import ModelClient
     from scribe.agent.runtime import SessionChoice, start
@@ -87,15 +88,16 @@ def run(
         trust = trust_of(workspace, granted=trust_workspace)
         tell_ignored(trust)
         flags = {"permission_mode": permission_mode, "max_turns": max_turns, "model": model, "auto_commit": auto_commit}
-        settings = load_settings(workspace, flags, trust=trust)
-        prices = price_book(workspace)
+        config = read_config(workspace, trust)
+        settings = load_settings(workspace, flags, config=config)
+        prices = price_book(config)
         if settings.permission_mode == "ask":
-            settings = load_settings(workspace, {**flags, "permission_mode": HEADLESS_FOR_ASK}, trust=trust)
+            settings = load_settings(workspace, {**flags, "permission_mode": HEADLESS_FOR_ASK}, config=config)
         client = ModelClient.for_settings(settings)
         # A new session first curates the earlier ones into the notes it starts with; the end
         # of a run curates nothing (a `-c` chain is one session, curated once).
         said = StartLines(quiet=output is OutputFormat.json)
-        hub = open_hub(workspace, settings, trust)
+        hub = open_hub(workspace, settings, config)
         try:
             agent = driver.drive(start(workspace, settings, SessionChoice(continue_, session, model), hub,
                                        model=client), said)

@@ -35,7 +35,7 @@ def trust(
     the files as they are now; when one changes, scribe asks again. The trust file lives in your
     own config folder (~/.config/scribe/trusted.toml), never in a workspace.
     """
-    from scribe.agent.config import find_workspace, trust_of, trust_store
+    from scribe.agent.config_files import find_workspace, trust_of, trust_store
     from scribe.agent.untrusted import own_files
 
     with cli_errors():
@@ -64,7 +64,7 @@ def trust(
 def ask(console: Console, found: WorkspaceTrust) -> WorkspaceTrust:
     """Put the question to the person; a deliberate yes records the trust and returns it
     trusted, anything else leaves it as it was (and says what is ignored)."""
-    from scribe.agent.config import trust_of, trust_store
+    from scribe.agent.config_files import trust_of, trust_store
     from scribe.agent.untrusted import PROMPT, ignored_line, question
 
     for line in question(found):

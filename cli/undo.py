@@ -34,7 +34,7 @@ def undo(
     """
     from pathlib import Path
 
-    from scribe.agent.config import find_workspace
+    from scribe.agent.config_files import find_workspace
     from scribe.agent.session import open_session
     from scribe.agent.undo import undo as undo_turn
     from scribe.log.jsonl import SessionLocked

@@ -64,7 +64,7 @@ def trust(workspace: Path, home: Path) -> None:
 def trust_here(workspace: Path) -> None:
     """`trust` for a test that loads settings in this process: the same grant `scribe trust`
     makes, in the trust file this process's environment names."""
-    from scribe.agent.config import trust_of, trust_store
+    from scribe.agent.config_files import trust_of, trust_store
 
     trust_store().grant(workspace, trust_of(workspace).fingerprint)
 def as_a_person(monkeypatch: pytest.MonkeyPatch, workspace: Path, home: Path, *, curate_notes: bool = False) -> None:

@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from scribe.agent.config import find_workspace, price_book, state_dir
+from scribe.agent.config import price_book
+from scribe.agent.config_files import find_workspace, read_config, state_dir
 from scribe.context.stats import Figures
 from scribe.log.events import Event
 from scribe.log.jsonl import LogRead, read_first_record, read_log, stream_log
@@ -163,7 +164,7 @@ def money_or_unpriced(value: float | None) -> str:
 
 def workspace_prices() -> PriceBook:
     """The prices of this workspace: its config's `[prices.MODEL]` tables, then the list prices."""
-    return price_book(find_workspace(Path.cwd()))
+    return price_book(read_config(find_workspace(Path.cwd())))
 
 
 def percent(value: float) -> str:

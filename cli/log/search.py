@@ -10,7 +10,8 @@ from typing import Annotated, Any
 import regex
 import typer
 
-from scribe.agent.config import find_workspace, load_settings
+from scribe.agent.config import load_settings
+from scribe.agent.config_files import find_workspace
 from scribe.log.jsonl import LogError
 from scribe.log.search import Hit, search
 from scribe.tools.pattern import BoundedPattern, PatternError, PatternTooSlow

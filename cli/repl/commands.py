@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import Protocol
 
 from scribe.agent.compress import ContextSize
-from scribe.agent.config import PERMISSION_MODES, ConfigError, Settings
+from scribe.agent.config import PERMISSION_MODES, Settings
+from scribe.agent.config_files import ConfigError
 from scribe.agent.errors import ClientSetupError, ModelError
 from scribe.agent.loop import Agent
 from scribe.agent.protocol import AgentEvent

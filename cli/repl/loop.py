@@ -25,15 +25,8 @@ from types import FrameType
 from scribe.agent import driver
 from scribe.agent.ahead import AheadCompression, works_ahead
 from scribe.agent.compress import ContextSize
-from scribe.agent.config import (
-    REPL_DEFAULTS,
-    Settings,
-    find_workspace,
-    load_settings,
-    price_book,
-    state_dir,
-    trust_of,
-)
+from scribe.agent.config import REPL_DEFAULTS, Settings, load_settings, price_book
+from scribe.agent.config_files import find_workspace, read_config, state_dir, trust_of
 from scribe.agent.lifecycle import curating, ending
 from scribe.agent.loop import Agent
 from scribe.agent.mcptools import open_hub
@@ -43,6 +36,7 @@ from scribe.agent.runtime import SessionChoice, begin, choose
 from scribe.agent.session import Session, notes_path, open_session, store_for
 from scribe.log.events import InterruptEvent
 from scribe.log.open_calls import unanswered_tool_uses
+from scribe.log.pricing import PriceBook
 from scribe.log.store import SessionFile, SessionNotFound
 from scribe.tools.mcp.hub import McpHub
 
@@ -110,9 +104,9 @@ def drive(turn: Generator[AgentEvent, None, TurnEnded], show: Callable[[AgentEve
 
 class Repl:
     def __init__(self, workspace: Path, settings: Settings, view: View, *, model: ModelClient | None = None,
-                 area: InputArea | None = None, hub: McpHub | None = None) -> None:
+                 area: InputArea | None = None, hub: McpHub | None = None, prices: PriceBook | None = None) -> None:
         self.workspace, self.settings, self.view = workspace, settings, view
-        self.prices = price_book(workspace)
+        self.prices = prices if prices is not None else price_book(read_config(workspace))
         # The MCP servers of this REPL, shared by its sessions (each pins its own tools).
         self.hub = hub if hub is not None else McpHub([], workspace)
         # One client for every session of this REPL: its connections stay open between turns.
@@ -324,11 +318,12 @@ def start(*, continue_: bool, resume: str | None, permission_mode: str | None, m
         if not trust.trusted:
             trust = ask(console, trust)
         flags = {"permission_mode": permission_mode, "model": model, "auto_commit": auto_commit}
-        settings = load_settings(workspace, flags, defaults=REPL_DEFAULTS, trust=trust)
+        config = read_config(workspace, trust)
+        settings = load_settings(workspace, flags, defaults=REPL_DEFAULTS, config=config)
         preload_sdk()  # while the person types the first message
-        hub = open_hub(workspace, settings, trust)
+        hub = open_hub(workspace, settings, config)
         try:
-            repl = Repl(workspace, settings, View(console), hub=hub)
+            repl = Repl(workspace, settings, View(console), hub=hub, prices=price_book(config))
             with repl.keys.session(), ending_signals(resume="scribe -c") as repl.ending:
                 session = repl.choose(SessionChoice(continue_, resume, model))
                 try:

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from helpers import run_scribe, scribe_env, trust, trust_here
-from scribe.agent.config import ConfigError, load_settings
+from scribe.agent.config import load_settings
+from scribe.agent.config_files import ConfigError
 
 
 @pytest.fixture

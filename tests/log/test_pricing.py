@@ -108,3 +108,17 @@ def test_a_price_table_must_name_its_rates(workspace: Path, home: Path) -> None:
     ran = run_scribe(["config"], workspace, scribe_env("http://127.0.0.1:9", home))
     assert ran.code == 2
     assert "prices.local: unknown key ouput (known: input, output, cache_read, cache_write)" in ran.err
+
+
+def test_a_workspace_trusted_for_one_run_prices_with_its_own_tables(workspace: Path, home: Path) -> None:
+    (workspace / ".scribe").mkdir()
+    (workspace / ".scribe" / "config.toml").write_text('[prices.local]\ninput = 2.0\noutput = 8.0\n')
+    with FakeMessagesServer([Reply.text("Done locally.")]) as server:
+        ran = run_scribe(["run", "--trust-workspace", "-m", "local", "-o", "json", "say something"], workspace,
+                         scribe_env(server.base_url, home))
+    assert ran.code == 0, ran.err
+    billed = server.requests[0].usage or {}
+    expected = (sum(billed[k] for k in ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"))
+                * 2.0 + billed["output_tokens"] * 8.0) / 1e6
+    assert expected > 0
+    assert ran.json()["usage"]["cost_usd"] == pytest.approx(expected, abs=1e-6)

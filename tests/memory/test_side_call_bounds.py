@@ -10,7 +10,8 @@ import pytest
 
 from builders import session_header
 from helpers import events_of, run_scribe, scribe_env
-from scribe.agent.config import ConfigError, Settings, load_settings
+from scribe.agent.config import Settings, load_settings
+from scribe.agent.config_files import ConfigError
 from scribe.fakeapi import FakeMessagesServer, Reply, SideCallModel, side_call_kind
 from scribe.log.events import (
     AssistantEvent,

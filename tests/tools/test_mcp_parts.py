@@ -12,7 +12,8 @@ import pytest
 from builders import session_header
 from helpers import trust_here
 from mcp_servers.tiny_png import png_bytes
-from scribe.agent.config import ConfigError, Settings, load_settings
+from scribe.agent.config import Settings, load_settings
+from scribe.agent.config_files import ConfigError
 from scribe.agent.mcpconfig import mcp_config
 from scribe.agent.mcptools import pin, start_notes, waited
 from scribe.agent.permissions import PermissionPolicy
