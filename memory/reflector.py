@@ -52,7 +52,7 @@ def chunk_size(chunk: Chunk) -> int:
     return chunk.tokens or estimate_text(chunk.text)
 
 
-# The reflector's input around the chunks: the line asking for a size, and the blank line after it.
+# The reflector's input around the chunks: the line before them, and the line asking for a size.
 INPUT_FRAMING_TOKENS = 30
 
 
@@ -89,11 +89,13 @@ def plan_reflection(chunks: Sequence[Chunk], reflect_tokens: int, *, force: bool
 
 
 def reflector_input(plan: ReflectPlan, attempt: int) -> str:
-    """Each retry asks for harder compression: a target of 1/2, 1/3, 1/4 of the input."""
+    """Each retry asks for harder compression: a target of 1/2, 1/3, 1/4 of the input. The
+    observations come first and the size asked for last, so a retry repeats its attempt's prefix
+    and a server with a prefix cache (llama.cpp's slots) evaluates only the last line again."""
     target = max(50, plan.tokens // (attempt + 2))
     body = "\n".join(c.text.strip() for c in plan.condense)
-    return (f"Condense these observations to at most about {target} tokens "
-            f"(they are about {plan.tokens} now).\n\n{body}")
+    return (f"Observations to condense:\n\n{body}\n\nCondense the observations above to at most about "
+            f"{target} tokens (they are about {plan.tokens} now).")
 
 
 def read_reflection(answer: Answer, plan: ReflectPlan) -> Observations:

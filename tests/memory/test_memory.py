@@ -267,6 +267,15 @@ def test_a_reflection_that_does_not_shrink_is_refused_and_backs_off_without_loop
     # three attempts per backoff, and no new attempt until observations grew past the mark
     assert model.reflect_calls == 3 * len(backoffs)
     assert all(r.error is None for r in server.requests)
+    # a retry repeats its attempt's input but for the last line, the size it asks for: a server
+    # with a prefix cache evaluates only that line again
+    asked = [r.json["messages"][0]["content"][0]["text"] for r in server.requests
+             if r.json["system"][0]["text"] == REFLECTOR_SYSTEM]
+    for first in range(0, len(asked), 3):
+        attempts = [text.rsplit("\n", 1) for text in asked[first:first + 3]]
+        assert len(attempts) == 3 and len({body for body, _ in attempts}) == 1, attempts
+        assert "user asked for numbered runs" in attempts[0][0]  # the observations condensed
+        assert all(size.startswith("Condense the observations above to at most about") for _, size in attempts)
 
 
 def test_empty_observer_answer_is_not_kept_and_a_model_free_summary_takes_its_place(
