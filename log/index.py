@@ -31,6 +31,8 @@ from scribe.log.jsonl import LogError, LogRead, read_line
 from scribe.log.store import SessionFile, SessionStore, header_problem
 from scribe.log.whole_lines import WholeLines
 
+# Usage rows priced anew per query when the pricing changed (memory is one batch, not one session).
+REPRICE_BATCH = 10_000
 # The columns of `sessions` a listing reads, as plain tuples (a sqlite3.Row finds a column by
 # name by going through the names: ten thousand rows of 25 took a third of a second): what
 # tells a row is fresh, then IndexedSession's fields in order, its figures last.
@@ -220,18 +222,26 @@ class LogIndex:
             self.db.execute("INSERT OR REPLACE INTO meta VALUES ('pricing', ?)", (self.pricing_key,))
             sessions = [r[0] for r in self.db.execute("SELECT rowid FROM sessions")]
             for rowid in sessions:
-                total, purposes, priced = Figures(), dict[str, Figures](), []
-                for seq, *rest in self.db.execute(
+                total, purposes = Figures(), dict[str, Figures]()
+                after = -1
+                while True:  # a batch at a time: a session of a million calls holds one batch of them
+                    batch = self.db.execute(
                         "SELECT seq, ts, purpose, model, input, cache_read, cache_write, output, latency_ms "
-                        "FROM usage WHERE session = ? ORDER BY seq", (rowid,)).fetchall():
-                    usage = UsageEvent(seq, *rest)
-                    cost, uncached = self.price(usage)
-                    total.add(usage, cost, uncached)
-                    purposes.setdefault(usage.purpose, Figures()).add(usage, cost, uncached)
-                    priced.append((cost, uncached, rowid, seq))
+                        "FROM usage WHERE session = ? AND seq > ? ORDER BY seq LIMIT ?",
+                        (rowid, after, REPRICE_BATCH)).fetchall()
+                    if not batch:
+                        break
+                    priced = []
+                    for seq, *rest in batch:
+                        usage = UsageEvent(seq, *rest)
+                        cost, uncached = self.price(usage)
+                        total.add(usage, cost, uncached)
+                        purposes.setdefault(usage.purpose, Figures()).add(usage, cost, uncached)
+                        priced.append((cost, uncached, rowid, seq))
+                    self.db.executemany("UPDATE usage SET cost_usd = ?, uncached_cost_usd = ? "
+                                        "WHERE session = ? AND seq = ?", priced)
+                    after = batch[-1][0]
                 write_purposes(self.db, rowid, purposes)
-                self.db.executemany("UPDATE usage SET cost_usd = ?, uncached_cost_usd = ? "
-                                    "WHERE session = ? AND seq = ?", priced)
                 self.db.execute("UPDATE sessions SET cost_usd = ?, uncached_cost_usd = ?, unpriced = ? WHERE rowid = ?",
                                 (total.cost_usd, total.uncached_cost_usd, total.unpriced, rowid))
                 self.db.execute("DELETE FROM usage_quarters WHERE session = ?", (rowid,))

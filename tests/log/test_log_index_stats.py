@@ -9,6 +9,8 @@ import shutil
 import sqlite3
 from pathlib import Path
 
+import pytest
+
 from builders import header_fields
 from conftest import CORRUPT_ON_PURPOSE
 from helpers import Ran, run_scribe, scribe_env
@@ -138,9 +140,12 @@ def as_one_document(path: Path) -> str:
                       indent=2) + "\n"
 
 
-def test_other_prices_or_estimates_are_never_mixed_with_the_index_s(workspace: Path) -> None:
+def test_other_prices_or_estimates_are_never_mixed_with_the_index_s(workspace: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     from scribe.context.tokens import event_tokens
     from scribe.log.index import LogIndex
+
+    monkeypatch.setattr("scribe.log.index.REPRICE_BATCH", 5)  # priced anew a few calls at a time
 
     folder = workspace / ".scribe" / "sessions"
     folder.mkdir(parents=True)
@@ -155,7 +160,7 @@ def test_other_prices_or_estimates_are_never_mixed_with_the_index_s(workspace: P
     # other prices: every call priced anew, per purpose too
     with LogIndex.open(state, lambda usage: (1.0, 3.0), "flat", event_tokens, "estimated") as index:
         flat = index.stats(path.stem)
-    assert flat is not None and flat.total.unpriced == 0
+    assert flat is not None and flat.total.unpriced == 0 and flat.total.calls == listed.total.calls > 5
     assert {p: (f.calls, f.cost_usd, f.uncached_cost_usd) for p, f in flat.by_purpose.items()} == {
         p: (f.calls, 1.0 * f.calls, 3.0 * f.calls) for p, f in listed.by_purpose.items()}
     # estimates made another way: the session is folded anew with them
