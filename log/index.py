@@ -285,7 +285,7 @@ class LogIndex:
         listing.row_factory = None
         known = {row[3]: row for row in listing.execute(_LISTING)}
         found, unread = [], []
-        for name, where in _logs_in(store.sessions_dir):  # a path's own name only where it is news
+        for name, where in store.log_files():
             row = known.get(name)
             try:
                 if row is None or not _fresh(*row[:3], where, os.stat(where)):
@@ -350,15 +350,6 @@ class LogIndex:
                 "WHERE text_search MATCH ? ORDER BY coalesce(s.created, ''), s.id, t.seq", (query,)))
         except sqlite3.OperationalError as exc:
             raise IndexBroken(f"cannot search the index for {query!r}: {exc}") from None
-
-
-def _logs_in(folder: Path) -> Iterator[tuple[str, str]]:
-    """Each session log in `folder` as `glob("*.jsonl")` finds them (no hidden names), by its id
-    and its path as text: over ten thousand logs, pathlib's own objects cost more than the stats."""
-    with os.scandir(folder) as entries:
-        for entry in entries:
-            if entry.name.endswith(".jsonl") and not entry.name.startswith("."):
-                yield entry.name[: -len(".jsonl")], entry.path
 
 
 def _fresh(size: int, mtime_ns: int, recorded: str, path: str, info: os.stat_result) -> bool:

@@ -81,11 +81,19 @@ class SessionStore:
         have seconds, and two sessions can start within one."""
         if not self.sessions_dir.is_dir():
             return []
-        found = [describe(path) for path in self.sessions_dir.glob("*.jsonl")]
+        found = [describe(Path(where)) for _, where in self.log_files()]
         found.sort(key=lambda s: (s.created or "", s.id))
         if cwd is not None:
             found = [s for s in found if s.cwd == str(cwd) or (s.cwd is None and s.damaged)]
         return found
+
+    def log_files(self) -> Iterator[tuple[str, str]]:
+        """Each session log in the folder (`*.jsonl`, no hidden names), as its id and its path as
+        text: over ten thousand logs, pathlib's own objects cost more than the stats a listing needs."""
+        with os.scandir(self.sessions_dir) as entries:
+            for entry in entries:
+                if entry.name.endswith(".jsonl") and not entry.name.startswith("."):
+                    yield entry.name[: -len(".jsonl")], entry.path
 
     def latest(self, cwd: Path | None = None) -> SessionFile:
         """The session written last (what `scribe log` shows by default), damaged or not."""
