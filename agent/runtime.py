@@ -12,7 +12,8 @@ from pathlib import Path
 
 from scribe.context.render import current_model
 from scribe.context.tokens import TokenEstimator, estimate_text
-from scribe.log.events import ContextWindowEvent, ModelSwitchEvent, to_record
+from scribe.log.codec import to_record
+from scribe.log.events import ContextWindowEvent, ModelSwitchEvent
 from scribe.log.jsonl import read_log
 from scribe.log.store import SessionFile, SessionNotFound
 from scribe.tools.base import Tool, ToolContext

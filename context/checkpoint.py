@@ -28,9 +28,10 @@ from pathlib import Path
 from typing import Any
 
 from scribe.context.chunks import ChunkIndex
+from scribe.log.codec import EventFormatError
 from scribe.log.digest import LogDigest
 from scribe.log.eventlog import EventLog, OlderEvents, Place
-from scribe.log.events import AssistantEvent, Event, EventFormatError, SessionEvent
+from scribe.log.events import AssistantEvent, Event, SessionEvent
 from scribe.log.jsonl import LogProblem, LogRead, read_line, torn_problem
 from scribe.log.private import write_private
 from scribe.log.whole_lines import WholeLines, hash_prefix

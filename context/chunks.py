@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from scribe.log.codec import from_record, to_record
 from scribe.log.eventlog import EventLog
 from scribe.log.events import (
     ContextWindowEvent,
@@ -16,8 +17,6 @@ from scribe.log.events import (
     ObservationEvent,
     ReflectionEvent,
     UserEvent,
-    from_record,
-    to_record,
 )
 
 Chunk = ObservationEvent | ReflectionEvent

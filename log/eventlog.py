@@ -19,7 +19,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import overload
 
-from scribe.log.events import Event, EventFormatError, SessionEvent, from_record
+from scribe.log.codec import EventFormatError, from_record
+from scribe.log.events import Event, SessionEvent
 from scribe.log.jsonl import LogError, LogRead, read_line
 from scribe.log.whole_lines import WholeLines
 

@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from scribe.log.events import Event, EventFormatError, NewerFormatError, from_record, now_iso, to_record
+from scribe.log.codec import EventFormatError, NewerFormatError, from_record, to_record
+from scribe.log.events import Event, now_iso
 from scribe.log.private import make_private_folder, open_private
 from scribe.log.whole_lines import WholeLines
 

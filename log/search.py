@@ -6,6 +6,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from scribe.log.codec import to_record
 from scribe.log.events import (
     AssistantEvent,
     ErrorEvent,
@@ -18,7 +19,6 @@ from scribe.log.events import (
     ToolResultEvent,
     UnknownEvent,
     UserEvent,
-    to_record,
 )
 
 LINE_CHARS = 200

@@ -17,7 +17,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from scribe.log.events import EventFormatError, SessionEvent, from_record
+from scribe.log.codec import EventFormatError, from_record
+from scribe.log.events import SessionEvent
 from scribe.log.jsonl import LogError, read_first_record
 
 
@@ -158,7 +159,7 @@ def header_problem(first: dict[str, Any] | None) -> str | None:
     return None
 
 
-# How the writer starts every line (memory/events.to_record keeps this key order): enough to
+# How the writer starts every line (log/codec.to_record keeps this key order): enough to
 # read when a line was written without parsing a line that may hold a megabyte of output.
 _LINE_START = re.compile(rb'\{"v":\d+,"seq":\d+,"ts":"([^"\\]+)","type":"([^"\\]+)"')
 _TAIL_CHUNK = 64 * 1024

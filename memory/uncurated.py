@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from scribe.log.events import EventFormatError, from_record
+from scribe.log.codec import EventFormatError, from_record
 
 from .notes import teaches
 

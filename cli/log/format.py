@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from scribe.log.codec import to_record
 from scribe.log.events import (
     AssistantEvent,
     ContextWindowEvent,
@@ -31,7 +32,6 @@ from scribe.log.events import (
     UnknownEvent,
     UsageEvent,
     UserEvent,
-    to_record,
 )
 from scribe.tools.textio import plural
 

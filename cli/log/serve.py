@@ -20,7 +20,8 @@ from urllib.parse import parse_qs
 
 import typer
 
-from scribe.log.events import Event, EventFormatError, from_record
+from scribe.log.codec import EventFormatError, from_record
+from scribe.log.events import Event
 from scribe.log.follow import LineFollower
 from scribe.log.store import SessionFile
 

@@ -11,7 +11,8 @@ from typing import Annotated, Any
 
 import typer
 
-from scribe.log.events import EVENT_CLASSES, AssistantEvent, Event, InterruptEvent, UnknownEvent, to_record
+from scribe.log.codec import to_record
+from scribe.log.events import EVENT_CLASSES, AssistantEvent, Event, InterruptEvent, UnknownEvent
 from scribe.log.store import SessionFile
 from scribe.log.whole_lines import WholeLines
 

@@ -13,7 +13,8 @@ from typing import Annotated, Any
 
 import typer
 
-from scribe.log.events import AssistantEvent, Event, EventFormatError, InterruptEvent, from_record
+from scribe.log.codec import EventFormatError, from_record
+from scribe.log.events import AssistantEvent, Event, InterruptEvent
 from scribe.log.follow import follow
 from scribe.log.jsonl import LogError
 from scribe.log.whole_lines import complete_end_of, lines_before

@@ -17,6 +17,7 @@ from scribe.context.render import (
     render,
 )
 from scribe.fakeapi.validate import validate_request
+from scribe.log.codec import from_record, to_record
 from scribe.log.events import (
     AssistantEvent,
     Event,
@@ -29,8 +30,6 @@ from scribe.log.events import (
     ToolResultEvent,
     UsageEvent,
     UserEvent,
-    from_record,
-    to_record,
 )
 from scribe.log.open_calls import unanswered_tool_uses
 

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from builders import session_header
 from scribe.context.render import render
 from scribe.fakeapi.validate import validate_request
+from scribe.log.codec import from_record, to_record
 from scribe.log.events import (
     AssistantEvent,
     Event,
@@ -19,8 +20,6 @@ from scribe.log.events import (
     InterruptEvent,
     ToolResultEvent,
     UserEvent,
-    from_record,
-    to_record,
 )
 from scribe.log.jsonl import encode, read_log
 from scribe.log.open_calls import unanswered_tool_uses

@@ -19,7 +19,8 @@ from scribe.cli.log.page.document import session_page
 from scribe.cli.repl.stats import numbers
 from scribe.context.stats import session_stats
 from scribe.fakeapi import FakeMessagesServer, Reply
-from scribe.log.events import UsageEvent, to_record
+from scribe.log.codec import to_record
+from scribe.log.events import UsageEvent
 from scribe.log.pricing import price_usage
 from scribe.log.usage import Tokens
 

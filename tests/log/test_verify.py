@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
 from builders import session_header
+from scribe.log.codec import to_record
 from scribe.log.events import (
     EVENT_CLASSES,
     AssistantEvent,
@@ -27,7 +28,6 @@ from scribe.log.events import (
     ToolResultEvent,
     UsageEvent,
     UserEvent,
-    to_record,
 )
 from scribe.log.jsonl import encode
 from scribe.log.schema_check import EventChecker, event_checker, event_schema, thresholds
