@@ -170,7 +170,7 @@ class ConfigFiles:
 def read_config(workspace: Path, trust: WorkspaceTrust | None = None) -> ConfigFiles:
     """The config files that apply under `trust` (as `trust_of` finds it, unless given), read."""
     trust = trust or trust_of(workspace)
-    parsed = []
+    parsed: list[tuple[Path, dict[str, Any]]] = []
     for path, data in config_files(workspace, trust).items():
         found = read_config_file(path, data)
         parsed.append((path, found if isinstance(found, dict) else {}))
