@@ -25,6 +25,7 @@ from scribe.fakeapi import FakeMessagesServer, RecordedRequest
 from scribe.log.events import Event
 from scribe.log.jsonl import read_log
 
+from .bills import purpose_of
 from .replay import temporary_repository
 from .scripted_model import ScriptedModel
 from .sessions import ScriptedSession
@@ -87,7 +88,8 @@ def run_chain(session: ScriptedSession, executable: Executable, settings: dict[s
             raise ChainFailed(f"{executable.label}, {session.name}, next session: exit {done.returncode}: "
                               f"{(done.stderr or done.stdout).strip()[-800:]}")
         later = list(server.requests)[len(requests):]
-        first_agent = next((i for i, r in enumerate(later) if "tools" in r.json), len(later))
+        # by its system prompt: side calls carry a tool too (the forced one they answer through)
+        first_agent = next((i for i, r in enumerate(later) if purpose_of(r.json) == "agent"), len(later))
         requests += later[:first_agent]
         seconds += time.monotonic() - started
         events = read_log(Path(log_path)).events

@@ -30,7 +30,7 @@ from scribe.log.events import (
     UserEvent,
 )
 
-from .bills import Bill, Call, Kept, bill_of, kept_facts, probe_request
+from .bills import Bill, Call, Kept, bill_of, kept_facts, probe_request, purpose_of
 from .chain import ChainRun, Executable, run_chain
 from .replay import replay
 from .sessions import ScriptedSession
@@ -136,7 +136,7 @@ def rebuild(name: str, build: Strategy, run: ScribeRun, session: ScriptedSession
 
 
 def scribe_row(name: str, run: ScribeRun, session: ScriptedSession) -> Row:
-    agent = [r.json for r in run.requests if r.usage and "tools" in r.json]
+    agent = [r.json for r in run.requests if r.usage and purpose_of(r.json) == "agent"]
     return Row(name, bill_of(run.requests), kept_facts(session.facts, probe_request(agent), run.events), run.seconds)
 
 
