@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import time
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -81,15 +82,57 @@ def as_a_person(monkeypatch: pytest.MonkeyPatch, workspace: Path, home: Path, *,
     monkeypatch.chdir(workspace)
 
 
+# SCRIBE_TESTS_PROCESS=1 runs every `run_scribe` as a real process, as the suite once did: a
+# check that what passes in process passes as the executable too.
+EVERY_CALL_A_PROCESS = os.environ.get("SCRIBE_TESTS_PROCESS") == "1"
+
+
 def run_scribe(args: list[str], cwd: Path, env: dict[str, str], stdin: str | None = None,
-               timeout: float = 60) -> Ran:
-    proc = subprocess.run([SCRIBE, *args], cwd=cwd, env=env, input=stdin, capture_output=True, text=True,
-                          timeout=timeout)
-    return Ran(proc.returncode, proc.stdout, proc.stderr)
+               timeout: float = 60, *, process: bool = False) -> Ran:
+    """`scribe ARGS` in `cwd` with exactly the environment `env`. In this process by default
+    (the typer app through its test runner: the same code from argument parsing to exit code,
+    without a second of interpreter and SDK start-up); `process`: the real executable, for tests
+    whose subject is the process (signals, what its children inherit, its exit as a whole)."""
+    if process or EVERY_CALL_A_PROCESS:
+        proc = subprocess.run([SCRIBE, *args], cwd=cwd, env=env, input=stdin, capture_output=True, text=True,
+                              timeout=timeout)
+        return Ran(proc.returncode, proc.stdout, proc.stderr)
+    return run_in_process(args, cwd, env, stdin)
+
+
+def run_in_process(args: list[str], cwd: Path, env: dict[str, str], stdin: str | None = None) -> Ran:
+    """The command as `run_scribe` runs it in this process: the environment is replaced whole and
+    the working folder changed for the call, then both put back. What escapes the app is what
+    the executable would print as a traceback, with exit status 1."""
+    from typer.testing import CliRunner
+
+    from scribe.cli.app import app
+
+    saved_env, saved_cwd, saved_umask = dict(os.environ), os.getcwd(), os.umask(0o022)
+    os.umask(saved_umask)
+    os.environ.clear()
+    os.environ.update(env)
+    os.chdir(cwd)
+    try:
+        result = CliRunner().invoke(app, args, input=stdin, catch_exceptions=True)
+    finally:
+        os.chdir(saved_cwd)
+        os.environ.clear()
+        os.environ.update(saved_env)
+        os.umask(saved_umask)
+    err = result.stderr
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        err += "".join(traceback.format_exception(result.exception))
+    return Ran(result.exit_code, result.stdout, err)
 
 
 def session_logs(workspace: Path) -> list[Path]:
-    return sorted((workspace / ".scribe" / "sessions").glob("*.jsonl"))
+    """The workspace's session logs, oldest first by the creation time each records (ids have
+    whole seconds only, and sessions run in process start several within one)."""
+    from scribe.log.store import describe
+
+    return sorted((workspace / ".scribe" / "sessions").glob("*.jsonl"),
+                  key=lambda path: (describe(path).created or "", path.name))
 
 
 def events_of(path: Path) -> list[Event]:

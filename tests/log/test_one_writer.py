@@ -72,7 +72,7 @@ def test_two_continues_racing_on_a_long_log_one_is_refused_and_the_log_verifies(
                 wait_for_growth(log, size, first)
             if start == "after_first_append":
                 time.sleep(0.3)
-            second = run_scribe(["run", "-c", f"second ({start})"], workspace, env)
+            second = run_scribe(["run", "-c", f"second ({start})"], workspace, env, process=True)
             out, err = first.communicate(timeout=120)
             ran = [Ran(first.returncode, out, err), second]
             refused = [r for r in ran if r.code == 2]
