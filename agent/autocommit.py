@@ -29,6 +29,7 @@ from scribe.log.events import (
     GitUndoEvent,
     ToolResultEvent,
 )
+from scribe.settings.files import state_dir
 from scribe.tools.base import ToolContext, ToolError
 from scribe.tools.paths import display_path, resolve_path
 from scribe.workspace.changes import ChangeSource, file_hash
@@ -44,7 +45,6 @@ from scribe.workspace.git import (
     undo_commit,
 )
 
-from .config_files import state_dir
 from .protocol import AgentEvent, CommitFailed, Notice
 from .session import Session
 

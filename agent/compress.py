@@ -60,14 +60,14 @@ from scribe.memory.reflector import (
     read_reflection,
     reflector_input,
 )
+from scribe.model.client import CallResult, ModelClient
+from scribe.model.errors import ModelError
+from scribe.model.sidecall import side_answer, side_request
+from scribe.model.window import ContextWindow, Limits, Overflow, limits
+from scribe.settings.values import Settings
 
-from .config import Settings
-from .errors import ModelError
-from .model import CallResult, ModelClient
 from .protocol import AgentEvent, Compressed, Notice
-from .session import Session
-from .sidecall import side_answer, side_request
-from .window import ContextWindow, Limits, Overflow, limits, session_window
+from .session import Session, session_window
 
 OBSERVE_FAILED_KIND = "observe_backoff"
 # Between turns, the share of observe_tokens past which the raw tail is compressed ahead.
@@ -157,7 +157,7 @@ class Compressor:
         return fixed_tokens(session.header) + sum(chunk_size(c) for c in chunks) + sum(
             self.estimator.of(e) for e in self._raw(session, observed_to))
 
-    # -- the context window (agent/window.py) -------------------------------------------
+    # -- the context window (model/window.py) -------------------------------------------
 
     def window(self, session: Session) -> ContextWindow | None:
         """The context window of the session's current model, as far as it is known."""

@@ -34,16 +34,16 @@ from scribe.memory.notes import (
     session_facts,
 )
 from scribe.memory.uncurated import needs_curation
+from scribe.model.client import ModelClient
+from scribe.model.errors import ModelError
+from scribe.model.sidecall import side_answer, side_request
+from scribe.model.window import side_call_limit
+from scribe.settings.values import Settings
 from scribe.tools.secrets import Redactor
 from scribe.tools.textio import plural
 
-from .config import Settings
-from .errors import ModelError
 from .instructions import InstructionFileRefused, notes_text
-from .model import ModelClient
-from .session import Session, notes_path, open_session, store_for
-from .sidecall import side_answer, side_request
-from .window import session_window, side_call_limit
+from .session import Session, notes_path, open_session, session_window, store_for
 
 # The curator's input around the notes and the facts: its headings and closing line.
 INPUT_FRAMING_TOKENS = 60

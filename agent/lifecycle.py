@@ -12,12 +12,12 @@ from collections.abc import Callable, Generator, Sequence
 from pathlib import Path
 
 from scribe.context.render import current_model
+from scribe.model.client import ModelClient
+from scribe.settings.values import Settings
 
-from .config import Settings
 from .curator import Curation, curate, curate_earlier
 from .loop import Agent
 from .mcptools import start_notes
-from .model import ModelClient
 from .protocol import Curated, CurationEnded, CurationStarted, LifeEvent, SessionOpened
 from .session import Session
 

@@ -26,14 +26,14 @@ from scribe.log.events import (
     UserEvent,
 )
 from scribe.log.open_calls import unanswered_tool_uses
+from scribe.model.client import CallResult, ModelClient
+from scribe.model.errors import ContextOverflow, ModelError
 from scribe.tools.base import CommandInterrupted, Tool, ToolContext, ToolOutput
 from scribe.tools.registry import run_tool
 from scribe.workspace.changes import ChangeSource
 
 from .autocommit import TurnCommitter
 from .compress import Compressor
-from .errors import ContextOverflow, ModelError
-from .model import CallResult, ModelClient
 from .permissions import PermissionPolicy
 from .protocol import AgentEvent, AssistantMessage, ModelCallStarted, Notice, ToolCall, ToolDone, TurnEnded
 from .session import Session

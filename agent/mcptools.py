@@ -19,15 +19,15 @@ from typing import Any
 
 from scribe.log.events import SessionEvent
 from scribe.log.private import make_private_folder
+from scribe.settings.files import ConfigFiles, state_dir
+from scribe.settings.mcp_servers import mcp_config
+from scribe.settings.values import Settings
+from scribe.tools.mcp.catalog import ListedTool
 from scribe.tools.mcp.hub import McpHub, ServerState
-from scribe.tools.mcp.listing import ListedTool
 from scribe.tools.mcp.spec import distinct_name
 from scribe.tools.mcp.tool import McpTool
 from scribe.tools.secrets import Redactor
 
-from .config import Settings
-from .config_files import ConfigFiles, state_dir
-from .mcpconfig import mcp_config
 from .protocol import LifeEvent, ServersStarting, ServersWaited
 
 

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from scribe.settings.files import state_dir
+from scribe.settings.values import Settings
 from scribe.workspace.sandbox import Protection, command_protection
-
-from .config import Settings
-from .config_files import state_dir
 
 
 def protection_for(workspace: Path, settings: Settings) -> Protection:

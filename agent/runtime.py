@@ -16,6 +16,18 @@ from scribe.log.codec import to_record
 from scribe.log.events import ContextWindowEvent, ModelSwitchEvent
 from scribe.log.jsonl import read_log
 from scribe.log.store import SessionFile, SessionNotFound
+from scribe.model.client import ModelClient
+from scribe.model.window import (
+    PROBE_TIMEOUT_S,
+    ContextWindow,
+    Limits,
+    anthropic_url,
+    ask_server,
+    effective_window,
+    limits,
+)
+from scribe.settings.files import state_dir, user_config_dir
+from scribe.settings.values import Settings
 from scribe.tools.base import Tool, ToolContext
 from scribe.tools.mcp.hub import McpHub
 from scribe.tools.registry import builtin_tools, tool_definitions
@@ -25,27 +37,15 @@ from scribe.workspace.watcher import WorkspaceWatcher
 
 from .autocommit import TurnCommitter
 from .compress import Compressor
-from .config import Settings
-from .config_files import state_dir, user_config_dir
 from .driver import drive
 from .instructions import Environment, read_project_texts, system_text
 from .lifecycle import curating_earlier, greeting
 from .loop import Agent, Approver
 from .mcptools import allowed_without_asking, pinned_servers, pinning, session_tools
-from .model import ModelClient
 from .permissions import PermissionPolicy
 from .protection import protection_for
 from .protocol import LifeEvent
 from .session import Session, notes_path, open_session, start_session, store_for
-from .window import (
-    PROBE_TIMEOUT_S,
-    ContextWindow,
-    Limits,
-    anthropic_url,
-    ask_server,
-    effective_window,
-    limits,
-)
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from scribe.context.checkpoint import (
     save_checkpoint,
 )
 from scribe.context.chunks import ChunkIndex
+from scribe.context.render import current_model
 from scribe.log.digest import LogDigest
 from scribe.log.eventlog import EventLog
 from scribe.log.events import (
@@ -29,10 +30,11 @@ from scribe.log.events import (
 from scribe.log.jsonl import LogError, LogProblem, LogWriter, SessionLock
 from scribe.log.open_calls import unanswered_tool_uses
 from scribe.log.store import SessionFile, SessionStore, exclude_from_git
+from scribe.model.window import ContextWindow, effective_window
+from scribe.settings.files import state_dir
+from scribe.settings.values import Settings
 from scribe.workspace.git import git_state
 
-from .config import Settings
-from .config_files import state_dir
 from .instructions import Environment, prompt_hash, read_project_texts, system_text
 from .unheld import condense_unheld, observe_unheld
 
@@ -199,3 +201,12 @@ def open_session(found: SessionFile) -> Session:
     elif not log.from_checkpoint:
         session.checkpoint()  # read whole this time; the next reopen need not
     return session
+
+
+def session_window(session: Session, configured: int) -> ContextWindow | None:
+    """The window of the session's current model, from what its log has learned."""
+    session.chunks.update(session.events)
+    learned = session.chunks.window
+    recorded = ContextWindow(learned.tokens, learned.source) if learned is not None else None
+    return effective_window(current_model(session.events, session.chunks), configured, recorded,
+                            learned.model if learned is not None else None)

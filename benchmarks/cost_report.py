@@ -9,7 +9,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from scribe.agent.config import load_settings
+from scribe.settings.values import load_settings
 
 from .chain import Executable
 from .sessions import long_session, shapes

@@ -6,7 +6,6 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from scribe.agent.config import Settings
 from scribe.context.render import render, render_messages
 from scribe.log.events import (
     AssistantEvent,
@@ -16,6 +15,7 @@ from scribe.log.events import (
     ToolResultEvent,
     UserEvent,
 )
+from scribe.settings.values import Settings
 
 from .bills import UNIT_READ, UNIT_WRITE, purpose_of
 from .replay import prompt_tokens, replay, shared_prefix_tokens

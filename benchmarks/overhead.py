@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 from scribe.agent.compress import Compressor
-from scribe.agent.config import Settings
 from scribe.agent.session import Session, open_session
 from scribe.context.checkpoint import checkpoint_path
 from scribe.context.render import render
@@ -31,6 +30,7 @@ from scribe.log.events import (
 )
 from scribe.log.jsonl import LogWriter
 from scribe.log.store import SessionFile, SessionStore
+from scribe.settings.values import Settings
 from scribe.tools.registry import builtin_tools, tool_definitions
 
 RAW_TAIL_EVENTS = 60  # what compression leaves raw in a long session (about a turn or two)

@@ -19,10 +19,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from scribe.agent.config import Settings
 from scribe.fakeapi import Reply, text_block, tool_use_block
 from scribe.log.events import UserEvent
 from scribe.log.jsonl import LogWriter, encode, read_log
+from scribe.settings.values import Settings
 
 from .replay import replay
 from .sessions import ScriptedSession, Turn

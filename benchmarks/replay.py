@@ -14,11 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from scribe.agent.config import Settings
 from scribe.agent.curator import curate
-from scribe.agent.model import ModelClient
 from scribe.agent.protocol import TurnEnded
-from scribe.agent.retry import RetryPolicy
 from scribe.agent.runtime import build_agent
 from scribe.agent.session import notes_path, start_session
 from scribe.fakeapi import FakeMessagesServer, RecordedRequest, tool_use_block
@@ -26,6 +23,9 @@ from scribe.fakeapi.cache import flatten_request
 from scribe.fakeapi.script import Reply
 from scribe.log.events import Event
 from scribe.log.jsonl import read_log
+from scribe.model.client import ModelClient
+from scribe.model.retry import RetryPolicy
+from scribe.settings.values import Settings
 from scribe.tools.registry import builtin_tools, tool_definitions
 
 from .scripted_model import ScriptedModel

@@ -12,9 +12,9 @@ import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from scribe.agent.config import Settings
 from scribe.log.events import SessionEvent
 from scribe.log.jsonl import encode
+from scribe.settings.values import Settings
 from scribe.tools.registry import builtin_tools, tool_definitions
 
 MODEL = "claude-sonnet-4-5"

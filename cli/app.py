@@ -103,7 +103,7 @@ def interactive(
         print("scribe: no terminal here; use `scribe run PROMPT` (or `scribe run -` to read stdin)", file=sys.stderr)
         raise typer.Exit(2)
     # Imported here: the SDK and prompt-toolkit take over a second, and `scribe --help` needn't pay.
-    from .repl.loop import start
+    from .repl.repl import start
 
     start(continue_=continue_, resume=resume, permission_mode=permission_mode, model=model, auto_commit=auto_commit,
           trust_workspace=trust_workspace)

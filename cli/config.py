@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from .errors import cli_errors
+from .exits import cli_errors
 from .visible import visible
 
 
@@ -26,11 +26,12 @@ def config(
     own is ignored, the model's context window, and what protects scribe from the commands it
     runs: the sandbox in force on this machine, what it covers and what it does not.
     """
-    from scribe.agent.config import explain_settings, modes_by_front_end, read_prices
-    from scribe.agent.config_files import find_workspace, read_config, trust_of
     from scribe.agent.protection import protection_for
     from scribe.agent.runtime import learned_window, window_here
-    from scribe.agent.untrusted import ignored_line
+    from scribe.settings.files import find_workspace, read_config, trust_of
+    from scribe.settings.prices import read_prices
+    from scribe.settings.untrusted import ignored_line
+    from scribe.settings.values import explain_settings, modes_by_front_end
 
     from .repl.stats import window_text
 

@@ -16,7 +16,7 @@ from typing import Annotated, Any
 
 import typer
 
-from .errors import EXIT_INTERRUPTED
+from .exits import EXIT_INTERRUPTED
 
 # The scripted model takes a moment per answer, as a real one does: the demo reads as a session.
 PACE_S = 0.3
@@ -80,14 +80,14 @@ def demo(
 
 
 def _run(workspace: Path, keep: bool) -> None:
-    from scribe.agent.config import Settings
-    from scribe.agent.model import ModelClient
     from scribe.agent.protocol import TurnEnded
-    from scribe.agent.retry import RetryPolicy
     from scribe.agent.runtime import build_agent
     from scribe.agent.session import start_session
     from scribe.context.stats import figures_of
     from scribe.fakeapi import FakeMessagesServer
+    from scribe.model.client import ModelClient
+    from scribe.model.retry import RetryPolicy
+    from scribe.settings.values import Settings
     from scribe.tools.registry import builtin_tools, tool_definitions
 
     from .repl.view import View, make_console

@@ -14,7 +14,7 @@ from typing import Annotated
 
 import typer
 
-from .errors import EXIT_FAILED, EXIT_USAGE, cli_errors, fail
+from .exits import EXIT_FAILED, EXIT_USAGE, cli_errors, fail
 from .log.common import SESSION_HELP
 from .visible import visible
 
@@ -27,8 +27,8 @@ def diff(
 
     Exit codes: 0 shown (or nothing changed), 1 git failed, 2 not a git repository or no session.
     """
-    from scribe.agent.config_files import find_workspace
     from scribe.log.jsonl import read_first_record
+    from scribe.settings.files import find_workspace
     from scribe.workspace.git import GitRefused, GitUnavailable, is_repository, session_diff
 
     from .log.common import resolve_session

@@ -47,7 +47,7 @@ class TextSink:
                 self.out.write(rest + "\n")
             self._midline = False
         elif isinstance(event, Retrying):
-            # What was shown stays: the retried call's text continues it (agent/shown.py).
+            # What was shown stays: the retried call's text continues it (model/shown.py).
             self._note(f"retrying: {event.reason}")
         elif isinstance(event, TextWithdrawn):
             rest = self._stream.flush()

@@ -9,11 +9,11 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from .errors import cli_errors
+from .exits import cli_errors
 from .trust import tell_ignored
 
 if TYPE_CHECKING:
-    from scribe.agent.mcpconfig import McpConfig
+    from scribe.settings.mcp_servers import McpConfig
     from scribe.tools.mcp.hub import ServerState
 
 mcp_app = typer.Typer(help="MCP servers: what is configured, whether each starts, and its tools.",
@@ -32,9 +32,9 @@ def list_servers(
     (trust_mcp_json = true). A workspace's own files count only once you trust the
     workspace (`scribe trust`).
     """
-    from scribe.agent.config import load_settings
-    from scribe.agent.config_files import find_workspace, read_config, state_dir, trust_of
-    from scribe.agent.mcpconfig import mcp_config
+    from scribe.settings.files import find_workspace, read_config, state_dir, trust_of
+    from scribe.settings.mcp_servers import mcp_config
+    from scribe.settings.values import load_settings
     from scribe.tools.mcp.hub import McpHub
 
     with cli_errors():

@@ -11,7 +11,7 @@ from typing import Annotated
 
 import typer
 
-from .errors import cli_errors, fail
+from .exits import cli_errors, fail
 from .trust import tell_ignored
 from .visible import visible
 
@@ -20,8 +20,8 @@ notes_app = typer.Typer(help="The project notes (.scribe/notes.md): curated fact
 
 
 def _path() -> Path:
-    from scribe.agent.config_files import find_workspace
     from scribe.agent.session import notes_path
+    from scribe.settings.files import find_workspace
 
     return notes_path(find_workspace(Path.cwd()))
 
@@ -62,11 +62,11 @@ def curate(
     session_id: Annotated[str | None, typer.Argument(help="Session id or unique prefix. [default: the latest]")] = None,
 ) -> None:
     """Merge what a session taught into the notes now (one call to the cheaper model)."""
-    from scribe.agent.config import load_settings
-    from scribe.agent.config_files import find_workspace, trust_of
     from scribe.agent.curator import curate as run_curation
-    from scribe.agent.model import ModelClient
     from scribe.agent.session import notes_path, open_session, store_for
+    from scribe.model.client import ModelClient
+    from scribe.settings.files import find_workspace, trust_of
+    from scribe.settings.values import load_settings
 
     with cli_errors():
         workspace = find_workspace(Path.cwd())

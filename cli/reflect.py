@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from .errors import cli_errors
+from .exits import cli_errors
 from .trust import tell_ignored
 from .visible import visible
 
@@ -18,11 +18,11 @@ def reflect(
     """Compress a session's memory now: summarise the older conversation into observations
     (the most recent part stays word for word), then condense the observations. Prints the
     context size before and after."""
-    from scribe.agent.config import load_settings
-    from scribe.agent.config_files import find_workspace, trust_of
     from scribe.agent.protocol import Compressed, Notice
     from scribe.agent.runtime import build_agent
     from scribe.agent.session import open_session, store_for
+    from scribe.settings.files import find_workspace, trust_of
+    from scribe.settings.values import load_settings
 
     with cli_errors():
         workspace = find_workspace(Path.cwd())

@@ -14,7 +14,6 @@ from typing import Annotated
 import typer
 
 from scribe.agent import driver
-from scribe.agent.config import PERMISSION_MODES, load_settings, price_book
 from scribe.agent.protocol import (
     AgentEvent,
     AssistantMessage,
@@ -25,8 +24,10 @@ from scribe.agent.protocol import (
     TurnEnded,
 )
 from scribe.context.stats import Figures, Pricer
+from scribe.settings.prices import price_book
+from scribe.settings.values import PERMISSION_MODES, load_settings
 
-from .errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_MAX_TURNS, EXIT_OK, cli_errors, fail
+from .exits import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_MAX_TURNS, EXIT_OK, cli_errors, fail
 from .headless import StreamJsonSink, TextSink
 from .signals import ending_signals
 from .trust import tell_ignored
@@ -70,11 +71,11 @@ def run(
     read-only), 130 interrupted (Ctrl-C), 143 SIGTERM, 129 SIGHUP.
     """
     # Imported here, not at the top: the SDK takes over a second to import and `--help` needn't pay.
-    from scribe.agent.config import HEADLESS_FOR_ASK
-    from scribe.agent.config_files import find_workspace, read_config, trust_of
     from scribe.agent.mcptools import open_hub
-    from scribe.agent.model import ModelClient
     from scribe.agent.runtime import SessionChoice, start
+    from scribe.model.client import ModelClient
+    from scribe.settings.files import find_workspace, read_config, trust_of
+    from scribe.settings.values import HEADLESS_FOR_ASK
 
     with cli_errors(), ending_signals(RUN_SIGNALS) as ending:
         text = sys.stdin.read() if prompt == "-" else prompt

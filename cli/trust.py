@@ -1,6 +1,6 @@
 """`scribe trust`: the person says that a workspace's own files (`.scribe/config.toml`,
 `.mcp.json`) may apply; and the REPL's question, and the one line that says what was ignored
-when they may not. The answer is kept in the person's trust file (agent/trust.py)."""
+when they may not. The answer is kept in the person's trust file (settings/trust.py)."""
 
 from __future__ import annotations
 
@@ -11,13 +11,13 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from .errors import cli_errors, fail
+from .exits import cli_errors, fail
 from .visible import visible
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from scribe.agent.trust import WorkspaceTrust
+    from scribe.settings.trust import WorkspaceTrust
 
 # The only answers that trust: anything else (Enter, "n", a sentence, Ctrl-D) does not.
 YES = ("y", "yes")
@@ -35,8 +35,8 @@ def trust(
     the files as they are now; when one changes, scribe asks again. The trust file lives in your
     own config folder (~/.config/scribe/trusted.toml), never in a workspace.
     """
-    from scribe.agent.config_files import find_workspace, trust_of, trust_store
-    from scribe.agent.untrusted import own_files
+    from scribe.settings.files import find_workspace, trust_of, trust_store
+    from scribe.settings.untrusted import own_files
 
     with cli_errors():
         store = trust_store()
@@ -64,8 +64,8 @@ def trust(
 def ask(console: Console, found: WorkspaceTrust) -> WorkspaceTrust:
     """Put the question to the person; a deliberate yes records the trust and returns it
     trusted, anything else leaves it as it was (and says what is ignored)."""
-    from scribe.agent.config_files import trust_of, trust_store
-    from scribe.agent.untrusted import PROMPT, ignored_line, question
+    from scribe.settings.files import trust_of, trust_store
+    from scribe.settings.untrusted import PROMPT, ignored_line, question
 
     for line in question(found):
         console.print(visible(line), markup=False, highlight=False)
@@ -87,7 +87,7 @@ def ask(console: Console, found: WorkspaceTrust) -> WorkspaceTrust:
 
 def tell_ignored(found: WorkspaceTrust) -> None:
     """The one line on stderr, for the commands that do not ask."""
-    from scribe.agent.untrusted import ignored_line
+    from scribe.settings.untrusted import ignored_line
 
     if found.ignored:
         print(f"scribe: {visible(ignored_line(found))}", file=sys.stderr)

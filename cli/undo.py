@@ -18,7 +18,7 @@ from typing import Annotated
 
 import typer
 
-from .errors import EXIT_FAILED, EXIT_USAGE, cli_errors, fail
+from .exits import EXIT_FAILED, EXIT_USAGE, cli_errors, fail
 from .log.common import SESSION_HELP
 from .visible import visible
 
@@ -34,10 +34,10 @@ def undo(
     """
     from pathlib import Path
 
-    from scribe.agent.config_files import find_workspace
     from scribe.agent.session import open_session
     from scribe.agent.undo import undo as undo_turn
     from scribe.log.jsonl import SessionLocked
+    from scribe.settings.files import find_workspace
     from scribe.workspace.git import GitRefused, GitUnavailable
 
     from .log.common import resolve_session

@@ -9,7 +9,7 @@ Anthropic's pricing page and model overviews as stored on 2026-12-01; `scribe lo
 
 A model that is not in the table (a local server's `local`, `smollm2`, `qwen2.5-coder`, a future
 name) has no price: it is shown as tokens and time, its cost "unpriced", never at a Claude rate
-it was not billed. A `[prices.MODEL]` table in the config (agent/config.read_prices) prices it:
+it was not billed. A `[prices.MODEL]` table in the config (settings/prices.read_prices) prices it:
 a `PriceBook` holds those tables before the list prices.
 """
 

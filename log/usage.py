@@ -1,5 +1,5 @@
 """The tokens of a model call as the server billed them: the one value type the model client
-returns (agent/model.py), a usage event reads as (`UsageEvent.tokens`) and the figures sum
+returns (model/client.py), a usage event reads as (`UsageEvent.tokens`) and the figures sum
 (log/figures.py), down to the REPL's bar and the session page."""
 
 from __future__ import annotations

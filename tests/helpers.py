@@ -16,12 +16,12 @@ from typing import Any
 import pexpect
 import pytest
 
-from scribe.agent.config import Settings
 from scribe.agent.loop import Agent
 from scribe.agent.runtime import SessionChoice, build_agent, choose_session
 from scribe.fakeapi import FakeMessagesServer
 from scribe.log.events import Event
 from scribe.log.jsonl import read_log
+from scribe.settings.values import Settings
 
 SCRIBE = str(Path(sys.executable).parent / "scribe")
 
@@ -65,7 +65,7 @@ def trust(workspace: Path, home: Path) -> None:
 def trust_here(workspace: Path) -> None:
     """`trust` for a test that loads settings in this process: the same grant `scribe trust`
     makes, in the trust file this process's environment names."""
-    from scribe.agent.config_files import trust_of, trust_store
+    from scribe.settings.files import trust_of, trust_store
 
     trust_store().grant(workspace, trust_of(workspace).fingerprint)
 def as_a_person(monkeypatch: pytest.MonkeyPatch, workspace: Path, home: Path, *, curate_notes: bool = False) -> None:

@@ -18,11 +18,11 @@ from prompt_toolkit.output import DummyOutput
 from rich.console import Console
 
 from helpers import as_a_person
-from scribe.agent.config import load_settings
 from scribe.agent.runtime import SessionChoice, choose_session
-from scribe.cli.repl.loop import Repl
+from scribe.cli.repl.repl import Repl
 from scribe.cli.repl.view import View
 from scribe.fakeapi import FakeMessagesServer, Reply
+from scribe.settings.values import load_settings
 
 CTRL_D = "\x04"
 

@@ -17,8 +17,10 @@ MAY_IMPORT: dict[str, set[str]] = {
     "memory": {"log", "context"},
     "workspace": {"log"},
     "tools": {"log", "workspace"},
-    "agent": {"log", "context", "memory", "workspace", "tools"},
-    "cli": {"log", "context", "memory", "workspace", "tools", "agent", "fakeapi"},
+    "settings": {"log", "workspace", "tools"},
+    "model": {"log", "context", "memory", "settings"},
+    "agent": {"log", "context", "memory", "workspace", "tools", "settings", "model"},
+    "cli": {"log", "context", "memory", "workspace", "tools", "settings", "model", "agent", "fakeapi"},
     # the scripted stand-in for the API, used by tests, benchmarks and `scribe demo`
     "fakeapi": set(),
 }

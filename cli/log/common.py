@@ -17,15 +17,15 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from scribe.agent.config import price_book
-from scribe.agent.config_files import find_workspace, read_config, state_dir
 from scribe.context.stats import Figures
 from scribe.log.events import Event
 from scribe.log.jsonl import LogRead, read_first_record, read_log, stream_log
 from scribe.log.pricing import PriceBook
 from scribe.log.store import SessionFile, SessionStore
+from scribe.settings.files import find_workspace, read_config, state_dir
+from scribe.settings.prices import price_book
 
-from ..errors import cli_errors
+from ..exits import cli_errors
 
 if TYPE_CHECKING:
     from scribe.log.index import LogIndex

@@ -13,7 +13,7 @@ import typer
 from scribe.log.events import Event, UserEvent
 from scribe.workspace.atomic import WriteRefused, write_atomic
 
-from ..errors import fail
+from ..exits import fail
 from .common import SESSION_HELP, log_command, resolve_session, streamed, workspace_prices
 
 

@@ -11,7 +11,7 @@ import typer
 from scribe.context.render import canonical_json, render
 from scribe.log.events import AssistantEvent, Event, UnknownEvent, UsageEvent
 
-from ..errors import fail
+from ..exits import fail
 from .common import SESSION_HELP, load, log_command, resolve_session
 
 

@@ -10,13 +10,13 @@ from typing import Annotated, Any
 import regex
 import typer
 
-from scribe.agent.config import load_settings
-from scribe.agent.config_files import find_workspace
 from scribe.log.jsonl import LogError
 from scribe.log.search import Hit, search
+from scribe.settings.files import find_workspace
+from scribe.settings.values import load_settings
 from scribe.tools.pattern import BoundedPattern, PatternError, PatternTooSlow
 
-from ..errors import EXIT_FAILED, EXIT_USAGE, fail
+from ..exits import EXIT_FAILED, EXIT_USAGE, fail
 from ..visible import visible
 from .common import (
     console,

@@ -25,7 +25,7 @@ from scribe.log.events import Event
 from scribe.log.follow import LineFollower
 from scribe.log.store import SessionFile
 
-from ..errors import fail
+from ..exits import fail
 from .common import SESSION_HELP, load, log_command, resolve_session, workspace_prices
 
 if TYPE_CHECKING:

@@ -16,7 +16,7 @@ from scribe.log.events import EVENT_CLASSES, AssistantEvent, Event, InterruptEve
 from scribe.log.store import SessionFile
 from scribe.log.whole_lines import WholeLines
 
-from ..errors import fail
+from ..exits import fail
 from .common import SESSION_HELP, console, log_command, resolve_session, streamed
 from .format import EventPrinter
 

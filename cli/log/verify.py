@@ -10,7 +10,7 @@ from scribe.log.store import SessionFile
 from scribe.log.verify import Verdict, verify_file
 from scribe.tools.textio import plural
 
-from ..errors import EXIT_FAILED, fail
+from ..exits import EXIT_FAILED, fail
 from ..visible import visible
 from .common import SESSION_HELP, log_command, print_json, resolve_session, sessions_in_scope
 

@@ -26,13 +26,13 @@ from pathlib import Path
 from typing import Protocol
 
 from scribe.agent.compress import ContextSize
-from scribe.agent.config import PERMISSION_MODES, Settings
-from scribe.agent.config_files import ConfigError
-from scribe.agent.errors import ClientSetupError, ModelError
 from scribe.agent.loop import Agent
 from scribe.agent.protocol import AgentEvent
 from scribe.agent.session import Session
 from scribe.log.jsonl import LogError
+from scribe.model.errors import ClientSetupError, ModelError
+from scribe.settings.files import ConfigError
+from scribe.settings.values import PERMISSION_MODES, Settings
 from scribe.tools.textio import plural
 
 from .excerpts import diff_text
@@ -42,7 +42,7 @@ from .view import View
 
 
 class Repl(Protocol):
-    """What a slash command may use of the interactive session (cli/repl/loop.py's Repl). A
+    """What a slash command may use of the interactive session (cli/repl/repl.py's Repl). A
     protocol, so the commands need not import the loop that dispatches them."""
 
     workspace: Path

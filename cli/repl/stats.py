@@ -10,13 +10,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from scribe.agent.compress import ContextSize
-from scribe.agent.window import ContextWindow, Limits
 from scribe.context.chunks import ChunkIndex
 from scribe.context.render import current_model
 from scribe.context.stats import Figures, Pricer, figures_of
 from scribe.log.events import Event, UsageEvent
 from scribe.log.health import MemoryHealth
 from scribe.log.pricing import price_usage
+from scribe.model.window import ContextWindow, Limits
 
 from ..log.common import priced_money
 

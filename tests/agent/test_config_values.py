@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from helpers import run_scribe, scribe_env, trust, trust_here
-from scribe.agent.config import load_settings
-from scribe.agent.config_files import ConfigError
+from scribe.settings.files import ConfigError
+from scribe.settings.values import load_settings
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""The context window as a fact of the session (agent/window.py): learned from the server's own
+"""The context window as a fact of the session (model/window.py): learned from the server's own
 report or a refused request's words, shown in `scribe config` and `/stats`, setting the
 compression thresholds; and a request refused for its size compressed and retried once, through
 the real executable and the fake API taught a window of its own."""
@@ -16,17 +16,8 @@ from prompt_toolkit.output import DummyOutput
 from rich.console import Console
 
 from helpers import as_a_person, events_of, run_scribe, scribe_env, session_logs
-from scribe.agent.config import load_settings
 from scribe.agent.runtime import SessionChoice, choose_session
-from scribe.agent.window import (
-    ContextWindow,
-    anthropic_url,
-    effective_window,
-    limits,
-    props_urls,
-    read_overflow,
-)
-from scribe.cli.repl.loop import Repl
+from scribe.cli.repl.repl import Repl
 from scribe.cli.repl.view import View
 from scribe.context.render import canonical_json
 from scribe.fakeapi import FakeMessagesServer, Reply
@@ -39,6 +30,15 @@ from scribe.log.events import (
     UsageEvent,
     UserEvent,
 )
+from scribe.model.window import (
+    ContextWindow,
+    anthropic_url,
+    effective_window,
+    limits,
+    props_urls,
+    read_overflow,
+)
+from scribe.settings.values import load_settings
 
 WINDOW = 6_000  # fake tokens (4 bytes each): room for scribe's instructions and tools, and a little more
 

@@ -17,7 +17,6 @@ from typer.testing import CliRunner
 from helpers import as_a_person, trust_here
 from mcp_servers.launch import notes_table
 from scribe.agent import driver
-from scribe.agent.config import Settings, load_settings
 from scribe.agent.protocol import (
     Curated,
     CurationEnded,
@@ -28,9 +27,10 @@ from scribe.agent.protocol import (
 )
 from scribe.agent.runtime import SessionChoice, choose_session
 from scribe.cli.app import app
-from scribe.cli.repl.loop import start
+from scribe.cli.repl.repl import start
 from scribe.fakeapi import FakeMessagesServer, Reply, SideCallModel
 from scribe.log.events import UserEvent
+from scribe.settings.values import Settings, load_settings
 
 CTRL_D = "\x04"
 LIFE = (CurationStarted, Curated, CurationEnded, ServersStarting, ServersWaited, SessionOpened)

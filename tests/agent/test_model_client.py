@@ -12,16 +12,16 @@ import httpx2
 import pytest
 from rich.console import Console
 
-from scribe.agent.config import Settings
-from scribe.agent.errors import ModelError
-from scribe.agent.model import CallResult, ModelClient
 from scribe.agent.protocol import AssistantMessage, Retrying, TextDelta, TextWithdrawn, TurnEnded, Waiting
-from scribe.agent.retry import RetryPolicy
-from scribe.agent.shown import ShownText
 from scribe.cli.repl.view import View
 from scribe.context.render import Request
 from scribe.fakeapi import FakeMessagesServer, Fault, Reply, text_block
 from scribe.log.events import AssistantEvent, UsageEvent
+from scribe.model.client import CallResult, ModelClient
+from scribe.model.errors import ModelError
+from scribe.model.retry import RetryPolicy
+from scribe.model.shown import ShownText
+from scribe.settings.values import Settings
 
 ANSWER = "The parser reads one line at a time and keeps the last good state."
 REPLY = Reply([text_block(ANSWER)])
@@ -196,7 +196,7 @@ def test_no_new_module_loads_the_sdk_before_a_call(tmp_path: Path) -> None:
     import subprocess
     import sys
 
-    code = ("import sys\nimport scribe.agent.model, scribe.agent.attempt, scribe.agent.complete, scribe.agent.shown\n"
+    code = ("import sys\nimport scribe.model.client, scribe.model.attempt, scribe.model.complete, scribe.model.shown\n"
             "print('anthropic' in sys.modules, 'httpx2' in sys.modules)\n")
     ran = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=tmp_path)
     assert ran.stdout.split() == ["False", "False"], ran.stderr

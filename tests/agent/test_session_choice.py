@@ -16,12 +16,12 @@ from rich.console import Console
 
 from conftest import CORRUPT_ON_PURPOSE
 from helpers import events_of, run_scribe, scribe_env, session_logs
-from scribe.agent.config import load_settings
 from scribe.agent.runtime import SessionChoice, choose_session
-from scribe.cli.repl.loop import Repl
+from scribe.cli.repl.repl import Repl
 from scribe.cli.repl.view import View
 from scribe.fakeapi import FakeMessagesServer, Reply
 from scribe.log.events import UserEvent
+from scribe.settings.values import load_settings
 
 NO_API = "http://127.0.0.1:9"
 

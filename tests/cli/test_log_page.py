@@ -25,7 +25,6 @@ import pytest
 from builders import header_fields
 from conftest import make_repository
 from helpers import SCRIBE, Ran, run_scribe, scribe_env
-from scribe.agent.config import Settings
 from scribe.agent.protocol import TurnEnded
 from scribe.agent.runtime import build_agent, switch_model
 from scribe.agent.session import start_session
@@ -46,6 +45,7 @@ from scribe.log.events import (
 from scribe.log.jsonl import LogWriter, read_log
 from scribe.memory.observer import OBSERVER_SYSTEM
 from scribe.memory.reflector import REFLECTOR_SYSTEM
+from scribe.settings.values import Settings
 from scribe.tools.registry import builtin_tools, tool_definitions
 
 CHROMIUM = "/usr/bin/chromium"

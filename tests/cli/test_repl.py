@@ -22,12 +22,12 @@ from rich.console import Console
 
 from helpers import events_of, running, session_logs, sleep_argv, wait_for
 from repl_driver import Ran, person, run_repl  # noqa: F401 - person: the autouse fixture of these tests
-from scribe.agent.config import load_settings
 from scribe.agent.runtime import SessionChoice, choose_session
-from scribe.cli.repl.loop import Repl, start
+from scribe.cli.repl.repl import Repl, start
 from scribe.cli.repl.view import STATUS_AFTER_S, View
 from scribe.fakeapi import FakeMessagesServer, Reply, text_block, tool_use_block
 from scribe.log.events import FileChangeEvent, InterruptEvent, ToolResultEvent, UserEvent
+from scribe.settings.values import load_settings
 
 UP, ESC, CTRL_C, CTRL_D = "\x1b[A", "\x1b", "\x03", "\x04"
 

@@ -20,7 +20,6 @@ from rich.console import Console
 from builders import session_header
 from helpers import SCRIBE, agent_on, events_of, running, sleep_argv, wait_for
 from scribe.agent.compress import ContextSize
-from scribe.agent.config import Settings
 from scribe.agent.loop import Agent
 from scribe.agent.protocol import (
     AgentEvent,
@@ -34,12 +33,13 @@ from scribe.agent.protocol import (
 from scribe.cli.repl.approve import Preview, preview
 from scribe.cli.repl.excerpts import fold, tail_source
 from scribe.cli.repl.input import ReplCompleter
-from scribe.cli.repl.loop import drive
 from scribe.cli.repl.records import last_exchanges
+from scribe.cli.repl.repl import drive
 from scribe.cli.repl.stats import dollars, numbers, toolbar_text
 from scribe.cli.repl.view import STATUS_AFTER_S, View
 from scribe.fakeapi import FakeMessagesServer, Reply, text_block, tool_use_block
 from scribe.log.events import AssistantEvent, InterruptEvent, ToolResultEvent, UsageEvent
+from scribe.settings.values import Settings
 from scribe.tools.base import CommandInterrupted, ToolContext
 from scribe.tools.command import RunCommand
 
@@ -231,8 +231,8 @@ def test_the_repl_and_the_agent_load_without_the_sdk_until_a_call_needs_it() -> 
     is loaded imports it on its first call."""
     code = (
         "import sys\n"
-        "import scribe.cli.repl.loop, scribe.agent.loop, scribe.agent.runtime\n"
-        "from scribe.agent.model import ModelClient\n"
+        "import scribe.cli.repl.repl, scribe.agent.loop, scribe.agent.runtime\n"
+        "from scribe.model.client import ModelClient\n"
         "client = ModelClient()\n"
         "print('anthropic' in sys.modules)\n"
         "client.client\n"

@@ -18,13 +18,13 @@ from rich.markdown import Markdown
 from rich.text import Text
 
 from helpers import events_of, run_scribe, scribe_env, session_logs
-from scribe.agent.config import load_settings
 from scribe.agent.runtime import SessionChoice, choose_session
-from scribe.cli.repl.loop import Repl
+from scribe.cli.repl.repl import Repl
 from scribe.cli.repl.view import View
 from scribe.cli.visible import VisibleConsole, VisibleStream, visible
 from scribe.fakeapi import FakeMessagesServer, Reply, text_block, tool_use_block
 from scribe.log.events import AssistantEvent, ToolResultEvent
+from scribe.settings.values import load_settings
 
 CLEAR, RED, BEL = "\x1b[2J", "\x1b[31m", "\x07"
 OSC52 = "\x1b]52;c;cGF3bmVk\x07"  # writes "pawned" to the clipboard

@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 
 from conftest import CORRUPT_ON_PURPOSE
-from scribe.agent.config import Settings
 from scribe.agent.session import Session, open_session, start_session
 from scribe.context.checkpoint import checkpoint_path, load_checkpoint, reopen
 from scribe.context.chunks import ChunkIndex, tail_after
@@ -38,6 +37,7 @@ from scribe.log.store import describe
 from scribe.log.whole_lines import WholeLines
 from scribe.memory.extract import MODEL_REST, MODEL_TRIES, model_resting_now
 from scribe.memory.observer import backoff_until
+from scribe.settings.values import Settings
 from scribe.tools.registry import builtin_tools, tool_definitions
 
 

@@ -12,7 +12,6 @@ import pytest
 
 from helpers import NO_API, run_scribe, scribe_env
 from scribe.agent import unheld
-from scribe.agent.config import Settings
 from scribe.agent.session import Session, open_session, start_session
 from scribe.context import checkpoint
 from scribe.context.checkpoint import checkpoint_path, reopen
@@ -30,6 +29,7 @@ from scribe.log.events import (
 )
 from scribe.log.jsonl import LogWriter, read_log
 from scribe.log.store import describe
+from scribe.settings.values import Settings
 from scribe.tools.registry import builtin_tools, tool_definitions
 
 HELD = 40_000  # bytes a reopen holds here (RAW_HELD_BYTES)

@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 
 from helpers import SCRIBE, Ran, run_scribe, scribe_env, session_logs
-from scribe.agent.config import Settings
 from scribe.agent.session import start_session
 from scribe.fakeapi import FakeMessagesServer, Reply
 from scribe.log.events import AssistantEvent, ObservationEvent, ToolResultEvent, UsageEvent, UserEvent
 from scribe.log.verify import verify_bytes
+from scribe.settings.values import Settings
 from scribe.tools.registry import builtin_tools, tool_definitions
 
 LONG_LOG_EVENTS = 100_000

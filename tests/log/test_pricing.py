@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from helpers import run_scribe, scribe_env, trust
-from scribe.agent.config import DEFAULT_MODEL, DEFAULT_OBSERVER_MODEL
 from scribe.fakeapi import FakeMessagesServer, Reply
 from scribe.log.pricing import call_cost, cost_parts, price_for, uncached_cost
+from scribe.settings.values import DEFAULT_MODEL, DEFAULT_OBSERVER_MODEL
 
 
 def test_default_models_are_priced_at_their_own_list_rates() -> None:

@@ -12,7 +12,6 @@ import pytest
 from helpers import agent_on, events_of
 from scribe.agent import driver
 from scribe.agent.compress import ContextSize
-from scribe.agent.config import Settings
 from scribe.agent.protocol import AgentEvent, AssistantMessage
 from scribe.cli.log.common import percent
 from scribe.cli.log.page.document import session_page
@@ -23,6 +22,7 @@ from scribe.log.codec import to_record
 from scribe.log.events import UsageEvent
 from scribe.log.pricing import price_usage
 from scribe.log.usage import Tokens
+from scribe.settings.values import Settings
 
 
 def test_a_call_s_tokens_are_one_value_from_the_client_to_the_page(

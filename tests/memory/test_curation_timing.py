@@ -10,14 +10,14 @@ import pytest
 from typer.testing import CliRunner
 
 from helpers import as_a_person, events_of, session_logs
-from scribe.agent.config import Settings
 from scribe.agent.curator import curate_earlier
-from scribe.agent.model import ModelClient
 from scribe.agent.runtime import SessionChoice, choose_session
 from scribe.cli.app import app
 from scribe.fakeapi import FakeMessagesServer, Reply, SideCallModel, side_call_kind
 from scribe.log.events import NotesEvent, UsageEvent
 from scribe.memory.uncurated import needs_curation
+from scribe.model.client import ModelClient
+from scribe.settings.values import Settings
 
 CHAIN = 15
 

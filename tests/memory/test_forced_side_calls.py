@@ -12,10 +12,7 @@ from pathlib import Path
 import pytest
 
 from helpers import agent_on, events_of
-from scribe.agent.config import Settings
 from scribe.agent.curator import curate
-from scribe.agent.errors import ModelError
-from scribe.agent.model import ModelClient
 from scribe.agent.protocol import Compressed, TurnEnded
 from scribe.agent.session import notes_path
 from scribe.context.render import Request, render
@@ -32,6 +29,9 @@ from scribe.log.events import (
 )
 from scribe.memory.answer_tools import OBSERVATIONS_TOOL, OBSERVATIONS_TOOL_NAME
 from scribe.memory.extract import EXTRACTIVE_MODEL, STUB_TOKENS, extractive_stub
+from scribe.model.client import ModelClient
+from scribe.model.errors import ModelError
+from scribe.settings.values import Settings
 
 SETTINGS = Settings(permission_mode="full-auto", observe_tokens=800, reflect_tokens=500, observe_on_payback=False,
                     watch_files=False)

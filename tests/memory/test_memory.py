@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 
-from scribe.agent.config import Settings
 from scribe.agent.protocol import Compressed, TurnEnded
 from scribe.agent.runtime import build_agent
 from scribe.agent.session import Session, open_session, start_session
@@ -32,6 +31,7 @@ from scribe.memory.extract import EXTRACTIVE_MODEL
 from scribe.memory.observations import read_observations
 from scribe.memory.observer import UnusableAnswer, choose_span, safe_boundaries
 from scribe.memory.reflector import REFLECTOR_SYSTEM, accept_reflection, plan_reflection
+from scribe.settings.values import Settings
 from scribe.tools.registry import builtin_tools, tool_definitions
 
 

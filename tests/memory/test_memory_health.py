@@ -11,12 +11,12 @@ import pytest
 
 from helpers import agent_on, events_of, run_scribe, scribe_env, session_logs
 from repl_driver import person, run_repl  # noqa: F401 - `person` is the REPL tests' environment
-from scribe.agent.config import Settings
 from scribe.agent.protocol import Notice
 from scribe.fakeapi import FakeMessagesServer, Reply, SideCallModel, tool_use_block
 from scribe.log.events import ErrorEvent, ObservationEvent, ReflectionEvent
 from scribe.log.health import memory_health
 from scribe.memory.extract import EXTRACTIVE_MODEL
+from scribe.settings.values import Settings
 
 STALLED = "observer answers refused 3 times in a row"
 

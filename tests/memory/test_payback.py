@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 
 from helpers import agent_on
-from scribe.agent.config import Settings
 from scribe.agent.protocol import TurnEnded
 from scribe.fakeapi import FakeMessagesServer, Reply, text_block, tool_use_block
 from scribe.log.events import (
@@ -36,6 +35,7 @@ from scribe.memory.payback import (
     turn_start,
 )
 from scribe.memory.reflector import REFLECTOR_SYSTEM
+from scribe.settings.values import Settings
 
 RATES = Rates.of("claude-sonnet-4-5", "claude-haiku-4-5")
 

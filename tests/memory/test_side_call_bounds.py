@@ -10,8 +10,6 @@ import pytest
 
 from builders import session_header
 from helpers import events_of, run_scribe, scribe_env
-from scribe.agent.config import Settings, load_settings
-from scribe.agent.config_files import ConfigError
 from scribe.fakeapi import FakeMessagesServer, Reply, SideCallModel, side_call_kind
 from scribe.log.events import (
     AssistantEvent,
@@ -24,6 +22,8 @@ from scribe.log.events import (
     UserEvent,
 )
 from scribe.log.jsonl import encode
+from scribe.settings.files import ConfigError
+from scribe.settings.values import Settings, load_settings
 from scribe.tools.registry import builtin_tools, tool_definitions
 
 LIMIT = 20_000

@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 
 from helpers import agent_on
-from scribe.agent.config import Settings
 from scribe.agent.curator import curate
 from scribe.agent.protocol import Compressed, TurnEnded
 from scribe.agent.session import notes_path
@@ -23,6 +22,7 @@ from scribe.log.events import ErrorEvent, NotesEvent, ObservationEvent, Reflecti
 from scribe.memory.extract import EXTRACTIVE_MODEL
 from scribe.memory.notes import PROVENANCE, entries
 from scribe.memory.observations import read_observations
+from scribe.settings.values import Settings
 
 SETTINGS = Settings(permission_mode="full-auto", observe_tokens=800, reflect_tokens=500, observe_on_payback=False,
                     watch_files=False)

@@ -12,17 +12,17 @@ import pytest
 from builders import session_header
 from helpers import trust_here
 from mcp_servers.tiny_png import png_bytes
-from scribe.agent.config import Settings, load_settings
-from scribe.agent.config_files import ConfigError
-from scribe.agent.mcpconfig import mcp_config
 from scribe.agent.mcptools import pin, start_notes, waited
 from scribe.agent.permissions import PermissionPolicy
 from scribe.context.render import prefix_blocks, render
 from scribe.fakeapi.validate import validate_request
 from scribe.log.events import AssistantEvent, ToolResultEvent, UserEvent
+from scribe.settings.files import ConfigError
+from scribe.settings.mcp_servers import mcp_config
+from scribe.settings.values import Settings, load_settings
+from scribe.tools.mcp.catalog import listed_tools
 from scribe.tools.mcp.content import result_parts
 from scribe.tools.mcp.hub import ServerState
-from scribe.tools.mcp.listing import listed_tools
 from scribe.tools.mcp.spec import tool_name, unique_names
 
 API_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")

@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 
 from mcp_servers.launch import NOTES, START_S, free_port, notes_over_http
-from scribe.agent.config import Settings
 from scribe.agent.loop import Agent
 from scribe.agent.runtime import SessionChoice, build_agent, choose_session
 from scribe.fakeapi import FakeMessagesServer, Reply, tool_use_block
 from scribe.log.events import ToolResultEvent
+from scribe.settings.values import Settings
 from scribe.tools.base import CommandInterrupted, ToolContext
 from scribe.tools.mcp.hub import McpHub
 from scribe.tools.mcp.link import McpCallError

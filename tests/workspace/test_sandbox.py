@@ -12,8 +12,8 @@ import pytest
 
 from conftest import git
 from helpers import agent_on, run_scribe
-from scribe.agent.config import Settings
 from scribe.fakeapi import FakeMessagesServer, Reply
+from scribe.settings.values import Settings
 from scribe.tools.base import ToolContext
 from scribe.tools.registry import builtin_tools, run_tool
 from scribe.workspace.sandbox import Protection, command_protection

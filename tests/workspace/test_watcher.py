@@ -22,11 +22,11 @@ import pytest
 
 from conftest import git
 from helpers import agent_on
-from scribe.agent.config import Settings
 from scribe.agent.protocol import Notice, TurnEnded
 from scribe.context.render import file_change_text, render
 from scribe.fakeapi import FakeMessagesServer, Reply, text_block, tool_use_block
 from scribe.log.events import AssistantEvent, FileChangeEvent, ToolResultEvent, UserEvent
+from scribe.settings.values import Settings
 from scribe.workspace.changes import FileChange
 from scribe.workspace.gitrun import query_in
 from scribe.workspace.watcher import MAX_CHANGES, WorkspaceWatcher

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .catalog import ListedTool
 from .link import Link, McpCallError, State
-from .listing import ListedTool
 from .spec import ServerSpec
 
 # Past its deadline, a call's future is given this long to come back with its own timeout error.

@@ -20,7 +20,7 @@ from typing import IO, Any, Literal
 from scribe.tools.base import ToolError
 from scribe.tools.textio import one_line, plural
 
-from .listing import ListedTool, listed_tools
+from .catalog import ListedTool, listed_tools
 from .spec import ServerSpec, safe
 
 State = Literal["not started", "starting", "ready", "failed", "stopped"]

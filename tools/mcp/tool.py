@@ -8,9 +8,9 @@ from typing import Any
 
 from scribe.tools.base import CommandInterrupted, ToolContext, ToolKind, ToolOutput
 
+from .catalog import ListedTool
 from .content import result_parts
 from .hub import McpHub
-from .listing import ListedTool
 
 SUMMARY_CHARS = 100
 

@@ -2,7 +2,7 @@
 its `.scribe/config.toml` sets and the MCP servers it and `.mcp.json` would start. The REPL's
 question and the one line that says what was ignored are made from it.
 
-Read from the very bytes whose fingerprint trust records (agent/trust.py), without applying or
+Read from the very bytes whose fingerprint trust records (settings/trust.py), without applying or
 checking them: a file that does not parse is named as such, and asked about like any other.
 """
 

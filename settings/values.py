@@ -4,9 +4,9 @@ Each setting is one field of `Settings`; its environment variable is SCRIBE_<NAM
 config-file key is <name>, so the three spellings never drift apart.
 
 The workspace config (`<workspace>/.scribe/config.toml`) applies only once the person trusts
-the workspace (agent/trust.py): until then its settings are ignored, whole. A state folder that
+the workspace (settings/trust.py): until then its settings are ignored, whole. A state folder that
 SCRIBE_HOME moves outside the workspace is the person's own, and so is the config file in it.
-Which files apply, and reading them once, is agent/config_files.py's.
+Which files apply, and reading them once, is settings/files.py's.
 """
 
 from __future__ import annotations
@@ -20,9 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from scribe.log.pricing import PRICE_KEYS, PriceBook
-
-from .config_files import ConfigError, ConfigFiles, read_config
+from .files import ConfigError, ConfigFiles, read_config
 from .trust import WorkspaceTrust
 
 # The current Sonnet and Haiku in the SDK's model list (anthropic 2.14).
@@ -69,7 +67,7 @@ class Settings:
     side_call_tools: bool = True
     observe_ahead: str = "auto"
     watch_files: bool = True
-    # MCP servers (configured in [mcp.servers.NAME] tables or a trusted .mcp.json; agent/mcpconfig.py).
+    # MCP servers (configured in [mcp.servers.NAME] tables or a trusted .mcp.json; settings/mcp_servers.py).
     mcp_start_timeout_s: float = 10.0
     mcp_call_timeout_s: float = 120.0
     trust_mcp_json: bool = False
@@ -78,7 +76,7 @@ class Settings:
     # Seconds of regular-expression matching one search may spend (search_files, recall, log search).
     regex_timeout_s: float = 5.0
     # The model's context window in tokens; 0: known from the model (Claude), the server's own
-    # report (llama.cpp's /props) or a refused request's words (agent/window.py).
+    # report (llama.cpp's /props) or a refused request's words (model/window.py).
     context_tokens: int = 0
 
     def recorded(self) -> dict[str, Any]:
@@ -156,7 +154,7 @@ def explain_settings(workspace: Path, flags: Mapping[str, Any] | None = None,
 
 
 def _settings_in(path: Path, data: dict[str, Any]) -> dict[str, Any]:
-    # [mcp.servers.NAME] tables are read by agent/mcpconfig.py, [prices.MODEL] by read_prices.
+    # [mcp.servers.NAME] tables are read by settings/mcp_servers.py, [prices.MODEL] by settings/prices.py.
     unknown = sorted(set(data) - set(FIELDS) - TABLES)
     if unknown:
         raise ConfigError(f"{path}: unknown setting {', '.join(unknown)} (known: {', '.join(FIELDS)})")
@@ -164,43 +162,6 @@ def _settings_in(path: Path, data: dict[str, Any]) -> dict[str, Any]:
 
 
 TABLES = {"mcp", "prices"}
-
-
-def read_prices(config: ConfigFiles) -> dict[str, dict[str, float]]:
-    """The `[prices.MODEL]` tables of the user and workspace config (the workspace's win, model by
-    model): USD per million tokens of `input` and `output` (both required), `cache_read` and
-    `cache_write` (the input rate when left out), for a model the list prices do not know."""
-    prices: dict[str, dict[str, float]] = {}
-    # the files that apply: an untrusted workspace's own prices are a stranger's, like its settings
-    for path, data in config.parsed:
-        tables = data.get("prices", {})
-        if not isinstance(tables, dict):
-            raise ConfigError(f"{path}: prices must be tables, [prices.MODEL] with input and output")
-        for model, rates in tables.items():
-            prices[model] = _price_table(rates, f"{path}: prices.{model}")
-    return prices
-
-
-def price_book(config: ConfigFiles) -> PriceBook:
-    """What the front ends price with: the configured tables, then the list prices."""
-    return PriceBook(read_prices(config))
-
-
-def _price_table(rates: Any, where: str) -> dict[str, float]:
-    if not isinstance(rates, dict):
-        raise ConfigError(f"{where}: expected a table with {', '.join(PRICE_KEYS)}")
-    unknown = sorted(set(rates) - set(PRICE_KEYS))
-    if unknown:
-        raise ConfigError(f"{where}: unknown key {', '.join(unknown)} (known: {', '.join(PRICE_KEYS)})")
-    missing = [k for k in ("input", "output") if k not in rates]
-    if missing:
-        raise ConfigError(f"{where}: {' and '.join(missing)} missing (USD per million tokens)")
-    table: dict[str, float] = {}
-    for key, value in rates.items():
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
-            raise ConfigError(f"{where}: {key} must be a number of dollars per million tokens, got {_shown(value)}")
-        table[key] = float(value)
-    return table
 
 
 def _coerce(name: str, value: Any, where: str) -> Any:
@@ -239,7 +200,7 @@ def _coerce(name: str, value: Any, where: str) -> Any:
     except (ValueError, OverflowError) as exc:
         if isinstance(exc, ConfigError):
             raise
-        raise ConfigError(f"{where}: expected {_kind(default)}, got {_shown(value)}") from None
+        raise ConfigError(f"{where}: expected {_kind(default)}, got {clipped_repr(value)}") from None
 
 
 def _from_environment(name: str, raw: str, variable: str) -> Any:
@@ -260,7 +221,7 @@ def _from_environment(name: str, raw: str, variable: str) -> Any:
     return _coerce(name, value, variable)
 
 
-def _shown(value: Any) -> str:
+def clipped_repr(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
 

@@ -1,7 +1,7 @@
 """Where scribe's config and state live, and which config files apply to a workspace, each read
 once: the person's own (`~/.config/scribe/config.toml`), then the state folder's when it is the
 person's own (SCRIBE_HOME moved outside the workspace) or the workspace's own and trusted
-(agent/trust.py). Settings (agent/config.py), price tables and MCP servers (agent/mcpconfig.py)
+(settings/trust.py). Settings (settings/values.py), price tables and MCP servers (settings/mcp_servers.py)
 are all taken from one `ConfigFiles`, so what applies is what trust fingerprinted, read once,
 and the same for all three."""
 

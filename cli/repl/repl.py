@@ -25,12 +25,9 @@ from types import FrameType
 from scribe.agent import driver
 from scribe.agent.ahead import AheadCompression, works_ahead
 from scribe.agent.compress import ContextSize
-from scribe.agent.config import REPL_DEFAULTS, Settings, load_settings, price_book
-from scribe.agent.config_files import find_workspace, read_config, state_dir, trust_of
 from scribe.agent.lifecycle import curating, ending
 from scribe.agent.loop import Agent
 from scribe.agent.mcptools import open_hub
-from scribe.agent.model import ModelClient, preload_sdk
 from scribe.agent.protocol import AgentEvent, LifeEvent, TurnEnded
 from scribe.agent.runtime import SessionChoice, begin, choose
 from scribe.agent.session import Session, notes_path, open_session, store_for
@@ -38,9 +35,13 @@ from scribe.log.events import InterruptEvent
 from scribe.log.open_calls import unanswered_tool_uses
 from scribe.log.pricing import PriceBook
 from scribe.log.store import SessionFile, SessionNotFound
+from scribe.model.client import ModelClient, preload_sdk
+from scribe.settings.files import find_workspace, read_config, state_dir, trust_of
+from scribe.settings.prices import price_book
+from scribe.settings.values import REPL_DEFAULTS, Settings, load_settings
 from scribe.tools.mcp.hub import McpHub
 
-from ..errors import cli_errors, fail
+from ..exits import cli_errors, fail
 from ..signals import Ending, Stopped, ending_signals
 from ..trust import ask
 from .approve import PersonApprover

@@ -5,7 +5,7 @@ Weakest first, a later source replacing a server of the same name:
     ~/.config/scribe/config.toml  ->  <workspace>/.mcp.json  ->  <workspace>/.scribe/config.toml
 
 A workspace's own files (`.mcp.json`, and `.scribe/config.toml` unless SCRIBE_HOME moves it out)
-apply only once the person trusts the workspace (agent/trust.py). `.mcp.json` is usually
+apply only once the person trusts the workspace (settings/trust.py). `.mcp.json` is usually
 committed with the project, so a clone could start any program on your machine; its servers are
 used only when the workspace is trusted and `trust_mcp_json = true` as well (in a config file
 that applies, or as SCRIBE_TRUST_MCP_JSON), as Claude Code asks before using them.
@@ -25,9 +25,9 @@ from typing import Any
 
 from scribe.tools.mcp.spec import ServerSpec, Transport
 
-from .config import Settings
-from .config_files import ConfigError, ConfigFiles, read_config, read_config_file
+from .files import ConfigError, ConfigFiles, read_config, read_config_file
 from .trust import MCP_JSON, WorkspaceTrust
+from .values import Settings
 
 KEYS = ("type", "command", "args", "env", "cwd", "url", "headers", "allow", "timeout_s", "enabled")
 _TRANSPORTS: dict[str, Transport] = {"stdio": "stdio", "http": "http", "streamable-http": "http",
@@ -67,7 +67,7 @@ def mcp_config(workspace: Path, settings: Settings, environ: Mapping[str, str] |
 
 
 def _from_toml(path: Path, data: dict[str, Any], environ: Mapping[str, str]) -> dict[str, ServerSpec | None]:
-    """The `[mcp.servers.*]` tables of a scribe config file (the rest is agent/config.py's)."""
+    """The `[mcp.servers.*]` tables of a scribe config file (the rest is settings/values.py's)."""
     table = data.get("mcp")
     if table is None:
         return {}

@@ -31,13 +31,7 @@ import re
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 from urllib.parse import urlsplit, urlunsplit
-
-from scribe.context.render import current_model
-
-if TYPE_CHECKING:
-    from .session import Session
 
 # Every current Claude model reads 200,000 tokens (1M-token betas are opt-in headers scribe does
 # not send). Matched by the longest prefix, as the price table is.
@@ -82,15 +76,6 @@ def effective_window(model: str, configured: int, recorded: ContextWindow | None
         return recorded
     known = table_window(model)
     return ContextWindow(known, "table") if known is not None else None
-
-
-def session_window(session: Session, configured: int) -> ContextWindow | None:
-    """The window of the session's current model, from what its log has learned."""
-    session.chunks.update(session.events)
-    learned = session.chunks.window
-    recorded = ContextWindow(learned.tokens, learned.source) if learned is not None else None
-    return effective_window(current_model(session.events, session.chunks), configured, recorded,
-                            learned.model if learned is not None else None)
 
 
 # -- what a refused request says --------------------------------------------------------------

@@ -8,11 +8,11 @@ from contextlib import contextmanager
 
 import typer
 
-from scribe.agent.config_files import ConfigError
-from scribe.agent.errors import ClientSetupError, ModelError
-from scribe.agent.trust import TrustFileError
 from scribe.context.render import RenderError
 from scribe.log.jsonl import LogError, LogWriteError
+from scribe.model.errors import ClientSetupError, ModelError
+from scribe.settings.files import ConfigError
+from scribe.settings.trust import TrustFileError
 
 from .visible import visible
 

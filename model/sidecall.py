@@ -15,7 +15,7 @@ from typing import Any, Literal
 from scribe.context.render import Request
 from scribe.memory.answer import Answer, UnusableAnswer
 
-from .model import CallResult
+from .client import CallResult
 
 Via = Literal["tool", "text"]
 

@@ -9,7 +9,7 @@ start. Pure: the client feeds it text and passes on what it returns.
 
 from __future__ import annotations
 
-from .protocol import TextDelta, TextWithdrawn
+from .events import TextDelta, TextWithdrawn
 
 
 class ShownText:

@@ -28,12 +28,12 @@ if TYPE_CHECKING:
 from scribe.context.render import Request
 from scribe.log.events import Block
 from scribe.log.usage import Tokens
+from scribe.settings.values import DEFAULT_REQUEST_TIMEOUT_S, Settings
 
 from .attempt import Attempt, Began, Done, FilledMessageStream, Piece
 from .complete import BrokenAnswer
-from .config import DEFAULT_REQUEST_TIMEOUT_S, Settings
 from .errors import BadBaseUrl, ContextOverflow, MissingCredentials, ModelError
-from .protocol import Notice, Retrying, TextDelta, TextWithdrawn, Waiting
+from .events import Notice, Retrying, TextDelta, TextWithdrawn, Waiting
 from .retry import RetryPolicy, retry_after, should_retry
 from .shown import ShownText
 from .window import read_overflow

@@ -8,7 +8,7 @@ real path, with a fingerprint (sha256) of the files as they were when trusted: a
 since (by a `git pull`, or by a command or the agent's own write_file, which may write
 `.mcp.json`) is a stranger's again until the person looks at it again.
 
-This module knows nothing of settings: agent/config.py says which files are the workspace's
+This module knows nothing of settings: settings/values.py says which files are the workspace's
 and applies them when `WorkspaceTrust.trusted`.
 """
 
@@ -25,7 +25,7 @@ from pathlib import Path
 from scribe.log.private import make_private_folder, write_private
 
 TRUST_FILE = "trusted.toml"
-# Claude Code's MCP server file, at the workspace root (agent/mcpconfig.py reads it).
+# Claude Code's MCP server file, at the workspace root (settings/mcp_servers.py reads it).
 MCP_JSON = ".mcp.json"
 _HEADER = ("# Workspaces whose own .scribe/config.toml and .mcp.json scribe applies, written by\n"
            "# `scribe trust` and by a yes in the REPL. `scribe trust --revoke` (or deleting an entry)\n"

@@ -1,0 +1,6 @@
+"""Settings and trust: the effective settings (flags > SCRIBE_* environment > workspace config >
+user config > defaults), the config files that apply and reading them once, the trust a
+workspace has been given (recorded outside it), what an untrusted workspace would change, the
+configured MCP servers and price tables.
+
+May import: scribe.log, scribe.workspace, scribe.tools."""
