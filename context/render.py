@@ -48,6 +48,9 @@ CACHE_TTL_S = 300.0
 RESUME_NOTE = "(Earlier parts of this session are summarised in the observations above.)"
 INTERRUPTED = "[interrupted: this tool call did not finish; its result is unknown]"
 NO_OUTPUT = "(no output)"
+# Why an interrupt was recorded, when it was the person who stopped the request (Esc or Ctrl-C
+# in the REPL, Ctrl-C in `scribe run`; "interrupted" is the reason of logs that named none).
+PERSON_CANCELLED = ("cancelled by the user", "stopped by SIGINT", "interrupted")
 
 DEFAULT_MAX_TOKENS = 16384
 DEFAULT_OUTPUT_CHARS = 12_000
@@ -197,11 +200,16 @@ class Settled:
 def render_messages(events: Sequence[Event], output_chars: int, settled: Settled = Settled()) -> list[dict[str, Any]]:
     """Raw events as alternating turns. A user turn collects, in order: the results of the
     previous assistant's tool calls (first, as the API requires, in call order; a call with no
-    result gets a fixed "interrupted" one), then text (file changes, the person's words)."""
+    result gets a fixed "interrupted" one), then text (file changes, the person's words).
+
+    A request that was cancelled (an interrupt event) is closed by an assistant message holding
+    a fixed marker (`cancel_text`): what the person says next is a message of its own, and the
+    model reads that the request before it was cancelled and what had run of it."""
     messages: list[dict[str, Any]] = []
     pending_ids: list[str] = []  # tool_use ids of the last assistant message
     results: dict[str, Block] = {}
     texts: list[Block] = []
+    turn = _TurnCalls()  # the tool calls of the request in progress, for a cancel's marker
 
     def close_user_turn() -> None:
         nonlocal pending_ids, results, texts
@@ -219,8 +227,10 @@ def render_messages(events: Sequence[Event], output_chars: int, settled: Settled
             close_user_turn()
             messages.append({"role": "assistant", "content": content})
             pending_ids = [b["id"] for b in content if b.get("type") == "tool_use"]
+            turn.asked(content)
         elif isinstance(event, ToolResultEvent):
             if event.tool_use_id in pending_ids and event.tool_use_id not in results:
+                turn.ran(event.tool_use_id)
                 # recall answers are bounded by recall itself; eliding one would hide what was asked for
                 limit = settled.limit(event, len(event.output) if event.tool == "recall" else output_chars)
                 text = elide(event.output, limit, event.seq) if event.output else NO_OUTPUT
@@ -229,7 +239,14 @@ def render_messages(events: Sequence[Event], output_chars: int, settled: Settled
             for tool_use_id in event.tool_use_ids:
                 if tool_use_id in pending_ids and tool_use_id not in results:
                     results[tool_use_id] = _tool_result(tool_use_id, INTERRUPTED, True)
+            # Closed only while the person's side is open: a request whose answer had come, or
+            # that an earlier marker closed, has nothing left to cancel.
+            if pending_ids or texts:
+                close_user_turn()
+                messages.append({"role": "assistant", "content": [{"type": "text", "text": cancel_text(event, turn)}]})
+            turn = _TurnCalls()
         elif isinstance(event, UserEvent):
+            turn = _TurnCalls()
             if event.text.strip():
                 texts.append({"type": "text", "text": event.text})
         elif isinstance(event, FileChangeEvent):
@@ -240,6 +257,42 @@ def render_messages(events: Sequence[Event], output_chars: int, settled: Settled
             texts.append({"type": "text", "text": undo_text(event)})
     close_user_turn()
     return messages
+
+
+@dataclass
+class _TurnCalls:
+    """The tool calls asked for since the person's last message (tool_use id -> tool name), in
+    order, and those that had a result."""
+
+    names: dict[str, str] = field(default_factory=dict)
+    done: set[str] = field(default_factory=set)
+
+    def asked(self, content: Sequence[Block]) -> None:
+        self.names.update((b["id"], str(b.get("name", "?"))) for b in content if b.get("type") == "tool_use")
+
+    def ran(self, tool_use_id: str) -> None:
+        self.done.add(tool_use_id)
+
+
+def cancel_text(event: InterruptEvent, turn: _TurnCalls) -> str:
+    """The fixed marker that closes a cancelled request: who stopped it, what of it had run,
+    and that it stays stopped. Built from the log alone, so it is the same bytes every time."""
+    if event.reason in PERSON_CANCELLED:
+        said = "The person cancelled this request before it finished"
+    else:
+        said = f"This request was stopped before it finished ({event.reason})"
+    ran = _counted([name for i, name in turn.names.items() if i in turn.done])
+    not_run = _counted([name for i, name in turn.names.items() if i not in turn.done])
+    parts = [f"what had run: {ran}" if ran else "no tool had run"]
+    if not_run:
+        parts.append(f"not run: {not_run}")
+    return f"[{said}; {'; '.join(parts)}. It stays cancelled unless the person asks for it again.]"
+
+
+def _counted(names: Sequence[str]) -> str:
+    """`read_file ×2, run_command`: each name once, in first-seen order, with its count."""
+    counts = {name: names.count(name) for name in names}
+    return ", ".join(name if n == 1 else f"{name} ×{n}" for name, n in counts.items())
 
 
 def _tool_result(tool_use_id: str, text: str, is_error: bool, extra: Sequence[Block] = ()) -> Block:

@@ -125,10 +125,60 @@ def test_interrupt_event_and_orphan_results() -> None:
     log.add(ToolResultEvent, tool_use_id="zzz", tool="read_file", output="orphan")  # no such call
     log.add(InterruptEvent, tool_use_ids=["b"])
     req = render(log.events)
-    blocks = req.messages[-1]["content"]
+    blocks = req.messages[-2]["content"]
     assert [b["tool_use_id"] for b in blocks] == ["a", "b"]
     assert blocks[1]["content"] == INTERRUPTED
+    assert req.messages[-1] == {"role": "assistant", "content": [{"type": "text", "text": (
+        "[The person cancelled this request before it finished; what had run: read_file; not run: read_file. "
+        "It stays cancelled unless the person asks for it again.]")}]}
     assert validate_request(req.body()) is None
+
+
+def test_a_cancelled_request_is_closed_by_a_marker_and_the_next_message_stands_alone() -> None:
+    log = LogBuilder()
+    log.user("delete all the tests now")
+    log.add(InterruptEvent, tool_use_ids=[], reason="cancelled by the user")
+    log.user("actually, just list the tests")
+    req = render(log.events)
+    assert [m["role"] for m in req.messages] == ["user", "assistant", "user"]
+    assert req.messages[0]["content"][0]["text"] == "delete all the tests now"
+    assert req.messages[1]["content"] == [{"type": "text", "text": (
+        "[The person cancelled this request before it finished; no tool had run. "
+        "It stays cancelled unless the person asks for it again.]")}]
+    assert req.messages[2]["content"][0]["text"] == "actually, just list the tests"
+    assert breakpoints(req) == 3 and validate_request(req.body()) is None
+    # the same bytes from the same log, and after a round trip through the log format
+    again = [from_record(json.loads(json.dumps(to_record(e)))) for e in log.events]
+    assert render(again) == req
+
+
+def test_a_cancel_says_what_had_run_of_the_request_and_who_stopped_it() -> None:
+    log = LogBuilder()
+    log.user("old request")
+    log.tool_turn(["done before"])  # an earlier call of the same request: it ran
+    log.user("fix it")
+    log.tool_turn(["a", "b"])
+    log.add(AssistantEvent, content=[{"type": "tool_use", "id": "w", "name": "write_file", "input": {}}],
+            stop_reason="tool_use")
+    log.add(InterruptEvent, tool_use_ids=["w"], reason="stopped by SIGTERM")
+    log.add(InterruptEvent, tool_use_ids=[], reason="cancelled by the user")  # nothing left to close
+    log.user("next")
+    req = render(log.events)
+    markers = [m for m in req.messages if m["role"] == "assistant" and m["content"][0].get("text", "").startswith("[")]
+    assert [m["content"][0]["text"] for m in markers] == [
+        "[This request was stopped before it finished (stopped by SIGTERM); what had run: read_file ×2; "
+        "not run: write_file. It stays cancelled unless the person asks for it again.]"]
+    assert [m["role"] for m in req.messages][-3:] == ["user", "assistant", "user"]
+    assert validate_request(req.body()) is None
+
+
+def test_an_interrupt_after_the_answer_adds_no_marker() -> None:
+    log = LogBuilder()
+    log.user("hi")
+    log.answer("hello")
+    before = render(log.events)
+    log.add(InterruptEvent, tool_use_ids=[], reason="cancelled by the user")
+    assert render(log.events).messages == before.messages
 
 
 def test_long_output_is_elided_with_recall_pointer() -> None:
@@ -240,6 +290,7 @@ actions = st.lists(
         st.tuples(st.just("answer"), st.text(min_size=1, max_size=30)),
         st.tuples(st.just("change"), st.sampled_from(["a.py", "b/c.txt"])),
         st.tuples(st.just("usage"), st.none()),
+        st.tuples(st.just("cancel"), st.tuples(st.integers(0, 2), st.integers(0, 2))),
     ),
     min_size=1,
     max_size=25,
@@ -263,6 +314,14 @@ def grow(log: LogBuilder, steps: list) -> LogBuilder:  # type: ignore[type-arg]
             log.answer(arg)
         elif kind == "change":
             log.add(FileChangeEvent, path=arg, kind="modified")
+        elif kind == "cancel":  # `ran` calls had their results, the rest never ran
+            ran, not_run = arg
+            log.tool_turn(["out"] * ran) if ran else None
+            ids = [f"cancelled_{len(log.events)}_{i}" for i in range(not_run)]
+            if ids:
+                log.add(AssistantEvent, content=[{"type": "tool_use", "id": i, "name": "read_file", "input": {}}
+                                                 for i in ids], stop_reason="tool_use")
+            log.add(InterruptEvent, tool_use_ids=ids, reason="cancelled by the user")
         else:
             log.add(UsageEvent, purpose="agent", model="m", input=1, cache_read=0, cache_write=0, output=1)
     return log
