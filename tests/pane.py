@@ -39,6 +39,19 @@ class TmuxPane:
     def type(self, text: str) -> None:
         self.run("send-keys", "-t", "0", "-l", text)
 
+    def typing(self, text: str, per_key_s: float = 0.15) -> None:
+        """`text` typed one key at a time, as a person types (a newline is Enter, ESC is Esc).
+        Each key is one short tmux call; on a loaded machine one takes up to a tenth of a second,
+        so the gaps a test relies on are kept well apart from the ones scribe tells apart."""
+        for char in text:
+            if char == "\n":
+                self.send("Enter")
+            elif char == "\x1b":
+                self.send("Escape")
+            else:
+                self.type(char)
+            time.sleep(per_key_s)
+
     def keys(self, text: str, enter: bool = True) -> None:
         """Text typed, then Enter unless told not to."""
         self.type(text)

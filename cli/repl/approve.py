@@ -8,9 +8,9 @@ person: it runs, fails, and the model reads the error. The answer goes back to t
 True (yes), False (no: the model gets an error result saying the person declined) or "always"
 (this tool runs without asking for the rest of the session).
 
-Only a deliberate answer answers (question.py): `y` or `n` as the first key once the question is
-up, or a whole word and Enter; `always` is a word only, never a key. No key typed before the
-question was drawn answers it (keys.py). A sentence typed at the question allows nothing: like
+Only a deliberate answer answers (question.py): `y` or `n` alone as the first key once the
+question is up, or a whole word and Enter; `always` is a word only, never a key. No key typed
+before the question was drawn, or on from then without a pause, answers it (keys.py). A sentence typed at the question allows nothing: like
 Claude Code's "No, and tell Claude what to do differently", the turn stops there and the
 sentence waits at the prompt as the next message.
 """

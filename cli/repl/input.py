@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
@@ -29,7 +30,7 @@ from prompt_toolkit.styles import Style
 from scribe.log.private import make_private_folder, open_private
 
 from .fuzzy import WorkspaceFiles, fuzzy_paths, tab_bindings
-from .keys import ANSWER_WORDS, WordRest
+from .keys import ANSWER_WORDS, TYPING_GAP_S, WordRest
 from .pastes import ExpandedHistory, Pastes, paste_bindings
 
 # Never offered: git's and scribe's own folders are not the person's files.
@@ -104,8 +105,31 @@ class ReplCompleter(Completer):
                 return
 
 
-def _bindings(rest: WordRest | None) -> KeyBindings:
+class TypingOn:
+    """Typing that began before the prompt appeared (its keys were the prompt's type-ahead) and
+    goes on at it, each key within TYPING_GAP_S of the one before: an Enter in it was typed
+    during the turn, and does not send. Once the person pauses, Enter sends."""
+
+    def __init__(self) -> None:
+        self.until = 0.0
+        self.now = False  # the key being handled belongs to that typing
+
+    def begin(self, last_key_at: float) -> None:
+        self.until = last_key_at + TYPING_GAP_S
+
+    def pressed(self, _: object) -> None:
+        at = time.monotonic()
+        self.now = at < self.until
+        if self.now:
+            self.until = at + TYPING_GAP_S
+
+
+def _bindings(rest: WordRest | None, typing: TypingOn) -> KeyBindings:
     kb = KeyBindings()
+
+    @kb.add("enter", filter=Condition(lambda: typing.now))
+    def _not_yet(event: KeyPressEvent) -> None:
+        """An Enter typed on from the turn: the line waits for one pressed at the prompt."""
 
     @kb.add("escape", "enter")
     def _newline(event: KeyPressEvent) -> None:
@@ -142,11 +166,13 @@ class InputArea:
         make_private_folder(history.parent)
         os.close(open_private(history, os.O_WRONLY | os.O_CREAT))  # what the person typed is theirs alone
         self.pastes = Pastes()
+        self.typing = TypingOn()
         self.session: PromptSession[str] = PromptSession(
             history=ExpandedHistory(str(history), self.pastes),
             completer=ReplCompleter(workspace, commands),
             complete_while_typing=True,
-            key_bindings=merge_key_bindings([_bindings(rest), paste_bindings(self.pastes), tab_bindings()]),
+            key_bindings=merge_key_bindings([_bindings(rest, self.typing), paste_bindings(self.pastes),
+                                             tab_bindings()]),
             bottom_toolbar=lambda: toolbar(_columns()),
             style=STYLE,
             multiline=False,
@@ -155,6 +181,8 @@ class InputArea:
             mouse_support=False,
             enable_suspend=True,  # Ctrl-Z suspends scribe (cli/signals.py) instead of typing ^Z
         )
+        self.session.app.key_processor.before_key_press += self.typing.pressed
+        self.rest = rest
         # What the next prompt starts with: a message typed at an approval question instead of
         # an answer (approve.py), for the person to send or change.
         self.draft = ""
@@ -163,4 +191,7 @@ class InputArea:
         """One message (a long paste in it whole: the box showed it short, see pastes.py). Raises
         KeyboardInterrupt (Ctrl-C on an empty line) or EOFError (Ctrl-D)."""
         draft, self.draft = self.draft, ""
+        typed = self.rest.typed_ahead() if self.rest is not None else None  # it waits, unsent
+        if typed is not None:
+            self.typing.begin(typed)
         return self.pastes.sent(self.session.prompt(FormattedText([("class:prompt", "› ")]), default=draft))

@@ -9,7 +9,8 @@ reads what is typed:
 - Ctrl-D cancels it the same way and then ends the REPL (`leaving`), as Ctrl-D at the prompt
   ends it.
 - Everything else is kept and handed to the next prompt as prompt-toolkit type-ahead, so a
-  message typed during a turn is waiting at the prompt.
+  message typed during a turn is waiting at the prompt. No Enter typed before the prompt sends
+  it (`typed_ahead`): the line waits there, editable, and Enter at the prompt sends it.
 - `asking()`, around an approval question, discards what was typed before the question: the
   keys kept so far, what still waits in the terminal's buffer (tcflush) and prompt-toolkit's
   own type-ahead, so none of it can answer the question.
@@ -60,14 +61,21 @@ ENTER = (Keys.ControlM, Keys.ControlJ)
 SHOW_CURSOR = b"\x1b[?25h"
 # Never handed to the next prompt: the terminal's replies, not the person's keys.
 DROPPED = (Keys.CPRResponse, Keys.Vt100MouseEvent)
-ANSWER_WORDS = ("yes", "no")  # the approval answers given by a letter, whose rest may follow it
+# What an Enter typed ahead becomes at the prompt: the new line Alt-Enter gives (input.py).
+NEW_LINE = (KeyPress(Keys.Escape, "\x1b"), KeyPress(Keys.ControlM, "\r"))
+ANSWER_WORDS = ("yes", "no")
+# Keys closer together than this are one stretch of typing: typing that began before a question
+# or a prompt appeared and goes on after it was not meant for it (question.py, input.py).
+TYPING_GAP_S = 0.3  # the approval answers given by a letter, whose rest may follow it
 
 
 class WordRest(Protocol):
-    """What the next prompt needs to swallow the rest of an answer's word arriving late."""
+    """What the next prompt needs from the keys typed before it: the type-ahead handed over
+    unsent, and the rest of an answer's word arriving late swallowed."""
 
     def expects(self, key: str) -> bool: ...
     def take(self, key: str) -> None: ...
+    def typed_ahead(self) -> float | None: ...
 
 
 @dataclass(frozen=True)
@@ -95,6 +103,38 @@ def swallow(keys: Sequence[KeyPress], rest: str | None) -> tuple[list[KeyPress],
             return list(keys[index:]), None  # something else: the person moved on
         index += 1
     return list(keys[index:]), rest
+
+
+def unsent(keys: Sequence[KeyPress]) -> list[KeyPress]:
+    """Keys typed ahead of a prompt as they reach it: nothing in them sends the line. An Enter
+    at their end is dropped (the line waits, Enter at the prompt sends it) and one between two
+    lines starts a new line, as Alt-Enter does."""
+    keys = list(keys)
+    while keys and keys[-1].key in ENTER:
+        keys.pop()
+    return [new for key in keys for new in (NEW_LINE if key.key in ENTER else (key,))]
+
+
+def _pending_keys(fd: int) -> list[KeyPress]:
+    """What waits in the terminal's input buffer, read without waiting for a line to end."""
+    mode = termios.tcgetattr(fd)
+    raw = [*mode[:6], list(mode[6])]
+    raw[3] &= ~termios.ICANON
+    raw[6][termios.VMIN], raw[6][termios.VTIME] = 0, 0
+    data = b""
+    termios.tcsetattr(fd, termios.TCSANOW, raw)
+    try:
+        while chunk := os.read(fd, 1024):
+            data += chunk
+    except OSError:
+        pass  # the terminal went away: nothing more waits in it
+    finally:
+        termios.tcsetattr(fd, termios.TCSANOW, mode)
+    keys: list[KeyPress] = []
+    parser = Vt100Parser(keys.append)
+    parser.feed(data.decode("utf-8", errors="replace"))
+    parser.flush()
+    return [key for key in keys if key.key not in DROPPED]
 
 
 def interrupt_main() -> None:
@@ -144,6 +184,7 @@ class TurnKeys:
         self._rest: str | None = None  # the rest of an answer's word, still to swallow
         self._rest_from = 0.0  # when the answer, or the last letter of its rest, came
         self._reader: _Reader | None = None
+        self._last_key_at = 0.0  # when the last key kept for the next prompt was typed
         self.leaving = False  # Ctrl-D during a turn: the REPL ends once the turn has stopped
 
     def on_terminal(self) -> bool:
@@ -232,6 +273,8 @@ class TurnKeys:
             left = get_typeahead(source)
             with self._lock:
                 left = self._swallowed(left)
+                if left:
+                    self._last_key_at = time.monotonic()
                 if reader is not None:
                     self._kept[:0] = left
             if reader is None:
@@ -272,8 +315,25 @@ class TurnKeys:
                 return
             if key.key not in DROPPED:
                 self._kept.append(key)
+                self._last_key_at = time.monotonic()
 
     # -- the next prompt's side (WordRest) --------------------------------------------------------
+
+    def typed_ahead(self) -> float | None:
+        """Just before the prompt reads: what was kept during the turn and what was typed since
+        (still in the terminal's buffer) is the prompt's type-ahead, less the rest of an
+        answer's word, and `unsent`: it waits at the prompt, and only an Enter there sends it.
+        Returns when the last of it was typed (None: nothing was)."""
+        source, fd = terminal_input()
+        if fd is None:
+            return None
+        kept, pending = get_typeahead(source), _pending_keys(fd)
+        with self._lock:
+            keys = self._swallowed(kept + pending)
+            # What waited in the terminal was typed since the turn ended, a moment ago.
+            last = time.monotonic() if pending else self._last_key_at if kept else None
+        store_typeahead(source, unsent(keys))
+        return last if keys else None
 
     def expects(self, key: str) -> bool:
         """Whether `key` ("enter" or a letter) is the next of the last answer's word."""

@@ -1,24 +1,28 @@
 """An approval question's answer, read from the keyboard, that only a deliberate answer gives.
 
-- A single key answers only as the first key pressed after the question is on screen, and only
-  once the question has been up `GUARD_S`: a key sooner was typed for something else, in a
-  burst across the question's appearance. `y` is yes and `n` no.
-- Any other key (or an answer key pressed too soon) is text, and then every key is text until
-  Enter, which answers only if the text is a whole answer word (`yes`, `y`, `no`, `n`,
-  `always`). A permanent permission has no key of its own: `always` is typed as a word.
+- A single key answers only alone: `y` (yes) or `n` (no) as the first key once the question is
+  on screen, with nothing typed after it for `LONE_S` (or Enter right after it). A key that
+  follows makes the letter the start of a word, so `yse` is typed text, never a yes.
+- Any other key is text, and then every key is text until Enter, which answers only if the text
+  is a whole answer word (`yes`, `y`, `no`, `n`, `always`). A permanent permission has no key
+  of its own: `always` is typed as a word.
 - A sentence typed there (`what about xyz, is that a good idea?`) allows nothing: it is the
   person saying something else, so the turn stops and the sentence waits at the prompt as the
   next message (`Choice.message`). A single word that is no answer (`yse`) asks again.
 - Esc and Ctrl-D decline, Ctrl-C stops the turn, Ctrl-Z suspends scribe.
 
-The guard counts from the question's first drawing, and what waited before it is thrown away
-just before it is drawn (`discard`, from keys.py). The question never asks the terminal for its
-cursor position (CPR): a terminal that does not answer one makes prompt-toolkit print a warning
-over the question two seconds in and wait a second after the answer, reading keys all the while.
+What was typed before the question was drawn is thrown away just before it is drawn (`discard`,
+from keys.py), and so is typing that goes on across its appearance: every key within `GUARD_S`
+of the first drawing, or of the key thrown away before it. Once the person pauses, the next key
+counts, so an `n` a second after the question answers no. The question never asks the terminal
+for its cursor position (CPR): a terminal that does not answer one makes prompt-toolkit print a
+warning over the question two seconds in and wait a second after the answer, reading keys all
+the while.
 """
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import time
 from collections.abc import Callable, Mapping
@@ -34,11 +38,15 @@ from prompt_toolkit.output import Output
 from prompt_toolkit.output.vt100 import Vt100_Output, is_dumb_terminal
 
 from .input import STYLE
-from .keys import Choice
+from .keys import TYPING_GAP_S, Choice
 
-# A key within this long of the question's first drawing was not typed at it: it does not
-# answer alone (it starts text instead). A person reading the question takes longer.
-GUARD_S = 0.3
+# A key within this long of the question's first drawing, or of a key thrown away for that, was
+# not typed at it: it is thrown away. A person reading the question takes longer.
+GUARD_S = TYPING_GAP_S
+# A lone answer key answers once nothing has followed it for this long: a letter with another
+# close behind it (`yse`, `yes please`) is the start of a word. Typing runs faster than this
+# between keys; a person who meant the one key has stopped.
+LONE_S = 0.5
 ESC_TIMEOUT_S = 0.1  # Esc at a question counts after this long with nothing following it
 
 
@@ -81,26 +89,33 @@ class _Asking:
     guard_s: float
     discarded: bool  # keys typed before the question were thrown away: a line says so
     shown: float | None = None  # when it was first drawn
+    quiet_from: float = 0.0  # keys before this moment are still the typing the question cut into
     typing: bool = False  # something other than a lone answer key was typed: keys are text now
     answered: bool = False  # the answer is being shown: no more notes
     note: str = ""  # a line above the question (the choices, what was wrong with a word)
+    lone: int = 0  # counts the lone answer keys pressed: a wait for what follows one is the latest
 
     def drawn(self) -> None:
         if self.shown is None:
             self.shown = time.monotonic()
+            self.quiet_from = self.shown + self.guard_s
 
-    def first_key_answers(self) -> bool:
-        """Whether a lone answer key pressed now answers: nothing else typed yet, and the
-        question up for the guard's length (without a terminal, keys come from a script)."""
-        if self.typing:
+    def cut_into(self) -> bool:
+        """Whether a key pressed now belongs to typing begun before the question (then it is
+        thrown away, and the typing is taken to go on for another `guard_s`). Without a
+        terminal, keys come from a script: none is."""
+        if self.guard_s <= 0 or self.typing:
             return False
-        if self.guard_s <= 0:
-            return True
-        return self.shown is not None and time.monotonic() - self.shown >= self.guard_s
+        now = time.monotonic()
+        if self.shown is not None and now >= self.quiet_from:
+            return False
+        self.quiet_from = max(self.quiet_from, now + self.guard_s)
+        self.discarded = True
+        return True
 
     def again(self, note: str) -> None:
-        """Back to an empty question, as if just drawn: the next key may answer alone."""
-        self.typing, self.note, self.shown = False, note, time.monotonic()
+        """Back to an empty question: the next key may answer alone."""
+        self.typing, self.note = False, note
 
 
 def ask(question: str, answers: Answers, *, discard: Callable[[], int] = lambda: 0,
@@ -113,7 +128,9 @@ def ask(question: str, answers: Answers, *, discard: Callable[[], int] = lambda:
     asker: PromptSession[Choice | str] = PromptSession(
         key_bindings=_bindings(state, answers), style=STYLE, enable_suspend=True, output=output)
     asker.app.ttimeoutlen = ESC_TIMEOUT_S
-    asker.app.after_render += lambda _: state.drawn()
+    # From the moment it starts being drawn: a process kept waiting by a busy machine between
+    # drawing and noting it would otherwise take keys typed at the question for keys before it.
+    asker.app.before_render += lambda _: state.drawn()
     # Text typed makes it text mode; the prompt emptying its buffer to ask again does not.
     asker.default_buffer.on_text_changed += lambda buffer: setattr(
         state, "typing", state.typing or bool(buffer.text))
@@ -121,7 +138,7 @@ def ask(question: str, answers: Answers, *, discard: Callable[[], int] = lambda:
     def message() -> FormattedText:
         lines = []
         if state.discarded:
-            lines.append(("class:note", "  (keys typed before this question were ignored)\n"))
+            lines.append(("class:note", "  (what you were typing when this question appeared was ignored)\n"))
         note = answers.said(asker.default_buffer.text) if state.typing else state.note
         if note and not state.answered:
             lines.append(("class:note", note + "\n"))
@@ -172,13 +189,27 @@ def _bindings(state: _Asking, answers: Answers) -> KeyBindings:
                 event.current_buffer.insert_text(char)
         event.app.exit(result=choice)
 
+    def counted(handler: Callable[[KeyPressEvent], None]) -> Callable[[KeyPressEvent], None]:
+        """`handler`, unless the key is typing the question cut into: then it is thrown away."""
+        def pressed(event: KeyPressEvent) -> None:
+            if state.cut_into():
+                event.app.invalidate()  # the line saying what was ignored
+                return
+            handler(event)
+        return pressed
+
     def lone_key(word: str) -> Callable[[KeyPressEvent], None]:
         def pressed(event: KeyPressEvent) -> None:
-            if state.first_key_answers():
-                answer(event, Choice(word, True))
-            else:
-                event.current_buffer.insert_text(event.data)  # too soon: it is text
+            # Text for now; it answers `word` if nothing follows it (see `alone`).
+            event.current_buffer.insert_text(event.data)
+            state.lone += 1
+            asyncio.get_running_loop().call_later(LONE_S, alone, event, word, event.data, state.lone)
         return pressed
+
+    def alone(event: KeyPressEvent, word: str, key: str, lone: int) -> None:
+        if state.answered or lone != state.lone or event.current_buffer.text != key or not event.app.is_running:
+            return  # answered meanwhile, another key followed, or the text changed
+        answer(event, Choice(word, True))
 
     def show_choices(event: KeyPressEvent) -> None:
         state.note = answers.choices()
@@ -197,19 +228,19 @@ def _bindings(state: _Asking, answers: Answers) -> KeyBindings:
             answer(event, judged)
 
     for key, word in answers.keys.items():
-        kb.add(key, filter=first)(lone_key(word))
-        kb.add(key.upper(), filter=first)(lone_key(word))
+        kb.add(key, filter=first)(counted(lone_key(word)))
+        kb.add(key.upper(), filter=first)(counted(lone_key(word)))
     kb.add("escape", eager=True)(lambda event: answer(event, Choice(answers.on_escape, False)))
     kb.add("c-d")(lambda event: answer(event, Choice(answers.on_escape, False)))
     kb.add("c-c")(lambda event: event.app.exit(exception=KeyboardInterrupt(), style="class:aborting"))
-    kb.add("enter")(enter)
-    kb.add("<any>", filter=first)(anything)
+    kb.add("enter")(counted(enter))
+    kb.add("<any>", filter=first)(counted(anything))
     # Keys prompt-toolkit binds itself (arrows, Tab, Ctrl-R, ...) would win over <any>: before
     # anything is typed they only show the choices; after, they edit the text. (A paste is text;
     # Ctrl-Z keeps the prompt's own binding: it suspends.)
     lone = {*answers.keys, *(key.upper() for key in answers.keys)}
     for key in _editing_keys() - lone:
-        kb.add(key, filter=first)(show_choices)
+        kb.add(key, filter=first)(counted(show_choices))
     return kb
 
 

@@ -23,11 +23,13 @@ def answer(keys: str) -> Choice:
 
 
 @pytest.mark.parametrize(("keys", "word", "by_letter"), [
-    ("y", "yes", True), ("N", "no", True),  # a lone first key
-    ("yes\r", "yes", True), ("no\r", "no", True),  # its letter answers; the rest is swallowed later
+    ("y", "yes", True), ("N", "no", True),  # a lone first key, nothing after it
+    ("y\r", "yes", False), ("n\r", "no", False),  # the letter and Enter: a word
+    ("yes\r", "yes", False), ("no\r", "no", False),  # a key close behind the letter: a word
     ("always\r", "always", False), ("ALWAYS\r", "always", False),  # only ever a word
     ("a\ry", "yes", True), ("al\rn", "no", True),  # not a word: asked again
-    ("xy\ryes\r", "yes", True), ("x\x7f\x7fy\r", "yes", False),  # once typing, y is text
+    ("yse\rn", "no", True), ("ys\rno\r", "no", False),  # a letter with more behind it is no answer
+    ("xy\ryes\r", "yes", False), ("x\x7f\x7fy\r", "yes", False),  # once typing, y is text
     ("\r" + UP + "n", "no", True),  # Enter alone and an arrow only show the choices
     (ESC, "no", False), (CTRL_D, "no", False), ("wait" + ESC, "no", False),
 ])
@@ -39,3 +41,4 @@ def test_a_sentence_is_the_persons_message_not_an_answer() -> None:
     assert answer("what about xyz, is that a good idea?\r") == Choice(
         "message", False, message="what about xyz, is that a good idea?")
     assert answer("  any yes or no in here  \r").message == "any yes or no in here"
+    assert answer("yes please\r") == Choice("message", False, message="yes please")

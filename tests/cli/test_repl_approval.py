@@ -16,10 +16,10 @@ from typing import Any
 import pexpect
 import pytest
 
-from helpers import SCRIBE, events_of, running_in, scribe_env, session_logs, wait_for
+from helpers import NO_API, SCRIBE, events_of, run_scribe, running_in, scribe_env, session_logs, wait_for
 from pane import TmuxPane
 from scribe.cli.repl.question import GUARD_S
-from scribe.fakeapi import FakeMessagesServer, Reply, ScriptItem, tool_use_block
+from scribe.fakeapi import FakeMessagesServer, Fault, Reply, ScriptItem, tool_use_block
 from scribe.log.events import InterruptEvent, ToolResultEvent, UserEvent
 
 ESC, CTRL_D, CTRL_Z = "\x1b", "\x04", "\x1a"
@@ -30,14 +30,17 @@ CPR_WARNING = "your terminal doesn't support cursor position requests"
 SLEEP = "26.5"  # a duration no other test uses, so the process is ours to find
 # turn label -> the commands its model asks for, one after another; by default one that leaves
 # a marker file `ran-LABEL`
-COMMANDS = {"two": ["touch ran-two-1", "touch ran-two-2"], "sleep": [f"sleep {SLEEP}"]}
+COMMANDS = {"two": ["touch ran-two-1", "touch ran-two-2"], "sleep": [f"sleep {SLEEP}"],
+            "slow": ["sleep 1.6", "touch ran-slow"], "busy": ["sleep 2.6"]}
 
 
 def responder(request: dict[str, Any]) -> ScriptItem:
     """turn-LABEL: ask for LABEL's commands one per call, then say `done LABEL`; anything else
-    the person says is echoed back (`heard: ...`)."""
+    the person says is echoed back (`heard: ...`); `turn-hang` is never answered."""
     if not request.get("tools"):  # a memory call (observer, reflector)
         return Reply.text("🔴 the user asked for commands")
+    if request["messages"][-1]["content"][-1].get("text") == "turn-hang":
+        return Fault(kind="hang")  # a model call that never answers, until cancelled
     label, results = None, 0
     for message in reversed(request["messages"]):
         blocks = message["content"] if isinstance(message["content"], list) else []
@@ -95,32 +98,87 @@ def users_and_results(workspace: Path) -> tuple[list[str], list[str]]:
             [e.output for e in events if isinstance(e, ToolResultEvent)])
 
 
+def in_tmux(server: FakeMessagesServer, workspace: Path, home: Path, tmp_path: Path) -> TmuxPane:
+    env = scribe_env(server.base_url, home, TERM="xterm-256color")
+    term = TmuxPane(tmp_path / "tmux.sock")
+    term.start(f"env -i {' '.join(f'{k}={shlex.quote(v)}' for k, v in env.items())} {SCRIBE}", 100, 30, workspace)
+    return term
+
+
+def wait_after(term: TmuxPane, anchor: str, text: str) -> str:
+    """The screen once `text` shows below the last `anchor` (not an earlier turn's `text`)."""
+    assert wait_for(lambda: text in term.screen().split(anchor)[-1] and anchor in term.screen(), 30), term.screen()
+    return term.screen()
+
+
+def prompt_ready(term: TmuxPane) -> None:
+    """Wait for an empty prompt: the last line above the bottom bar is `›` alone. (A line typed
+    before the prompt is up was typed during the turn: it would wait at the prompt unsent.)"""
+    def ready() -> bool:
+        lines = [line.rstrip() for line in term.screen().splitlines() if line.strip()]
+        return len(lines) >= 2 and lines[-2] == "›"
+    assert wait_for(ready, 30), term.screen()
+
+
+def at_prompt(term: TmuxPane, text: str) -> str:
+    """The screen once the prompt holds `text` (a line of its own, not the end of a question's)."""
+    assert wait_for(lambda: any(line.startswith(f"› {text}") for line in term.screen().splitlines()), 30), \
+        term.screen()
+    return term.screen()
+
+
+def leave_tmux(term: TmuxPane) -> tuple[int | None, str]:
+    prompt_ready(term)
+    term.type("/exit")
+    term.send("Enter")
+    assert wait_for(lambda: term.exit_status() is not None), term.screen()
+    return term.exit_status(), term.screen()
+
+
 @pytest.mark.slow
 def test_typed_text_answers_only_as_a_whole_word_and_a_sentence_allows_nothing(
         workspace: Path, home: Path, tmp_path: Path) -> None:
+    """Typed at 150 ms a key: only a whole answer word, or a lone key, answers."""
     with FakeMessagesServer(responder) as server:
-        env = scribe_env(server.base_url, home, TERM="xterm-256color")
-        term = TmuxPane(tmp_path / "tmux.sock")
-        term.start(f"env -i {' '.join(f'{k}={shlex.quote(v)}' for k, v in env.items())} {SCRIBE}", 100, 30, workspace)
+        term = in_tmux(server, workspace, home, tmp_path)
         try:
 
             def ask(label: str) -> None:
-                term.wait("›")
+                prompt_ready(term)
                 term.type(f"turn-{label}")
                 term.send("Enter")
-                term.wait(f"run_command touch ran-{label}")
-                term.wait("allow run_command?")
+                wait_after(term, f"run_command touch ran-{label}", "allow run_command?")
                 time.sleep(GUARD_S + 0.2)  # a person reading the question
 
             # a sentence: its a, y and n are text, Enter allows nothing and stops the turn
             ask("sentence")
-            term.type(SENTENCE)
+            term.typing(SENTENCE[:12])
+            term.type(SENTENCE[12:])
             term.wait("not an answer: Enter stops the turn")
             term.send("Enter")
             term.wait("nothing allowed: the turn stops")
-            screens = [term.wait(f"› {SENTENCE}")]  # waiting at the prompt, to send or change
+            screens = [at_prompt(term, SENTENCE[:40])]  # waiting at the prompt, to send or change
             term.send("Enter")
             term.wait(f"heard: {SENTENCE}")
+
+            # `y` with more typed close behind it is a word, and `yse` is none: asked again
+            ask("yse")
+            term.typing("yse\n")
+            screens.append(term.wait("“yse” is not an answer"))
+            time.sleep(1)
+            term.typing("n")  # alone: no
+            term.wait("done yse")
+
+            # `yes please` is a sentence: nothing allowed, and it waits at the prompt unsent
+            ask("please")
+            term.typing("yes please\n")
+            term.wait("nothing allowed: the turn stops")
+            at_prompt(term, "yes please")
+            term.send("C-c")  # the person clears it instead of sending it
+
+            ask("no")
+            term.typing("n\n")
+            term.wait("done no")
 
             # `a` is no key for "always": alone it is not an answer, and the question stays
             ask("a")
@@ -132,41 +190,94 @@ def test_typed_text_answers_only_as_a_whole_word_and_a_sentence_allows_nothing(
             term.type("n")
             term.wait("done a")
 
-            # once something else is typed, `y` is text: `xy` then Enter is no answer
-            ask("word")
-            term.type("xy")
-            term.send("Enter")
-            term.wait("“xy” is not an answer")
-            term.type("no")  # a whole word, or a lone `n` and the rest of its word
-            term.send("Enter")
-            term.wait("done word")
-
             # the word `always` allows it for the rest of the session
             ask("always")
-            term.type("always")
-            term.send("Enter")
+            term.typing("always\n")
             term.wait("done always")
+            prompt_ready(term)
             term.type("turn-after")  # runs without a question
             term.send("Enter")
             term.wait("done after")
-            term.type("/exit")
-            term.send("Enter")
-            assert wait_for(lambda: term.exit_status() is not None), term.screen()
-            status, last = term.exit_status(), term.screen()
+            status, last = leave_tmux(term)
         finally:
             term.stop()
     print("\n\n".join([*screens, last]))  # shown with -s: the screens the report quotes
     assert status == 0, last
     assert "Traceback" not in last
     assert not (workspace / "ran-sentence").exists()  # the sentence allowed nothing
-    assert not (workspace / "ran-a").exists() and not (workspace / "ran-word").exists()
+    for label in ("yse", "please", "no", "a"):
+        assert not (workspace / f"ran-{label}").exists(), label
     assert (workspace / "ran-always").exists() and (workspace / "ran-after").exists()
     users, results = users_and_results(workspace)
-    assert users == ["turn-sentence", SENTENCE, "turn-a", "turn-word", "turn-always", "turn-after"]
-    assert results[:2] == ["run_command was declined by the user"] * 2, results
-    assert len(results) == 4
+    assert users == ["turn-sentence", SENTENCE, "turn-yse", "turn-please", "turn-no", "turn-a", "turn-always",
+                     "turn-after"]
+    assert results[:3] == ["run_command was declined by the user"] * 3, results
+    assert len(results) == 5
     interrupts = [e for e in events_of(session_logs(workspace)[0]) if isinstance(e, InterruptEvent)]
-    assert len(interrupts) == 1 and interrupts[0].tool_use_ids  # the sentence's question, left unanswered
+    assert len(interrupts) == 2 and all(i.tool_use_ids for i in interrupts)  # the sentences' questions
+
+
+@pytest.mark.slow
+def test_what_is_typed_during_a_turn_is_never_sent_by_itself_and_a_cancel_is_told_to_the_model(
+        workspace: Path, home: Path, tmp_path: Path) -> None:
+    """At 150 ms a key: typing that runs into a question is thrown away and a pause then `n`
+    answers; a line typed with Enter during a turn, or right after Esc, waits at the prompt;
+    the cancelled request reaches the model closed by its marker."""
+    with FakeMessagesServer(responder) as server:
+        term = in_tmux(server, workspace, home, tmp_path)
+        try:
+            prompt_ready(term)
+            term.keys("turn-slow")
+            wait_after(term, "sleep 1.6", "allow run_command?")
+            time.sleep(GUARD_S + 0.2)
+            term.type("y")
+            wait_after(term, "sleep 1.6", "› yes")  # the lone key answered, once nothing followed it
+            term.typing("words typed on meanwhile ")  # 3.75 s: on across the next question
+            screens = [term.wait("(what you were typing when this question appeared was ignored)")]
+            time.sleep(1)  # the person stops, reads the question
+            term.type("n")
+            wait_after(term, "ran-slow", "declined")
+            term.wait("done slow")
+
+            # a line sent with Enter while the command runs: it waits at the prompt
+            prompt_ready(term)
+            term.keys("turn-busy")
+            wait_after(term, "sleep 2.6", "allow run_command?")
+            time.sleep(GUARD_S + 0.2)
+            term.type("y")
+            wait_after(term, "sleep 2.6", "› yes")
+            term.typing("list the tests\n")
+            screens.append(at_prompt(term, "list the tests"))
+            term.wait("done busy")
+            term.typing(" now\n", per_key_s=0.5)  # slower: the last Enter is the person's at the prompt
+            term.wait("heard: list the tests now")
+
+            # Esc while the model is asked, then at once the next request: it waits too
+            prompt_ready(term)
+            term.keys("turn-hang")
+            term.wait("thinking")
+            term.typing("\x1bactually, just list them\n")
+            screens.append(at_prompt(term, "actually, just list them"))
+            time.sleep(0.5)
+            term.send("Enter")
+            term.wait("heard: actually, just list them")
+            status, last = leave_tmux(term)
+        finally:
+            term.stop()
+    print("\n\n".join([*screens, last]))
+    assert status == 0 and "Traceback" not in last, last
+    assert not (workspace / "ran-slow").exists()
+    users, results = users_and_results(workspace)
+    assert users == ["turn-slow", "turn-busy", "list the tests now", "turn-hang", "actually, just list them"], users
+    assert results[1] == "run_command was declined by the user"
+    request = run_scribe(["log", "prompt"], workspace, scribe_env(NO_API, home)).json()
+    roles = [(m["role"], [b.get("text") for b in m["content"]]) for m in request["messages"]]
+    assert roles[-4:] == [
+        ("user", ["turn-hang"]),
+        ("assistant", ["[The person cancelled this request before it finished; no tool had run. "
+                       "It stays cancelled unless the person asks for it again.]"]),
+        ("user", ["actually, just list them"]),
+        ("assistant", ["heard: actually, just list them"])], roles
 
 
 @pytest.mark.slow

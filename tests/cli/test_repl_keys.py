@@ -14,7 +14,7 @@ import pexpect
 import pytest
 
 from helpers import SCRIBE, events_of, running_in, scribe_env, session_logs
-from scribe.cli.repl.question import GUARD_S
+from scribe.cli.repl.question import GUARD_S, LONE_S
 from scribe.fakeapi import FakeMessagesServer, Reply, ScriptItem, tool_use_block
 from scribe.log.events import AssistantEvent, InterruptEvent, ToolResultEvent, UserEvent
 from scribe.tools.command import ENDED
@@ -109,8 +109,9 @@ def test_every_key_at_an_approval_question_and_during_a_turn(workspace: Path, ho
             # type-ahead during an approved command never answers the next question
             ask("slow")
             child.send("y")
+            child.expect("running…")  # the lone key answered
             child.send("what about xyz")  # while `sleep 1.5` runs: holds an "a" and a "y"
-            child.expect("keys typed before this question were ignored")
+            child.expect(r"\(what you were typing when this question appeared was ignored\)")
             child.expect(QUESTION)
             settle()
             child.send("n")
@@ -119,6 +120,7 @@ def test_every_key_at_an_approval_question_and_during_a_turn(workspace: Path, ho
             # what is typed during a turn waits at the next prompt
             ask("keep")
             child.send("y")
+            child.expect("running…")
             child.send("hello there")
             answered("keep")
             child.expect("hello there")  # in the prompt's line
@@ -216,7 +218,9 @@ def test_the_keys_on_a_dumb_terminal_and_a_word_typed_slowly(workspace: Path, ho
                 child.send(f"turn-{label}\r")
                 child.expect(QUESTION)
                 for key in keys:
-                    settle()  # slowly: the rest of a word comes after its quick turn has ended
+                    # slowly: a letter answers alone, and the rest of its word comes after its
+                    # quick turn has ended
+                    time.sleep(LONE_S + 0.3)
                     child.send(key)
                 child.expect("interrupted" if label == "ctrl-c" else f"done {label}")
             child.expect("›")
