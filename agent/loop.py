@@ -32,6 +32,7 @@ from scribe.tools.base import CommandInterrupted, Tool, ToolContext, ToolOutput
 from scribe.tools.registry import run_tool
 from scribe.workspace.changes import ChangeSource
 
+from . import abilities
 from .autocommit import TurnCommitter
 from .compress import Compressor
 from .permissions import PermissionPolicy
@@ -107,6 +108,9 @@ class Agent:
                 if self.memory is not None:
                     self.memory.calibrate(estimate, usage)
                 yield AssistantMessage(assistant, usage)
+                if not self.model.on_anthropic and (line := abilities.from_answer(
+                        self.session, result.content, (t.name for t in self.tools))) is not None:
+                    yield Notice(line)
                 final_text = "".join(b["text"] for b in result.content if b.get("type") == "text")
                 tool_uses = [b for b in result.content if b.get("type") == "tool_use"]
                 for block in tool_uses:

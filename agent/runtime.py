@@ -25,6 +25,7 @@ from scribe.model.window import (
     ask_server,
     effective_window,
     limits,
+    read_props,
 )
 from scribe.settings.files import state_dir, user_config_dir
 from scribe.settings.values import Settings
@@ -35,6 +36,7 @@ from scribe.workspace.commitlock import COMMIT_LOCK
 from scribe.workspace.gitrun import query_in
 from scribe.workspace.watcher import WorkspaceWatcher
 
+from . import abilities
 from .autocommit import TurnCommitter
 from .compress import Compressor
 from .driver import drive
@@ -168,16 +170,15 @@ def learned_window(workspace: Path) -> tuple[str, ContextWindow] | None:
 
 
 def ask_window(session: Session, settings: Settings, memory: Compressor) -> None:
-    """Ask a server that is not Anthropic's for its context window, once per session start (a
-    short wait at most: agent/window.ask_server), and record it when it is news. Not asked when
-    the config gives the window."""
+    """Ask a server that is not Anthropic's for its context window and whether its model takes
+    tools, once per session start (a short wait at most: model/window.read_props), and record
+    what is news (the window only when the config does not give it; agent/abilities.py)."""
     base_url = os.environ.get("ANTHROPIC_BASE_URL")
-    if settings.context_tokens or anthropic_url(base_url):
-        return
-    assert base_url is not None  # anthropic_url is true without one
-    tokens = ask_server(base_url, min(PROBE_TIMEOUT_S, settings.request_timeout_s))
-    if tokens is not None:
-        memory.learn_window(session, tokens, "server")
+    report = None if anthropic_url(base_url) else read_props(str(base_url), min(PROBE_TIMEOUT_S,
+                                                                                   settings.request_timeout_s))
+    if report is not None and report.window is not None and not settings.context_tokens:
+        memory.learn_window(session, report.window, "server")
+    abilities.at_start(session, report)
 
 
 def build_agent(workspace: Path, settings: Settings, session: Session, *,

@@ -14,6 +14,7 @@ from scribe.log.events import (
     Event,
     LeftOutEvent,
     ModelSwitchEvent,
+    NoToolsEvent,
     ObservationEvent,
     ReflectionEvent,
     UserEvent,
@@ -41,6 +42,7 @@ class ChunkIndex:
         self.settled_before = -1  # see Settled: the last user message before the latest chunk
         self.model: str | None = None  # the latest ModelSwitchEvent's model, if any
         self.window: ContextWindowEvent | None = None  # the latest learned context window, if any
+        self.no_tools: NoToolsEvent | None = None  # the latest news that the server gives no tools
         # Raw events later requests leave out (LeftOutEvent): (seq_from, seq_to), in log order.
         self.left_out: list[tuple[int, int]] = []
         self._chunks: list[Chunk] = []
@@ -87,6 +89,8 @@ class ChunkIndex:
             self.model = event.model
         elif isinstance(event, ContextWindowEvent):
             self.window = event
+        elif isinstance(event, NoToolsEvent):
+            self.no_tools = event
         elif isinstance(event, LeftOutEvent):
             self.left_out.append((event.seq_from, event.seq_to))
         if isinstance(event, ObservationEvent | ReflectionEvent):
@@ -107,6 +111,7 @@ class ChunkIndex:
         return {"seen": self._seen, "last_user": self._last_user, "settled_before": self.settled_before,
                 "model": self.model, "chunks": [[c.seq, offset] for c, offset in zip(self._chunks, places, strict=True)],
                 "window": to_record(self.window) if self.window is not None else None,
+                "no_tools": to_record(self.no_tools) if self.no_tools is not None else None,
                 "left_out": [list(r) for r in self.left_out], "observed_to": self._observed_to}
 
     @classmethod
@@ -125,6 +130,10 @@ class ChunkIndex:
         index.window = None if window is None else from_record(window)  # type: ignore[assignment]
         if not (index.window is None or isinstance(index.window, ContextWindowEvent)):
             raise ValueError("window")
+        no_tools = state.get("no_tools")  # a checkpoint older than the event has none to keep
+        index.no_tools = None if no_tools is None else from_record(no_tools)  # type: ignore[assignment]
+        if not (index.no_tools is None or isinstance(index.no_tools, NoToolsEvent)):
+            raise ValueError("no_tools")
         index.left_out = [(int(a), int(b)) for a, b in state["left_out"]]
         for seq, offset in state["chunks"]:
             chunk = chunk_at(int(offset))

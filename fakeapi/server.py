@@ -64,17 +64,22 @@ class FakeMessagesServer:
         context_window: int | None = None,
         kind: str = "anthropic",
         answers_props: bool = True,
+        template_tools: bool = True,
     ) -> None:
         """`context_window`: refuse a request whose prompt holds more tokens, as `kind` does: an
         "anthropic" server says "prompt is too long: N tokens > W maximum"; a "llama.cpp" one
         says "request (N tokens) exceeds the available context size (W tokens)" in its own error
         body, and answers GET /props with its window (default_generation_settings.n_ctx) unless
-        `answers_props` is false (as behind a proxy that passes only /v1/messages)."""
+        `answers_props` is false (as behind a proxy that passes only /v1/messages).
+        `template_tools` false: a "llama.cpp" server whose model's chat template has no tools,
+        as SmolLM2's: /props says so (`chat_template_caps.supports_tools`), and the script sees
+        each request without its `tools` and `tool_choice`, as that model would."""
         if kind not in SERVER_KINDS:
             raise ValueError(f"kind must be one of {', '.join(SERVER_KINDS)}")
         self.context_window = context_window
         self.kind = kind
         self.answers_props = answers_props
+        self.template_tools = template_tools
         self._script = Script(script)
         self._usage_habit = usage
         self._cache = PromptCache(min_tokens=cache_min_tokens, ttl_s=ttl_s)
@@ -192,8 +197,11 @@ class FakeMessagesServer:
             # so no scripted reply is spent on it.
             item: ScriptItem = Reply([], stop_reason="max_tokens")
         else:
+            seen = parsed
+            if self.kind == "llama.cpp" and not self.template_tools:  # the template drops them
+                seen = {k: v for k, v in parsed.items() if k not in ("tools", "tool_choice")}
             try:
-                item = self._script.next_item(parsed)
+                item = self._script.next_item(seen)
             except Exception as exc:  # noqa: BLE001 - a responder bug must surface, not hang the SDK
                 message = f"fake server responder raised {exc!r}"
                 self._reject(handler, record, request_id, 500, "api_error", message, retryable=False)
@@ -244,11 +252,12 @@ class FakeMessagesServer:
         return True
 
     def _answer_get(self, path: str) -> dict[str, Any] | None:
-        if (self.kind == "llama.cpp" and self.answers_props and self.context_window is not None
-                and urlsplit(path).path == "/props"):
-            return {"default_generation_settings": {"n_ctx": self.context_window}, "total_slots": 1,
-                    "model_alias": "fake", "build_info": "fakeapi"}
-        return None
+        if not (self.kind == "llama.cpp" and self.answers_props and urlsplit(path).path == "/props"):
+            return None
+        settings = {"n_ctx": self.context_window} if self.context_window is not None else {}
+        caps = {"supports_tools": self.template_tools, "supports_tool_calls": self.template_tools}
+        return {"default_generation_settings": settings, "total_slots": 1, "model_alias": "fake",
+                "build_info": "fakeapi", "chat_template_caps": caps}
 
     def _hold(self, fault: Fault) -> None:
         """Wait out a hang: `hang_s` seconds, or until the server stops."""

@@ -230,6 +230,20 @@ class ContextWindowEvent(Event):
 
 
 @dataclass(frozen=True)
+class NoToolsEvent(Event):
+    """What the session learned: its server gives `model` no tools (llama.cpp drops `tools` for a
+    model whose chat template has none). source "server": the server's own report (/props);
+    "answer": an answer wrote a tool call out as text instead of making one (`detail` quotes
+    it). The requests do not change (the tools layer never does inside a session): the session
+    goes on as chat, and a continued one says so from this event without asking again."""
+
+    type: ClassVar[str] = "no_tools"
+    model: str
+    source: str  # server | answer
+    detail: str = ""
+
+
+@dataclass(frozen=True)
 class LeftOutEvent(Event):
     """The raw events seq_from..seq_to (a turn) did not fit the context window even with what
     came before them compressed: every later request leaves them out (the log keeps them,
@@ -281,6 +295,7 @@ EVENT_CLASSES: dict[str, type[Event]] = {
         NotesEvent,
         ModelSwitchEvent,
         ContextWindowEvent,
+        NoToolsEvent,
         LeftOutEvent,
         InterruptEvent,
         ErrorEvent,

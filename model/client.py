@@ -36,7 +36,7 @@ from .errors import BadBaseUrl, ContextOverflow, MissingCredentials, ModelError
 from .events import Notice, Retrying, TextDelta, TextWithdrawn, Waiting
 from .retry import RetryPolicy, retry_after, should_retry
 from .shown import ShownText
-from .window import read_overflow
+from .window import anthropic_url, read_overflow
 
 CallEvent = TextDelta | TextWithdrawn | Retrying | Waiting | Notice
 CONNECT_TIMEOUT_S = 10.0  # a server that takes longer to accept a connection is not answering
@@ -118,6 +118,12 @@ class ModelClient:
             timeout = httpx2.Timeout(self.request_timeout_s, connect=self.connect_timeout_s)
             self._client = _sdk().Anthropic(max_retries=0, timeout=timeout)
         return self._client
+
+    @property
+    def on_anthropic(self) -> bool:
+        """Whether the calls go to Anthropic's own API (not a compatible server: llama.cpp,
+        Ollama, a proxy), as far as the base URL tells."""
+        return anthropic_url(str(self.client.base_url))
 
     def stream(self, request: Request) -> Iterator[CallEvent | CallResult]:
         """Yield text as it arrives (each piece once, across retries), then the completed call.

@@ -128,9 +128,19 @@ def props_urls(base_url: str) -> list[str]:
     return urls
 
 
-def ask_server(base_url: str, timeout_s: float = PROBE_TIMEOUT_S) -> int | None:
-    """The context window a server reports of itself, None when it reports none (not llama.cpp,
-    not answering, not within `timeout_s`). Never raises: a server that says nothing is common."""
+@dataclass(frozen=True)
+class ServerReport:
+    """What a server says of itself at /props (llama.cpp): its context window per slot, and
+    whether its model's chat template takes tools (`chat_template_caps.supports_tools`; a
+    template without them makes the server drop the request's `tools`). None: not said."""
+
+    window: int | None
+    tools: bool | None
+
+
+def read_props(base_url: str, timeout_s: float = PROBE_TIMEOUT_S) -> ServerReport | None:
+    """The server's report of itself, None when it gives none (not llama.cpp, not answering,
+    not within `timeout_s`). Never raises: a server that says nothing is common."""
     for url in props_urls(base_url):
         try:
             with urllib.request.urlopen(url, timeout=timeout_s) as answer:  # noqa: S310 - http(s) checked upstream
@@ -139,10 +149,21 @@ def ask_server(base_url: str, timeout_s: float = PROBE_TIMEOUT_S) -> int | None:
             continue  # a 404 at the first place may still be found at the root
         except (OSError, ValueError):
             return None  # refused, silent or not JSON: the server is not answering this
-        n_ctx = body.get("default_generation_settings", {}).get("n_ctx") if isinstance(body, dict) else None
-        if isinstance(n_ctx, int) and not isinstance(n_ctx, bool) and n_ctx > 0:
-            return n_ctx
+        if not isinstance(body, dict):
+            continue
+        settings, caps = body.get("default_generation_settings"), body.get("chat_template_caps")
+        n_ctx = settings.get("n_ctx") if isinstance(settings, dict) else None
+        tools = caps.get("supports_tools") if isinstance(caps, dict) else None
+        window = n_ctx if isinstance(n_ctx, int) and not isinstance(n_ctx, bool) and n_ctx > 0 else None
+        if window is not None or isinstance(tools, bool):
+            return ServerReport(window, tools if isinstance(tools, bool) else None)
     return None
+
+
+def ask_server(base_url: str, timeout_s: float = PROBE_TIMEOUT_S) -> int | None:
+    """The context window a server reports of itself (`read_props`), None when it reports none."""
+    report = read_props(base_url, timeout_s)
+    return report.window if report is not None else None
 
 
 # -- what follows from it ----------------------------------------------------------------------

@@ -24,6 +24,7 @@ from scribe.log.events import (
     LeftOutEvent,
     ModelSwitchEvent,
     NotesEvent,
+    NoToolsEvent,
     ObservationEvent,
     ReflectionEvent,
     SessionEvent,
@@ -172,6 +173,9 @@ class EventPrinter:
         if isinstance(event, ContextWindowEvent):
             said = "the server reports" if event.source == "server" else "a refused request named"
             return f"context window {event.tokens:,} tokens · {said} it · {event.model}", "session", []
+        if isinstance(event, NoToolsEvent):
+            said = "the server reports it" if event.source == "server" else "an answer wrote a tool call as text"
+            return f"no tools for {event.model} · {said}", "error", [(event.detail, "dim")] if event.detail else []
         if isinstance(event, LeftOutEvent):
             return (f"events {event.seq_from}-{event.seq_to} left out of later requests · {event.tokens:,} tokens "
                     f"for a {event.window:,}-token window", "error", [(event.reason, "dim")])

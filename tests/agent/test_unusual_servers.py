@@ -9,8 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from helpers import run_scribe, scribe_env, session_logs
+from helpers import events_of, run_scribe, scribe_env, session_logs
+from scribe.agent.abilities import written_call
+from scribe.context.render import canonical_json
 from scribe.fakeapi import FakeMessagesServer, Reply
+from scribe.log.events import AssistantEvent, NoToolsEvent
 
 
 @pytest.mark.parametrize("habit", ["omitted", "null", "no_delta"])
@@ -83,3 +86,72 @@ def test_a_refused_connection_is_reported_at_once_in_those_words(workspace: Path
     # one line, no retries first: nothing listening is not a connection lost mid-way
     assert lines == [f"scribe: model call failed: could not connect to 127.0.0.1:{port}: connection refused "
                      "(no server is listening there; is it running, and does ANTHROPIC_BASE_URL name it?)"], ran.err
+
+
+def _tools_lines(err: str) -> list[str]:
+    return [line for line in err.splitlines() if "tools: the server gives" in line]
+
+
+def test_a_server_that_drops_tools_is_said_once_recorded_and_known_to_a_continued_session(
+        workspace: Path, home: Path) -> None:
+    """llama.cpp with a model whose chat template has no tools (SmolLM2's): its /props says so,
+    and it passes no tools to the model, which answers in text."""
+    seen: list[dict] = []
+
+    def model(request: dict) -> Reply:
+        seen.append(request)
+        return Reply.text("Here is the file content: hello")
+
+    with FakeMessagesServer(model, kind="llama.cpp", template_tools=False) as server:
+        env = scribe_env(server.base_url, home, SCRIBE_MODEL="smollm2", SCRIBE_OBSERVER_MODEL="smollm2")
+        first = run_scribe(["run", "write hello to a.txt"], workspace, env)
+        second = run_scribe(["run", "-c", "did you write it?"], workspace, env)
+        sent = [r.json for r in server.requests]
+    assert (first.code, second.code) == (0, 0), first.err + second.err
+    assert all("tools" not in r for r in seen) and all(r["tools"] for r in sent)  # sent, and dropped
+    for ran in (first, second):
+        assert _tools_lines(ran.err) == [
+            "scribe: note: tools: the server gives smollm2 no tools (its /props says the chat template has "
+            "none); the session goes on as chat, and the model cannot read or change files or run commands"], ran.err
+    assert not (workspace / "a.txt").exists()
+    [log] = session_logs(workspace)
+    events = events_of(log)
+    assert [(e.model, e.source) for e in events if isinstance(e, NoToolsEvent)] == [("smollm2", "server")]
+    assert run_scribe(["log", "verify"], workspace, env).code == 0
+    answers = [e for e in events if isinstance(e, AssistantEvent)]
+    rebuilt = run_scribe(["log", "prompt", "--at", str(answers[-1].seq)], workspace, env)
+    assert rebuilt.out.strip() == canonical_json(sent[-1])  # what was sent, byte for byte
+
+
+def test_an_answer_that_writes_a_tool_call_as_text_is_said_once(workspace: Path, home: Path) -> None:
+    """A server that reports nothing of itself (behind a proxy): the first answer that writes a
+    tool call out as text instead of making it tells the person, once, and the log keeps it."""
+    written = 'I will do that. <tool_call>{"name": "write_file", "arguments": {"path": "a.txt", "content": "hi"}}'
+    replies = [Reply.text(written), Reply.text(written), Reply.text(written)]
+    with FakeMessagesServer(replies, kind="llama.cpp", answers_props=False) as server:
+        env = scribe_env(server.base_url, home, SCRIBE_MODEL="local", SCRIBE_OBSERVER_MODEL="local")
+        first = run_scribe(["run", "write hi to a.txt"], workspace, env)
+        second = run_scribe(["run", "-c", "again please"], workspace, env)
+    assert (first.code, second.code) == (0, 0), first.err + second.err
+    assert _tools_lines(first.err) == [
+        "tools: the server gives local no tools (an answer wrote a tool call out as text); the session goes on "
+        "as chat, and the model cannot read or change files or run commands"], first.err
+    assert len(_tools_lines(second.err)) == 1 and "note: tools:" in second.err  # from the log, at the start
+    [log] = session_logs(workspace)
+    [learned] = [e for e in events_of(log) if isinstance(e, NoToolsEvent)]
+    assert learned.source == "answer" and learned.detail.startswith('<tool_call>{"name": "write_file"')
+
+
+@pytest.mark.parametrize(("text", "found"), [
+    ('<tool_call>{"name": "x"}', True),
+    ('```json\n{"name": "write_file", "arguments": {"path": "a"}}\n```', True),
+    ('{"name": "write_file", "parameters": {}}', True),
+    ('{"name": "not_a_tool", "arguments": {}}', False),
+    ("I would use write_file(path, content) for that, but you asked me only to explain it.", False),
+    ('The JSON {"name": "write_file"} names a tool.', False),
+])
+def test_what_counts_as_a_tool_call_written_as_text(text: str, found: bool) -> None:
+    content = [{"type": "text", "text": text}]
+    assert (written_call(content, ["write_file", "read_file"]) is not None) == found
+    assert written_call([*content, {"type": "tool_use", "id": "t", "name": "read_file", "input": {}}],
+                        ["write_file"]) is None  # a real call was made
