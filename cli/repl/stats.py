@@ -97,23 +97,50 @@ def window_text(window: ContextWindow | None, limits: Limits | None = None) -> s
             f"observations, side calls at most {limits.side_call:,}")
 
 
-def context_field(n: Numbers) -> str:
+def context_field(n: Numbers, level: int = 0) -> str:
+    """The next request's estimated size (of the window), with its observations and raw events;
+    shorter at each `level` (see `toolbar_text`)."""
     ctx = n.context
-    share = f" of {tokens(n.window.tokens)}" if n.window is not None else ""
-    return f"context ~{tokens(ctx.total)}{share} (obs {tokens(ctx.observations)} · raw {tokens(ctx.raw)})"
+    if level == 0:
+        share = f" of {tokens(n.window.tokens)}" if n.window is not None else ""
+        return f"context ~{tokens(ctx.total)}{share} (obs {tokens(ctx.observations)} · raw {tokens(ctx.raw)})"
+    share = f"/{short_tokens(n.window.tokens)}" if n.window is not None else ""
+    if level == 1:
+        return f"context ~{short_tokens(ctx.total)}{share.replace('/', ' of ')}"
+    return f"ctx {short_tokens(ctx.total)}{share}"
 
 
-def toolbar_fields(n: Numbers) -> list[str]:
+def cache_field(n: Numbers, level: int = 0) -> str:
+    """The cache hit rate of the last agent call and of the session."""
+    if level < 2:
+        return f"cache {percent(n.last_hit)} last · {percent(n.session_hit)} session"
+    return f"cache {percent(n.last_hit)} · {percent(n.session_hit)}"
+
+
+def short_tokens(n: int) -> str:
+    """`tokens` without a fraction that says nothing: 200.0k -> 200k."""
+    return tokens(n).replace(".0k", "k").replace(".00M", "M")
+
+
+# How many ways the bar can be said, longest first: the context and cache fields shorten before
+# any field is dropped, so the cache figure fits an 80-column terminal.
+LEVELS = 3
+
+
+def toolbar_fields(n: Numbers, level: int = 0) -> list[str]:
     """Model, mode, cost, context (observations and raw), cache hit rates: most wanted first."""
-    return [n.model, n.mode, cost_text(n.totals), context_field(n),
-            f"cache {percent(n.last_hit)} last · {percent(n.session_hit)} session"]
+    return [n.model, n.mode, cost_text(n.totals), context_field(n, level), cache_field(n, level)]
 
 
 def toolbar_text(n: Numbers, width: int | None = None) -> str:
-    """One line of the fields that fit in `width` columns: a narrow terminal drops whole
-    fields from the right (and says so with "…") rather than cutting one mid-word."""
-    fields = toolbar_fields(n)
-    line = " " + " │ ".join(fields) + " "
+    """One line of the fields that fit in `width` columns: a narrow terminal shows the context
+    and cache fields shorter, then drops whole fields from the right (and says so with "…")
+    rather than cutting one mid-word."""
+    for level in range(LEVELS):
+        fields = toolbar_fields(n, level)
+        line = " " + " │ ".join(fields) + " "
+        if width is None or len(line) <= width:
+            return line
     while width is not None and len(line) > width and len(fields) > 1:
         fields.pop()
         line = " " + " │ ".join(fields) + " │ … "

@@ -35,10 +35,11 @@ from scribe.cli.repl.excerpts import fold, tail_source
 from scribe.cli.repl.input import ReplCompleter
 from scribe.cli.repl.records import last_exchanges
 from scribe.cli.repl.repl import drive
-from scribe.cli.repl.stats import dollars, numbers, toolbar_text
+from scribe.cli.repl.stats import LEVELS, dollars, numbers, toolbar_fields, toolbar_text
 from scribe.cli.repl.view import STATUS_AFTER_S, View
 from scribe.fakeapi import FakeMessagesServer, Reply, text_block, tool_use_block
 from scribe.log.events import AssistantEvent, InterruptEvent, ToolResultEvent, UsageEvent
+from scribe.model.window import ContextWindow
 from scribe.settings.values import Settings
 from scribe.tools.base import CommandInterrupted, ToolContext
 from scribe.tools.command import RunCommand
@@ -259,14 +260,29 @@ def test_the_bar_is_the_last_agent_calls_rate_and_narrows_at_field_boundaries() 
     assert n.last_hit == 1.0
     full = toolbar_text(n)
     assert "cache 100% last" in full
-    fields = [f.strip() for f in full.split("│")]
+    said = [toolbar_fields(n, level) for level in range(LEVELS)]  # longest first
     for width in (40, 60, 80, 120):
         bar = toolbar_text(n, width)
         assert len(bar) <= width or bar == toolbar_text(n, 1), (width, bar)
         shown = [f.strip() for f in bar.split("│") if f.strip() != "…"]
-        assert shown == fields[:len(shown)], bar  # whole fields, most wanted first
-        assert bar.endswith(" │ … ") == (len(shown) < len(fields))
+        assert any(shown == fields[:len(shown)] for fields in said), bar  # whole fields, most wanted first
+        assert bar.endswith(" │ … ") == (len(shown) < len(said[0]))
     assert toolbar_text(n, 40) == f" m │ accept-edits │ {dollars(n.cost)} │ … "
+
+
+def test_the_cache_figure_fits_an_80_column_bar() -> None:
+    """A Claude session in the REPL's mode, a 200k window, a long cost: the bar at 80 columns
+    keeps every field, the cache rates of the last call and the session among them."""
+    header = session_header(ts="2026-01-01T00:00:00Z", created="2026-01-01T00:00:00Z", cwd="/", system="",
+                            prompt_hash="", model="claude-sonnet-5-5")
+    events = [header, *(_usage(seq, "agent", 95_000, 4_000) for seq in range(1, 40))]
+    for mode in ("ask", "accept-edits"):
+        n = numbers(events, mode, ContextSize(fixed=14_000, observations=23_400, raw=123_456),
+                    window=ContextWindow(200_000, "table"))
+        bar = toolbar_text(n, 80)
+        assert len(bar) <= 80 and "…" not in bar, bar
+        assert bar.rstrip().endswith("│ cache 96% · 96%"), bar
+        assert "ctx 160.9k/200k" in bar and dollars(n.cost) in bar, bar
 
 
 def test_a_dumb_terminal_is_as_wide_as_the_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
