@@ -33,6 +33,7 @@ NO_RESPONSE = 0  # RecordedRequest.status of a dropped connection
 CUT_FILLER_TEXT = "This reply is cut off by the fake server before it can finish streaming."
 _RETRYABLE = {408, 409, 429}
 SERVER_KINDS = ("anthropic", "llama.cpp")
+FAKE_ORGANIZATION = "00000000-0000-4000-8000-00000000fa4e"
 
 
 @dataclass
@@ -312,6 +313,8 @@ class FakeMessagesServer:
         self._record(record)
 
         headers = {"request-id": request_id}
+        if self.kind == "anthropic":  # as the API sends with every answer; llama.cpp sends none
+            headers["anthropic-organization-id"] = FAKE_ORGANIZATION
         common = {"message_id": self._new_id("msg"), "model": request["model"], "usage": usage}
         if request.get("stream"):
             events = with_usage_habit(stream_events(reply, **common), self._usage_habit)

@@ -110,6 +110,10 @@ class UsageEvent(Event):
     output: int
     latency_ms: int = 0
     message_id: str | None = None
+    # The server the call went to when it was not Anthropic's API (its host and port, as
+    # "127.0.0.1:8080"): such a call is not billed at a list price. None: Anthropic's API, or a
+    # log from before this field.
+    server: str | None = None
 
     @property
     def tokens(self) -> Tokens:

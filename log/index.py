@@ -188,7 +188,7 @@ class LogIndex:
             now = self.db.execute("SELECT covered FROM sessions WHERE rowid = ?", (rowid,)).fetchone()
             if now is None or now[0] != fold.base:
                 raise _Raced
-            self.db.executemany("INSERT OR REPLACE INTO usage VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+            self.db.executemany("INSERT OR REPLACE INTO usage VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
                                 [(rowid, *u) for u in fold.usage])
             self.db.executemany(
                 "INSERT INTO usage_quarters VALUES (?,?,?,?,1,?,?,?,?,?,?,?) ON CONFLICT DO UPDATE SET "
@@ -196,7 +196,7 @@ class LogIndex:
                 "cache_write = cache_write + excluded.cache_write, output = output + excluded.output, "
                 "cost_usd = cost_usd + excluded.cost_usd, uncached_cost_usd = uncached_cost_usd + "
                 "excluded.uncached_cost_usd, unpriced = unpriced + excluded.unpriced",
-                [(rowid, quarter_of(u[1]), u[3], u[2], *u[4:8], u[9] or 0.0, u[10] or 0.0, int(u[9] is None))
+                [(rowid, quarter_of(u[1]), u[3], u[2], *u[4:8], u[10] or 0.0, u[11] or 0.0, int(u[10] is None))
                  for u in fold.usage])
             for seq, type_name, offset, body in fold.words:
                 cursor = self.db.execute("INSERT INTO texts (session, seq, type, line_offset) VALUES (?,?,?,?)",
@@ -226,14 +226,14 @@ class LogIndex:
                 after = -1
                 while True:  # a batch at a time: a session of a million calls holds one batch of them
                     batch = self.db.execute(
-                        "SELECT seq, ts, purpose, model, input, cache_read, cache_write, output, latency_ms "
-                        "FROM usage WHERE session = ? AND seq > ? ORDER BY seq LIMIT ?",
+                        "SELECT seq, ts, purpose, model, input, cache_read, cache_write, output, latency_ms, "
+                        "server FROM usage WHERE session = ? AND seq > ? ORDER BY seq LIMIT ?",
                         (rowid, after, REPRICE_BATCH)).fetchall()
                     if not batch:
                         break
                     priced = []
-                    for seq, *rest in batch:
-                        usage = UsageEvent(seq, *rest)
+                    for seq, *rest, server in batch:
+                        usage = UsageEvent(seq, *rest, server=server)
                         cost, uncached = self.price(usage)
                         total.add(usage, cost, uncached)
                         purposes.setdefault(usage.purpose, Figures()).add(usage, cost, uncached)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 INDEX_NAME = "index.sqlite3"
 # Bumped when the tables change: an index of another version is dropped and rebuilt.
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 BUSY_TIMEOUT_MS = 10_000
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -61,6 +61,7 @@ CREATE TABLE IF NOT EXISTS usage (
     seq INTEGER NOT NULL, ts TEXT NOT NULL, purpose TEXT NOT NULL, model TEXT NOT NULL,
     input INTEGER NOT NULL, cache_read INTEGER NOT NULL, cache_write INTEGER NOT NULL,
     output INTEGER NOT NULL, latency_ms INTEGER NOT NULL,
+    server TEXT,                             -- the server, when not Anthropic's API
     cost_usd REAL, uncached_cost_usd REAL,   -- NULL: the model has no price
     PRIMARY KEY (session, seq)
 ) WITHOUT ROWID;

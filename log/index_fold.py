@@ -68,7 +68,8 @@ def fold_line(fold: Fold, event: Event | None, offset: int, raw: bytes, skipped:
             v["cost_usd"] += cost
             v["uncached_cost_usd"] += uncached or 0.0
         fold.usage.append((event.seq, event.ts, sys.intern(event.purpose), sys.intern(event.model), event.input,
-                           event.cache_read, event.cache_write, event.output, event.latency_ms, cost, uncached))
+                           event.cache_read, event.cache_write, event.output, event.latency_ms, event.server, cost,
+                           uncached))
     body = "\n".join(text for _, text in texts(event))
     if body:
         type_name = event.type_name if isinstance(event, UnknownEvent) else event.type

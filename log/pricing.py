@@ -9,8 +9,10 @@ Anthropic's pricing page and model overviews as stored on 2026-12-01; `scribe lo
 
 A model that is not in the table (a local server's `local`, `smollm2`, `qwen2.5-coder`, a future
 name) has no price: it is shown as tokens and time, its cost "unpriced", never at a Claude rate
-it was not billed. A `[prices.MODEL]` table in the config (settings/prices.read_prices) prices it:
-a `PriceBook` holds those tables before the list prices.
+it was not billed. Nor is a call to a server that is not Anthropic's (its usage event names the
+`server`), whatever the model is called there. A `[prices.MODEL]` table in the config
+(settings/prices.read_prices) prices either: a `PriceBook` holds those tables before the list
+prices.
 """
 
 from __future__ import annotations
@@ -129,19 +131,21 @@ class PriceBook:
 
     configured: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
 
-    def price_for(self, model: str) -> Price | None:
+    def price_for(self, model: str, server: str | None = None) -> Price | None:
+        """The model's price: a configured table, else its list price, which is Anthropic's bill
+        and so never a call's to another `server`."""
         if self.configured:
             own = _longest_prefix({k: configured_price(v) for k, v in self.configured.items()}, model)
             if own is not None:
                 return own
-        return list_price(model)
+        return list_price(model) if server is None else None
 
     def call_cost(self, model: str, *, input: int, cache_read: int, cache_write: int, output: int,
-                  cache_write_1h: int = 0) -> float | None:
+                  cache_write_1h: int = 0, server: str | None = None) -> float | None:
         """Dollars for one call, None when the model has no price. `cache_write` counts 5-minute
         writes, `cache_write_1h` one-hour writes (scribe's breakpoints are all 5-minute ones; the
         fake server reports both)."""
-        price = self.price_for(model)
+        price = self.price_for(model, server)
         if price is None:
             return None
         r = price.at(input + cache_read + cache_write + cache_write_1h)
@@ -149,9 +153,9 @@ class PriceBook:
                 + output * r.output) / 1_000_000
 
     def uncached_cost(self, model: str, *, input: int, cache_read: int, cache_write: int,
-                      output: int) -> float | None:
+                      output: int, server: str | None = None) -> float | None:
         """What the same call would cost with no caching: every prompt token at the input rate."""
-        price = self.price_for(model)
+        price = self.price_for(model, server)
         if price is None:
             return None
         prompt = input + cache_read + cache_write
@@ -159,10 +163,10 @@ class PriceBook:
         return (prompt * r.input + output * r.output) / 1_000_000
 
     def cost_parts(self, model: str, *, input: int, cache_read: int, cache_write: int,
-                   output: int) -> dict[str, float] | None:
+                   output: int, server: str | None = None) -> dict[str, float] | None:
         """Dollars of each kind of token in one call, each at the band the whole call falls in, so
         the parts add up to `call_cost`; None when the model has no price."""
-        price = self.price_for(model)
+        price = self.price_for(model, server)
         if price is None:
             return None
         r = price.at(input + cache_read + cache_write)
@@ -172,10 +176,10 @@ class PriceBook:
     def price_usage(self, usage: UsageEvent) -> Cost:
         """Dollars for one logged call as billed, and for the same call with no caching."""
         counts = usage.tokens.counts()
-        cost = self.call_cost(usage.model, **counts)
+        cost = self.call_cost(usage.model, **counts, server=usage.server)
         if cost is None:
             return UNPRICED
-        return cost, self.uncached_cost(usage.model, **counts)
+        return cost, self.uncached_cost(usage.model, **counts, server=usage.server)
 
     @property
     def key(self) -> str:

@@ -18,12 +18,17 @@ from typing import Any
 
 from .complete import check_unicode, complete_message, unreadable
 
+# Anthropic's API sends this header with every answer (and a proxy in front of it passes it
+# on); a server of its own (llama.cpp, Ollama, vLLM) does not.
+ANTHROPIC_HEADER = "anthropic-organization-id"
+
 
 @dataclass(frozen=True)
 class Began:
-    """The server answered 200; the body follows."""
+    """The server answered 200; the body follows. `anthropic`: with Anthropic's own header."""
 
     content_type: str
+    anthropic: bool = False
 
 
 @dataclass(frozen=True)
@@ -80,7 +85,7 @@ class Attempt:
             manager = self._open()
             with manager as stream:
                 content_type = stream.response.headers.get("content-type", "")
-                self._steps.put(Began(content_type))
+                self._steps.put(Began(content_type, ANTHROPIC_HEADER in stream.response.headers))
                 try:
                     message = self._events(stream)
                 except (*UNREADABLE, httpx2.DecodingError) as exc:

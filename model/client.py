@@ -51,12 +51,13 @@ class CallResult:
     model: str
     tokens: Tokens  # as the server billed them
     latency_ms: int
+    server: str | None = None  # the host it went to, when that is not Anthropic's API
 
     def usage(self, purpose: str) -> dict[str, Any]:
         """The fields of the `usage` event that logs this call (agent, observer, reflector or
         curator): Session.append(UsageEvent, **result.usage(purpose))."""
         return {"purpose": purpose, "model": self.model, **self.tokens.counts(), "latency_ms": self.latency_ms,
-                "message_id": self.message_id}
+                "message_id": self.message_id, "server": self.server}
 
 
 def check_credentials(environ: dict[str, str] | None = None) -> None:
@@ -138,7 +139,7 @@ class ModelClient:
                 shown.retry()
             started = time.monotonic()
             try:
-                message = yield from self._attempt(client, request, attempt + 1, shown)
+                message, from_anthropic = yield from self._attempt(client, request, attempt + 1, shown)
             except anthropic.APIStatusError as exc:
                 headers = {k.lower(): v for k, v in exc.response.headers.items()}
                 if attempt == self.retry.retries or not _worth_retry(exc, headers):
@@ -163,7 +164,9 @@ class ModelClient:
             except anthropic.AnthropicError as exc:
                 raise ModelError(f"model call failed: {_reason(exc)}") from None
             yield from shown.finish()
-            yield _result(message, started)
+            # Priced at a list price only if Anthropic's API answered: its own host, or its header
+            # passed on by a proxy. Another server's call names the server instead (log/pricing.py).
+            yield _result(message, started, None if self.on_anthropic or from_anthropic else self._server())
             return
         raise AssertionError("unreachable: the last attempt returns or raises")
 
@@ -175,12 +178,13 @@ class ModelClient:
         raise ModelError("model call ended without a message")  # unreachable: stream raises or yields one
 
     def _attempt(self, client: anthropic.Anthropic, request: Request, number: int,
-                 shown: ShownText) -> Generator[CallEvent, None, Any]:
-        """One try: pass on its text, say so when the server goes quiet, return its message."""
+                 shown: ShownText) -> Generator[CallEvent, None, tuple[Any, bool]]:
+        """One try: pass on its text, say so when the server goes quiet, return its message and
+        whether Anthropic's API sent it (its header)."""
         attempt = Attempt(lambda: FilledMessageStream(
             lambda: client.messages.create(**request.params(), stream=True), request.model))
         attempt.start()
-        answering = quiet = False
+        answering = quiet = from_anthropic = False
         try:
             while True:
                 step = attempt.next(None if quiet else self.slow_after_s)
@@ -190,14 +194,14 @@ class ModelClient:
                     continue
                 quiet = False
                 if isinstance(step, Began):
-                    answering = True
+                    answering, from_anthropic = True, step.anthropic
                 elif isinstance(step, Piece):
                     yield from shown.take(step.text)
                 elif isinstance(step, Done):
                     if step.usage_missing and not self._told_no_usage:
                         self._told_no_usage = True
                         yield Notice(_no_usage_note(self._server(), step.usage_missing))
-                    return step.message
+                    return step.message, from_anthropic
                 else:
                     raise step.error
         finally:
@@ -228,7 +232,7 @@ class ModelClient:
         return url.netloc or str(self.client.base_url)
 
 
-def _result(message: Any, started: float) -> CallResult:
+def _result(message: Any, started: float, server: str | None) -> CallResult:
     usage = message.usage
     return CallResult(
         content=[wire_block(b) for b in message.content],
@@ -238,6 +242,7 @@ def _result(message: Any, started: float) -> CallResult:
         tokens=Tokens(usage.input_tokens or 0, usage.cache_read_input_tokens or 0,
                       usage.cache_creation_input_tokens or 0, usage.output_tokens or 0),
         latency_ms=int((time.monotonic() - started) * 1000),
+        server=server,
     )
 
 

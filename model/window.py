@@ -33,6 +33,8 @@ import urllib.request
 from dataclasses import dataclass
 from urllib.parse import urlsplit, urlunsplit
 
+from scribe.settings.values import anthropic_url  # noqa: F401 - where the callers here find it
+
 # Every current Claude model reads 200,000 tokens (1M-token betas are opt-in headers scribe does
 # not send). Matched by the longest prefix, as the price table is.
 WINDOWS: dict[str, int] = {"claude-": 200_000}
@@ -108,14 +110,6 @@ def read_overflow(message: str) -> Overflow | None:
 
 
 # -- what a server reports ---------------------------------------------------------------------
-
-def anthropic_url(base_url: str | None) -> bool:
-    """No base URL (the SDK's default) or one of Anthropic's own hosts: no /props to ask."""
-    if not base_url:
-        return True
-    host = (urlsplit(base_url).hostname or "").lower()
-    return host == "anthropic.com" or host.endswith(".anthropic.com")
-
 
 def props_urls(base_url: str) -> list[str]:
     """Where a llama.cpp server answers /props: beside the Messages path the SDK uses (the base

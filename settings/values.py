@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from .files import ConfigError, ConfigFiles, read_config
 from .trust import WorkspaceTrust
@@ -106,6 +107,23 @@ REPL_DEFAULTS: Mapping[str, Any] = {"permission_mode": "ask"}
 HEADLESS_FOR_ASK = "accept-edits"
 
 
+def anthropic_url(base_url: str | None) -> bool:
+    """No base URL (the SDK's default) or one of Anthropic's own hosts: Anthropic's API, whose
+    bill the list prices are. Any other server (llama.cpp, Ollama, a proxy) is not."""
+    if not base_url:
+        return True
+    try:
+        host = (urlsplit(base_url).hostname or "").lower()
+    except ValueError:  # malformed: no call is made with it (model/client.check_credentials says why)
+        return False
+    return host == "anthropic.com" or host.endswith(".anthropic.com")
+
+
+# Where `observer_model` comes from when nothing sets it and the server is not Anthropic's: the
+# side calls go to the same server as the agent's, whose model is the one it serves.
+OBSERVER_FOLLOWS = "model (the server is not Anthropic's)"
+
+
 def modes_by_front_end(settings: Settings, origin: Mapping[str, str]) -> dict[str, str]:
     """The permission mode each front end starts in with these settings (`scribe config`)."""
     repl = REPL_DEFAULTS["permission_mode"] if origin.get("permission_mode") == "default" else settings.permission_mode
@@ -145,6 +163,11 @@ def explain_settings(workspace: Path, flags: Mapping[str, Any] | None = None,
     given = {k: v for k, v in (flags or {}).items() if v is not None}
     values.update(given)
     origin.update({name: "flag" for name in given})
+    if origin["observer_model"] == "default" and not anthropic_url(environ.get("ANTHROPIC_BASE_URL")):
+        # A Claude name asked of a local server is answered by its own model, and logged as
+        # Claude: the default there is the model the agent uses.
+        values["observer_model"] = values.get("model", DEFAULT_MODEL)
+        origin["observer_model"] = OBSERVER_FOLLOWS
     settings = Settings(**values)
     if settings.permission_mode not in PERMISSION_MODES:
         raise ConfigError(f"permission_mode '{settings.permission_mode}' is not one of {', '.join(PERMISSION_MODES)}")

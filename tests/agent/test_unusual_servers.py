@@ -4,16 +4,21 @@ Through the real executable, against the fake server with the habit of such a se
 from __future__ import annotations
 
 import json
+import re
 import socket
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 
 from helpers import events_of, run_scribe, scribe_env, session_logs
 from scribe.agent.abilities import written_call
+from scribe.agent.compress import ContextSize
+from scribe.cli.repl.stats import numbers, toolbar_text
 from scribe.context.render import canonical_json
-from scribe.fakeapi import FakeMessagesServer, Reply
-from scribe.log.events import AssistantEvent, NoToolsEvent
+from scribe.fakeapi import FakeMessagesServer, Reply, SideCallModel
+from scribe.log.events import AssistantEvent, NoToolsEvent, UsageEvent
+from scribe.log.pricing import LIST_PRICES
 
 
 @pytest.mark.parametrize("habit", ["omitted", "null", "no_delta"])
@@ -155,3 +160,39 @@ def test_what_counts_as_a_tool_call_written_as_text(text: str, found: bool) -> N
     assert (written_call(content, ["write_file", "read_file"]) is not None) == found
     assert written_call([*content, {"type": "tool_use", "id": "t", "name": "read_file", "input": {}}],
                         ["write_file"]) is None  # a real call was made
+
+
+def _paste(tag: str, words: int) -> str:
+    return "Keep this text in mind:\n" + " ".join(f"{tag}{n}" for n in range(words))
+
+
+def test_a_session_on_a_server_that_is_not_anthropics_shows_no_dollar_figure(workspace: Path, home: Path) -> None:
+    """A llama.cpp server asked for Claude's names (nothing set but the base URL): its calls,
+    the observer's included, are no Claude bill. Every figure says unpriced, none a dollar."""
+    agent = SideCallModel([Reply.text(f"Answer {i}.") for i in range(6)])
+    with FakeMessagesServer(agent, context_window=4096, kind="llama.cpp") as server:
+        env = scribe_env(server.base_url, home)
+        ran = [run_scribe(["run", "-o", "json", *(["-c"] if i else []), _paste(f"p{i}", 900)], workspace, env)
+               for i in range(3)]
+        stats = run_scribe(["log", "stats"], workspace, env)
+        stats_json = run_scribe(["log", "stats", "--json"], workspace, env)
+        listed = run_scribe(["log", "list"], workspace, env)
+        page = run_scribe(["log", "html", "-o", str(workspace / "page.html")], workspace, env)
+        config = run_scribe(["config"], workspace, env)
+    assert [r.code for r in ran] == [0, 0, 0], [r.err for r in ran]
+    assert agent.calls["observer"] >= 1  # a side call was made, and is priced no more than the rest
+    for r in ran:
+        assert r.json()["usage"]["cost_usd"] is None and "$" not in r.out, r.out
+    for shown in (stats, listed):
+        assert shown.code == 0 and "unpriced" in shown.out and not re.search(r"\$\d", shown.out), shown.out
+    assert stats_json.json()["total"]["cost_usd"] is None, stats_json.out
+    assert page.code == 0 and not re.search(r"\$\d", (workspace / "page.html").read_text()), page.err
+    [log] = session_logs(workspace)
+    events = events_of(log)
+    usage = [e for e in events if isinstance(e, UsageEvent)]
+    assert {u.server for u in usage} == {urlsplit(server.base_url).netloc}
+    assert {u.model for u in usage if u.purpose == "observer"} == {"claude-sonnet-5-5"}  # the agent's model
+    [said] = [line.split() for line in config.out.splitlines() if line.startswith("observer_model ")]
+    assert said[:3] == ["observer_model", "claude-sonnet-5-5", "model"] and "not Anthropic's" in " ".join(said)
+    bar = toolbar_text(numbers(events, "ask", ContextSize(1000, 0, 10), usage=usage, price=LIST_PRICES.price_usage))
+    assert "unpriced" in bar and "$" not in bar, bar

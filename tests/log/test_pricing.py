@@ -10,7 +10,16 @@ import pytest
 
 from helpers import run_scribe, scribe_env, trust
 from scribe.fakeapi import FakeMessagesServer, Reply
-from scribe.log.pricing import call_cost, cost_parts, price_for, uncached_cost
+from scribe.log.events import UsageEvent
+from scribe.log.pricing import (
+    UNPRICED,
+    PriceBook,
+    call_cost,
+    cost_parts,
+    price_for,
+    price_usage,
+    uncached_cost,
+)
 from scribe.settings.values import DEFAULT_MODEL, DEFAULT_OBSERVER_MODEL
 
 
@@ -43,6 +52,19 @@ def test_longest_prefix_wins_and_unknown_models_have_no_price() -> None:
     for name in ("qwen3-coder-local", "local", "smollm2", "qwen2.5-coder"):
         assert price_for(name) is None
         assert call_cost(name, input=1000, cache_read=0, cache_write=0, output=10) is None
+
+
+def test_a_call_anthropics_api_did_not_answer_has_no_list_price_whatever_its_name() -> None:
+    def call(server: str | None) -> UsageEvent:
+        return UsageEvent(seq=1, ts="t", purpose="observer", model=DEFAULT_OBSERVER_MODEL, input=1000, cache_read=0,
+                          cache_write=0, output=100, server=server)
+
+    assert price_usage(call(None))[0] == pytest.approx(call_cost(DEFAULT_OBSERVER_MODEL, input=1000, cache_read=0,
+                                                                  cache_write=0, output=100))
+    assert price_usage(call("127.0.0.1:8080")) == UNPRICED
+    # a configured table is the person's word for that name, on any server
+    book = PriceBook({DEFAULT_OBSERVER_MODEL: {"input": 1.0, "output": 2.0}})
+    assert book.price_usage(call("127.0.0.1:8080"))[0] == pytest.approx((1000 * 1.0 + 100 * 2.0) / 1e6)
 
 
 def test_the_parts_of_a_long_prompt_call_add_up_to_its_cost() -> None:

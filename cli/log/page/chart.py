@@ -68,7 +68,7 @@ class Layout:
 def part_dollars(call: CallFigures, prices: PriceBook = LIST_PRICES) -> dict[str, float]:
     # Priced together: a model with a long-prompt band prices every part at the call's band. An
     # unpriced call has no dollar bar.
-    parts = prices.cost_parts(call.model, **call.tokens.counts())
+    parts = None if call.cost_usd is None else prices.cost_parts(call.model, **call.tokens.counts())
     return parts if parts is not None else dict.fromkeys(PARTS, 0.0)
 
 
