@@ -68,3 +68,12 @@ def test_the_changelog_has_one_list_per_kind_under_each_release() -> None:
         kinds = re.findall(r"^### (\w+)", release, re.MULTILINE)
         assert len(kinds) == len(set(kinds)), f"{release.splitlines()[0]}: {kinds}"
         assert set(kinds) <= {"Added", "Changed", "Deprecated", "Removed", "Fixed", "Security"}
+
+
+def test_every_setting_is_in_the_configuration_page() -> None:
+    """Each field of Settings has a row of its own in docs/configuration.md's table."""
+    from scribe.settings.values import FIELDS
+
+    rows = {line.split("|")[1].strip().strip("`") for line in (ROOT / "docs" / "configuration.md").read_text().splitlines()
+            if line.startswith("| `")}
+    assert sorted(set(FIELDS) - rows) == []
