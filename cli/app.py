@@ -35,7 +35,7 @@ COMMANDS: dict[str, LazyCommand] = {
                          "Trust a workspace: its own .scribe/config.toml and .mcp.json apply from now on."),
     "log": LazyCommand("scribe.cli.log", "log_app",
                        "Inspect session logs: list, show, tail, stats, prompt, search, verify; html and serve draw a "
-                       "session as a page. A session is named by its id or a unique prefix, and defaults to the "
+                       "session as a page. A session is named by its id or any unique part of it, and defaults to the "
                        "latest of this workspace."),
     "notes": LazyCommand("scribe.cli.notes", "notes_app",
                          "The project notes (.scribe/notes.md): curated facts that new sessions start with."),
@@ -76,7 +76,7 @@ def _version(value: bool) -> None:
 def interactive(
     ctx: typer.Context,
     continue_: Annotated[bool, typer.Option("--continue", "-c", help="Continue the latest session of this workspace.")] = False,
-    resume: Annotated[str | None, typer.Option("--resume", "-r", help="Continue the session with this id (or unique prefix).")] = None,
+    resume: Annotated[str | None, typer.Option("--resume", "-r", help="Continue the session with this id (or any unique part of it).")] = None,
     permission_mode: Annotated[str | None, typer.Option(
         "--permission-mode", "-p",
         help="What runs without asking: read-only, ask, accept-edits, full-auto. [default: ask]")] = None,

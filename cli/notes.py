@@ -59,7 +59,7 @@ def edit() -> None:
 
 @notes_app.command()
 def curate(
-    session_id: Annotated[str | None, typer.Argument(help="Session id or unique prefix. [default: the latest]")] = None,
+    session_id: Annotated[str | None, typer.Argument(help="Session id or any unique part of it. [default: the latest]")] = None,
 ) -> None:
     """Merge what a session taught into the notes now (one call to the cheaper model)."""
     from scribe.agent.curator import curate as run_curation

@@ -13,7 +13,7 @@ from .visible import visible
 
 
 def reflect(
-    session_id: Annotated[str | None, typer.Argument(help="Session id or unique prefix. [default: the latest]")] = None,
+    session_id: Annotated[str | None, typer.Argument(help="Session id or any unique part of it. [default: the latest]")] = None,
 ) -> None:
     """Compress a session's memory now: summarise the older conversation into observations
     (the most recent part stays word for word), then condense the observations. Prints the

@@ -49,7 +49,7 @@ EXIT_FOR = {"end_turn": EXIT_OK, "max_tokens": EXIT_OK, "refusal": EXIT_FAILED, 
 def run(
     prompt: Annotated[str, typer.Argument(help="What to do. '-' reads the prompt from stdin.")],
     continue_: Annotated[bool, typer.Option("--continue", "-c", help="Continue the latest session of this workspace.")] = False,
-    session: Annotated[str | None, typer.Option("--session", "-s", help="Continue this session (id or unique prefix).")] = None,
+    session: Annotated[str | None, typer.Option("--session", "-s", help="Continue this session (id or any unique part of it).")] = None,
     permission_mode: Annotated[str | None, typer.Option(
         "--permission-mode", "-p",
         help=f"What runs without asking: {', '.join(m for m in PERMISSION_MODES if m != 'ask')}. "

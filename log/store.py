@@ -118,17 +118,21 @@ class SessionStore:
             raise SessionNotFound(f"no session to continue in {self.sessions_dir}: every log is damaged ({why})")
         raise SessionNotFound(f"no sessions yet in {self.sessions_dir}")
 
-    def find(self, id_or_prefix: str, cwd: Path | None = None) -> SessionFile:
-        """A session by exact id or unique prefix."""
-        exact = self.path_for(id_or_prefix)
+    def find(self, part: str, cwd: Path | None = None) -> SessionFile:
+        """A session by its id or any part of it that names one session: the sessions whose id
+        starts with `part`, else those whose id holds it anywhere (every id starts with its date,
+        so `033145`, the time, or `9a3656`, the end, is enough). A part that several sessions'
+        ids hold names none: the error lists them."""
+        exact = self.path_for(part)
         if exact.is_file():
             return describe(exact)
-        matches = [s for s in self.sessions(cwd) if s.id.startswith(id_or_prefix)]
+        sessions = list(self.sessions(cwd))
+        matches = [s for s in sessions if s.id.startswith(part)] or [s for s in sessions if part in s.id]
         if not matches:
-            raise SessionNotFound(f"no session matches '{id_or_prefix}'")
+            raise SessionNotFound(f"no session matches '{part}'")
         if len(matches) > 1:
-            shown = ", ".join(s.id for s in matches[:5])
-            raise SessionNotFound(f"'{id_or_prefix}' matches {len(matches)} sessions ({shown}); give more of the id")
+            shown = ", ".join(s.id for s in matches[:5]) + (", ..." if len(matches) > 5 else "")
+            raise SessionNotFound(f"'{part}' matches {len(matches)} sessions ({shown}); give more of the id")
         return matches[0]
 
 

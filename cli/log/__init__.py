@@ -33,7 +33,7 @@ log_app = typer.Typer(
     name="log",
     help="Inspect session logs: list, show, tail, stats, prompt, search, verify; html and serve draw a "
          "session as a page. "
-         "A session is named by its id or a unique prefix, and defaults to the latest of this workspace.",
+         "A session is named by its id or any unique part of it, and defaults to the latest of this workspace.",
     add_completion=False,
     no_args_is_help=True,
     pretty_exceptions_enable=False,

@@ -30,7 +30,7 @@ from ..exits import cli_errors
 if TYPE_CHECKING:
     from scribe.log.index import LogIndex
 
-SESSION_HELP = "Session id or unique prefix (or a path to a .jsonl log). [default: the latest of this workspace]"
+SESSION_HELP = "Session id or any unique part of it (or a path to a .jsonl log). [default: the latest of this workspace]"
 
 
 def workspace_store() -> tuple[Path, SessionStore]:
@@ -39,7 +39,7 @@ def workspace_store() -> tuple[Path, SessionStore]:
 
 
 def resolve_session(ref: str | None) -> SessionFile:
-    """The latest session of the workspace, a session by id or unique prefix, or a log file."""
+    """The latest session of the workspace, a session by id or any unique part of it, or a log file."""
     workspace, store = workspace_store()
     if ref is None:
         return store.latest(workspace)

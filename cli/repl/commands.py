@@ -289,7 +289,7 @@ def _resume(repl: Repl, arg: str) -> None:
         repl.view.lines([f" {mark} {s.id}  {s.active}  {plural(s.turns, 'turn'):>9}  {s.first_prompt}"])
     if listed.more:
         repl.view.note(f"… and {plural(listed.more, 'older session')} (`scribe log list` shows them all)")
-    repl.view.note("/resume ID (or a unique prefix) switches; * is this session")
+    repl.view.note("/resume ID (or any unique part of it) switches; * is this session")
 
 
 @command("notes", "the project notes new sessions start with; /notes curate merges this session in now",

@@ -630,3 +630,24 @@ def test_show_gives_git_notes_and_model_events_one_readable_line(workspace: Path
     assert "git undo of aaaaaaaaaa · HEAD back at bbbbbbbbbb · greet.py" in ran.out
     assert "notes curated · 1 entry ·" in ran.out and "- tabs [from x#1]" in ran.out
     assert "model switched to claude-opus-test" in ran.out
+
+
+def test_a_session_is_found_by_any_part_of_its_id_that_only_it_has(workspace: Path, home: Path) -> None:
+    state = workspace / ".scribe"
+    ids = ["20261203-033145-9a3656", "20261203-041512-77c0de", "20261204-051146-9a3657"]
+    for session_id in ids:
+        make_session(state, session_id, workspace)
+    env = scribe_env(NO_API, home)
+
+    def shown(part: str) -> Ran:
+        return run_scribe(["log", "show", part, "--json"], workspace, env)
+
+    for part, wanted in [("033145", ids[0]), ("77c0", ids[1]), ("9a3657", ids[2]), ("20261203-04", ids[1])]:
+        ran = shown(part)
+        assert ran.code == 0, (part, ran.err)
+        assert [e["id"] for e in ran.json() if e["type"] == "session"] == [wanted], (part, ran.out[:300])
+    several = shown("9a365")
+    assert several.code == 2 and several.out == ""
+    assert several.err.strip() == f"scribe: '9a365' matches 2 sessions ({ids[0]}, {ids[2]}); give more of the id"
+    assert shown("20261203").err.strip().startswith("scribe: '20261203' matches 2 sessions")  # a prefix first
+    assert shown("zzz").code == 2
