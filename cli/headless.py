@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import sys
+from collections.abc import Callable
 from typing import Any, TextIO
 
 from scribe.agent.protocol import (
@@ -72,13 +73,18 @@ class TextSink:
 
 
 class StreamJsonSink:
-    """One JSON object per line for every agent event, for programs that follow a turn live."""
+    """One JSON object per line for every agent event, for programs that follow a turn live. The
+    last, TurnEnded, also says what `--output json` would (`summary`: the session's id and the
+    run's usage with its cost), so a program that reads only the stream needs nothing else."""
 
-    def __init__(self, out: TextIO | None = None) -> None:
+    def __init__(self, out: TextIO | None = None, *, summary: Callable[[], dict[str, Any]] = dict) -> None:
         self.out = out or sys.stdout
+        self.summary = summary
 
     def __call__(self, event: AgentEvent) -> None:
         record = {"event": type(event).__name__, **_jsonable(event)}
+        if isinstance(event, TurnEnded):
+            record.update(self.summary())
         self.out.write(json.dumps(record, ensure_ascii=False) + "\n")
         self.out.flush()
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import signal
 import sys
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -104,7 +104,8 @@ def run(
                                        model=client), said)
             agent_session = agent.session
             try:
-                ended, totals, failed_commits = _follow(agent.turn(text), output, prices.price_usage)
+                ended, totals, failed_commits = _follow(agent.turn(text), output, prices.price_usage,
+                                                        agent_session.id)
             finally:
                 agent.close()  # stops the file watcher
                 agent_session.close()
@@ -155,11 +156,14 @@ class StartLines:
 
 
 def _follow(turn: Generator[AgentEvent, None, TurnEnded], output: OutputFormat,
-            price: Pricer) -> tuple[TurnEnded, Figures, list[CommitFailed]]:
+            price: Pricer, session_id: str) -> tuple[TurnEnded, Figures, list[CommitFailed]]:
     """The turn through the driver, shown in the output asked for, and counted."""
-    sink = {OutputFormat.text: TextSink, OutputFormat.stream_json: StreamJsonSink}.get(output)
-    show = sink() if sink else None
     totals = Figures()
+    show: Callable[[AgentEvent], None] | None = None
+    if output is OutputFormat.text:
+        show = TextSink()
+    elif output is OutputFormat.stream_json:  # its last event says what --output json would
+        show = StreamJsonSink(summary=lambda: {"session_id": session_id, "usage": totals.as_dict()})
     failed_commits: list[CommitFailed] = []
 
     def shown(event: AgentEvent) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -300,3 +301,20 @@ def test_a_continued_session_still_refuses_to_edit_a_file_changed_since_it_was_r
     assert result["is_error"] is True and "changed since you last read it" in result["content"]
     first = [e for e in events_of(session_logs(workspace)[0]) if isinstance(e, ToolResultEvent)][0]
     assert list(first.seen) == ["notes.txt"]
+
+
+def test_the_last_stream_json_event_names_the_session_and_what_the_run_cost(workspace: Path, home: Path) -> None:
+    with FakeMessagesServer(coding_script()) as server:
+        env = scribe_env(server.base_url, home)
+        streamed = run_scribe(["run", "-o", "stream-json", "add an add function"], workspace, env)
+    with FakeMessagesServer(coding_script()) as server:
+        summary = run_scribe(["run", "-o", "json", "add an add function"], workspace, scribe_env(server.base_url, home))
+    assert streamed.code == 0 and summary.code == 0, streamed.err + summary.err
+    lines = [json.loads(line) for line in streamed.out.splitlines()]
+    last = lines[-1]
+    assert last["event"] == "TurnEnded" and last["reason"] == "end_turn"
+    first_session = session_logs(workspace)[0].stem
+    assert last["session_id"] == first_session
+    # the same figures as --output json gives for the same run
+    assert last["usage"] == summary.json()["usage"] and last["usage"]["cost_usd"] > 0
+    assert all("session_id" not in line for line in lines[:-1])
