@@ -70,7 +70,7 @@ def fold_line(fold: Fold, event: Event | None, offset: int, raw: bytes, skipped:
         fold.usage.append((event.seq, event.ts, sys.intern(event.purpose), sys.intern(event.model), event.input,
                            event.cache_read, event.cache_write, event.output, event.latency_ms, event.server, cost,
                            uncached))
-    body = "\n".join(text for _, text in texts(event))
+    body = "\n".join(text for _, text in texts(event, fold.values.get("id") or ""))
     if body:
         type_name = event.type_name if isinstance(event, UnknownEvent) else event.type
         fold.words.append((event.seq, type_name, offset, body))

@@ -13,6 +13,7 @@ from scribe.log.events import (
     Event,
     FileChangeEvent,
     InterruptEvent,
+    NotesEvent,
     ObservationEvent,
     ReflectionEvent,
     SessionEvent,
@@ -50,8 +51,8 @@ class Hit:
         return {"seq": self.seq, "type": self.type, "field": self.field, "line": self.line}
 
 
-def texts(event: Event) -> Iterator[tuple[str, str]]:
-    """(field, text) pairs a person would want to search in this event."""
+def texts(event: Event, session: str = "") -> Iterator[tuple[str, str]]:
+    """(field, text) pairs a person would want to search in this event of `session` (its id)."""
     if isinstance(event, UserEvent):
         yield "text", event.text
     elif isinstance(event, AssistantEvent):
@@ -79,10 +80,21 @@ def texts(event: Event) -> Iterator[tuple[str, str]]:
             yield "torn", event.extra["torn"]
     elif isinstance(event, SessionEvent):
         return  # instructions and tool definitions: the same in every session, not worth matching
+    elif isinstance(event, NotesEvent):
+        yield "text", own_notes(event, session)
     elif isinstance(event, UnknownEvent):
         yield from _strings(event.extra)
     else:  # a type with no search fields of its own (git_commit, ...): every string it holds
         yield from _strings({k: v for k, v in to_record(event).items() if k not in ("v", "ts", "type")})
+
+
+def own_notes(event: NotesEvent, session: str) -> str:
+    """The lines of the notes as curated from `session` that came from it (`[from ID#SEQ]`):
+    the rest of the file is a copy every curation writes again, and matching it would repeat each
+    fact once per session curated after it. All lines when the session is not known."""
+    if not session:
+        return event.text
+    return "\n".join(line for line in event.text.splitlines() if f"[from {session}#" in line)
 
 
 def _strings(value: Any, key: str = "") -> Iterator[tuple[str, str]]:
@@ -96,10 +108,11 @@ def _strings(value: Any, key: str = "") -> Iterator[tuple[str, str]]:
             yield from _strings(item, key)
 
 
-def search(events: Iterable[Event], pattern: Pattern) -> Iterator[Hit]:
+def search(events: Iterable[Event], pattern: Pattern, session: str = "") -> Iterator[Hit]:
+    """Every line of the events' texts that `pattern` matches; `session`: the log's id."""
     for event in events:
         type_name = event.type_name if isinstance(event, UnknownEvent) else event.type
-        for where, text in texts(event):
+        for where, text in texts(event, session):
             if not pattern.search(text):
                 continue
             found = False

@@ -77,7 +77,7 @@ def _by_pattern(pattern: str, session: str | None, all_: bool, ignore_case: bool
     for found in [resolve_session(session)] if session else sessions_in_scope(all_):
         try:
             with streamed(found, notes=False) as events:
-                for hit in search(events, regex):
+                for hit in search(events, regex, found.id):
                     matched += 1
                     emit(found.id, hit)
         except LogError as exc:
@@ -113,7 +113,7 @@ def _by_words(text: str, session: str | None, all_: bool, emit: Callable[[str, H
             event = events.at(paths[session_id], offset)
             if event is None or event.seq != seq:
                 continue  # the log changed under the index since it was brought up to date
-            for hit in search([event], lines):
+            for hit in search([event], lines, session_id):
                 matched += 1
                 emit(session_id, hit)
     return matched
