@@ -44,6 +44,7 @@ from scribe.memory.observer import (
     choose_span,
     clip_span,
     event_line,
+    nothing_to_observe,
     observer_input,
     read_observer_answer,
 )
@@ -231,9 +232,7 @@ class Compressor:
             span = choose_span(raw, self.estimator, keep_tokens=keep)
         if span is None:
             if force:
-                yield Notice(f"nothing to summarise yet: the conversation since the last summary "
-                             f"(~{self.estimator.total(raw):,} tokens) is short enough to keep word for word "
-                             f"(up to ~{keep:,} tokens are always kept so)")
+                yield Notice(nothing_to_observe(raw, self.estimator, keep))
             return
         whole = span  # a summary without a model has no input limit: it covers all of it
         room = self._budget(session).room(OBSERVER_SYSTEM)

@@ -117,6 +117,20 @@ def choose_span(raw: Sequence[Event], estimator: TokenEstimator, *, keep_tokens:
     return Span(raw[0].seq, raw[best].seq, estimator.total(raw[: best + 1]))
 
 
+def nothing_to_observe(raw: Sequence[Event], estimator: TokenEstimator, keep_tokens: int) -> str:
+    """Why `choose_span` found nothing to observe in `raw`: it is within the retention floor, or
+    its oldest part that can be cut off alone would go below it."""
+    total = estimator.total(raw)
+    if total <= keep_tokens:
+        return (f"nothing to summarise yet: the conversation since the last summary (~{total:,} tokens) is "
+                f"within the ~{keep_tokens:,} tokens always kept word for word")
+    cut = safe_boundaries(raw)
+    oldest = estimator.total(raw[: cut[0] + 1]) if cut else total
+    return (f"nothing to summarise yet: of the ~{total:,} tokens since the last summary, the newest "
+            f"~{keep_tokens:,} are always kept word for word, and the oldest part that can be summarised alone "
+            f"(~{oldest:,} tokens) would leave less than that")
+
+
 def clip_span(raw: Sequence[Event], span: Span, room: int, view: Callable[[Event], int],
               estimator: TokenEstimator) -> Span:
     """The oldest part of `span` (which starts at raw[0]) whose observer input fits in `room`

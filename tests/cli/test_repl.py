@@ -20,7 +20,7 @@ from prompt_toolkit.input import create_pipe_input
 from prompt_toolkit.output import DummyOutput
 from rich.console import Console
 
-from helpers import events_of, running, session_logs, sleep_argv, wait_for
+from helpers import events_of, run_scribe, running, scribe_env, session_logs, sleep_argv, wait_for
 from repl_driver import Ran, person, run_repl  # noqa: F401 - person: the autouse fixture of these tests
 from scribe.agent.runtime import SessionChoice, choose_session
 from scribe.cli.repl.repl import Repl, start
@@ -114,7 +114,7 @@ def test_reflect_reports_the_context_before_and_after(workspace: Path, monkeypat
     ran = run_repl(workspace, [Reply.text("Hi.")], "hello\r/reflect\r")
     assert "reflect: context ~" in ran.out
     assert "nothing to summarise yet: the conversation since the last summary (~" in ran.out
-    assert "is short enough to keep word for word (up to ~6,000 tokens are always kept so)" in " ".join(ran.out.split())
+    assert "tokens) is within the ~6,000 tokens always kept word for word" in " ".join(ran.out.split())
     assert "nothing to condense: memory holds fewer than two summaries to merge" in ran.out
 
 
@@ -348,3 +348,21 @@ def test_a_new_session_says_it_curates_the_earlier_ones_first(workspace: Path, m
         repl.choose(SessionChoice()).close()
     assert "curating notes from earlier sessions…  (Ctrl-C skips)" in out.getvalue()
     assert len(server.requests) == 1  # the earlier session was curated before the new one began
+
+
+def test_reflect_says_truly_why_a_long_message_is_not_summarised_yet(workspace: Path, home: Path) -> None:
+    """The only message is longer than what is always kept raw, and summarising it would cut
+    into that: the message says so, instead of calling it short enough."""
+    long = "Please remember all of this. " + " ".join(f"word{n}" for n in range(500))
+    with FakeMessagesServer([Reply.text("Noted.")]) as server:
+        env = scribe_env(server.base_url, home, SCRIBE_OBSERVE_TOKENS="2000")
+        assert run_scribe(["run", long], workspace, env).code == 0
+        ran = run_scribe(["reflect"], workspace, env)
+    said = " ".join(ran.out.split()) + " ".join(ran.err.split())
+    assert ran.code == 0, ran.err
+    found = re.search(r"nothing to summarise yet: of the ~([\d,]+) tokens since the last summary, the newest "
+                      r"~([\d,]+) are always kept word for word, and the oldest part that can be summarised alone "
+                      r"\(~([\d,]+) tokens\) would leave less than that", said)
+    assert found is not None, said
+    total, kept, oldest = (int(g.replace(",", "")) for g in found.groups())
+    assert kept == 400 and total > kept and total - oldest < kept
