@@ -241,13 +241,14 @@ def _undo(repl: Repl, arg: str) -> None:
 COMMANDS["rewind"] = dataclasses.replace(COMMANDS["undo"], name="rewind", help="the same as /undo")
 
 
-@command("model", "show the model; /model NAME switches this session, and new ones, to NAME", "[NAME]")
+@command("model", "show the model; /model NAME switches this session to NAME, and the sessions /clear starts in "
+                  "this REPL (the config's `model`, which later runs start with, is left as it is)", "[NAME]")
 def _model(repl: Repl, arg: str) -> None:
     from scribe.agent.runtime import switch_model
 
     current = repl.numbers().model
     if not arg:
-        repl.view.lines([f"model {current} (new sessions: {repl.settings.model})"])
+        repl.view.lines([f"model {current} (sessions /clear starts here: {repl.settings.model})"])
         return
     repl.settings = dataclasses.replace(repl.settings, model=arg)
     if not switch_model(repl.session, arg):

@@ -78,7 +78,7 @@ def test_slash_commands(workspace: Path) -> None:
     assert str(session_logs(workspace)[0]) in out and "usage" in out  # /log
     assert "no changes since" in out  # /diff in a clean repository
     assert "nothing to undo: scribe's file tools have changed no file" in out  # /undo without auto-commit
-    assert "model claude-sonnet-5-5 (new sessions: claude-sonnet-5-5)" in out
+    assert "model claude-sonnet-5-5 (sessions /clear starts here: claude-sonnet-5-5)" in out
     assert "model claude-opus-5 from the next call (was claude-sonnet-5-5)" in out
     # the switch holds for this session: the turn after it went to the new model
     assert [r.json["model"] for r in ran.server.requests] == ["claude-sonnet-5-5", "claude-opus-5"]
@@ -366,3 +366,19 @@ def test_reflect_says_truly_why_a_long_message_is_not_summarised_yet(workspace: 
     assert found is not None, said
     total, kept, oldest = (int(g.replace(",", "")) for g in found.groups())
     assert kept == 400 and total > kept and total - oldest < kept
+
+
+def test_model_does_what_its_help_says_this_session_and_clear_but_not_the_config(
+        workspace: Path, home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    ran = run_repl(workspace, [Reply.text("one"), Reply.text("two")],
+                   "/help model\r/model claude-opus-5\rhi\r/clear\rhello\r/model\r")
+    said = " ".join(ran.out.split())
+    assert ("/model NAME switches this session to NAME, and the sessions /clear starts in this REPL (the "
+            "config's `model`, which later runs start with, is left as it is)") in said, said
+    assert [r.json["model"] for r in ran.server.requests] == ["claude-opus-5", "claude-opus-5"]
+    assert "model claude-opus-5 (sessions /clear starts here: claude-opus-5)" in said
+    # what the help says: the config is not written, and a later scribe starts with its own
+    assert load_settings(workspace).model == "claude-sonnet-5-5"
+    config = run_scribe(["config"], workspace, scribe_env("http://127.0.0.1:9", home))
+    assert [line.split()[:2] for line in config.out.splitlines() if line.startswith("model ")] == [
+        ["model", "claude-sonnet-5-5"]]
