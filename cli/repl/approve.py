@@ -33,7 +33,7 @@ from scribe.tools.registry import check_args
 from scribe.tools.textio import plural
 
 from ..visible import visible
-from .excerpts import diff_text
+from .excerpts import Hanging, diff_text
 from .input import InputArea
 from .keys import TurnKeys
 from .question import GUARD_S, Answers, ask
@@ -134,7 +134,7 @@ class PersonApprover:
             text = shown.text.copy()
             if not text.plain.endswith("\n"):
                 text.append("\n")  # the question starts on a line of its own
-            self.view.console.print(text, end="")
+            self.view.console.print(Hanging(text), end="")
             self.view.previewed.add(call.id)  # so the result need not repeat it
         name = visible(call.name)
         question = f"  allow {name}? [y]es [n]o, or type always⏎ for this session › "

@@ -35,7 +35,7 @@ from scribe.settings.files import ConfigError
 from scribe.settings.values import PERMISSION_MODES, Settings
 from scribe.tools.textio import plural
 
-from .excerpts import diff_text
+from .excerpts import Hanging, diff_text
 from .records import session_summaries
 from .stats import Numbers, stats_lines, tokens
 from .view import View
@@ -222,7 +222,7 @@ def _diff(repl: Repl, arg: str) -> None:
         repl.view.note(f"no changes since {changes.base_name}")
         return
     repl.view.note(f"changes since {changes.base_name}:")
-    repl.view.console.print(diff_text(changes.text, indent="  "), end="")
+    repl.view.console.print(Hanging(diff_text(changes.text, indent="  ")), end="")
 
 
 @command("undo", "take back the files scribe's tools changed in the last turn (its auto-commit, if HEAD)")

@@ -96,6 +96,36 @@ def diff_text(diff: str, indent: str = "    ", max_lines: int = DIFF_MAX_LINES) 
     return out
 
 
+# Where a line's text starts: its indent, a diff's +/- marker, and the indent of the code after it.
+_HANG = re.compile(r" *[+-]? *")
+
+
+class Hanging:
+    """Lines (a diff, a file's first lines) that wrap under their own text: a row a narrow
+    terminal cannot hold goes on under the first character after the line's indent and diff
+    marker, so the code keeps its indent instead of starting again at the left edge. The hang is
+    at most half the width."""
+
+    def __init__(self, text: Text) -> None:
+        self.text = text
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        width = max(options.max_width, 2)
+        lines = self.text.split("\n", allow_blank=True)
+        if self.text.plain.endswith("\n"):
+            lines = lines[:-1]
+        out = Text(no_wrap=True, overflow="crop", end="")
+        for line in lines:
+            hang = min(_HANG.match(line.plain).end(), width // 2)  # type: ignore[union-attr]
+            rows = line[hang:].wrap(console, width - hang) if line.cell_len > width else [line[hang:]]
+            for number, row in enumerate(rows):
+                row.rstrip()
+                out.append_text(line[:hang] if number == 0 else Text(" " * hang))
+                out.append_text(row)
+                out.append("\n")
+        yield out
+
+
 def fold(text: str, head: int = FOLD_HEAD, tail: int = FOLD_TAIL) -> tuple[list[str], list[str], int]:
     """Head lines, tail lines and how many were hidden between them."""
     lines = text.rstrip("\n").splitlines()

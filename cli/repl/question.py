@@ -27,9 +27,12 @@ import functools
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from prompt_toolkit import PromptSession
+from prompt_toolkit.application import Application
 from prompt_toolkit.application.current import get_app_session
+from prompt_toolkit.data_structures import Point
 from prompt_toolkit.filters import Condition
 from prompt_toolkit.formatted_text import FormattedText
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
@@ -39,6 +42,7 @@ from prompt_toolkit.output.vt100 import Vt100_Output, is_dumb_terminal
 
 from .input import STYLE
 from .keys import TYPING_GAP_S, Choice
+from .live import rows_taken
 
 # A key within this long of the question's first drawing, or of a key thrown away for that, was
 # not typed at it: it is thrown away. A person reading the question takes longer.
@@ -128,6 +132,7 @@ def ask(question: str, answers: Answers, *, discard: Callable[[], int] = lambda:
     asker: PromptSession[Choice | str] = PromptSession(
         key_bindings=_bindings(state, answers), style=STYLE, enable_suspend=True, output=output)
     asker.app.ttimeoutlen = ESC_TIMEOUT_S
+    _erase_as_rewrapped(asker.app)
     # From the moment it starts being drawn: a process kept waiting by a busy machine between
     # drawing and noting it would otherwise take keys typed at the question for keys before it.
     asker.app.before_render += lambda _: state.drawn()
@@ -242,6 +247,27 @@ def _bindings(state: _Asking, answers: Answers) -> KeyBindings:
     for key in _editing_keys() - lone:
         kb.add(key, filter=first)(counted(show_choices))
     return kb
+
+
+def _erase_as_rewrapped(app: Application[Any]) -> None:
+    """On a resize prompt-toolkit erases the question to draw it again, going up the rows it drew.
+    A terminal that rewraps its lines when it narrows (tmux, VTE, kitty, iTerm2) has turned each
+    row longer than the new width into several, and those left above would show the question
+    twice: go up the rows the drawn ones take at the width the terminal has now (as the live area
+    does, live.py). A terminal that does not rewrap crops its rows instead, and loses nothing."""
+    renderer = app.renderer
+    erase = renderer.erase
+
+    def erase_rewrapped(leave_alternate_screen: bool = True) -> None:
+        screen, drawn, cursor = renderer._last_screen, renderer._last_size, renderer._cursor_pos
+        width = app.output.get_size().columns
+        if screen is not None and drawn is not None and 0 < width < drawn.columns:
+            # each row as written: prompt-toolkit pads the question's rows with spaces, which count
+            rows = [min(max(screen.data_buffer[y], default=-1) + 1, drawn.columns) for y in range(cursor.y)]
+            renderer._cursor_pos = Point(x=cursor.x, y=rows_taken(rows, width) + cursor.x // width)
+        erase(leave_alternate_screen)
+
+    renderer.erase = erase_rewrapped  # type: ignore[method-assign]
 
 
 def _output_without_cpr() -> Output | None:

@@ -50,7 +50,7 @@ from scribe.tools.mcp.spec import PREFIX as MCP_PREFIX
 from scribe.tools.textio import plural
 
 from ..visible import VisibleConsole, VisibleStream, visible
-from .excerpts import MarkdownTail, complete_blocks, diff_text, first_line, fold, message_excerpt
+from .excerpts import Hanging, MarkdownTail, complete_blocks, diff_text, first_line, fold, message_excerpt
 from .live import Unpadded, fitted_live
 
 END_NOTES = {
@@ -308,8 +308,8 @@ class View:
             removed = sum(1 for line in lines if line.startswith("-") and not line.startswith("---"))
             self.console.print(Text(f"  ⎿ edited {visible(done.call.summary)} (+{added} −{removed})", style="dim"))
         elif name == "edit_file":
-            self.console.print(diff_text("\n".join(
-                line for line in visible(result.output).splitlines() if not line.startswith(("---", "+++")))), end="")
+            self.console.print(Hanging(diff_text("\n".join(
+                line for line in visible(result.output).splitlines() if not line.startswith(("---", "+++"))))), end="")
         elif name == "run_command" or name.startswith(MCP_PREFIX):
             self._command_output(result.output, result.is_error)
         elif name == "write_file":

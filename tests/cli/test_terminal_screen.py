@@ -19,7 +19,7 @@ from helpers import SCRIBE, scribe_env
 from pane import TmuxPane
 from scribe.cli.repl.excerpts import MarkdownTail, complete_blocks
 from scribe.cli.repl.live import FittedLiveRender, Unpadded, rows_taken, terminal_cells
-from scribe.fakeapi import FakeMessagesServer, Fault, Reply, ScriptItem
+from scribe.fakeapi import FakeMessagesServer, Fault, Reply, ScriptItem, tool_use_block
 
 # Paragraphs of about a hundred cells, each with a token (L01…) found nowhere else: wide CJK,
 # combining accents, skin-tone and joined emoji, and plain words.
@@ -119,3 +119,48 @@ def test_a_resize_while_an_answer_streams_leaves_each_line_once(workspace: Path,
         token = paragraph[:3]
         assert shown.count(token) == 1, f"{token} is shown {shown.count(token)} times:\n{shown}"
     assert shown.count("write the paragraphs") == 1
+
+
+LONG = "  # a comment long enough that this line of code wraps in a narrow terminal"
+CODE = "".join(f"def f{i}(x):\n    return x + {i}{LONG}\n" for i in range(6))
+
+
+def edits(request: dict[str, Any]) -> ScriptItem:
+    """Two edits of calc.py, one question each, then done."""
+    if not request.get("tools"):
+        return Reply.text("🔴 the user asked for edits")
+    results = sum(1 for m in request["messages"] if isinstance(m["content"], list)
+                  for b in m["content"] if b.get("type") == "tool_result")
+    if results == 2:
+        return Reply.text("done editing")
+    n = 3 + results
+    return Reply([tool_use_block("edit_file", {"path": "calc.py", "old_text": f"    return x + {n}{LONG}\n",
+                                               "new_text": f"    return x + {n}{n}{LONG}, changed\n"})])
+
+
+@pytest.mark.slow
+def test_a_narrowed_terminal_shows_the_question_once_and_wraps_a_diff_under_its_code(
+        workspace: Path, home: Path, tmux: TmuxPane) -> None:
+    (workspace / "calc.py").write_text(CODE)
+    with FakeMessagesServer(edits) as server:
+        tmux.start(in_pane(workspace, scribe_env(server.base_url, home)), 100, 40)
+        tmux.wait("›")
+        tmux.keys("edit calc.py")
+        tmux.wait("allow edit_file?")
+        time.sleep(1)
+        tmux.resize(45)  # while the question is up: it is drawn again at the new width
+        time.sleep(1.5)
+        narrowed = tmux.screen()
+        tmux.type("n")
+        tmux.wait("return x + 44")  # the second question's diff, printed at 45 columns
+        tmux.wait("allow edit_file?")
+        time.sleep(1)
+        second = tmux.screen().split("return x + 33")[-1]
+        tmux.type("n")
+        tmux.wait("done editing")
+    assert narrowed.count("allow edit_file?") == 1, narrowed
+    rows = second.splitlines()
+    starts = [i for i, row in enumerate(rows) if row.lstrip().startswith(("-    return x + 4", "+    return x + 44"))]
+    assert len(starts) == 2, second
+    for i in starts:  # each long diff line goes on under its code, not at the left edge
+        assert rows[i + 1].startswith(" " * 9) and rows[i + 1].strip(), second
