@@ -15,9 +15,9 @@ from pathlib import Path
 import pexpect
 import pytest
 
-from helpers import SCRIBE, events_of, running, scribe_env, session_logs, sleep_argv, wait_for
-from scribe.fakeapi import FakeMessagesServer, Reply, text_block, tool_use_block
-from scribe.log.events import InterruptEvent, ToolResultEvent
+from helpers import SCRIBE, events_of, run_scribe, running, scribe_env, session_logs, sleep_argv, wait_for
+from scribe.fakeapi import FakeMessagesServer, Fault, Reply, text_block, tool_use_block
+from scribe.log.events import AssistantEvent, InterruptEvent, ToolResultEvent
 from scribe.workspace.sandbox import command_protection
 
 SANDBOXED = command_protection(Path("/")).sandboxed
@@ -129,3 +129,38 @@ def test_the_repl_ends_on_sigterm_mid_turn_and_on_sighup_at_the_prompt(workspace
         finally:
             again.close()
         assert again.exitstatus == 129, again.before
+
+
+@pytest.mark.slow
+def test_a_run_cancelled_by_ctrl_c_is_told_to_the_model_when_the_session_continues(
+        workspace: Path, home: Path) -> None:
+    """Ctrl-C (SIGINT) ends `scribe run` while the model is asked; `scribe run -c` then sends the
+    next request as a message of its own, after a marker that closes the cancelled one."""
+    def model(request: dict) -> Fault | Reply:  # type: ignore[type-arg]
+        if request["messages"][-1]["content"][-1].get("text") == "delete all the tests now":
+            return Fault(kind="hang")
+        return Reply.text("Here are the tests.")
+
+    with FakeMessagesServer(model) as server:
+        env = scribe_env(server.base_url, home)
+        proc = subprocess.Popen([SCRIBE, "run", "delete all the tests now"], cwd=workspace, env=env,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            assert wait_for(lambda: len(server.requests) == 1), proc.stderr
+            proc.send_signal(signal.SIGINT)
+            _, err = proc.communicate(timeout=60)
+        finally:
+            proc.kill()
+        again = run_scribe(["run", "-c", "actually, just list the tests"], workspace, env)
+        sent = server.requests[-1].json
+    assert proc.returncode == 130, err
+    assert again.code == 0 and again.out.strip() == "Here are the tests.", again.err
+    [log] = session_logs(workspace)
+    answer = [e for e in events_of(log) if isinstance(e, AssistantEvent)][-1]
+    request = run_scribe(["log", "prompt", "--at", str(answer.seq)], workspace, env).json()
+    assert request == sent  # what the model was sent, rebuilt from the log
+    assert [(m["role"], [b["text"] for b in m["content"]]) for m in request["messages"]] == [
+        ("user", ["delete all the tests now"]),
+        ("assistant", ["[The person cancelled this request before it finished; no tool had run. "
+                       "It stays cancelled unless the person asks for it again.]"]),
+        ("user", ["actually, just list the tests"])]
