@@ -126,6 +126,12 @@ class ModelClient:
         Ollama, a proxy), as far as the base URL tells."""
         return anthropic_url(str(self.client.base_url))
 
+    @property
+    def server(self) -> str | None:
+        """The server the calls go to when it is not Anthropic's API (its host), else None: as a
+        call's usage event names it, unless the answer proves Anthropic's (model/attempt.py)."""
+        return None if self.on_anthropic else self._server()
+
     def stream(self, request: Request) -> Iterator[CallEvent | CallResult]:
         """Yield text as it arrives (each piece once, across retries), then the completed call.
         Raises ModelError."""

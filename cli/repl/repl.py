@@ -203,7 +203,7 @@ class Repl:
         assert memory is not None, "build_agent always gives the agent a compressor"
         return numbers(self.session.events, self.agent.policy.mode, self.context(), self.session.chunks,
                        self.session.calls(), self.prices.price_usage, memory.window(self.session),
-                       memory.limits(self.session))
+                       memory.limits(self.session), self.model.server)
 
     def refresh(self) -> None:
         self._numbers = self.numbers()

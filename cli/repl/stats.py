@@ -18,7 +18,7 @@ from scribe.log.health import MemoryHealth
 from scribe.log.pricing import price_usage
 from scribe.model.window import ContextWindow, Limits
 
-from ..log.common import priced_money
+from ..log.common import UNPRICED, priced_money
 
 
 @dataclass(frozen=True)
@@ -31,6 +31,9 @@ class Numbers:
     last_hit: float | None  # cache hit rate of the last agent call; None before the first
     window: ContextWindow | None = None  # the model's context window, when known
     limits: Limits | None = None  # the compression thresholds in force
+    # The session's calls get a price (Anthropic's API, or a [prices.MODEL] table): before the
+    # first call, a server of another kind's is "unpriced" already, not "$0.0000".
+    priced_here: bool = True
 
 
     @property
@@ -45,17 +48,21 @@ class Numbers:
 
 def numbers(events: Sequence[Event], mode: str, context: ContextSize, index: ChunkIndex | None = None,
             usage: Sequence[UsageEvent] | None = None, price: Pricer = price_usage,
-            window: ContextWindow | None = None, limits: Limits | None = None) -> Numbers:
+            window: ContextWindow | None = None, limits: Limits | None = None, server: str | None = None) -> Numbers:
     """The figures the bar and /stats show. `index` and `usage` (the session's chunk index and its
     model calls as its digest keeps them) spare a scan of the whole log; `price` is the
-    workspace's (configured prices, then the list)."""
+    workspace's (configured prices, then the list); `server`: where the calls go, when that is
+    not Anthropic's API (model/client.ModelClient.server)."""
     usages = list(usage) if usage is not None else [e for e in events if isinstance(e, UsageEvent)]
     # "Last" is the conversation's last call: a memory call (observer, curator) reads another
     # prompt, and its rate says nothing about the cache the next turn will read.
     agent = [u for u in usages if u.purpose == "agent"]
     last_hit = agent[-1].tokens.hit_rate if agent else None
+    model = current_model(events, index)
+    nothing = UsageEvent(seq=0, ts="", purpose="agent", model=model, input=0, cache_read=0, cache_write=0, output=0,
+                         server=server)
     return Numbers(
-        model=current_model(events, index),
+        model=model,
         mode=mode,
         context=context,
         totals=figures_of(usages, price),
@@ -63,6 +70,7 @@ def numbers(events: Sequence[Event], mode: str, context: ContextSize, index: Chu
         last_hit=last_hit,
         window=window,
         limits=limits,
+        priced_here=price(nothing)[0] is not None,
     )
 
 
@@ -83,8 +91,11 @@ def dollars(cost: float) -> str:
     return f"${cost:.4f}" if cost < 1 else f"${cost:.2f}"
 
 
-def cost_text(totals: Figures) -> str:
-    """The session's cost, or "unpriced" for a model with no price (as `scribe log stats` says)."""
+def cost_text(totals: Figures, priced_here: bool = True) -> str:
+    """The session's cost, or "unpriced" for a model with no price (as `scribe log stats` says),
+    and before any call where the calls will have none."""
+    if not totals.calls and not priced_here:
+        return UNPRICED
     return priced_money(totals, totals.cost_usd, dollars)
 
 
@@ -129,7 +140,7 @@ LEVELS = 3
 
 def toolbar_fields(n: Numbers, level: int = 0) -> list[str]:
     """Model, mode, cost, context (observations and raw), cache hit rates: most wanted first."""
-    return [n.model, n.mode, cost_text(n.totals), context_field(n, level), cache_field(n, level)]
+    return [n.model, n.mode, cost_text(n.totals, n.priced_here), context_field(n, level), cache_field(n, level)]
 
 
 def toolbar_text(n: Numbers, width: int | None = None) -> str:
@@ -161,7 +172,7 @@ def stats_lines(n: Numbers, health: MemoryHealth | None = None) -> list[str]:
         f"context      ~{n.context.total:,} tokens next call: {n.context.fixed:,} instructions and tools, "
         f"{n.context.observations:,} observations, {n.context.raw:,} raw",
         f"window       {window_text(n.window, n.limits)}",
-        f"cost         {cost_text(n.totals)}"
+        f"cost         {cost_text(n.totals, n.priced_here)}"
         + (" (a model with no price: [prices.MODEL] in the config sets one)" if n.totals.unpriced else ""),
         *([f"memory       {health.summary()}"] if health is not None else []),
     ]

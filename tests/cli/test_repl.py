@@ -382,3 +382,14 @@ def test_model_does_what_its_help_says_this_session_and_clear_but_not_the_config
     config = run_scribe(["config"], workspace, scribe_env("http://127.0.0.1:9", home))
     assert [line.split()[:2] for line in config.out.splitlines() if line.startswith("model ")] == [
         ["model", "claude-sonnet-5-5"]]
+
+
+def test_the_bar_of_a_session_on_another_server_shows_no_dollar_figure(workspace: Path) -> None:
+    """A llama.cpp server asked for Claude's names: the bar says unpriced from the start, not
+    $0.0000 until the first call and then a Claude price."""
+    with FakeMessagesServer([Reply.text("Hi."), Reply.text("Hello again.")], kind="llama.cpp") as server:
+        before = run_repl(workspace, server, "")
+        after = run_repl(workspace, server, "hello\r")
+    for ran in (before, after):
+        assert "claude-sonnet-5-5 │ ask │ unpriced │" in ran.toolbar and "$" not in ran.toolbar, ran.toolbar
+    assert after.texts == ["hello"]
