@@ -30,8 +30,18 @@ import pytest
 from conftest import git
 from helpers import events_of, run_scribe, scribe_env, session_logs
 from llama_server import Exchange, LlamaServer, RecordingProxy
+from scribe.agent.compress import ContextSize
+from scribe.cli.repl.stats import numbers, toolbar_text
 from scribe.context.render import canonical_json
-from scribe.log.events import ErrorEvent, Event, ObservationEvent, ReflectionEvent, UsageEvent, UserEvent
+from scribe.log.events import (
+    ErrorEvent,
+    Event,
+    NoToolsEvent,
+    ObservationEvent,
+    ReflectionEvent,
+    UsageEvent,
+    UserEvent,
+)
 from scribe.memory.extract import EXTRACTIVE_MODEL
 
 # One chain for the module: `--dist loadfile` keeps a file's tests on one worker (with plain
@@ -199,5 +209,16 @@ def test_log_prompt_at_each_call_is_the_body_the_server_received(chain: Chain) -
 def test_the_local_model_is_shown_unpriced(chain: Chain) -> None:
     stats = run_scribe(["log", "stats"], chain.workspace, chain.env).out
     assert "unpriced" in stats and "$" not in stats
-    final = json.loads(chain.turns[-1].out.splitlines()[0])
-    assert final["usage"].get("cost_usd") is None
+    for turn in chain.turns:  # every run's --output json
+        assert json.loads(turn.out.splitlines()[0])["usage"].get("cost_usd") is None
+    usage = [e for e in chain.events if isinstance(e, UsageEvent)]
+    assert usage and all(u.server for u in usage)  # none was answered by Anthropic's API: no list price
+    bar = toolbar_text(numbers(chain.events, "read-only", ContextSize(0, 0, 0), usage=usage))
+    assert "unpriced" in bar and "$" not in bar  # the REPL's bar
+
+
+def test_the_server_dropping_tools_is_learned_once(chain: Chain) -> None:
+    """SmolLM2's chat template has no tools: /props says so, and the first run records it."""
+    learned = [e for e in chain.events if isinstance(e, NoToolsEvent)]
+    assert [(e.model, e.source) for e in learned] == [("smollm2-135m", "server")]
+    assert all("tools: the server gives smollm2-135m no tools" in turn.out for turn in chain.turns)
