@@ -26,6 +26,7 @@ from typing import Any
 
 from scribe.context.chunks import ChunkIndex, tail_after
 from scribe.log.events import (
+    BEFORE_OUTPUT_CHARS,
     AssistantEvent,
     Block,
     Event,
@@ -49,8 +50,6 @@ RESUME_NOTE = "(Earlier parts of this session are summarised in the observations
 INTERRUPTED = "[interrupted: this tool call did not finish; its result is unknown]"
 NO_OUTPUT = "(no output)"
 
-DEFAULT_MAX_TOKENS = 16384
-DEFAULT_OUTPUT_CHARS = 12_000
 
 
 class RenderError(ValueError):
@@ -136,7 +135,7 @@ def render(events: Sequence[Event], index: ChunkIndex | None = None) -> Request:
     if not events or not isinstance(events[0], SessionEvent):
         raise RenderError("a log must begin with a session event")
     session = events[0]
-    config = session.config
+    recorded = session.recorded
     index = index or ChunkIndex()
     chunks, observed_to = index.update(events)
 
@@ -145,17 +144,15 @@ def render(events: Sequence[Event], index: ChunkIndex | None = None) -> Request:
     if chunks:
         system[-1]["cache_control"] = CACHE
 
-    output_chars = int(config.get("render_output_chars", DEFAULT_OUTPUT_CHARS))
-    # A session recorded before this setting existed keeps rendering as it did: nothing shortened.
-    settled = Settled(index.settled_before, int(config.get("settled_output_chars", output_chars)))
-    messages = render_messages(index.shown(tail_after(events, observed_to)), output_chars, settled)
+    settled = Settled(index.settled_before, recorded.settled_output_chars)
+    messages = render_messages(index.shown(tail_after(events, observed_to)), recorded.render_output_chars, settled)
     if not messages or messages[0]["role"] != "user":
         messages.insert(0, {"role": "user", "content": [{"type": "text", "text": RESUME_NOTE}]})
     place_message_breakpoints(messages)
 
     return Request(
         model=current_model(events, index),
-        max_tokens=int(config.get("max_tokens", DEFAULT_MAX_TOKENS)),
+        max_tokens=recorded.max_tokens,
         tools=[dict(t) for t in session.tools],
         system=system,
         messages=messages,
@@ -169,7 +166,7 @@ def current_model(events: Sequence[Event], index: ChunkIndex | None = None) -> s
     index.update(events)
     header = events[0]
     assert isinstance(header, SessionEvent)
-    return index.model or str(header.config.get("model", header.model))
+    return index.model or header.recorded.model
 
 
 def chunk_text(chunk: ObservationEvent | ReflectionEvent) -> str:
@@ -188,7 +185,7 @@ class Settled:
     Their turn is over, the observations say what they showed, and `recall` has them whole."""
 
     before: int = -1
-    chars: int = DEFAULT_OUTPUT_CHARS
+    chars: int = BEFORE_OUTPUT_CHARS
 
     def limit(self, event: ToolResultEvent, limit: int) -> int:
         return min(limit, self.chars) if event.seq < self.before else limit

@@ -9,6 +9,8 @@ back, is log/codec.py's.
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, ClassVar
@@ -63,6 +65,44 @@ class SessionEvent(Event):
     mcp: list[dict[str, Any]] = field(default_factory=list)
     # What protected scribe from the commands it ran (workspace/sandbox.py Protection.record()).
     protection: dict[str, Any] = field(default_factory=dict)
+
+    @functools.cached_property
+    def recorded(self) -> RecordedConfig:
+        """The settings a request is rebuilt with, read from `config` once."""
+        return RecordedConfig.of(self.config, self.model)
+
+
+# What a log that predates a setting meant by its absence: the values scribe used before the
+# setting was recorded (not today's defaults, which may change).
+BEFORE_MAX_TOKENS = 16384
+BEFORE_OUTPUT_CHARS = 12_000
+
+
+@dataclass(frozen=True)
+class RecordedConfig:
+    """The part of a session's recorded config that decides its requests, typed: render, the
+    token estimates and `!command` read these, and only these, so all three agree."""
+
+    model: str
+    max_tokens: int
+    render_output_chars: int
+    # Outputs older than the last few turns are shown this short; a session recorded before the
+    # setting existed shortens nothing.
+    settled_output_chars: int
+
+    @classmethod
+    def of(cls, config: Mapping[str, Any], model: str) -> RecordedConfig:
+        output_chars = _whole(config.get("render_output_chars"), BEFORE_OUTPUT_CHARS)
+        return cls(
+            model=str(config.get("model") or model),
+            max_tokens=_whole(config.get("max_tokens"), BEFORE_MAX_TOKENS),
+            render_output_chars=output_chars,
+            settled_output_chars=_whole(config.get("settled_output_chars"), output_chars),
+        )
+
+
+def _whole(value: Any, absent: int) -> int:
+    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else absent
 
 
 @dataclass(frozen=True)
