@@ -434,7 +434,7 @@ class Compressor:
 
     def _call(self, session: Session, request: Request, purpose: str) -> CallResult:
         result = self.model.complete(request)
-        session.append(UsageEvent, **result.usage(purpose))
+        session.record_call(result, purpose)
         return result
 
     def _cache_is_cold(self, events: Sequence[Event]) -> bool:

@@ -186,7 +186,7 @@ class Agent:
             AssistantEvent, content=result.content, stop_reason=result.stop_reason,
             message_id=result.message_id, model=result.model,
         )
-        usage = self.session.append(UsageEvent, **result.usage("agent"))
+        usage = self.session.record_call(result, "agent")
         return assistant, usage
 
     def _run_tool_call(self, block: dict) -> Iterator[AgentEvent]:

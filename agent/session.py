@@ -30,6 +30,7 @@ from scribe.log.events import (
 from scribe.log.jsonl import LogError, LogProblem, LogWriter, SessionLock
 from scribe.log.open_calls import unanswered_tool_uses
 from scribe.log.store import SessionFile, SessionStore, exclude_from_git
+from scribe.model.client import CallResult
 from scribe.model.window import ContextWindow, effective_window
 from scribe.settings.files import state_dir
 from scribe.settings.values import Settings
@@ -75,6 +76,11 @@ class Session:
         self.events.append(event, place)
         self.digest.add(event)
         return event
+
+    def record_call(self, result: CallResult, purpose: str) -> UsageEvent:
+        """The usage of a model call, as the log keeps it (agent, observer, reflector, curator)."""
+        return self.append(UsageEvent, purpose=purpose, model=result.model, **result.tokens.counts(),
+                           latency_ms=result.latency_ms, message_id=result.message_id)
 
     def calls(self) -> list[UsageEvent]:
         """Every model call of the session, oldest first (the REPL's figures): the log is streamed

@@ -52,11 +52,6 @@ class CallResult:
     tokens: Tokens  # as the server billed them
     latency_ms: int
 
-    def usage(self, purpose: str) -> dict[str, Any]:
-        """The fields of the `usage` event that logs this call (agent, observer, reflector or
-        curator): Session.append(UsageEvent, **result.usage(purpose))."""
-        return {"purpose": purpose, "model": self.model, **self.tokens.counts(), "latency_ms": self.latency_ms,
-                "message_id": self.message_id}
 
 
 def check_credentials(environ: dict[str, str] | None = None) -> None:

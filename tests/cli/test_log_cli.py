@@ -251,10 +251,12 @@ def test_list_shows_the_workspace_sessions_and_all_of_them_with_all(recorded: Re
     assert len(rows) == 1
     row, events, bills = rows[0], recorded.events, [billed(r) for r in recorded.requests]
     assert row["id"] == recorded.log.stem and row["turns"] == 3 and row["calls"] == 8
-    assert row["input_tokens"] == sum(b["input"] + b["cache_read"] + b["cache_write"] for b in bills)
+    assert row["prompt_tokens"] == sum(b["input"] + b["cache_read"] + b["cache_write"] for b in bills)
+    assert row["input"] == sum(b["input"] for b in bills)  # uncached, as everywhere
     assert row["started"] == events[0].created and row["last_activity"] == events[-1].ts  # type: ignore[attr-defined]
     assert row["cost_usd"] == pytest.approx(sum(call_cost("claude-sonnet-5-5", **b) for b in bills), abs=1e-6)
-    assert set(row) >= {"id", "started", "last_activity", "turns", "calls", "input_tokens", "hit_rate", "cost_usd"}
+    assert set(row) >= {"id", "started", "last_activity", "turns", "calls", "input", "prompt_tokens", "hit_rate",
+                        "cost_usd"}
 
     # two workspaces sharing one state folder (SCRIBE_HOME): the default lists this one's only
     state = tmp_path / "state"
@@ -267,7 +269,7 @@ def test_list_shows_the_workspace_sessions_and_all_of_them_with_all(recorded: Re
     env = scribe_env(NO_API, recorded.home, SCRIBE_HOME=str(state))
     mine = run_scribe(["log", "list", "--json"], here, env).json()
     assert [r["id"] for r in mine] == ["20260101-000000-aaaaaa"]
-    assert mine[0]["turns"] == 2 and mine[0]["calls"] == 2 and mine[0]["input_tokens"] == 4115
+    assert mine[0]["turns"] == 2 and mine[0]["calls"] == 2 and mine[0]["prompt_tokens"] == 4115
     assert mine[0]["hit_rate"] == pytest.approx(2000 / 4115, abs=1e-6)
     expected = (call_cost("claude-sonnet-5-5", input=10, cache_read=0, cache_write=2000, output=50)
                 + call_cost("claude-haiku-5-5", input=5, cache_read=2000, cache_write=100, output=70))
