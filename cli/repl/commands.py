@@ -243,7 +243,7 @@ COMMANDS["rewind"] = dataclasses.replace(COMMANDS["undo"], name="rewind", help="
 
 @command("model", "show the model; /model NAME switches this session, and new ones, to NAME", "[NAME]")
 def _model(repl: Repl, arg: str) -> None:
-    from scribe.agent.runtime import switch_model
+    from scribe.agent.assembly import switch_model
 
     current = repl.numbers().model
     if not arg:

@@ -16,8 +16,7 @@ from prompt_toolkit.output import DummyOutput
 from rich.console import Console
 
 from helpers import as_a_person, events_of, run_scribe, scribe_env, session_logs
-from scribe.agent.runtime import SessionChoice, choose_session
-from scribe.cli.repl.repl import Repl
+from repl_driver import open_repl
 from scribe.cli.repl.view import View
 from scribe.context.render import canonical_json
 from scribe.fakeapi import FakeMessagesServer, Reply
@@ -220,13 +219,9 @@ def test_stats_show_the_window_the_session_learned(workspace: Path, tmp_path: Pa
         with create_pipe_input() as pipe, create_app_session(input=pipe, output=DummyOutput()):
             pipe.send_text("hello\r/stats\r\x04")
             settings = load_settings(workspace, {"permission_mode": "ask", "max_retries": 0, "model": "local"})
-            repl = Repl(workspace, settings, View(Console(file=out, width=200)))
-            repl.open(choose_session(workspace, settings, SessionChoice()), resumed=False)
-            try:
+            with open_repl(workspace, settings, View(Console(file=out, width=200))) as repl:
                 repl.loop()
                 toolbar = repl.toolbar()
-            finally:
-                repl.close()
     text = out.getvalue()
     assert "window       6,000 tokens (from the server's own report); observe past " in text
     assert "cost         unpriced" in text

@@ -24,9 +24,9 @@ import pytest
 
 from builders import header_fields
 from conftest import make_repository
-from helpers import SCRIBE, Ran, run_scribe, scribe_env
+from helpers import SCRIBE, Ran, agent_for, run_scribe, scribe_env
+from scribe.agent.assembly import switch_model
 from scribe.agent.protocol import TurnEnded
-from scribe.agent.runtime import build_agent, switch_model
 from scribe.agent.session import start_session
 from scribe.cli.log.common import money
 from scribe.context.chunks import active_chunks
@@ -115,7 +115,7 @@ def compressed(tmp_path_factory: pytest.TempPathFactory) -> Built:
         mp.setenv("ANTHROPIC_API_KEY", "sk-test")
         mp.setenv("SCRIBE_HOME", str(workspace / ".scribe"))
         session = start_session(workspace, settings, tool_definitions(builtin_tools()))
-        agent = build_agent(workspace, settings, session)
+        agent = agent_for(workspace, settings, session)
         for k in range(TURNS):
             if k == TURNS - 1:
                 switch_model(session, "claude-opus-5")

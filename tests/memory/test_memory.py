@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
+from helpers import agent_for
 from scribe.agent.protocol import Compressed, TurnEnded
-from scribe.agent.runtime import build_agent
 from scribe.agent.session import Session, open_session, start_session
 from scribe.context.render import prefix_blocks, render
 from scribe.context.tokens import TokenEstimator
@@ -168,7 +168,7 @@ def api(monkeypatch: pytest.MonkeyPatch) -> Callable[[Model], FakeMessagesServer
 
 def run_turns(workspace: Path, settings: Settings, prompts: list[str], session: Session | None = None) -> Session:
     session = session or start_session(workspace, settings, tool_definitions(builtin_tools()))
-    agent = build_agent(workspace, settings, session)
+    agent = agent_for(workspace, settings, session)
     for prompt in prompts:
         ended = [e for e in agent.turn(prompt) if isinstance(e, TurnEnded)]
         assert ended[-1].reason == "end_turn", ended
@@ -326,7 +326,7 @@ def test_compress_now_observes_and_reflects_on_demand(
     settings = Settings(**SMALL)  # type: ignore[arg-type]
     session = run_turns(workspace, settings, [f"do run {k}" for k in range(2)])
     assert not any(isinstance(e, ObservationEvent) for e in session.events)  # under the threshold
-    agent = build_agent(workspace, settings, session)
+    agent = agent_for(workspace, settings, session)
     assert agent.memory is not None
     before = agent.memory.context(session)
     done = [e for e in agent.memory.compress_now(session) if isinstance(e, Compressed)]
