@@ -21,22 +21,15 @@ from . import forced
 from . import habits as catalogue
 from .habits import Entry, Said
 from .script import Reply, Responder, ScriptItem
+from .stretch import side_call_body, side_call_kind
 
 __all__ = ["SideCallModel", "side_call_kind"]
 
 _EVENT = re.compile(r"^\[seq (\d+)\] ([^:]+?)(?: result \(([^)]*)\))?:\s?(.*)$")
 _FACT = re.compile(r"^\[([\w-]+#\d+)\] (.*)$")
 _NOTE = re.compile(r"^- (.*?)(?: \[from ([\w-]+#\d+)\])?$")
-_KINDS = {"You are the Observer": "observer", "You are the Reflector": "reflector", "You are the Curator": "curator"}
 # The curator keeps at most this many new entries per call, the newest, so the notes stay short.
 NEW_ENTRIES = 30
-
-
-def side_call_kind(request: dict[str, Any]) -> str:
-    """"observer", "reflector", "curator", or "agent" for any other call."""
-    system = request.get("system")
-    text = system[0].get("text", "") if isinstance(system, list) and system else system if isinstance(system, str) else ""
-    return next((kind for start, kind in _KINDS.items() if text.startswith(start)), "agent")
 
 
 class SideCallModel:
@@ -68,7 +61,7 @@ class SideCallModel:
             self.calls[kind] += 1
             if kind == "agent":
                 return self._agent_reply(request)
-            body = request["messages"][0]["content"][0]["text"]
+            body = side_call_body(request)
             chosen = catalogue.habit(self.habits[kind])
             tool = forced.forced_tool(request)
             answers_tool = tool is not None and self.tools[kind] != "ignore"
