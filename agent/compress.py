@@ -371,11 +371,10 @@ class Compressor(WindowRoom):
             return
         problems: list[str] = []
         factor = self.estimator.factor
-        first = reflector_max_tokens(max(50, plan.tokens // 2), self.settings.side_call_max_tokens)
+        budget = reflector_max_tokens(int(plan.tokens * factor), self.settings.side_call_max_tokens)
         choice = self._route(session, REFLECTOR_OVERHEAD, int((REFLECTOR_OVERHEAD + INPUT_FRAMING_TOKENS + plan.tokens)
-                                                               * factor), first, int(plan.tokens * factor))
+                                                               * factor), budget, int(plan.tokens * factor))
         for attempt in range(REFLECT_ATTEMPTS):
-            budget = reflector_max_tokens(max(50, plan.tokens // (attempt + 2)), self.settings.side_call_max_tokens)
             cache = choice.route == "cache"
             call = SideCall("reflector", choice.route, self._agent_model(session) if cache else self.settings.observer_model,
                             budget, tool=self.settings.side_call_tools and not cache,

@@ -82,10 +82,14 @@ class SideCallModel:
 
 
 def observed(body: str) -> Said:
-    """One observation per event shown: the person's words whole, the first line of the rest."""
+    """What a terse model keeps of the events shown: the person's words (a message's first 160
+    characters; a run of requests that begin alike, as one line naming their seqs), the first
+    line of a tool's output, the agent's words when they say more than an acknowledgement."""
     events = body.split("Events to observe", 1)[-1].splitlines()[1:]
     lines: list[tuple[str, str]] = []
     task = None
+    run: list[str] = []  # seqs of a run of alike requests
+    run_head = ""
     for n, raw in enumerate(events):
         match = _EVENT.match(raw)
         if not match:
@@ -93,13 +97,21 @@ def observed(body: str) -> Said:
         seq, who, status, text = match.groups()
         text = " ".join(text.split())[:160]
         if who == "user":
+            head = " ".join(text.split()[:1])
+            if run and head == run_head:
+                run.append(seq)
+                lines[-1] = ("🔴", f"User asked {len(run)} times alike (seq {run[0]}-{seq}), e.g.: {lines[-1][1].split(': ', 1)[-1]}")
+                continue
+            run, run_head = [seq], head
             lines.append(("🔴", f"User asked (seq {seq}): {text}"))
             task = text[:80] or task
         elif status is not None:
+            run = []
             nxt = events[n + 1] if n + 1 < len(events) else ""
             shown = " ".join(nxt.split())[:120] if nxt and not _EVENT.match(nxt) else "no output"
             lines.append(("🟡", f"{who} ({status}, seq {seq}): {shown}"))
-        elif text:
+        elif len(text.split()) > 2:  # "Done." says nothing worth a line
+            run = []
             lines.append(("🟡", f"Agent (seq {seq}): {text}"))
     return Said(tuple(lines), task or "continuing", "carry on with the user's request")
 

@@ -24,9 +24,6 @@ from .answer import UnusableAnswer
 OBSERVATION_SHARE = 0.25
 # The task lines and a few observations, whatever the stretch: the least a budget may be.
 ANSWER_FLOOR = 128
-# A reflection is asked for 1/2, 1/3, 1/4 of its input on successive attempts; its budget is
-# that target with this much slack, since models overshoot a size they are given.
-REFLECTION_SLACK = 1.5
 
 
 def observer_max_tokens(stretch_tokens: int, configured: int) -> int:
@@ -36,10 +33,12 @@ def observer_max_tokens(stretch_tokens: int, configured: int) -> int:
     return max(1, min(configured, wanted))
 
 
-def reflector_max_tokens(target_tokens: int, configured: int) -> int:
-    """The output budget of a reflection asked to be about `target_tokens` long."""
-    wanted = max(ANSWER_FLOOR, int(target_tokens * REFLECTION_SLACK) + 32)
-    return max(1, min(configured, wanted))
+def reflector_max_tokens(condensed_tokens: int, configured: int) -> int:
+    """The output budget of a reflection of `condensed_tokens`: what it condenses, since an
+    answer that long could not be smaller and would be refused anyway (it is asked for a half,
+    a third, a quarter; models overshoot a size they are given, and any answer smaller than its
+    input is worth keeping)."""
+    return max(1, min(configured, max(ANSWER_FLOOR, condensed_tokens)))
 
 
 def chunk_tokens(text: str) -> int:
