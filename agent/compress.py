@@ -36,15 +36,13 @@ from scribe.memory.extract import (
 )
 from scribe.memory.observer import (
     OBSERVATIONS_SHOWN,
-    OBSERVER_SYSTEM,
     Span,
     UnusableAnswer,
     choose_span,
-    clip_span,
     event_line,
     read_observer_answer,
 )
-from scribe.memory.payback import OBSERVATION_YIELD, Rates, paid_off, reflection_paid_off, turn_start
+from scribe.memory.payback import Rates, paid_off, reflection_paid_off, turn_start
 from scribe.memory.reflector import (
     BACKOFF_GROWTH,
     BACKOFF_KIND,
@@ -56,8 +54,8 @@ from scribe.memory.reflector import (
     plan_reflection,
     read_reflection,
 )
-from scribe.memory.routes import RouteChoice, SideCall, build, choose_route, current_turn_start
-from scribe.memory.sizing import observer_max_tokens, reflector_max_tokens, require_smaller
+from scribe.memory.routes import SideCall, build, current_turn_start
+from scribe.memory.sizing import reflector_max_tokens, require_smaller
 from scribe.model.client import CallResult, ModelClient
 from scribe.model.errors import ModelError
 from scribe.model.sidecall import side_answer, side_deadline
@@ -65,6 +63,7 @@ from scribe.settings.values import Settings
 
 from .protocol import AgentEvent, Compressed, Notice
 from .session import Session
+from .side_routes import OBSERVER_OVERHEAD, SideRoutes
 from .window_room import SHRINK_ROUNDS, WindowRoom
 
 OBSERVE_FAILED_KIND = "observe_backoff"
@@ -72,7 +71,6 @@ OBSERVE_FAILED_KIND = "observe_backoff"
 AHEAD_SHARE = 0.75
 # After this many observer answers refused in a row, the person is told plainly, once.
 STALLED_AFTER = 3
-OBSERVER_OVERHEAD = estimate_text(OBSERVER_SYSTEM) + 40  # instructions and framing of its input
 REFLECTOR_OVERHEAD = estimate_text(REFLECTOR_SYSTEM) + 40
 
 
@@ -90,7 +88,7 @@ class ContextSize:
 
 
 @dataclass
-class Compressor(WindowRoom):
+class Compressor(SideRoutes, WindowRoom):
     model: ModelClient
     settings: Settings
     estimator: TokenEstimator
@@ -199,57 +197,6 @@ class Compressor(WindowRoom):
         session.append(ObservationEvent, text=reading.text, seq_from=span.seq_from, seq_to=span.seq_to,
                        tokens=estimate_text(reading.text), model=result.model, via=via)
         yield Compressed("observation", span.tokens, int(size * self.estimator.factor), span.seq_from, span.seq_to)
-
-    def _observer_call(self, session: Session, chunks: Sequence[Chunk], raw: Sequence[Event], whole: Span) -> SideCall:
-        """How the observation of `whole` is asked for: through the agent's cached prefix (all of
-        `whole`) or as a separate request within the side-call limit (its oldest part that fits),
-        whichever the numbers say costs less (memory/routes.py)."""
-        factor = self.estimator.factor
-        room = self._budget(session).room(OBSERVER_SYSTEM)
-        shown = min(OBSERVATIONS_SHOWN, room // 4)
-        clipped = clip_span(raw, whole, room - shown - 40, self._observer_view, self.estimator)
-        viewed = sum(self._observer_view(e) for e in raw if clipped.seq_from <= e.seq <= clipped.seq_to)
-        earlier = min(sum(chunk_size(c) for c in chunks), shown)
-        max_tokens = observer_max_tokens(whole.tokens, self.settings.side_call_max_tokens)
-        choice = self._route(session, OBSERVER_OVERHEAD, int((OBSERVER_OVERHEAD + viewed + earlier) * factor),
-                             max_tokens, whole.tokens)
-        if choice.route == "cache":
-            return SideCall("observer", "cache", self._agent_model(session), max_tokens, seq_from=whole.seq_from,
-                            seq_to=whole.seq_to, quote=choice.recorded())
-        separate_max = observer_max_tokens(clipped.tokens, self.settings.side_call_max_tokens)
-        return SideCall("observer", "separate", self.settings.observer_model, separate_max,
-                        tool=self.settings.side_call_tools, seq_from=clipped.seq_from, seq_to=clipped.seq_to,
-                        room=room, shown=shown, quote=choice.recorded())
-
-    def _route(self, session: Session, instruction: int, separate_input: int, max_tokens: int,
-               compressed: int) -> RouteChoice:
-        """`choose_route` with this session's figures: what the agent's last call says the cache
-        holds, the next agent request's estimated size, and the window it must fit in."""
-        size = self.context(session)
-        cached = self._cached_prefix(session, size)
-        through = size.total + int(instruction * self.estimator.factor)
-        prompt_limit = self.limits(session).prompt
-        if prompt_limit is not None and through + max_tokens > prompt_limit:
-            cached = 0  # the agent's prompt and an instruction would not fit: nothing to read through
-        return choose_route(self._agent_model(session), self.settings.observer_model, cached=cached,
-                            uncached=max(0, through - cached), separate_input=separate_input,
-                            answer=int(compressed * OBSERVATION_YIELD))
-
-    def _cached_prefix(self, session: Session, size: ContextSize) -> int:
-        """Tokens of the agent's next request the server holds in its cache now, by what its last
-        agent call reported: its whole prompt when that call was served or written (a server with
-        no prefix cache, or a prompt under the model's cache minimum, reports neither), only the
-        instructions when a chunk has changed the prompt since, nothing once the cache is cold."""
-        if self._cache_is_cold(session.events):
-            return 0
-        for event in reversed(session.events):
-            if isinstance(event, ObservationEvent | ReflectionEvent):
-                return int(size.fixed * self.estimator.factor)
-            if isinstance(event, UsageEvent) and event.purpose == "agent":
-                if event.cache_read + event.cache_write == 0:
-                    return 0
-                return min(event.input + event.cache_read + event.cache_write, size.total)
-        return 0
 
     def _observer_failed(self, session: Session, exc: Exception, whole: Span, raw: Sequence[Event],
                          needed: bool) -> Iterator[AgentEvent]:
