@@ -77,10 +77,11 @@ class Session:
         self.digest.add(event)
         return event
 
-    def record_call(self, result: CallResult, purpose: str) -> UsageEvent:
-        """The usage of a model call, as the log keeps it (agent, observer, reflector, curator)."""
+    def record_call(self, result: CallResult, purpose: str, **extra: Any) -> UsageEvent:
+        """The usage of a model call, as the log keeps it (agent, observer, reflector, curator);
+        `extra`: fields of its own (a side call's `side_call`)."""
         return self.append(UsageEvent, purpose=purpose, model=result.model, **result.tokens.counts(),
-                           latency_ms=result.latency_ms, message_id=result.message_id)
+                           latency_ms=result.latency_ms, message_id=result.message_id, **extra)
 
     def calls(self) -> list[UsageEvent]:
         """Every model call of the session, oldest first (the REPL's figures): the log is streamed

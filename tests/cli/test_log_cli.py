@@ -182,7 +182,8 @@ def test_observations_and_reflections_written_by_hand_are_rendered_counted_and_s
     assert PROMPTS[2] in shown and PROMPTS[0] not in shown and PROMPTS[1] not in shown
 
     ran = run_scribe(["log", "prompt", str(log), "--at", str(observer.seq)], recorded.workspace, recorded.env)
-    assert ran.code == 2 and "observer call; only agent calls can be rebuilt" in ran.err
+    # written by hand, it records nothing of its request (scribe's own side calls do)
+    assert ran.code == 2 and "this side call recorded nothing to rebuild its request from" in ran.err
 
     stats = run_scribe(["log", "stats", "--json", str(log)], recorded.workspace, recorded.env).json()
     assert list(stats["by_purpose"]) == ["agent", "observer"] and stats["by_purpose"]["observer"]["calls"] == 1
