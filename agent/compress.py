@@ -9,8 +9,9 @@ the log, so a restarted process behaves as the one before it.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
 from scribe.context.budget import InputBudget
@@ -94,6 +95,16 @@ class Compressor(SideRoutes, WindowRoom):
     estimator: TokenEstimator
     now: Callable[[], datetime] = lambda: datetime.now(UTC)
     _observer_sizes: dict[int, int] = field(default_factory=dict, init=False, repr=False)
+
+    def detached(self) -> Compressor:
+        """A compressor of its own (its estimates and caches apart), for a thread that works on
+        a draft of the session (agent/ahead.py) while this one goes on."""
+        return replace(self, estimator=copy.deepcopy(self.estimator))
+
+    def fits(self, session: Session) -> bool:
+        """Whether the next request, as the log stands, fits the model's window (unknown: yes)."""
+        prompt = self.limits(session).prompt
+        return prompt is None or self.context(session).total <= prompt
 
     # -- what the loop calls -------------------------------------------------------------
 

@@ -32,6 +32,7 @@ from scribe.tools.base import CommandInterrupted, Tool, ToolContext, ToolOutput
 from scribe.tools.registry import run_tool
 from scribe.workspace.changes import ChangeSource
 
+from .ahead import AheadCompression
 from .autocommit import TurnCommitter
 from .compress import Compressor
 from .permissions import PermissionPolicy
@@ -57,6 +58,8 @@ class Agent:
     watcher: ChangeSource | None = None
     # Commits the files the turn's file tools wrote, at the turn's end (auto_commit).
     committer: TurnCommitter | None = None
+    # A compression started between turns, still running or not yet taken (agent/ahead.py).
+    ahead: AheadCompression | None = None
 
     def turn(self, prompt: str) -> Generator[AgentEvent, None, TurnEnded]:
         """Run one user turn to its end, yielding what happens as it happens; its end is the
@@ -87,7 +90,7 @@ class Agent:
                     return TurnEnded("max_turns", final_text, calls)
                 calls += 1
                 yield from self._outside_changes()
-                if self.memory is not None:
+                if self.memory is not None and (yield from self._settle_ahead()):
                     yield from self.memory.before_call(self.session)
                 yield ModelCallStarted(calls)
                 try:
@@ -124,6 +127,22 @@ class Agent:
             return TurnEnded("interrupted", final_text, calls)
         finally:
             self.session.sync()
+
+    def _settle_ahead(self) -> Generator[AgentEvent, None, bool]:
+        """Take what a compression between turns made, once it has ended. While it runs, a
+        request that fits the window goes ahead without it (False: compress nothing now); one
+        that would not fit waits for it."""
+        ahead, memory = self.ahead, self.memory
+        if ahead is None or memory is None:
+            return True
+        if not ahead.done:
+            if memory.fits(self.session):
+                return False
+            yield Notice("memory: this request needs the compression still running between turns; waiting for it")
+            ahead.wait()
+        self.ahead = None
+        yield from ahead.take()
+        return True
 
     def _call(self) -> Generator[AgentEvent, None, CallResult]:
         """One model call on the log as it stands, its text passed on as it arrives."""

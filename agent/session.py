@@ -80,8 +80,7 @@ class Session:
     def record_call(self, result: CallResult, purpose: str, **extra: Any) -> UsageEvent:
         """The usage of a model call, as the log keeps it (agent, observer, reflector, curator);
         `extra`: fields of its own (a side call's `side_call`)."""
-        return self.append(UsageEvent, purpose=purpose, model=result.model, **result.tokens.counts(),
-                           latency_ms=result.latency_ms, message_id=result.message_id, **extra)
+        return self.append(UsageEvent, **usage_fields(result, purpose, **extra))
 
     def calls(self) -> list[UsageEvent]:
         """Every model call of the session, oldest first (the REPL's figures): the log is streamed
@@ -120,6 +119,12 @@ class Session:
         except OSError:
             return  # a cache left as it was; see above
         self._checkpointed = self.writer.size
+
+
+def usage_fields(result: CallResult, purpose: str, **extra: Any) -> dict[str, Any]:
+    """The fields of the usage event that records a model call."""
+    return {"purpose": purpose, "model": result.model, **result.tokens.counts(), "latency_ms": result.latency_ms,
+            "message_id": result.message_id, **extra}
 
 
 def store_for(workspace: Path) -> SessionStore:

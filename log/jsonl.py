@@ -142,6 +142,16 @@ def read_first_record(path: Path) -> dict[str, Any] | None:
     return record if isinstance(record, dict) else None
 
 
+def new_event(cls: type[E], seq: int, fields: dict[str, Any]) -> E:
+    """The event of type `cls` to append as `seq`, stamped now; fields its class does not know
+    are kept as its extra fields (written like the rest)."""
+    fields = dict(fields)
+    extra = fields.pop("extra", None) or {}
+    known = {k: v for k, v in fields.items() if k in cls.__dataclass_fields__}
+    extra.update({k: v for k, v in fields.items() if k not in cls.__dataclass_fields__})
+    return cls(seq=seq, ts=now_iso(), extra=extra, **known)
+
+
 class LogWriter:
     """The single appender of one session log.
 
@@ -206,10 +216,7 @@ class LogWriter:
         return writer
 
     def append(self, cls: type[E], **fields: Any) -> E:
-        extra = fields.pop("extra", None) or {}
-        known = {k: v for k, v in fields.items() if k in cls.__dataclass_fields__}
-        extra.update({k: v for k, v in fields.items() if k not in cls.__dataclass_fields__})
-        event = cls(seq=self.next_seq, ts=now_iso(), extra=extra, **known)
+        event = new_event(cls, self.next_seq, fields)
         self._write(encode(event))
         self.next_seq += 1
         return event

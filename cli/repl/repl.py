@@ -22,8 +22,8 @@ from pathlib import Path
 from types import FrameType
 
 from scribe.agent import driver
-from scribe.agent.ahead import AheadCompression, works_ahead
-from scribe.agent.assembly import Opened, Opening, SessionChoice, open_agent
+from scribe.agent.ahead import AheadCompression, left_unfinished, works_ahead
+from scribe.agent.assembly import PERSON_WAITS_S, Opened, Opening, SessionChoice, open_agent
 from scribe.agent.compress import ContextSize
 from scribe.agent.lifecycle import curating
 from scribe.agent.loop import Agent
@@ -111,7 +111,6 @@ class Repl:
         self.area = area or InputArea(self.workspace, state_dir(self.workspace) / "history", command_help,
                                       self.toolbar, self.keys)
         self._numbers: Numbers | None = None
-        self._ahead: AheadCompression | None = None  # a compression running between turns
         # SIGTERM and SIGHUP end the REPL (cli/signals.py); start() installs the handlers.
         self.ending = Ending(())
 
@@ -209,9 +208,14 @@ class Repl:
     def toolbar(self, width: int | None = None) -> str:
         # The numbers are computed after each turn: prompt-toolkit asks on every redraw.
         line = "" if self._numbers is None else toolbar_text(self._numbers, width)
+        busy = []
         curation = self.opened.curation
         if curation is not None and curation.running:
-            line = " curating notes…" + (" │" + line if line else " ")
+            busy.append("curating notes…")
+        if self.opened.has_session and self.agent.ahead is not None and not self.agent.ahead.done:
+            busy.append("compressing memory…")
+        if busy:
+            line = " " + " · ".join(busy) + (" │" + line if line else " ")
         return line
 
     # -- the loop -------------------------------------------------------------------------------
@@ -256,31 +260,38 @@ class Repl:
 
     def compress_ahead(self) -> None:
         """After a turn, on a slow server: what the next call would compress, compressed now in a
-        thread while the person reads and types (agent/ahead.py)."""
-        memory = self.agent.memory
-        if memory is not None and works_ahead(self.settings.observe_ahead, os.environ.get("ANTHROPIC_BASE_URL"),
-                                              self.session.events):
-            self._ahead = AheadCompression(memory, self.session)
+        thread while the person reads and types (agent/ahead.py). Nobody waits for it."""
+        agent = self.agent
+        self.take_ahead()
+        if agent.ahead is None and agent.memory is not None and works_ahead(
+                self.settings.observe_ahead, os.environ.get("ANTHROPIC_BASE_URL"), self.session.events):
+            agent.ahead = AheadCompression(agent.memory, self.session)
+
+    def take_ahead(self) -> None:
+        """What a compression between turns made, taken into the log once it has ended, and shown."""
+        agent = self.opened.agent if self.opened.has_session else None
+        if agent is None or agent.ahead is None or not agent.ahead.done:
+            return
+        ahead, agent.ahead = agent.ahead, None
+        for event in ahead.take():
+            self.show(event)
+        self.refresh()
 
     def finish_ahead(self) -> None:
-        """Before anything else writes to the log: wait for the compression between turns, then
-        show what it did. The wait is said, since the person asked for something meanwhile."""
-        ahead, self._ahead = self._ahead, None
-        if ahead is None:
+        """The session ends: a compression between turns gets a moment to end, and is taken; one
+        still waiting on its model is left, and the log says so (agent/ahead.py)."""
+        if not self.opened.has_session or self.agent.ahead is None:
             return
-        if ahead.running:
-            self.view.busy("finishing memory compression…  (the log has one writer: it cannot be cancelled)")
-        try:
-            for event in ahead.finish():
-                self.view.handle(event)
-        finally:
-            self.view.pause()
-        self.refresh()
+        if not self.agent.ahead.wait(PERSON_WAITS_S):
+            self.agent.ahead = None
+            left_unfinished(self.session)
+            return
+        self.take_ahead()
 
     def act(self, line: str) -> None:
         """A slash command, a shell command (`!...`), a literal message (`//...`, `!!...`), or a
         message for the model (its `@path` files attached)."""
-        self.finish_ahead()
+        self.take_ahead()
         command = shell_command(line)
         message = message_of(line)
         if command is not None:
