@@ -10,7 +10,7 @@ person, a crash, an API failure) leaves a log the next render can continue from.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Generator, Iterator, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 
@@ -23,7 +23,6 @@ from scribe.log.events import (
     LeftOutEvent,
     ToolResultEvent,
     UsageEvent,
-    UserEvent,
 )
 from scribe.log.open_calls import unanswered_tool_uses
 from scribe.model.client import CallResult, ModelClient
@@ -31,6 +30,7 @@ from scribe.model.errors import ContextOverflow, ModelError
 from scribe.tools.base import CommandInterrupted, Tool, ToolContext, ToolOutput
 from scribe.tools.registry import run_tool
 from scribe.workspace.changes import ChangeSource
+from scribe.workspace.images import PreparedImage
 
 from .autocommit import TurnCommitter
 from .compress import Compressor
@@ -58,15 +58,15 @@ class Agent:
     # Commits the files the turn's file tools wrote, at the turn's end (auto_commit).
     committer: TurnCommitter | None = None
 
-    def turn(self, prompt: str) -> Generator[AgentEvent, None, TurnEnded]:
+    def turn(self, prompt: str, images: Sequence[PreparedImage] = ()) -> Generator[AgentEvent, None, TurnEnded]:
         """Run one user turn to its end, yielding what happens as it happens; its end is the
-        last event, and what it returns."""
+        last event, and what it returns. `images`: attached to the message (sent before its text)."""
         if self.committer is not None:
             self.committer.begin_turn(self.session)
         if self.watcher is not None and (problem := self.watcher.start()) is not None:
             yield Notice(problem)
             self.watcher = None
-        ended = yield from self._turn(prompt)
+        ended = yield from self._turn(prompt, images)
         if self.committer is not None:
             yield from self.committer.end_turn(self.session, self.context.seen_hashes, prompt)
         yield ended
@@ -77,8 +77,8 @@ class Agent:
         if self.watcher is not None:
             self.watcher.stop()
 
-    def _turn(self, prompt: str) -> Generator[AgentEvent, None, TurnEnded]:
-        user = self.session.append(UserEvent, text=prompt)
+    def _turn(self, prompt: str, images: Sequence[PreparedImage]) -> Generator[AgentEvent, None, TurnEnded]:
+        user = self.session.append_message(prompt, images)
         calls = 0
         final_text = ""
         try:
@@ -128,7 +128,7 @@ class Agent:
     def _call(self) -> Generator[AgentEvent, None, CallResult]:
         """One model call on the log as it stands, its text passed on as it arrives."""
         result = None
-        for item in self.model.stream(render(self.session.events, self.session.chunks)):
+        for item in self.model.stream(render(self.session.events, self.session.chunks, self.session.images)):
             if isinstance(item, CallResult):
                 result = item
             else:

@@ -199,6 +199,7 @@ def build_agent(workspace: Path, settings: Settings, session: Session, *,
         protection=protection_for(workspace, settings),
         regex_timeout_s=settings.regex_timeout_s,
         scribe_folders=(state_dir(workspace), user_config_dir()),
+        images=session.images.folder,
     )
     client = model or ModelClient.for_settings(settings)
     output_chars = int(session.header.config.get("render_output_chars", settings.render_output_chars))

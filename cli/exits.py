@@ -13,6 +13,7 @@ from scribe.log.jsonl import LogError, LogWriteError
 from scribe.model.errors import ClientSetupError, ModelError
 from scribe.settings.files import ConfigError
 from scribe.settings.trust import TrustFileError
+from scribe.workspace.images import ImageRefused
 
 from .visible import visible
 
@@ -37,7 +38,7 @@ def cli_errors() -> Iterator[None]:
         yield
     except LogWriteError as exc:
         raise fail(str(exc), EXIT_STORAGE) from None
-    except (ConfigError, TrustFileError, LogError, RenderError, ClientSetupError) as exc:
+    except (ConfigError, TrustFileError, LogError, RenderError, ClientSetupError, ImageRefused) as exc:
         raise fail(str(exc), EXIT_USAGE) from None
     except ModelError as exc:
         raise fail(str(exc), EXIT_FAILED) from None

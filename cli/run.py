@@ -60,6 +60,9 @@ def run(
     auto_commit: Annotated[bool | None, typer.Option(
         "--auto-commit/--no-auto-commit",
         help="Commit the files the agent wrote at the end of the turn (`scribe undo` takes it back). [default: off]")] = None,
+    image: Annotated[list[Path] | None, typer.Option(
+        "--image", help="Attach this image (PNG, JPEG, GIF, WebP) to the prompt; repeatable. "
+                        "A large one is sized down to what the API takes.")] = None,
     trust_workspace: Annotated[bool, typer.Option(
         "--trust-workspace", help="Apply this workspace's own .scribe/config.toml and .mcp.json for this run "
                                   "(untrusted, they are ignored; `scribe trust` remembers the trust).")] = False,
@@ -71,6 +74,7 @@ def run(
     read-only), 130 interrupted (Ctrl-C), 143 SIGTERM, 129 SIGHUP.
     """
     # Imported here, not at the top: the SDK takes over a second to import and `--help` needn't pay.
+    from scribe.agent.attach import image_files
     from scribe.agent.mcptools import open_hub
     from scribe.agent.runtime import SessionChoice, start
     from scribe.model.client import ModelClient
@@ -85,6 +89,7 @@ def run(
             raise fail("give --continue or --session, not both")
         if permission_mode == "ask":
             raise fail("permission mode 'ask' needs a person; headless runs use read-only, accept-edits or full-auto")
+        images = image_files(image or [])
         workspace = find_workspace(Path.cwd())
         trust = trust_of(workspace, granted=trust_workspace)
         tell_ignored(trust)
@@ -104,7 +109,7 @@ def run(
                                        model=client), said)
             agent_session = agent.session
             try:
-                ended, totals, failed_commits = _follow(agent.turn(text), output, prices.price_usage)
+                ended, totals, failed_commits = _follow(agent.turn(text, images), output, prices.price_usage)
             finally:
                 agent.close()  # stops the file watcher
                 agent_session.close()

@@ -65,10 +65,17 @@ class SessionEvent(Event):
     protection: dict[str, Any] = field(default_factory=dict)
 
 
+# A field whose empty value is left out of the line, so lines without it keep their old shape.
+OMIT_EMPTY = {"omit_empty": True}
+
+
 @dataclass(frozen=True)
 class UserEvent(Event):
     type: ClassVar[str] = "user"
     text: str
+    # Images attached to the message (log/images.py ImageRef records), sent before its text; their
+    # bytes are kept beside the log (log/attachments.py).
+    images: list[dict[str, Any]] = field(default_factory=list, metadata=OMIT_EMPTY)
 
 
 @dataclass(frozen=True)

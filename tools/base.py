@@ -77,6 +77,8 @@ class ToolContext:
     # scribe's own folders (the state folder, the person's scribe config folder with its trust
     # file): never read or written by a tool, wherever they are and whatever path leads there.
     scribe_folders: tuple[Path, ...] = ()
+    # Where the session keeps the images attached to its messages (log/attachments.py), for recall.
+    images: Path | None = None
 
 
 class Tool(Protocol):

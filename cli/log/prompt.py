@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from scribe.context.render import canonical_json, render
+from scribe.log.attachments import ImageStore, StrictImages
 from scribe.log.events import AssistantEvent, Event, UnknownEvent, UsageEvent
 
 from ..exits import fail
@@ -21,11 +22,13 @@ def prompt(
                                            "event. [default: the request the next call would send]")] = None,
 ) -> None:
     """Print the request body of a model call as canonical JSON (sorted keys, no spaces): the
-    same bytes the API received, rebuilt by rendering the events before that call."""
+    same bytes the API received, rebuilt by rendering the events before that call (and the
+    images attached to its messages, from the session's image store)."""
     with log_command():
-        events = load(resolve_session(session)).events
+        found = resolve_session(session)
+        events = load(found).events
         cut = len(events) if at is None else _call_index(events, at)
-        request = render(events[:cut])
+        request = render(events[:cut], images=StrictImages(ImageStore.for_log(found.path)))
         sys.stdout.write(canonical_json(request.body()) + "\n")
 
 

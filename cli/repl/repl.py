@@ -17,7 +17,7 @@ import dataclasses
 import os
 import signal
 import time
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Generator, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
@@ -40,6 +40,7 @@ from scribe.settings.files import find_workspace, read_config, state_dir, trust_
 from scribe.settings.prices import price_book
 from scribe.settings.values import REPL_DEFAULTS, Settings, load_settings
 from scribe.tools.mcp.hub import McpHub
+from scribe.workspace.images import PreparedImage
 
 from ..exits import cli_errors, fail
 from ..signals import Ending, Stopped, ending_signals
@@ -287,12 +288,12 @@ class Repl:
             with cancellable(), self.keys.running():
                 dispatch(self, line)
         else:
-            self.run_turn(with_attachments(self.agent, self.view, message))
+            self.run_turn(*with_attachments(self.agent, self.view, message))
 
-    def run_turn(self, text: str) -> TurnEnded:
+    def run_turn(self, text: str, images: Sequence[PreparedImage] = ()) -> TurnEnded:
         self.view.busy(THINKING)  # at once: the first model call may be a while in coming
         with cancellable(), self.keys.running():
-            ended = drive(self.agent.turn(text), self.show)
+            ended = drive(self.agent.turn(text, images), self.show)
             dangling = unanswered_tool_uses(self.session.events)
             if dangling:  # only if an interrupt escaped the agent's own handler
                 self.session.append(InterruptEvent, tool_use_ids=dangling, reason="cancelled by the user")
