@@ -27,7 +27,7 @@ from scribe.log.events import (
 from scribe.log.open_calls import unanswered_tool_uses
 from scribe.model.client import CallResult, ModelClient
 from scribe.model.errors import ContextOverflow, ModelError
-from scribe.tools.base import CommandInterrupted, Tool, ToolContext, ToolOutput
+from scribe.tools.base import CommandInterrupted, Tool, ToolContext, ToolOutput, kind_of
 from scribe.tools.registry import run_tool
 from scribe.workspace.changes import ChangeSource
 from scribe.workspace.images import PreparedImage
@@ -195,7 +195,7 @@ class Agent:
         summary = tool.summary(args) if tool else name
         call = ToolCall(block["id"], name, args, summary)
         yield call
-        denial = self._denial(call, tool) if tool else None
+        denial, permission = self._denial(call, tool) if tool else (None, None)
         started = time.monotonic()
         before = dict(self.context.seen_hashes)
         if denial is not None:
@@ -206,13 +206,15 @@ class Agent:
                     out = run_tool(self.tools, name, args, self.context)
                 except CommandInterrupted as stop:
                     # The call keeps its real, partial result; the turn then ends as cancelled.
-                    self._append_result(call, stop.output, started, before)
+                    self._append_result(call, stop.output, started, before, permission)
                     raise stop.cause from None
-        yield ToolDone(call, self._append_result(call, out, started, before), denied=denial is not None)
+        result = self._append_result(call, out, started, before, permission)
+        yield ToolDone(call, result, denied=denial is not None)
 
     def _append_result(self, call: ToolCall, out: ToolOutput, started: float,
-                       seen_before: dict[str, str]) -> ToolResultEvent:
-        """The call's result, with the file hashes it newly saw (rebuilt from the log on -c)."""
+                       seen_before: dict[str, str], permission: str | None = None) -> ToolResultEvent:
+        """The call's result, with the file hashes it newly saw (rebuilt from the log on -c), and
+        how the permission mode decided it when it did not allow it outright."""
         seen = {path: digest for path, digest in self.context.seen_hashes.items()
                 if seen_before.get(path) != digest}
         return self.session.append(
@@ -221,6 +223,8 @@ class Agent:
             dropped_bytes=out.dropped_bytes, seen=seen, blocks=out.blocks, attachments=out.attachments,
             # Only on a file tool's result, so every other line keeps its shape.
             **({"restore": out.restore} if out.restore is not None else {}),
+            # Only when the person was asked or the mode refused (telemetry counts decisions).
+            **({"permission": permission} if permission is not None else {}),
         )
 
     def _acting(self, tool: Tool | None) -> AbstractContextManager[None]:
@@ -230,16 +234,20 @@ class Agent:
             return self.watcher.command_running()
         return nullcontext()
 
-    def _denial(self, call: ToolCall, tool: Tool) -> str | None:
-        verdict = self.policy.verdict(tool.name, tool.kind)
+    def _denial(self, call: ToolCall, tool: Tool) -> tuple[str | None, str | None]:
+        """Why the call does not run (None: it runs), and how it was decided when it was not
+        allowed outright (the `permission` of its result: approved, approved_always, declined,
+        denied)."""
+        kind = kind_of(tool, call.args)
+        verdict = self.policy.verdict(tool.name, kind)
         if verdict == "allow":
-            return None
+            return None, None
         if verdict == "ask" and self.approver is not None:
             answer = self.approver(call)
             if answer == "always":
                 self.policy.always.add(tool.name)
-                return None
+                return None, "approved_always"
             if answer:
-                return None
-            return self.policy.refusal(tool.name, tool.kind, asked=True)
-        return self.policy.refusal(tool.name, tool.kind, asked=False)
+                return None, "approved"
+            return self.policy.refusal(tool.name, kind, asked=True), "declined"
+        return self.policy.refusal(tool.name, kind, asked=False), "denied"

@@ -30,12 +30,13 @@ from scribe.settings.files import state_dir, user_config_dir
 from scribe.settings.values import Settings
 from scribe.tools.base import Tool, ToolContext
 from scribe.tools.mcp.hub import McpHub
-from scribe.tools.registry import builtin_tools, tool_definitions
+from scribe.tools.registry import tool_definitions
 from scribe.workspace.commitlock import COMMIT_LOCK
 from scribe.workspace.gitrun import query_in
 from scribe.workspace.watcher import WorkspaceWatcher
 
 from .autocommit import TurnCommitter
+from .builtins import new_session_tools, session_builtins
 from .compress import Compressor
 from .driver import drive
 from .instructions import Environment, read_project_texts, system_text
@@ -91,7 +92,7 @@ def choose(workspace: Path, settings: Settings, choice: SessionChoice, hub: McpH
     record: list[dict] = []
     if hub is not None and hub.specs:
         mcp_definitions, record = yield from pinning(hub, settings.mcp_start_timeout_s, skippable=skippable)
-    return start_session(workspace, settings, tool_definitions(builtin_tools()) + mcp_definitions, record,
+    return start_session(workspace, settings, tool_definitions(new_session_tools(settings)) + mcp_definitions, record,
                          protection=protection_for(workspace, settings).record())
 
 
@@ -151,7 +152,8 @@ def window_here(workspace: Path, settings: Settings) -> tuple[ContextWindow | No
     window = effective_window(settings.model, settings.context_tokens, reported)
     system = system_text(Environment(str(workspace), None, None, date.today()),
                          read_project_texts(workspace, notes_path(workspace)).texts)
-    fixed = estimate_text(system) + estimate_text(json.dumps(tool_definitions(builtin_tools()), ensure_ascii=False))
+    fixed = estimate_text(system) + estimate_text(json.dumps(tool_definitions(new_session_tools(settings)),
+                                                             ensure_ascii=False))
     return window, limits(window, observe=settings.observe_tokens, reflect=settings.reflect_tokens,
                           side_call=settings.side_call_tokens, max_tokens=settings.max_tokens, fixed=fixed)
 
@@ -188,7 +190,7 @@ def build_agent(workspace: Path, settings: Settings, session: Session, *,
     hub = hub if hub is not None else McpHub([], workspace)
     mcp_tools = session_tools(session.header, hub)
     hub.start(pinned_servers(session.header))  # in the background: a continued session waits for nothing
-    tools: list[Tool] = [*builtin_tools(), *mcp_tools]
+    tools: list[Tool] = [*session_builtins(session.header, settings), *mcp_tools]
     context = ToolContext(
         workspace=workspace,
         allowed_roots=tuple(Path(p).expanduser().resolve() for p in settings.allowed_paths),
