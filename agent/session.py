@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import date
 from functools import cached_property
@@ -70,6 +70,8 @@ class Session:
     # Every model call, once something asked (`calls`), and how many events it has read for them.
     _calls: list[UsageEvent] = field(default_factory=list, init=False, repr=False)
     _calls_read: int = field(default=0, init=False, repr=False)
+    # Told of each event as it is appended (telemetry follows a session this way); they must not raise.
+    listeners: list[Callable[[Event], None]] = field(default_factory=list, repr=False)
 
     @property
     def header(self) -> SessionEvent:
@@ -85,6 +87,8 @@ class Session:
         event = self.writer.append(cls, **fields)
         self.events.append(event, place)
         self.digest.add(event)
+        for listener in self.listeners:
+            listener(event)
         return event
 
     def append_message(self, text: str, images: Sequence[PreparedImage] = ()) -> UserEvent:
@@ -133,6 +137,22 @@ class Session:
         self._checkpointed = self.writer.size
 
 
+# Told of each session this process starts (new: True) or reopens: telemetry/export.py follows them.
+_followers: list[Callable[[Session, bool], None]] = []
+
+
+def following(callback: Callable[[Session, bool], None]) -> Callable[[], None]:
+    """Tell `callback` of every session opened from now on; what it returns stops that."""
+    _followers.append(callback)
+    return lambda: _followers.remove(callback) if callback in _followers else None
+
+
+def _opened(session: Session, new: bool) -> Session:
+    for follower in list(_followers):
+        follower(session, new)
+    return session
+
+
 def store_for(workspace: Path) -> SessionStore:
     return SessionStore(state_dir(workspace))
 
@@ -176,7 +196,7 @@ def start_session(workspace: Path, settings: Settings, tool_definitions: list[di
     session = Session(session_id, path, EventLog(header, [header], [(0, 1)]), writer, [], notices=list(read.refused))
     session.digest.add(header)
     writer.sync()
-    return session
+    return _opened(session, True)
 
 
 def open_session(found: SessionFile) -> Session:
@@ -218,7 +238,7 @@ def open_session(found: SessionFile) -> Session:
         session.sync()
     elif not log.from_checkpoint:
         session.checkpoint()  # read whole this time; the next reopen need not
-    return session
+    return _opened(session, False)
 
 
 def session_window(session: Session, configured: int) -> ContextWindow | None:

@@ -30,6 +30,7 @@ from scribe.settings.values import PERMISSION_MODES, load_settings
 from .exits import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_MAX_TURNS, EXIT_OK, cli_errors, fail
 from .headless import StreamJsonSink, TextSink
 from .signals import ending_signals
+from .telemetry import end_telemetry, start_telemetry
 from .trust import tell_ignored
 from .visible import visible
 
@@ -104,6 +105,7 @@ def run(
         # of a run curates nothing (a `-c` chain is one session, curated once).
         said = StartLines(quiet=output is OutputFormat.json)
         hub = open_hub(workspace, settings, config)
+        telemetry = start_telemetry(settings, prices.price_usage)
         try:
             agent = driver.drive(start(workspace, settings, SessionChoice(continue_, session, model), hub,
                                        model=client), said)
@@ -115,6 +117,7 @@ def run(
                 agent_session.close()
         finally:
             hub.close()  # stops the MCP servers
+            end_telemetry(telemetry)  # the last export, waited on a moment at most
         if output is OutputFormat.json:
             print(json.dumps({
                 "session_id": agent_session.id, "log": str(agent_session.path),

@@ -83,6 +83,9 @@ class Settings:
     web_fetch_domains: tuple[str, ...] = ()
     web_fetch_max_bytes: int = 2_000_000
     web_fetch_timeout_s: float = 30.0
+    # OpenTelemetry export (telemetry/): off unless turned on; prompt text only when asked for.
+    enable_telemetry: bool = False
+    telemetry_log_prompts: bool = False
 
     def recorded(self) -> dict[str, Any]:
         """What the session event keeps: everything, so a request is rebuilt from the log alone."""

@@ -20,7 +20,9 @@ MAY_IMPORT: dict[str, set[str]] = {
     "settings": {"log", "workspace", "tools"},
     "model": {"log", "context", "memory", "settings"},
     "agent": {"log", "context", "memory", "workspace", "tools", "settings", "model"},
-    "cli": {"log", "context", "memory", "workspace", "tools", "settings", "model", "agent", "fakeapi"},
+    # exporting what sessions did over OpenTelemetry: it follows the sessions the agent opens
+    "telemetry": {"log", "workspace", "tools", "settings", "agent"},
+    "cli": {"log", "context", "memory", "workspace", "tools", "settings", "model", "agent", "telemetry", "fakeapi"},
     # the scripted stand-in for the API, used by tests, benchmarks and `scribe demo`
     "fakeapi": set(),
 }

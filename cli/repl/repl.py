@@ -44,6 +44,7 @@ from scribe.workspace.images import PreparedImage
 
 from ..exits import cli_errors, fail
 from ..signals import Ending, Stopped, ending_signals
+from ..telemetry import end_telemetry, start_telemetry
 from ..trust import ask
 from .approve import PersonApprover
 from .commands import ExitRepl, command_help, dispatch, message_of
@@ -324,6 +325,7 @@ def start(*, continue_: bool, resume: str | None, permission_mode: str | None, m
         settings = load_settings(workspace, flags, defaults=REPL_DEFAULTS, config=config)
         preload_sdk()  # while the person types the first message
         hub = open_hub(workspace, settings, config)
+        telemetry = start_telemetry(settings, price_book(config).price_usage)
         try:
             repl = Repl(workspace, settings, View(console), hub=hub, prices=price_book(config))
             with repl.keys.session(), ending_signals(resume="scribe -c") as repl.ending:
@@ -337,3 +339,4 @@ def start(*, continue_: bool, resume: str | None, permission_mode: str | None, m
                     repl.close()
         finally:
             hub.close()  # stops the MCP servers
+            end_telemetry(telemetry)  # the last export, waited on a moment at most
