@@ -62,3 +62,13 @@ def test_an_image_inside_a_tool_result_is_checked_too() -> None:
     ]}
     with pytest.raises(InvalidRequest, match="Image does not match the provided media type image/gif"):
         validate_request(request)
+
+
+def test_an_mcp_image_is_sent_only_when_the_api_would_take_it() -> None:
+    from scribe.tools.mcp.content import result_parts
+
+    big = base64.b64encode(b"\x89PNG" + b"\0" * (4 * 1024 * 1024)).decode()  # 4 MB: 5.3 MB of base64
+    parts = result_parts({"content": [{"type": "image", "mimeType": "image/png", "data": big}]}, 10_000)
+    assert parts.blocks == [] and "too large to show (the API takes up to 5 MB of base64)" in parts.text
+    small = base64.b64encode(png()).decode()
+    assert result_parts({"content": [{"type": "image", "mimeType": "image/png", "data": small}]}, 10_000).blocks
