@@ -55,15 +55,17 @@ from scribe.settings.files import (
 from scribe.settings.prices import price_book
 from scribe.settings.trust import WorkspaceTrust
 from scribe.settings.values import HEADLESS_FOR_ASK, REPL_DEFAULTS, Settings, load_settings
+from scribe.telemetry.export import Telemetry, open_telemetry
 from scribe.tools.base import Tool, ToolContext
 from scribe.tools.mcp.hub import McpHub
-from scribe.tools.registry import builtin_tools, tool_definitions
+from scribe.tools.registry import tool_definitions
 from scribe.workspace.commitlock import COMMIT_LOCK
 from scribe.workspace.gitrun import query_in
 from scribe.workspace.sandbox import Protection
 from scribe.workspace.watcher import WorkspaceWatcher
 
 from .autocommit import TurnCommitter
+from .builtins import new_session_tools, session_builtins
 from .compress import Compressor
 from .driver import drive
 from .housekeeping import BackgroundCuration, uncurated
@@ -119,10 +121,13 @@ class Opened:
     """An open agent and what it was assembled from; the REPL may move it to another session."""
 
     def __init__(self, opening: Opening, workspace: Path, trust: WorkspaceTrust, config: ConfigFiles,
-                 settings: Settings, prices: PriceBook, client: ModelClient, hub: McpHub) -> None:
+                 settings: Settings, prices: PriceBook, client: ModelClient, hub: McpHub,
+                 telemetry: Telemetry | None = None, tell: Callable[[str], None] = lambda line: None) -> None:
         self.opening = opening
         self.workspace, self.trust, self.config = workspace, trust, config
         self.settings, self.prices, self.client, self.hub = settings, prices, client, hub
+        self.telemetry = telemetry or Telemetry()
+        self.tell = tell
         self.curation: BackgroundCuration | None = None
         self._agent: Agent | None = None
 
@@ -149,6 +154,7 @@ class Opened:
         session = self._continued(choice) if choice.continues else self._new(show, protection)
         try:
             agent = self._build(session, approver, protection, continued=choice.continues)
+            self.telemetry.follow(session, new=not choice.continues)
             show(greeting(session, agent.policy.mode, resumed=choice.continues))
         except BaseException:
             session.close()
@@ -161,6 +167,7 @@ class Opened:
         continued one; ending the current session first. Not greeted."""
         self.end()
         self._agent = self._build(session, approver, protection_for(self.workspace, self.settings), continued=True)
+        self.telemetry.follow(session, new=False)
         return self._agent
 
     def end(self) -> None:
@@ -179,7 +186,8 @@ class Opened:
 
     def close(self) -> None:
         """The session ends, a curation still running curates no further session (the next start
-        picks up the rest; nobody waits for it), and the MCP servers stop."""
+        picks up the rest; nobody waits for it), the MCP servers stop, and telemetry's last export
+        is waited on a moment at most (what went wrong with it is told)."""
         try:
             self.end()
         finally:
@@ -187,7 +195,11 @@ class Opened:
                 if self.curation is not None:
                     self.curation.stop()
             finally:
-                self.hub.close()
+                try:
+                    self.hub.close()
+                finally:
+                    for line in self.telemetry.close():
+                        self.tell(line)
 
     def _continued(self, choice: SessionChoice) -> Session:
         store = store_for(self.workspace)
@@ -222,8 +234,9 @@ class Opened:
         if self.opening.turns and self.hub.specs:
             mcp_definitions, record = drive(pinning(self.hub, self.settings.mcp_start_timeout_s,
                                                     skippable=self.opening.person), show)
-        return start_session(self.workspace, self.settings, tool_definitions(builtin_tools()) + mcp_definitions,
-                             record, protection=protection.record())
+        return start_session(self.workspace, self.settings,
+                             tool_definitions(new_session_tools(self.settings)) + mcp_definitions, record,
+                             protection=protection.record())
 
     def _build(self, session: Session, approver: Approver | None, protection: Protection, *,
                continued: bool) -> Agent:
@@ -232,7 +245,7 @@ class Opened:
         if self.opening.turns and continued:
             # In the background: a continued session waits for nothing. (A new one started them all.)
             self.hub.start(pinned_servers(session.header))
-        tools: list[Tool] = [*builtin_tools(), *mcp_tools]
+        tools: list[Tool] = [*session_builtins(session.header, settings), *mcp_tools]
         context = ToolContext(
             workspace=self.workspace,
             allowed_roots=tuple(Path(p).expanduser().resolve() for p in settings.allowed_paths),
@@ -243,6 +256,7 @@ class Opened:
             protection=protection,
             regex_timeout_s=settings.regex_timeout_s,
             scribe_folders=(state_dir(self.workspace), user_config_dir()),
+            images=session.images.folder,
         )
         recorded = session.header.recorded
         estimator = TokenEstimator(output_chars=recorded.render_output_chars,
@@ -285,15 +299,16 @@ def open_agent(opening: Opening, *, show: Show = lambda event: None,
                ask_trust: Callable[[WorkspaceTrust], WorkspaceTrust] | None = None,
                approver: Approver | None = None, client: ModelClient | None = None,
                on_trust: Callable[[WorkspaceTrust], None] | None = None, hub: McpHub | None = None,
-               open_session: bool = True) -> Iterator[Opened]:
+               open_session: bool = True, tell: Callable[[str], None] = lambda line: None) -> Iterator[Opened]:
     """The agent `opening` asks for, in its session; everything undone in order on leaving.
 
     `ask_trust`: a person is asked whether an untrusted workspace's own files may apply (the
     REPL); `on_trust` is told the trust found (a headless run says what it ignored). `show`
     receives the session's life events (MCP servers waited for, the greeting). `client`: one
-    made already (the demo's, whose retries are off); `hub` likewise. `open_session` False: the front end opens
-    the session itself, with `Opened.open` (the REPL, once its keys and screen are set up)."""
-    opened = assemble(opening, ask_trust=ask_trust, on_trust=on_trust, client=client, hub=hub)
+    made already (the demo's, whose retries are off); `hub` likewise. `open_session` False: the
+    front end opens the session itself, with `Opened.open` (the REPL, once its keys and screen are
+    set up). `tell`: a line for the person from the teardown (telemetry that could not export)."""
+    opened = assemble(opening, ask_trust=ask_trust, on_trust=on_trust, client=client, hub=hub, tell=tell)
     try:
         if open_session:
             opened.open(opening.choice, show, approver)
@@ -304,7 +319,8 @@ def open_agent(opening: Opening, *, show: Show = lambda event: None,
 
 def assemble(opening: Opening, *, ask_trust: Callable[[WorkspaceTrust], WorkspaceTrust] | None = None,
              on_trust: Callable[[WorkspaceTrust], None] | None = None,
-             client: ModelClient | None = None, hub: McpHub | None = None) -> Opened:
+             client: ModelClient | None = None, hub: McpHub | None = None,
+             tell: Callable[[str], None] = lambda line: None) -> Opened:
     """Everything but the session: the workspace, trust, config files, settings, prices, the
     model client and the MCP servers (none started yet)."""
     workspace = find_workspace(opening.cwd)
@@ -318,7 +334,9 @@ def assemble(opening: Opening, *, ask_trust: Callable[[WorkspaceTrust], Workspac
     client = client or ModelClient.for_settings(settings)
     if hub is None:
         hub = open_hub(workspace, settings, config) if opening.turns and opening.servers else McpHub([], workspace)
-    return Opened(opening, workspace, trust, config, settings, price_book(config), client, hub)
+    prices = price_book(config)
+    telemetry = open_telemetry(settings, prices.price_usage) if opening.turns else Telemetry()
+    return Opened(opening, workspace, trust, config, settings, prices, client, hub, telemetry, tell)
 
 
 def _settings(workspace: Path, opening: Opening, config: ConfigFiles) -> Settings:
@@ -371,7 +389,8 @@ def window_here(workspace: Path, settings: Settings) -> tuple[ContextWindow | No
     window = effective_window(settings.model, settings.context_tokens, reported)
     system = system_text(Environment(str(workspace), None, None, date.today()),
                          read_project_texts(workspace, notes_path(workspace)).texts)
-    fixed = estimate_text(system) + estimate_text(json.dumps(tool_definitions(builtin_tools()), ensure_ascii=False))
+    fixed = estimate_text(system) + estimate_text(json.dumps(tool_definitions(new_session_tools(settings)),
+                                                             ensure_ascii=False))
     return window, limits(window, observe=settings.observe_tokens, reflect=settings.reflect_tokens,
                           side_call=settings.side_call_tokens, max_tokens=settings.max_tokens, fixed=fixed)
 

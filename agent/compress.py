@@ -196,7 +196,7 @@ class Compressor(SideRoutes, WindowRoom):
         chosen = [e for e in raw if span.seq_from <= e.seq <= span.seq_to]
         replaced = sum(self.estimator.of(e) for e in chosen)  # uncalibrated, as chunk sizes are
         try:
-            result = self._call(session, build(session.events, call, session.chunks), call)
+            result = self._call(session, build(session.events, call, session.chunks, session.images), call)
             answer, via = side_answer(result, OBSERVATIONS_TOOL_NAME, observations_text)
             if answer.cut:
                 raise UnusableAnswer(f"the answer ran past its budget of {call.max_tokens} tokens")
@@ -338,7 +338,7 @@ class Compressor(SideRoutes, WindowRoom):
                             budget, tool=self.settings.side_call_tools and not cache,
                             supersedes=tuple(c.seq for c in plan.condense), attempt=attempt, quote=choice.recorded())
             try:
-                result = self._call(session, build(session.events, call, session.chunks), call)
+                result = self._call(session, build(session.events, call, session.chunks, session.images), call)
                 answer, via = side_answer(result, OBSERVATIONS_TOOL_NAME, observations_text)
                 text = read_reflection(answer, plan).text
             except UnusableAnswer as exc:

@@ -22,6 +22,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, overload
 
+from scribe.log.attachments import ImageStore
 from scribe.log.events import Event, ObservationEvent, ReflectionEvent, SessionEvent, UsageEvent
 from scribe.log.jsonl import new_event
 from scribe.model.client import CallResult
@@ -92,6 +93,11 @@ class Draft:
     @property
     def header(self) -> SessionEvent:
         return self.session.header
+
+    @property
+    def images(self) -> ImageStore:
+        """The session's image store: only ever added to, and read here, never written."""
+        return self.session.images
 
     def append(self, cls: type[E], **fields: Any) -> E:
         event = new_event(cls, self.last_seq + 1 + len(self.events.own), fields)

@@ -10,7 +10,7 @@ person, a crash, an API failure) leaves a log the next render can continue from.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Generator, Iterator, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 
@@ -23,14 +23,14 @@ from scribe.log.events import (
     LeftOutEvent,
     ToolResultEvent,
     UsageEvent,
-    UserEvent,
 )
 from scribe.log.open_calls import unanswered_tool_uses
 from scribe.model.client import CallResult, ModelClient
 from scribe.model.errors import ContextOverflow, ModelError
-from scribe.tools.base import CommandInterrupted, Tool, ToolContext, ToolOutput
+from scribe.tools.base import CommandInterrupted, Tool, ToolContext, ToolOutput, kind_of
 from scribe.tools.registry import run_tool
 from scribe.workspace.changes import ChangeSource
+from scribe.workspace.images import PreparedImage
 
 from .ahead import AheadCompression
 from .autocommit import TurnCommitter
@@ -61,15 +61,15 @@ class Agent:
     # A compression started between turns, still running or not yet taken (agent/ahead.py).
     ahead: AheadCompression | None = None
 
-    def turn(self, prompt: str) -> Generator[AgentEvent, None, TurnEnded]:
+    def turn(self, prompt: str, images: Sequence[PreparedImage] = ()) -> Generator[AgentEvent, None, TurnEnded]:
         """Run one user turn to its end, yielding what happens as it happens; its end is the
-        last event, and what it returns."""
+        last event, and what it returns. `images`: attached to the message (sent before its text)."""
         if self.committer is not None:
             self.committer.begin_turn(self.session)
         if self.watcher is not None and (problem := self.watcher.start()) is not None:
             yield Notice(problem)
             self.watcher = None
-        ended = yield from self._turn(prompt)
+        ended = yield from self._turn(prompt, images)
         if self.committer is not None:
             yield from self.committer.end_turn(self.session, self.context.seen_hashes, prompt)
         yield ended
@@ -80,8 +80,8 @@ class Agent:
         if self.watcher is not None:
             self.watcher.stop()
 
-    def _turn(self, prompt: str) -> Generator[AgentEvent, None, TurnEnded]:
-        user = self.session.append(UserEvent, text=prompt)
+    def _turn(self, prompt: str, images: Sequence[PreparedImage]) -> Generator[AgentEvent, None, TurnEnded]:
+        user = self.session.append_message(prompt, images)
         calls = 0
         final_text = ""
         try:
@@ -147,7 +147,7 @@ class Agent:
     def _call(self) -> Generator[AgentEvent, None, CallResult]:
         """One model call on the log as it stands, its text passed on as it arrives."""
         result = None
-        for item in self.model.stream(render(self.session.events, self.session.chunks)):
+        for item in self.model.stream(render(self.session.events, self.session.chunks, self.session.images)):
             if isinstance(item, CallResult):
                 result = item
             else:
@@ -214,7 +214,7 @@ class Agent:
         summary = tool.summary(args) if tool else name
         call = ToolCall(block["id"], name, args, summary)
         yield call
-        denial = self._denial(call, tool) if tool else None
+        denial, permission = self._denial(call, tool) if tool else (None, None)
         started = time.monotonic()
         before = dict(self.context.seen_hashes)
         if denial is not None:
@@ -225,13 +225,15 @@ class Agent:
                     out = run_tool(self.tools, name, args, self.context)
                 except CommandInterrupted as stop:
                     # The call keeps its real, partial result; the turn then ends as cancelled.
-                    self._append_result(call, stop.output, started, before)
+                    self._append_result(call, stop.output, started, before, permission)
                     raise stop.cause from None
-        yield ToolDone(call, self._append_result(call, out, started, before), denied=denial is not None)
+        result = self._append_result(call, out, started, before, permission)
+        yield ToolDone(call, result, denied=denial is not None)
 
     def _append_result(self, call: ToolCall, out: ToolOutput, started: float,
-                       seen_before: dict[str, str]) -> ToolResultEvent:
-        """The call's result, with the file hashes it newly saw (rebuilt from the log on -c)."""
+                       seen_before: dict[str, str], permission: str | None = None) -> ToolResultEvent:
+        """The call's result, with the file hashes it newly saw (rebuilt from the log on -c), and
+        how the permission mode decided it when it did not allow it outright."""
         seen = {path: digest for path, digest in self.context.seen_hashes.items()
                 if seen_before.get(path) != digest}
         return self.session.append(
@@ -240,6 +242,8 @@ class Agent:
             dropped_bytes=out.dropped_bytes, seen=seen, blocks=out.blocks, attachments=out.attachments,
             # Only on a file tool's result, so every other line keeps its shape.
             **({"restore": out.restore} if out.restore is not None else {}),
+            # Only when the person was asked or the mode refused (telemetry counts decisions).
+            **({"permission": permission} if permission is not None else {}),
         )
 
     def _acting(self, tool: Tool | None) -> AbstractContextManager[None]:
@@ -249,16 +253,20 @@ class Agent:
             return self.watcher.command_running()
         return nullcontext()
 
-    def _denial(self, call: ToolCall, tool: Tool) -> str | None:
-        verdict = self.policy.verdict(tool.name, tool.kind)
+    def _denial(self, call: ToolCall, tool: Tool) -> tuple[str | None, str | None]:
+        """Why the call does not run (None: it runs), and how it was decided when it was not
+        allowed outright (the `permission` of its result: approved, approved_always, declined,
+        denied)."""
+        kind = kind_of(tool, call.args)
+        verdict = self.policy.verdict(tool.name, kind)
         if verdict == "allow":
-            return None
+            return None, None
         if verdict == "ask" and self.approver is not None:
             answer = self.approver(call)
             if answer == "always":
                 self.policy.always.add(tool.name)
-                return None
+                return None, "approved_always"
             if answer:
-                return None
-            return self.policy.refusal(tool.name, tool.kind, asked=True)
-        return self.policy.refusal(tool.name, tool.kind, asked=False)
+                return None, "approved"
+            return self.policy.refusal(tool.name, kind, asked=True), "declined"
+        return self.policy.refusal(tool.name, kind, asked=False), "denied"

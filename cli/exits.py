@@ -13,6 +13,7 @@ from scribe.log.jsonl import LogError, LogWriteError
 from scribe.model.errors import ClientSetupError, ModelError
 from scribe.settings.files import ConfigError
 from scribe.settings.trust import TrustFileError
+from scribe.workspace.images import ImageRefused
 
 from .visible import visible
 
@@ -23,6 +24,11 @@ EXIT_USAGE = 2  # bad flags, config, credentials, or session choice
 EXIT_MAX_TURNS = 3
 EXIT_STORAGE = 4  # the file system refused to write the log or state folder (full, read-only)
 EXIT_INTERRUPTED = 130
+
+
+def warn(message: str) -> None:
+    """One line on stderr, as `fail` says it, for what goes wrong without ending scribe."""
+    print(f"scribe: {visible(message)}", file=sys.stderr)
 
 
 def fail(message: str, code: int = EXIT_USAGE) -> typer.Exit:
@@ -37,7 +43,7 @@ def cli_errors() -> Iterator[None]:
         yield
     except LogWriteError as exc:
         raise fail(str(exc), EXIT_STORAGE) from None
-    except (ConfigError, TrustFileError, LogError, RenderError, ClientSetupError) as exc:
+    except (ConfigError, TrustFileError, LogError, RenderError, ClientSetupError, ImageRefused) as exc:
         raise fail(str(exc), EXIT_USAGE) from None
     except ModelError as exc:
         raise fail(str(exc), EXIT_FAILED) from None

@@ -27,7 +27,7 @@ from scribe.context.stats import Figures, Pricer
 from scribe.log.events import UserEvent
 from scribe.settings.values import PERMISSION_MODES
 
-from .exits import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_MAX_TURNS, EXIT_OK, cli_errors, fail
+from .exits import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_MAX_TURNS, EXIT_OK, cli_errors, fail, warn
 from .headless import StreamJsonSink, TextSink
 from .signals import Stopped, ending_signals
 from .trust import tell_ignored
@@ -63,6 +63,9 @@ def run(
     auto_commit: Annotated[bool | None, typer.Option(
         "--auto-commit/--no-auto-commit",
         help="Commit the files the agent wrote at the end of the turn (`scribe undo` takes it back). [default: off]")] = None,
+    image: Annotated[list[Path] | None, typer.Option(
+        "--image", help="Attach this image (PNG, JPEG, GIF, WebP) to the prompt; repeatable. "
+                        "A large one is sized down to what the API takes.")] = None,
     trust_workspace: Annotated[bool, typer.Option(
         "--trust-workspace", help="Apply this workspace's own .scribe/config.toml and .mcp.json for this run "
                                   "(untrusted, they are ignored; `scribe trust` remembers the trust).")] = False,
@@ -75,6 +78,7 @@ def run(
     """
     # Imported here, not at the top: what the agent needs is not what `--help` needs.
     from scribe.agent.assembly import Opening, SessionChoice, open_agent
+    from scribe.agent.attach import image_files
 
     said = RunLines(quiet=output is OutputFormat.json)
     with cli_errors(), ending_signals(RUN_SIGNALS, closing=said.stopped) as ending:
@@ -86,12 +90,13 @@ def run(
             raise fail("give --continue or --session, not both")
         if permission_mode == "ask":
             raise fail("permission mode 'ask' needs a person; headless runs use read-only, accept-edits or full-auto")
+        images = image_files(image or [])
         opening = Opening(Path.cwd(), SessionChoice(continue_, session, model), trust_workspace=trust_workspace,
                           flags={"permission_mode": permission_mode, "max_turns": max_turns, "model": model,
                                  "auto_commit": auto_commit})
-        with open_agent(opening, show=said, on_trust=tell_ignored) as opened:
+        with open_agent(opening, show=said, on_trust=tell_ignored, tell=warn) as opened:
             agent_session = opened.session
-            ended, totals, failed_commits = _follow(opened.agent.turn(text), output, opened.prices.price_usage)
+            ended, totals, failed_commits = _follow(opened.agent.turn(text, images), output, opened.prices.price_usage)
         if output is OutputFormat.json:
             print(json.dumps({
                 "session_id": agent_session.id, "log": str(agent_session.path),

@@ -12,6 +12,12 @@ Breakpoints (at most four, as the API allows):
      breakpoint 4 was, so each call reads the whole of the previous call's prompt;
   4. the last block of the last user message: written for the next call to read.
 
+A user event's images (log/images.py) are sent as image blocks before its text. Their bytes are
+not in the log but beside it (log/attachments.py): render reads them through the `images` source
+it is given, and is a pure function of the log and that store. An image the source does not have
+is sent as a fixed line saying so (MISSING_IMAGE), never an error: the session goes on;
+`scribe log prompt` passes a source that refuses instead, since it promises the exact bytes.
+
 Tool outputs are shown up to `render_output_chars`, except those of turns that had ended when
 the latest observation chunk was made, shown up to `settled_output_chars` (see Settled): what
 a request shows of an event changes only when a chunk is added, which rewrites the tail anyway.
@@ -22,7 +28,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from scribe.context.chunks import ChunkIndex, tail_after
 from scribe.log.events import (
@@ -40,6 +46,7 @@ from scribe.log.events import (
     UndoEvent,
     UserEvent,
 )
+from scribe.log.images import ImageRef, image_refs
 
 CACHE = {"type": "ephemeral"}
 # How long the provider keeps what a CACHE breakpoint writes: the 5-minute cache.
@@ -49,6 +56,22 @@ CACHE_TTL_S = 300.0
 RESUME_NOTE = "(Earlier parts of this session are summarised in the observations above.)"
 INTERRUPTED = "[interrupted: this tool call did not finish; its result is unknown]"
 NO_OUTPUT = "(no output)"
+MISSING_IMAGE = "[image {name} was attached here; it is no longer in the session's image store]"
+
+
+class ImageSource(Protocol):
+    """Where render reads an attached image's bytes (log/attachments.py ImageStore)."""
+
+    def base64(self, ref: ImageRef) -> str | None:
+        """The image as base64 text, or None when it is missing."""
+        ...
+
+
+class NoImages:
+    """A source with no images: every image renders as its MISSING_IMAGE line."""
+
+    def base64(self, ref: ImageRef) -> str | None:
+        return None
 
 
 
@@ -129,9 +152,10 @@ def _in_prefix_order(request: Request) -> list[tuple[str, Block]]:
     return out
 
 
-def render(events: Sequence[Event], index: ChunkIndex | None = None) -> Request:
+def render(events: Sequence[Event], index: ChunkIndex | None = None, images: ImageSource | None = None) -> Request:
     """The request for the next model call. `index` (a ChunkIndex kept for this log) saves
-    rescanning a long log for its observations; the result is the same with or without it."""
+    rescanning a long log for its observations; the result is the same with or without it.
+    `images`: the session's image store (none: attached images render as missing)."""
     if not events or not isinstance(events[0], SessionEvent):
         raise RenderError("a log must begin with a session event")
     session = events[0]
@@ -145,7 +169,8 @@ def render(events: Sequence[Event], index: ChunkIndex | None = None) -> Request:
         system[-1]["cache_control"] = CACHE
 
     settled = Settled(index.settled_before, recorded.settled_output_chars)
-    messages = render_messages(index.shown(tail_after(events, observed_to)), recorded.render_output_chars, settled)
+    messages = render_messages(index.shown(tail_after(events, observed_to)), recorded.render_output_chars, settled,
+                               images or NoImages())
     if not messages or messages[0]["role"] != "user":
         messages.insert(0, {"role": "user", "content": [{"type": "text", "text": RESUME_NOTE}]})
     place_message_breakpoints(messages)
@@ -191,10 +216,12 @@ class Settled:
         return min(limit, self.chars) if event.seq < self.before else limit
 
 
-def render_messages(events: Sequence[Event], output_chars: int, settled: Settled = Settled()) -> list[dict[str, Any]]:
+def render_messages(events: Sequence[Event], output_chars: int, settled: Settled = Settled(),
+                    images: ImageSource | None = None) -> list[dict[str, Any]]:
     """Raw events as alternating turns. A user turn collects, in order: the results of the
     previous assistant's tool calls (first, as the API requires, in call order; a call with no
-    result gets a fixed "interrupted" one), then text (file changes, the person's words)."""
+    result gets a fixed "interrupted" one), then text (file changes, the person's images and words)."""
+    images = images or NoImages()
     messages: list[dict[str, Any]] = []
     pending_ids: list[str] = []  # tool_use ids of the last assistant message
     results: dict[str, Block] = {}
@@ -227,6 +254,7 @@ def render_messages(events: Sequence[Event], output_chars: int, settled: Settled
                 if tool_use_id in pending_ids and tool_use_id not in results:
                     results[tool_use_id] = _tool_result(tool_use_id, INTERRUPTED, True)
         elif isinstance(event, UserEvent):
+            texts += [image_block(ref, images) for ref in image_refs(event.images)]
             if event.text.strip():
                 texts.append({"type": "text", "text": event.text})
         elif isinstance(event, FileChangeEvent):
@@ -237,6 +265,14 @@ def render_messages(events: Sequence[Event], output_chars: int, settled: Settled
             texts.append({"type": "text", "text": undo_text(event)})
     close_user_turn()
     return messages
+
+
+def image_block(ref: ImageRef, images: ImageSource) -> Block:
+    """An attached image as the API takes it, or the line saying it is missing."""
+    data = images.base64(ref)
+    if data is None:
+        return {"type": "text", "text": MISSING_IMAGE.format(name=ref.name)}
+    return {"type": "image", "source": {"type": "base64", "media_type": ref.media_type, "data": data}}
 
 
 def _tool_result(tool_use_id: str, text: str, is_error: bool, extra: Sequence[Block] = ()) -> Block:

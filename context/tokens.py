@@ -21,6 +21,7 @@ from scribe.log.events import (
     UndoEvent,
     UserEvent,
 )
+from scribe.log.images import image_refs
 
 # Characters per token for code and English with Claude's tokenizer, before calibration.
 CHARS_PER_TOKEN = 3.6
@@ -39,7 +40,9 @@ def event_tokens(event: Event, output_chars: int | None = None) -> int:
     """Estimated tokens this event adds to a prompt when rendered raw (0 if it is not rendered).
     With `output_chars`, a tool output counts only as much as the renderer shows of it."""
     if isinstance(event, UserEvent):
-        return estimate_text(event.text) + BLOCK_OVERHEAD
+        # An attached image is billed by its pixels (log/images.py), whatever its bytes.
+        pictures = sum(ref.tokens + BLOCK_OVERHEAD for ref in image_refs(event.images))
+        return estimate_text(event.text) + BLOCK_OVERHEAD + pictures
     if isinstance(event, AssistantEvent):
         return sum(estimate_text(b.get("text") or json.dumps(b.get("input", b), ensure_ascii=False))
                    + BLOCK_OVERHEAD for b in event.content)

@@ -105,10 +105,17 @@ def _whole(value: Any, absent: int) -> int:
     return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else absent
 
 
+# A field whose empty value is left out of the line, so lines without it keep their old shape.
+OMIT_EMPTY = {"omit_empty": True}
+
+
 @dataclass(frozen=True)
 class UserEvent(Event):
     type: ClassVar[str] = "user"
     text: str
+    # Images attached to the message (log/images.py ImageRef records), sent before its text; their
+    # bytes are kept beside the log (log/attachments.py).
+    images: list[dict[str, Any]] = field(default_factory=list, metadata=OMIT_EMPTY)
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,7 @@ from scribe.log.events import (
     UndoEvent,
     UserEvent,
 )
+from scribe.log.images import image_refs
 
 from .answer import Answer, UnusableAnswer
 from .observations import TAGS, Observations, read_observations
@@ -178,7 +179,9 @@ def observer_input(previous: Sequence[str], events: Sequence[Event], *, tail_tok
 def event_line(event: Event) -> str:
     """One event as the observer reads it; tool outputs capped (their seq says where the rest is)."""
     if isinstance(event, UserEvent):
-        return f"[seq {event.seq}] user: {event.text}"
+        pictures = "".join(f"\n  [attached image {ref.describe()}: recall(seq_from={event.seq}) says where it is kept]"
+                           for ref in image_refs(event.images))
+        return f"[seq {event.seq}] user: {event.text}{pictures}"
     if isinstance(event, AssistantEvent):
         parts = []
         for block in event.content:

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from scribe.context.chunks import Chunk, ChunkIndex, tail_after
-from scribe.context.render import CACHE, Request, Settled, render, render_messages
+from scribe.context.render import CACHE, ImageSource, Request, Settled, render, render_messages
 from scribe.log.events import Event, SessionEvent, UserEvent
 from scribe.log.pricing import price_for
 
@@ -116,14 +116,16 @@ class NotRebuildable(ValueError):
     """A usage event whose side call recorded nothing to rebuild its request from."""
 
 
-def build(events: Sequence[Event], call: SideCall, index: ChunkIndex | None = None) -> Request:
+def build(events: Sequence[Event], call: SideCall, index: ChunkIndex | None = None,
+          images: ImageSource | None = None) -> Request:
     """The request of side call `call`, made when the log held `events`. `index`: the session's
-    ChunkIndex for these events (saves a scan; the result is the same without it)."""
+    ChunkIndex for these events (saves a scan; the result is the same without it); `images`: the
+    session's image store, as render takes it (the cache route's request is the agent's)."""
     index = index or ChunkIndex()
     chunks, observed_to = index.update(events)
     if call.kind == "observer":
         if call.route == "cache":
-            return through_cache(events, observer_instruction(events, call, index), call.max_tokens, index)
+            return through_cache(events, observer_instruction(events, call, index), call.max_tokens, index, images)
         raw = index.shown(tail_after(events, max(observed_to, 0)))
         chosen = [e for e in raw if call.seq_from <= e.seq <= call.seq_to]
         user = observer_input([c.text for c in chunks], chosen, tail_tokens=call.shown, room=call.room)
@@ -131,12 +133,13 @@ def build(events: Sequence[Event], call: SideCall, index: ChunkIndex | None = No
                                 tool=OBSERVATIONS_TOOL if call.tool else None)
     plan = plan_of(chunks, call.supersedes)
     if call.route == "cache":
-        return through_cache(events, reflector_instruction(chunks, plan, call.attempt), call.max_tokens, index)
+        return through_cache(events, reflector_instruction(chunks, plan, call.attempt), call.max_tokens, index,
+                             images)
     return Request.one_shot(call.model, REFLECTOR_SYSTEM, reflector_input(plan, call.attempt), call.max_tokens,
                             tool=OBSERVATIONS_TOOL if call.tool else None)
 
 
-def rebuild(events: Sequence[Event], record: Mapping[str, Any] | None) -> Request:
+def rebuild(events: Sequence[Event], record: Mapping[str, Any] | None, images: ImageSource | None = None) -> Request:
     """`build` from a usage event's `side_call` record; NotRebuildable when there is none (a
     side call logged before requests were recorded)."""
     if not record:
@@ -145,7 +148,7 @@ def rebuild(events: Sequence[Event], record: Mapping[str, Any] | None) -> Reques
     if isinstance(skip, list) and len(skip) == 2:
         # Made off the main thread (agent/draft.py): these events came while it ran, unseen by it.
         events = [e for e in events if not skip[0] <= e.seq <= skip[1]]
-    return build(events, SideCall.from_record(record))
+    return build(events, SideCall.from_record(record), images=images)
 
 
 def plan_of(chunks: Sequence[Chunk], supersedes: Sequence[int]) -> ReflectPlan:
@@ -156,13 +159,14 @@ def plan_of(chunks: Sequence[Chunk], supersedes: Sequence[int]) -> ReflectPlan:
 
 # -- through the cache ------------------------------------------------------------------------
 
-def through_cache(events: Sequence[Event], instruction: str, max_tokens: int, index: ChunkIndex | None = None) -> Request:
+def through_cache(events: Sequence[Event], instruction: str, max_tokens: int, index: ChunkIndex | None = None,
+                  images: ImageSource | None = None) -> Request:
     """The agent's own request for `events`, with `instruction` as its last user block and
     `max_tokens` as the side call's budget. The breakpoint render puts on the last user block
     (written for the agent's next call) is left out: what follows the previous call's prefix
     here is never sent again, so writing it to the cache would be paid for and never read. The
     breakpoint on the block before it is where the previous call's prompt ended: read there."""
-    agent = render(events, index)
+    agent = render(events, index, images)
     messages = [dict(m) for m in agent.messages]
     last = messages[-1]
     if last["role"] == "user":

@@ -78,6 +78,14 @@ class Settings:
     # The model's context window in tokens; 0: known from the model (Claude), the server's own
     # report (llama.cpp's /props) or a refused request's words (model/window.py).
     context_tokens: int = 0
+    # web_fetch (tools/web.py): in new sessions, and what one fetch may cost and reach.
+    web_fetch: bool = False
+    web_fetch_domains: tuple[str, ...] = ()
+    web_fetch_max_bytes: int = 2_000_000
+    web_fetch_timeout_s: float = 30.0
+    # OpenTelemetry export (telemetry/): off unless turned on; prompt text only when asked for.
+    enable_telemetry: bool = False
+    telemetry_log_prompts: bool = False
 
     def recorded(self) -> dict[str, Any]:
         """What the session event keeps: everything, so a request is rebuilt from the log alone."""
@@ -97,6 +105,7 @@ LIMITS: dict[str, tuple[float, float | None]] = {
     # Room for the instructions and a little input at least (a local model's window may be 4,096
     # tokens); at most a 200k-token context window less the side call's own answer and a margin.
     "side_call_tokens": (1_500, 190_000), "side_call_max_tokens": (64, 32_000),
+    "web_fetch_max_bytes": (1_000, 100_000_000), "web_fetch_timeout_s": (0.1, 600.0),
 }
 
 
@@ -227,7 +236,7 @@ def clipped_repr(value: Any) -> str:
 
 
 def _kind(default: Any) -> str:
-    return "list of paths" if isinstance(default, tuple) else type(default).__name__
+    return "list of strings" if isinstance(default, tuple) else type(default).__name__
 
 
 # Numbers as the environment spells them: decimal, with an optional sign, fraction and exponent;

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from scribe.log.images import image_refs
 from scribe.tools.base import ToolContext, ToolError, ToolKind, ToolOutput
 from scribe.tools.pattern import BoundedPattern, PatternError, PatternTooSlow
 
@@ -61,7 +62,7 @@ class Recall:
         if not query:
             if not records:
                 raise ToolError("no events in that seq range")
-            return ToolOutput(_bounded("\n\n".join(_whole(r) for r in records)))
+            return ToolOutput(_bounded("\n\n".join(_whole(r, ctx) for r in records)))
         try:
             return ToolOutput(_bounded(_search(records, _matcher(query, ctx.regex_timeout_s))))
         except PatternTooSlow as exc:
@@ -117,13 +118,24 @@ def _text_of(record: dict[str, Any]) -> str:
     return json.dumps({k: v for k, v in record.items() if k not in ("v", "ts")}, ensure_ascii=False)
 
 
-def _whole(record: dict[str, Any]) -> str:
+def _whole(record: dict[str, Any], ctx: ToolContext) -> str:
     kind = record.get("type")
     head = f"[seq {record['seq']}] {kind}"
     if kind == "tool_result":
         status = "error" if record.get("is_error") else "ok"
         head += f" of {record.get('tool')} ({status})"
-    return f"{head}:\n{_text_of(record)}"
+    return f"{head}:\n{_text_of(record)}{_pictures(record, ctx)}"
+
+
+def _pictures(record: dict[str, Any], ctx: ToolContext) -> str:
+    """Where the images attached to a user message are kept (recall returns text, not the image)."""
+    if record.get("type") != "user":
+        return ""
+    lines = []
+    for ref in image_refs(record.get("images")):
+        where = f"kept at {ctx.images / ref.file_name}" if ctx.images is not None else f"kept as {ref.file_name}"
+        lines.append(f"\n[attached image {ref.describe()}: {where}]")
+    return "".join(lines)
 
 
 def _bounded(text: str) -> str:

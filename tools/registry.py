@@ -18,6 +18,7 @@ from scribe.tools.paths import display_path
 from scribe.tools.recall import Recall
 from scribe.tools.search import ListFiles, SearchFiles
 from scribe.tools.textio import one_line
+from scribe.tools.web import WebFetch, WebLimits
 from scribe.workspace.atomic import WriteRefused
 
 # JSON Schema type names -> Python types. bool is excluded from numbers explicitly below,
@@ -32,9 +33,11 @@ _TYPES: dict[str, tuple[type, ...]] = {
 }
 
 
-def builtin_tools() -> list[Tool]:
-    """Fresh instances of the built-in tools, in the order the model sees them."""
-    return [ReadFile(), WriteFile(), EditFile(), RunCommand(), ListFiles(), SearchFiles(), Recall()]
+def builtin_tools(web: WebLimits | None = None) -> list[Tool]:
+    """Fresh instances of the built-in tools, in the order the model sees them; with `web`,
+    web_fetch last among them, under those limits (a session decides at its start: agent/builtins.py)."""
+    tools: list[Tool] = [ReadFile(), WriteFile(), EditFile(), RunCommand(), ListFiles(), SearchFiles(), Recall()]
+    return tools + [WebFetch(web)] if web is not None else tools
 
 
 def tool_definitions(tools: Sequence[Tool]) -> list[dict[str, Any]]:

@@ -10,6 +10,7 @@ from typing import Annotated
 
 import typer
 
+from scribe.log.attachments import ImageStore
 from scribe.log.events import Event, UserEvent
 from scribe.workspace.atomic import WriteRefused, write_atomic
 
@@ -39,7 +40,8 @@ def html_page(
         found = resolve_session(session)
         with streamed(found) as events:
             recent, left_out = _recent(events)
-        page = session_page(found.id, recent, left_out=left_out, prices=workspace_prices())
+        page = session_page(found.id, recent, left_out=left_out, prices=workspace_prices(),
+                            images=ImageStore.for_log(found.path))
         if output == "-":
             sys.stdout.write(page)
             sys.stdout.flush()

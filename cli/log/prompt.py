@@ -9,6 +9,7 @@ from typing import Annotated, Any
 import typer
 
 from scribe.context.render import canonical_json, render
+from scribe.log.attachments import ImageStore, StrictImages
 from scribe.log.events import AssistantEvent, Event, UnknownEvent, UsageEvent
 from scribe.memory.routes import NotRebuildable, rebuild
 
@@ -22,19 +23,22 @@ def prompt(
                                            "event; for an observer or reflector call, its usage event. [default: the request the next call would send]")] = None,
 ) -> None:
     """Print the request body of a model call as canonical JSON (sorted keys, no spaces): the
-    same bytes the API received, rebuilt by rendering the events before that call."""
+    same bytes the API received, rebuilt by rendering the events before that call (and the
+    images attached to its messages, from the session's image store)."""
     with log_command():
-        events = load(resolve_session(session)).events
+        found = resolve_session(session)
+        events = load(found).events
+        images = StrictImages(ImageStore.for_log(found.path))
         side = _side_call(events, at) if at is not None else None
         if side is not None:
             index, record = side
             try:
-                request = rebuild(events[:index], record)
+                request = rebuild(events[:index], record, images)
             except NotRebuildable as exc:
                 raise fail(f"seq {at}: {exc}") from None
         else:
             cut = len(events) if at is None else _call_index(events, at)
-            request = render(events[:cut])
+            request = render(events[:cut], images=images)
         sys.stdout.write(canonical_json(request.body()) + "\n")
 
 

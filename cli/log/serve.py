@@ -20,6 +20,7 @@ from urllib.parse import parse_qs
 
 import typer
 
+from scribe.log.attachments import ImageStore
 from scribe.log.codec import EventFormatError, from_record
 from scribe.log.events import Event
 from scribe.log.follow import LineFollower
@@ -41,7 +42,7 @@ class LivePage:
         from .page import SessionPage  # here: markdown-it and the page's modules cost `scribe --help` nothing
 
         read = load(found)
-        self.page = SessionPage(found.id, workspace_prices())
+        self.page = SessionPage(found.id, workspace_prices(), images=ImageStore.for_log(found.path))
         self.page.extend(read.events)
         self._follower = LineFollower(found.path, read.size - len(read.torn_tail))
         self._lock = threading.Lock()

@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import signal
 import time
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Generator, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
@@ -36,8 +36,9 @@ from scribe.log.store import SessionFile, SessionNotFound
 from scribe.model.client import ModelClient, preload_sdk
 from scribe.settings.files import state_dir
 from scribe.settings.values import Settings
+from scribe.workspace.images import PreparedImage
 
-from ..exits import cli_errors, fail
+from ..exits import cli_errors, fail, warn
 from ..signals import Ending, Stopped, ending_signals
 from ..trust import ask
 from .approve import PersonApprover
@@ -301,12 +302,12 @@ class Repl:
             with cancellable(), self.keys.running():
                 dispatch(self, line)
         else:
-            self.run_turn(with_attachments(self.agent, self.view, message))
+            self.run_turn(*with_attachments(self.agent, self.view, message))
 
-    def run_turn(self, text: str) -> TurnEnded:
+    def run_turn(self, text: str, images: Sequence[PreparedImage] = ()) -> TurnEnded:
         self.view.busy(THINKING)  # at once: the first model call may be a while in coming
         with cancellable(), self.keys.running():
-            ended = drive(self.agent.turn(text), self.show)
+            ended = drive(self.agent.turn(text, images), self.show)
             dangling = unanswered_tool_uses(self.session.events)
             if dangling:  # only if an interrupt escaped the agent's own handler
                 self.session.append(InterruptEvent, tool_use_ids=dangling, reason="cancelled by the user")
@@ -331,7 +332,8 @@ def start(*, continue_: bool, resume: str | None, permission_mode: str | None, m
         opening = Opening(Path.cwd(), SessionChoice(continue_, resume, model), person=True,
                           trust_workspace=trust_workspace,
                           flags={"permission_mode": permission_mode, "model": model, "auto_commit": auto_commit})
-        with open_agent(opening, ask_trust=lambda found: ask(console, found), open_session=False) as opened:
+        with open_agent(opening, ask_trust=lambda found: ask(console, found), open_session=False,
+                        tell=warn) as opened:
             preload_sdk()  # while the person types the first message
             repl = Repl(opened, View(console))
             with repl.keys.session(), ending_signals(resume="scribe -c") as repl.ending:

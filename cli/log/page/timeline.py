@@ -23,6 +23,7 @@ from scribe.log.events import (
     UsageEvent,
     UserEvent,
 )
+from scribe.log.images import image_refs
 from scribe.log.pricing import LIST_PRICES, PriceBook
 
 from ..common import local_time, money_or_unpriced, percent
@@ -30,6 +31,7 @@ from ..format import EventPrinter, main_argument
 from .markdown import markdown_html
 from .memory_map import ChunkSpans
 from .text import inline, marked, marked_html
+from .thumbnails import Thumbnails
 
 # The page shows this much of one tool output; the rest is counted (the log keeps it whole).
 OUTPUT_CHARS = 20_000
@@ -83,8 +85,9 @@ class Turn:
 
 
 class Timeline:
-    def __init__(self, prices: PriceBook = LIST_PRICES) -> None:
+    def __init__(self, prices: PriceBook = LIST_PRICES, thumbnails: Thumbnails | None = None) -> None:
         self.prices = prices
+        self.thumbnails = thumbnails or Thumbnails(None)
         self.turns: list[Turn] = [Turn(0, 0, "", "before the first message")]
         self._printer = EventPrinter(None)
         self._calls: dict[str, tuple[str, str]] = {}  # tool_use id -> (tool name, main argument)
@@ -111,7 +114,9 @@ class Timeline:
 
     def item(self, event: Event) -> str:
         if isinstance(event, UserEvent):
-            return self._box(event, "user", "you", f'<div class="plain" dir="auto">{marked(event.text)}</div>')
+            pictures = "".join(self.thumbnails.figure(ref) for ref in image_refs(event.images))
+            return self._box(event, "user", "you", f'<div class="plain" dir="auto">{marked(event.text)}</div>'
+                                                   f'{pictures}')
         if isinstance(event, AssistantEvent):
             return self._assistant(event)
         if isinstance(event, ToolResultEvent):
