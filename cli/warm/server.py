@@ -33,6 +33,8 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+import scribe
+
 from .wire import Reader, peer_uid, send
 
 IDLE_S = 900.0
@@ -81,15 +83,26 @@ def _warm_up() -> None:
 
 
 def fingerprint() -> dict[str, tuple[int, int]]:
-    """The files of every module loaded, by mtime and size."""
+    """Every file of scribe's own tree (its modules and the data they read, a new file too), and
+    every folder on the import path (installing, upgrading or removing a package adds and
+    removes its entries there), by mtime and size."""
     out: dict[str, tuple[int, int]] = {}
-    for module in list(sys.modules.values()):
-        name = getattr(module, "__file__", None)
-        if isinstance(name, str):
-            with contextlib.suppress(OSError):
-                info = os.stat(name)
-                out[name] = (info.st_mtime_ns, info.st_size)
+    own = os.path.dirname(os.path.realpath(scribe.__file__))
+    for folder, subfolders, files in os.walk(own):
+        subfolders[:] = [f for f in subfolders if f not in ("tests", "benchmarks", "__pycache__") and not f.startswith(".")]
+        for name in files:
+            if not name.endswith((".pyc", ".pyo")):
+                _stat_into(out, os.path.join(folder, name))
+    for entry in sys.path:
+        if entry and os.path.isdir(entry):
+            _stat_into(out, entry)
     return out
+
+
+def _stat_into(out: dict[str, tuple[int, int]], path: str) -> None:
+    with contextlib.suppress(OSError):
+        info = os.stat(path)
+        out[path] = (info.st_mtime_ns, info.st_size)
 
 
 class Server:
@@ -105,6 +118,7 @@ class Server:
         self.listener.bind(str(path))
         os.chmod(path, 0o600)
         self.listener.listen(64)
+        print(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} started (pid {os.getpid()})", flush=True)
         self.wake_r, self.wake_w = os.pipe()
         os.set_blocking(self.wake_r, False)
         os.set_blocking(self.wake_w, False)

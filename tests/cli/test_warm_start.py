@@ -41,7 +41,7 @@ def server_log(runtime: Path) -> str:
 
 def served(runtime: Path) -> int:
     """How many runs the warm server has taken."""
-    return server_log(runtime).count("scribe run: child ")
+    return server_log(runtime).count(" scribe run: child ")
 
 
 def run(args: list[str], workspace: Path, env: dict[str, str], stdin: str | None = None) -> subprocess.CompletedProcess[str]:
@@ -54,7 +54,8 @@ def warm(workspace: Path, env: dict[str, str], runtime: Path) -> None:
     first = run(["run", "hello"], workspace, env)
     assert first.returncode == 0, first.stderr
     assert served(runtime) == 0
-    assert wait_for(lambda: any((runtime / "scribe").glob("*.sock")), 60), server_log(runtime)
+    assert wait_for(lambda: any((runtime / "scribe").glob("*.sock")), 120), (
+        server_log(runtime), sorted(p.name for p in (runtime / "scribe").iterdir()))
 
 
 def test_a_run_handed_to_the_warm_server_answers_as_the_executable_does(
