@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from types import FrameType
 
-from .wire import WARM_COMMANDS, Reader, WarmUnavailable, enabled, peer_uid, send, socket_path
+from .wire import WARM_COMMANDS, Reader, WarmUnavailable, connect, enabled, peer_uid, send, socket_path
 
 # How long a server may take to say it is there: a server that is not answering at once is
 # not used (the run goes on here).
@@ -57,7 +57,7 @@ def hand_over(argv: list[str]) -> int | tuple[str, int]:
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     conn.settimeout(READY_S)
     try:
-        conn.connect(str(path))
+        connect(conn, path)
     except (FileNotFoundError, ConnectionRefusedError):
         conn.close()
         raise WarmUnavailable("start") from None

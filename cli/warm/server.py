@@ -82,10 +82,11 @@ def _warm_up() -> None:
     import httpx2  # noqa: F401, PLC0415
 
 
-def fingerprint() -> dict[str, tuple[int, int]]:
+def fingerprint(runtime: Path) -> dict[str, tuple[int, int]]:
     """Every file of scribe's own tree (its modules and the data they read, a new file too), and
     every folder on the import path (installing, upgrading or removing a package adds and
-    removes its entries there), by mtime and size."""
+    removes its entries there) but the server's own `runtime` folder (`-m` puts its working
+    folder first on the path), by mtime and size."""
     out: dict[str, tuple[int, int]] = {}
     own = os.path.dirname(os.path.realpath(scribe.__file__))
     for folder, subfolders, files in os.walk(own):
@@ -94,7 +95,7 @@ def fingerprint() -> dict[str, tuple[int, int]]:
             if not name.endswith((".pyc", ".pyo")):
                 _stat_into(out, os.path.join(folder, name))
     for entry in sys.path:
-        if entry and os.path.isdir(entry):
+        if entry and os.path.isdir(entry) and not os.path.samefile(entry, runtime):
             _stat_into(out, entry)
     return out
 
@@ -110,12 +111,15 @@ class Server:
         self.path, self.lock = path, lock
         self.children: dict[int, socket.socket] = {}
         self.stopping = False
-        self.installed = fingerprint()
+        self.installed = fingerprint(path.parent)
         self.idle_s = float(os.environ.get("SCRIBE_WARM_IDLE_S") or IDLE_S)
         with contextlib.suppress(FileNotFoundError):
             path.unlink()  # a socket left by a server that died: the lock says none is up
         self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.listener.bind(str(path))
+        # By its name in the server's own folder (its working folder), whatever that folder's
+        # path: a long one would not fit a socket address.
+        os.chdir(path.parent)
+        self.listener.bind(path.name)
         os.chmod(path, 0o600)
         self.listener.listen(64)
         print(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} started (pid {os.getpid()})", flush=True)
@@ -165,7 +169,7 @@ class Server:
             request = reader.next()
             if request is None or len(reader.fds) != 4:
                 raise ValueError("no request")
-            if fingerprint() != self.installed:
+            if fingerprint(self.path.parent) != self.installed:
                 print(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} the installation changed: leaving", flush=True)
                 send(conn, {"stale": True})
                 self.stopping = True

@@ -69,6 +69,23 @@ def socket_path(environ: dict[str, str] | os._Environ[str] | None = None) -> Pat
     return runtime_dir(environ) / f"warm-{installation_key(environ)}.sock"
 
 
+# Longer socket paths than this do not fit sockaddr_un (108 bytes on Linux, with its NUL).
+MAX_SOCKET_PATH = 100
+
+
+def connect(conn: socket.socket, path: Path) -> None:
+    """Connect to the socket at `path`, however long the folder's path is: a long one is reached
+    through this process's descriptor of the folder (Linux's /proc/self/fd)."""
+    if len(str(path)) <= MAX_SOCKET_PATH:
+        conn.connect(str(path))
+        return
+    folder = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        conn.connect(f"/proc/self/fd/{folder}/{path.name}")
+    finally:
+        os.close(folder)
+
+
 def send(conn: socket.socket, message: dict[str, Any], fds: list[int] | None = None) -> None:
     data = (json.dumps(message) + "\n").encode()
     if fds:
