@@ -24,7 +24,7 @@ import pytest
 
 from builders import header_fields
 from conftest import make_repository
-from helpers import SCRIBE, Ran, run_scribe, scribe_env
+from helpers import SCRIBE, Ran, adopt, run_scribe, scribe_env
 from scribe.agent.protocol import TurnEnded
 from scribe.agent.runtime import build_agent, switch_model
 from scribe.agent.session import start_session
@@ -503,6 +503,7 @@ def stop(served: Served) -> tuple[int, str]:
 def test_serve_shows_an_appended_event_and_stops_on_ctrl_c(browser: Any, compressed: Built, tmp_path: Path) -> None:
     log = tmp_path / "live.jsonl"  # a copy: the other tests read the session as it was built
     log.write_bytes(compressed.log.read_bytes())
+    adopt(log)  # a copy: its seal stayed with the original
     live = Built(compressed.workspace, compressed.home, log)
     served = serve(live)
     try:
