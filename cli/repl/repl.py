@@ -43,7 +43,7 @@ from scribe.tools.mcp.hub import McpHub
 
 from ..exits import cli_errors, fail
 from ..signals import Ending, Stopped, ending_signals
-from ..trust import ask
+from ..trust import ask, confirm_servers
 from .approve import PersonApprover
 from .commands import ExitRepl, command_help, dispatch, message_of
 from .input import InputArea
@@ -321,6 +321,7 @@ def start(*, continue_: bool, resume: str | None, permission_mode: str | None, m
         flags = {"permission_mode": permission_mode, "model": model, "auto_commit": auto_commit}
         config = read_config(workspace, trust)
         settings = load_settings(workspace, flags, defaults=REPL_DEFAULTS, config=config)
+        confirm_servers(console, workspace, settings, config)
         preload_sdk()  # while the person types the first message
         hub = open_hub(workspace, settings, config)
         try:
