@@ -70,12 +70,15 @@ def test_another_local_user_gets_403_not_the_transcript(workspace: Path, home: P
         line = proc.stdout.readline()
         url = line.split(" at ", 1)[1].split()[0]
         parts = urllib.parse.urlsplit(url)
+        base = f"http://127.0.0.1:{parts.port}"
+        # the other user knows the port (any local user can list listening sockets), not the address
+        for status, body in fetch_as(other_user, base + "/update?events=0&calls=0&blocks=0", base + "/",
+                                     base + "/x/../update"):
+            assert status == 403 and SECRET_WORDS not in body, (status, body[:200])
         token = parts.path.strip("/")
         assert parts.hostname == "127.0.0.1" and len(token) >= 32, url
-        base = f"http://127.0.0.1:{parts.port}"
-        guesses = ["/update?events=0&calls=0&blocks=0", "/", f"/{token[:-1]}x/update", f"/{token}", "/x/../update",
-                   f"/{token.upper()}/update"]
-        for status, body in fetch_as(other_user, *(base + guess for guess in guesses)):
+        for status, body in fetch_as(other_user, *(base + guess for guess in (
+                f"/{token[:-1]}x/update", f"/{token}", f"/{token.upper()}/update"))):
             assert status == 403 and SECRET_WORDS not in body, (status, body[:200])
         # the person, with the address it printed: the page and its JSON
         (page_status, page), (update_status, update) = fetch_as(os.geteuid(), url, url + "update?events=0")
