@@ -79,6 +79,7 @@ from .protocol import Curated, LifeEvent
 from .session import Session, notes_path, open_session, start_session, store_for
 
 Show = Callable[[LifeEvent], None]
+ConfirmServers = Callable[[Path, Settings, ConfigFiles], None]
 # The most a person waits, as a new session starts, for the curation of earlier sessions.
 PERSON_WAITS_S = 1.0
 
@@ -299,7 +300,8 @@ def open_agent(opening: Opening, *, show: Show = lambda event: None,
                ask_trust: Callable[[WorkspaceTrust], WorkspaceTrust] | None = None,
                approver: Approver | None = None, client: ModelClient | None = None,
                on_trust: Callable[[WorkspaceTrust], None] | None = None, hub: McpHub | None = None,
-               open_session: bool = True, tell: Callable[[str], None] = lambda line: None) -> Iterator[Opened]:
+               open_session: bool = True, tell: Callable[[str], None] = lambda line: None,
+               confirm_servers: ConfirmServers | None = None) -> Iterator[Opened]:
     """The agent `opening` asks for, in its session; everything undone in order on leaving.
 
     `ask_trust`: a person is asked whether an untrusted workspace's own files may apply (the
@@ -307,8 +309,11 @@ def open_agent(opening: Opening, *, show: Show = lambda event: None,
     receives the session's life events (MCP servers waited for, the greeting). `client`: one
     made already (the demo's, whose retries are off); `hub` likewise. `open_session` False: the
     front end opens the session itself, with `Opened.open` (the REPL, once its keys and screen are
-    set up). `tell`: a line for the person from the teardown (telemetry that could not export)."""
-    opened = assemble(opening, ask_trust=ask_trust, on_trust=on_trust, client=client, hub=hub, tell=tell)
+    set up). `tell`: a line for the person from the teardown (telemetry that could not export).
+    `confirm_servers`: a person is asked about the workspace's MCP servers whose files changed
+    since they confirmed them, before any starts (the REPL)."""
+    opened = assemble(opening, ask_trust=ask_trust, on_trust=on_trust, client=client, hub=hub, tell=tell,
+                      confirm_servers=confirm_servers)
     try:
         if open_session:
             opened.open(opening.choice, show, approver)
@@ -320,7 +325,7 @@ def open_agent(opening: Opening, *, show: Show = lambda event: None,
 def assemble(opening: Opening, *, ask_trust: Callable[[WorkspaceTrust], WorkspaceTrust] | None = None,
              on_trust: Callable[[WorkspaceTrust], None] | None = None,
              client: ModelClient | None = None, hub: McpHub | None = None,
-             tell: Callable[[str], None] = lambda line: None) -> Opened:
+             tell: Callable[[str], None] = lambda line: None, confirm_servers: ConfirmServers | None = None) -> Opened:
     """Everything but the session: the workspace, trust, config files, settings, prices, the
     model client and the MCP servers (none started yet)."""
     workspace = find_workspace(opening.cwd)
@@ -332,6 +337,8 @@ def assemble(opening: Opening, *, ask_trust: Callable[[WorkspaceTrust], Workspac
     config = read_config(workspace, trust)
     settings = opening.settings or _settings(workspace, opening, config)
     client = client or ModelClient.for_settings(settings)
+    if confirm_servers is not None and opening.turns and opening.servers:
+        confirm_servers(workspace, settings, config)
     if hub is None:
         hub = open_hub(workspace, settings, config) if opening.turns and opening.servers else McpHub([], workspace)
     prices = price_book(config)

@@ -10,6 +10,7 @@ import typer
 
 from scribe.context.render import RenderError
 from scribe.log.jsonl import LogError, LogWriteError
+from scribe.log.seal import SealError
 from scribe.model.errors import ClientSetupError, ModelError
 from scribe.settings.files import ConfigError
 from scribe.settings.trust import TrustFileError
@@ -41,7 +42,7 @@ def fail(message: str, code: int = EXIT_USAGE) -> typer.Exit:
 def cli_errors() -> Iterator[None]:
     try:
         yield
-    except LogWriteError as exc:
+    except (LogWriteError, SealError) as exc:
         raise fail(str(exc), EXIT_STORAGE) from None
     except (ConfigError, TrustFileError, LogError, RenderError, ClientSetupError, ImageRefused) as exc:
         raise fail(str(exc), EXIT_USAGE) from None

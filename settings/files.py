@@ -105,7 +105,8 @@ def trust_of(workspace: Path, *, granted: bool = False) -> WorkspaceTrust:
     if not files:
         return WorkspaceTrust(workspace, files, mark, True, "it has no config files of its own")
     if granted:
-        return WorkspaceTrust(workspace, files, mark, True, "trusted for this run (--trust-workspace)")
+        return WorkspaceTrust(workspace, files, mark, True, "trusted for this run (--trust-workspace)",
+                              for_this_run=True)
     entry = trust_store().find(workspace)
     if entry is None:
         return WorkspaceTrust(workspace, files, mark, False, "not trusted")

@@ -138,6 +138,14 @@ def session_logs(workspace: Path) -> list[Path]:
                   key=lambda path: (describe(path).created or "", path.name))
 
 
+def adopt(log: Path) -> None:
+    """The person vouches for a log a test wrote or changed by hand, as `scribe log adopt` does:
+    scribe then continues, undoes and curates from it like a log it sealed (log/seal.py)."""
+    from scribe.log.jsonl import adopt_log
+
+    adopt_log(log)
+
+
 def events_of(path: Path) -> list[Event]:
     read = read_log(path)
     assert not read.problems, read.problems

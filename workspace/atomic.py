@@ -80,21 +80,25 @@ class PendingWrite:
             pass
 
 
-def prepare(target: Path, data: bytes, name: str, *, executable: bool | None = None) -> PendingWrite:
+def prepare(target: Path, data: bytes, name: str, *, executable: bool | None = None,
+            mode: int | None = None) -> PendingWrite:
     """Write `data` to a temporary file beside `target` and flush it to disk. With `executable`
     None an existing target's mode and owner are kept (a new file gets the umask's default);
-    True or False sets the mode as git checkout would (0777 or 0666, less the umask)."""
+    True or False sets the mode as git checkout would (0777 or 0666, less the umask). `mode`
+    sets exactly that mode, whatever the umask and the old file (0600 for a private file)."""
     refuse_special(target, name)
     existing = _stat(target)
     temporary = _temporary_path(target)
-    create_mode = 0o777 if executable else 0o666
+    create_mode = mode if mode is not None else 0o777 if executable else 0o666
     try:
         fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, create_mode)
     except OSError as exc:
         raise WriteFailed(_failure(name, exc, existing is not None)) from None
     try:
         try:
-            if existing is not None and executable is None:
+            if mode is not None:
+                os.fchmod(fd, mode)  # the umask may only have taken bits away
+            elif existing is not None and executable is None:
                 os.fchmod(fd, stat.S_IMODE(existing.st_mode))
                 _keep_owner(fd, existing)
             view = memoryview(data)
@@ -109,9 +113,9 @@ def prepare(target: Path, data: bytes, name: str, *, executable: bool | None = N
     return PendingWrite(target, temporary, name)
 
 
-def write_atomic(target: Path, data: bytes, name: str) -> None:
+def write_atomic(target: Path, data: bytes, name: str, *, mode: int | None = None) -> None:
     """Replace `target` with `data` in one step, or leave it as it was and say why."""
-    prepare(target, data, name).commit()
+    prepare(target, data, name, mode=mode).commit()
 
 
 def _stat(target: Path) -> os.stat_result | None:

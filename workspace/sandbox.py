@@ -82,6 +82,14 @@ class Protection:
         return [*_bwrap_args(self), "--chdir", self.workspace,
                 "--", "bash", "-c", _WRAPPER, "scribe-command", command, str(status_fd)]
 
+    def wrap(self, argv: Sequence[str], cwd: str) -> list[str]:
+        """`argv` run directly (no shell) in `cwd` under this protection, its stdin and stdout
+        passed through: how a program scribe starts because of the workspace (an MCP server it
+        defines) runs as a command does."""
+        if not self.sandboxed:
+            return list(argv)
+        return [*_bwrap_args(self), "--chdir", cwd, "--", *argv]
+
     def sweep(self) -> list[str]:
         """Remove the git configuration entries a sandboxed command created where there were none
         (a `commondir` would point git at a configuration of the command's choosing); what was

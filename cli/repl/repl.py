@@ -40,7 +40,7 @@ from scribe.workspace.images import PreparedImage
 
 from ..exits import cli_errors, fail, warn
 from ..signals import Ending, Stopped, ending_signals
-from ..trust import ask
+from ..trust import ask, confirm_servers
 from .approve import PersonApprover
 from .commands import ExitRepl, command_help, dispatch, message_of
 from .input import InputArea
@@ -332,8 +332,9 @@ def start(*, continue_: bool, resume: str | None, permission_mode: str | None, m
         opening = Opening(Path.cwd(), SessionChoice(continue_, resume, model), person=True,
                           trust_workspace=trust_workspace,
                           flags={"permission_mode": permission_mode, "model": model, "auto_commit": auto_commit})
-        with open_agent(opening, ask_trust=lambda found: ask(console, found), open_session=False,
-                        tell=warn) as opened:
+        with open_agent(opening, ask_trust=lambda found: ask(console, found), open_session=False, tell=warn,
+                        confirm_servers=lambda workspace, settings, config: confirm_servers(
+                            console, workspace, settings, config)) as opened:
             preload_sdk()  # while the person types the first message
             repl = Repl(opened, View(console))
             with repl.keys.session(), ending_signals(resume="scribe -c") as repl.ending:

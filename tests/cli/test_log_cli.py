@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from builders import header_fields
-from helpers import SCRIBE, Ran, events_of, run_scribe, scribe_env, session_logs
+from helpers import SCRIBE, Ran, adopt, events_of, run_scribe, scribe_env, session_logs
 from scribe.context.render import canonical_json, prefix_blocks, render
 from scribe.context.tokens import event_tokens
 from scribe.fakeapi import FakeMessagesServer, RecordedRequest, Reply, text_block, tool_use_block
@@ -157,6 +157,7 @@ def test_observations_and_reflections_written_by_hand_are_rendered_counted_and_s
         recorded: Recorded, tmp_path: Path) -> None:
     log = tmp_path / "compressed.jsonl"
     shutil.copy(recorded.log, log)
+    adopt(log)  # a copy: its seal stayed with the original
     events = events_of(log)
     users = [e.seq for e in events if isinstance(e, UserEvent)]
     first_to, second_to = users[1] - 1, users[2] - 1
@@ -540,6 +541,7 @@ def corrupt(recorded: Recorded, tmp_path: Path, name: str, change: Callable[[lis
     lines = recorded.log.read_bytes().split(b"\n")[:-1]
     path = tmp_path / f"{name}.jsonl"
     path.write_bytes(b"".join(line + b"\n" for line in change(lines)))
+    adopt(path)  # sealed: only its structure is in question here
     return recorded.log_cmd("verify", str(path))
 
 
@@ -588,6 +590,7 @@ def test_verify_warns_but_passes_on_a_torn_line_and_an_open_call_at_the_end(reco
     last_call = max(i for i, line in enumerate(lines) if b'"type":"tool_use"' in line and b'"assistant"' in line)
     path = tmp_path / "stopped.jsonl"
     path.write_bytes(b"".join(line + b"\n" for line in lines[: last_call + 2]) + lines[last_call + 2][:30])
+    adopt(path)  # its whole lines sealed, as a writer killed mid-line leaves them
     ran = recorded.log_cmd("verify", str(path))
     assert ran.code == 0, ran.out
     warnings = ran.out.splitlines()[:-1]
