@@ -75,6 +75,7 @@ def run(
     from scribe.agent.runtime import SessionChoice, start
     from scribe.model.client import ModelClient
     from scribe.settings.files import find_workspace, read_config, trust_of
+    from scribe.settings.hooks import read_hooks
     from scribe.settings.values import HEADLESS_FOR_ASK
 
     with cli_errors(), ending_signals(RUN_SIGNALS) as ending:
@@ -91,6 +92,7 @@ def run(
         flags = {"permission_mode": permission_mode, "max_turns": max_turns, "model": model, "auto_commit": auto_commit}
         config = read_config(workspace, trust)
         settings = load_settings(workspace, flags, config=config)
+        hooks = read_hooks(workspace, config)
         prices = price_book(config)
         if settings.permission_mode == "ask":
             settings = load_settings(workspace, {**flags, "permission_mode": HEADLESS_FOR_ASK}, config=config)
@@ -103,6 +105,7 @@ def run(
             agent = driver.drive(start(workspace, settings, SessionChoice(continue_, session, model), hub,
                                        model=client), said)
             agent_session = agent.session
+            agent.hooks = hooks
             try:
                 ended, totals, failed_commits = _follow(agent.turn(text), output, prices.price_usage)
             finally:
