@@ -30,7 +30,7 @@ from scribe.settings.files import state_dir, user_config_dir
 from scribe.settings.values import Settings
 from scribe.tools.base import Tool, ToolContext
 from scribe.tools.mcp.hub import McpHub
-from scribe.tools.registry import builtin_tools, tool_definitions
+from scribe.tools.registry import builtin_tools, recorded_builtins, tool_definitions
 from scribe.workspace.commitlock import COMMIT_LOCK
 from scribe.workspace.gitrun import query_in
 from scribe.workspace.watcher import WorkspaceWatcher
@@ -188,7 +188,7 @@ def build_agent(workspace: Path, settings: Settings, session: Session, *,
     hub = hub if hub is not None else McpHub([], workspace)
     mcp_tools = session_tools(session.header, hub)
     hub.start(pinned_servers(session.header))  # in the background: a continued session waits for nothing
-    tools: list[Tool] = [*builtin_tools(), *mcp_tools]
+    tools: list[Tool] = [*recorded_builtins(session.header.tools), *mcp_tools]
     context = ToolContext(
         workspace=workspace,
         allowed_roots=tuple(Path(p).expanduser().resolve() for p in settings.allowed_paths),

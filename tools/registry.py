@@ -18,6 +18,7 @@ from scribe.tools.paths import display_path
 from scribe.tools.recall import Recall
 from scribe.tools.search import ListFiles, SearchFiles
 from scribe.tools.textio import one_line
+from scribe.tools.todo import Todo
 from scribe.workspace.atomic import WriteRefused
 
 # JSON Schema type names -> Python types. bool is excluded from numbers explicitly below,
@@ -34,7 +35,16 @@ _TYPES: dict[str, tuple[type, ...]] = {
 
 def builtin_tools() -> list[Tool]:
     """Fresh instances of the built-in tools, in the order the model sees them."""
-    return [ReadFile(), WriteFile(), EditFile(), RunCommand(), ListFiles(), SearchFiles(), Recall()]
+    return [ReadFile(), WriteFile(), EditFile(), RunCommand(), ListFiles(), SearchFiles(), Recall(), Todo()]
+
+
+def recorded_builtins(recorded: Sequence[dict[str, Any]]) -> list[Tool]:
+    """The built-in tools a session recorded in its session event, in the order recorded: a
+    session started by an older scribe keeps the tools it was started with (its requests send
+    the recorded definitions), so a tool added since is neither offered nor run there."""
+    names = [str(d.get("name")) for d in recorded]
+    tools = {t.name: t for t in builtin_tools()}
+    return [tools[name] for name in names if name in tools]
 
 
 def tool_definitions(tools: Sequence[Tool]) -> list[dict[str, Any]]:

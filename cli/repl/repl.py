@@ -21,6 +21,7 @@ from collections.abc import Callable, Generator, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
 from scribe.agent import driver
 from scribe.agent.ahead import AheadCompression, works_ahead
@@ -36,7 +37,9 @@ from scribe.log.open_calls import unanswered_tool_uses
 from scribe.log.pricing import PriceBook
 from scribe.log.store import SessionFile, SessionNotFound
 from scribe.model.client import ModelClient, preload_sdk
-from scribe.settings.files import find_workspace, read_config, state_dir, trust_of
+from scribe.settings.commands import CommandSet, load_commands
+from scribe.settings.files import ConfigFiles, find_workspace, read_config, state_dir, trust_of
+from scribe.settings.hooks import read_hooks
 from scribe.settings.prices import price_book
 from scribe.settings.values import REPL_DEFAULTS, Settings, load_settings
 from scribe.tools.mcp.hub import McpHub
@@ -45,7 +48,7 @@ from ..exits import cli_errors, fail
 from ..signals import Ending, Stopped, ending_signals
 from ..trust import ask
 from .approve import PersonApprover
-from .commands import ExitRepl, command_help, dispatch, message_of
+from .commands import COMMANDS, ExitRepl, command_help, dispatch, message_of
 from .input import InputArea
 from .keys import TurnKeys
 from .lifecycle import exit_line, show_life
@@ -105,17 +108,23 @@ def drive(turn: Generator[AgentEvent, None, TurnEnded], show: Callable[[AgentEve
 
 class Repl:
     def __init__(self, workspace: Path, settings: Settings, view: View, *, model: ModelClient | None = None,
-                 area: InputArea | None = None, hub: McpHub | None = None, prices: PriceBook | None = None) -> None:
+                 area: InputArea | None = None, hub: McpHub | None = None, prices: PriceBook | None = None,
+                 config: ConfigFiles | None = None) -> None:
         self.workspace, self.settings, self.view = workspace, settings, view
-        self.prices = prices if prices is not None else price_book(read_config(workspace))
+        config = config or read_config(workspace)
+        self.prices = prices if prices is not None else price_book(config)
+        self.hooks = read_hooks(workspace, config)
+        self.custom: CommandSet = load_commands(workspace, config.trust, COMMANDS)
+        for line in self.custom.notes:
+            view.warn(line)
         # The MCP servers of this REPL, shared by its sessions (each pins its own tools).
         self.hub = hub if hub is not None else McpHub([], workspace)
         # One client for every session of this REPL: its connections stay open between turns.
         self.model = model or ModelClient.for_settings(settings)
         self.keys = TurnKeys()
         self.memory_notes = MemoryNotes()
-        self.area = area or InputArea(workspace, state_dir(workspace) / "history", command_help, self.toolbar,
-                                      self.keys)
+        self.area = area or InputArea(workspace, state_dir(workspace) / "history",
+                                      lambda: command_help(self.custom), self.toolbar, self.keys)
         self._agent: Agent | None = None
         self._numbers: Numbers | None = None
         self._ahead: AheadCompression | None = None  # a compression running between turns
@@ -140,6 +149,8 @@ class Repl:
         self._agent = driver.drive(begin(self.workspace, self.settings, session, resumed=resumed, approver=approver,
                                          model=self.model, hub=self.hub), self.show_life)
         self._agent.policy.how_to_allow = MODE_COMMAND
+        self._agent.hooks = self.hooks
+        self.view.task = None  # the task list is the session's
         self.refresh()
 
     def start_new(self) -> None:
@@ -285,14 +296,16 @@ class Repl:
                 run_bang(self.agent, self.view, command, MODE_COMMAND)
         elif message is None:
             with cancellable(), self.keys.running():
-                dispatch(self, line)
+                sent = dispatch(self, line)
+            if sent is not None:  # a custom command's text, /init's instruction: a turn of its own
+                self.run_turn(with_attachments(self.agent, self.view, sent.text), sent.command)
         else:
             self.run_turn(with_attachments(self.agent, self.view, message))
 
-    def run_turn(self, text: str) -> TurnEnded:
+    def run_turn(self, text: str, command: dict[str, Any] | None = None) -> TurnEnded:
         self.view.busy(THINKING)  # at once: the first model call may be a while in coming
         with cancellable(), self.keys.running():
-            ended = drive(self.agent.turn(text), self.show)
+            ended = drive(self.agent.turn(text, command), self.show)
             dangling = unanswered_tool_uses(self.session.events)
             if dangling:  # only if an interrupt escaped the agent's own handler
                 self.session.append(InterruptEvent, tool_use_ids=dangling, reason="cancelled by the user")
@@ -324,7 +337,7 @@ def start(*, continue_: bool, resume: str | None, permission_mode: str | None, m
         preload_sdk()  # while the person types the first message
         hub = open_hub(workspace, settings, config)
         try:
-            repl = Repl(workspace, settings, View(console), hub=hub, prices=price_book(config))
+            repl = Repl(workspace, settings, View(console), hub=hub, prices=price_book(config), config=config)
             with repl.keys.session(), ending_signals(resume="scribe -c") as repl.ending:
                 session = repl.choose(SessionChoice(continue_, resume, model))
                 try:
