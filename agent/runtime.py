@@ -91,7 +91,8 @@ def choose(workspace: Path, settings: Settings, choice: SessionChoice, hub: McpH
     record: list[dict] = []
     if hub is not None and hub.specs:
         mcp_definitions, record = yield from pinning(hub, settings.mcp_start_timeout_s, skippable=skippable)
-    return start_session(workspace, settings, tool_definitions(builtin_tools()) + mcp_definitions, record,
+    tools = tool_definitions(builtin_tools(todo=settings.todo_tool))
+    return start_session(workspace, settings, tools + mcp_definitions, record,
                          protection=protection_for(workspace, settings).record())
 
 
@@ -151,7 +152,8 @@ def window_here(workspace: Path, settings: Settings) -> tuple[ContextWindow | No
     window = effective_window(settings.model, settings.context_tokens, reported)
     system = system_text(Environment(str(workspace), None, None, date.today()),
                          read_project_texts(workspace, notes_path(workspace)).texts)
-    fixed = estimate_text(system) + estimate_text(json.dumps(tool_definitions(builtin_tools()), ensure_ascii=False))
+    fixed = estimate_text(system) + estimate_text(json.dumps(tool_definitions(builtin_tools(todo=settings.todo_tool)),
+                                                             ensure_ascii=False))
     return window, limits(window, observe=settings.observe_tokens, reflect=settings.reflect_tokens,
                           side_call=settings.side_call_tokens, max_tokens=settings.max_tokens, fixed=fixed)
 

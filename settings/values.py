@@ -75,6 +75,8 @@ class Settings:
     sandbox: bool = True
     # Seconds of regular-expression matching one search may spend (search_files, recall, log search).
     regex_timeout_s: float = 5.0
+    # New sessions offer the model the todo tool (its task list); a session keeps what it started with.
+    todo_tool: bool = True
     # The model's context window in tokens; 0: known from the model (Claude), the server's own
     # report (llama.cpp's /props) or a refused request's words (model/window.py).
     context_tokens: int = 0

@@ -33,9 +33,11 @@ _TYPES: dict[str, tuple[type, ...]] = {
 }
 
 
-def builtin_tools() -> list[Tool]:
-    """Fresh instances of the built-in tools, in the order the model sees them."""
-    return [ReadFile(), WriteFile(), EditFile(), RunCommand(), ListFiles(), SearchFiles(), Recall(), Todo()]
+def builtin_tools(*, todo: bool = True) -> list[Tool]:
+    """Fresh instances of the built-in tools, in the order the model sees them (`todo`: with
+    the task list tool, the `todo_tool` setting)."""
+    tools: list[Tool] = [ReadFile(), WriteFile(), EditFile(), RunCommand(), ListFiles(), SearchFiles(), Recall()]
+    return [*tools, Todo()] if todo else tools
 
 
 def recorded_builtins(recorded: Sequence[dict[str, Any]]) -> list[Tool]:

@@ -97,3 +97,14 @@ def test_a_session_started_without_the_tool_keeps_the_tools_it_recorded(workspac
     assert isinstance(events[0], SessionEvent) and "todo" not in [t["name"] for t in events[0].tools]
     [result] = [e for e in events if isinstance(e, ToolResultEvent)]
     assert result.is_error and "unknown tool 'todo'" in result.output
+
+
+def test_the_todo_tool_setting_leaves_it_out_of_new_sessions(workspace: Path, home: Path) -> None:
+    with FakeMessagesServer([Reply.text("Hi."), Reply.text("Again.")]) as server:
+        env = scribe_env(server.base_url, home, SCRIBE_TODO_TOOL="false")
+        assert run_scribe(["run", "hello"], workspace, env).code == 0
+        # a session keeps the tools it started with, whatever the setting says later
+        assert run_scribe(["run", "-c", "again"], workspace, scribe_env(server.base_url, home)).code == 0
+    names = [[t["name"] for t in r.json["tools"]] for r in server.requests]
+    assert names[0] == names[1] == ["read_file", "write_file", "edit_file", "run_command", "list_files",
+                                    "search_files", "recall"]
