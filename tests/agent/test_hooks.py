@@ -75,6 +75,10 @@ command = "echo never runs for run_command > \\"$SCRIBE_PROJECT_DIR/other.txt\\"
     shown = run_scribe(["log", "show"], workspace, env)
     assert "hook pre_tool_use run_command" in shown.out and "blocked, exit 2" in shown.out
     assert "stderr: force pushes are not allowed here" in shown.out
+    page = run_scribe(["log", "html", "-o", str(workspace / "page.html")], workspace, env)
+    assert page.code == 0, page.err
+    html = (workspace / "page.html").read_text()
+    assert '<div class="ev note hook"' in html and "blocked, exit 2" in html
 
 
 def test_post_tool_use_stderr_and_prompt_context_reach_the_model_from_the_log(workspace: Path, home: Path) -> None:
