@@ -269,3 +269,17 @@ def test_an_untrusted_workspace_hook_never_runs(workspace: Path, home: Path) -> 
     assert "ignored this workspace's .scribe/config.toml" in ran.err
     assert not (workspace / "hook-ran.txt").exists()
     assert not _hooks(events_of(session_logs(workspace)[0]))
+
+
+def test_scribe_config_lists_the_hooks_and_whose_they_are(workspace: Path, home: Path) -> None:
+    _config(home, '[[hooks.post_tool_use]]\nmatcher = "edit_file"\ncommand = "fmt ."\npass_env = ["GH_TOKEN"]\n')
+    (workspace / ".scribe").mkdir()
+    (workspace / ".scribe" / "config.toml").write_text('[[hooks.stop]]\ncommand = "make test"\n')
+    trust(workspace, home)
+    env = scribe_env("http://127.0.0.1:9", home)
+    shown = run_scribe(["config"], workspace, env)
+    assert shown.code == 0, shown.err
+    assert "hook post_tool_use [edit_file]: fmt . (yours, 60 s; passes GH_TOKEN;" in shown.out
+    assert "hook stop: make test (the workspace's, in the sandbox, 60 s;" in shown.out
+    listed = run_scribe(["config", "--json"], workspace, env).json()["hooks"]["value"]
+    assert [(h["event"], h["owner"]) for h in listed] == [("post_tool_use", "person"), ("stop", "workspace")]
