@@ -62,7 +62,7 @@ def replay(session: ScriptedSession, settings: Settings, *, recall_fact: str | N
         os.environ.setdefault("ANTHROPIC_API_KEY", "benchmark-no-key")
         os.environ["SCRIBE_HOME"] = str(workspace / ".scribe")
         try:
-            log = start_session(workspace, settings, tool_definitions(builtin_tools()))
+            log = start_session(workspace, settings, tool_definitions(builtin_tools(todo=settings.todo_tool)))
             agent = build_agent(workspace, settings, log, model=ModelClient(retry=RetryPolicy(retries=0)))
             turns = [t.prompt for t in session.turns]
             if recall_fact is not None:

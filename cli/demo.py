@@ -100,7 +100,7 @@ def _run(workspace: Path, keep: bool) -> None:
         os.environ["ANTHROPIC_BASE_URL"] = server.base_url
         os.environ.setdefault("ANTHROPIC_API_KEY", "scribe-demo-no-key-needed")
         settings = Settings(permission_mode="full-auto", max_retries=0)
-        session = start_session(workspace, settings, tool_definitions(builtin_tools()))
+        session = start_session(workspace, settings, tool_definitions(builtin_tools(todo=settings.todo_tool)))
         try:
             agent = build_agent(workspace, settings, session, model=ModelClient(retry=RetryPolicy(retries=0)))
             for prompt in PROMPTS:
