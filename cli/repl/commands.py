@@ -245,8 +245,7 @@ def _reflect(repl: Repl, arg: str) -> None:
 COMMANDS["compact"] = dataclasses.replace(COMMANDS["reflect"], name="compact", help="the same as /reflect")
 
 
-@command("init", "write an AGENTS.md for this repository: the model looks around and writes it (asks before "
-         "replacing one)")
+@command("init", "have the model write an AGENTS.md for this repository (asks before replacing one)")
 def _init(repl: Repl, arg: str) -> Send | None:
     exists = (repl.workspace / AGENTS_MD).exists()
     if exists and not confirm_replace(repl.keys):
