@@ -52,6 +52,7 @@ from scribe.settings.files import (
     trust_of,
     user_config_dir,
 )
+from scribe.settings.hooks import read_hooks
 from scribe.settings.prices import price_book
 from scribe.settings.trust import WorkspaceTrust
 from scribe.settings.values import HEADLESS_FOR_ASK, REPL_DEFAULTS, Settings, load_settings
@@ -129,6 +130,8 @@ class Opened:
         self.settings, self.prices, self.client, self.hub = settings, prices, client, hub
         self.telemetry = telemetry or Telemetry()
         self.tell = tell
+        # The hooks the config files that apply name (settings/hooks.py): every agent runs them.
+        self.hooks = read_hooks(workspace, config)
         self.curation: BackgroundCuration | None = None
         self._agent: Agent | None = None
 
@@ -282,6 +285,7 @@ class Opened:
             committer=(TurnCommitter(self.workspace, context, lock=state_dir(self.workspace) / COMMIT_LOCK)
                        if settings.auto_commit else None),
         )
+        agent.hooks = self.hooks
         if watcher is not None:
             weakref.finalize(agent, watcher.stop)
         return agent

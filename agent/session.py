@@ -97,12 +97,13 @@ class Session:
         `extra`: fields of its own (a side call's `side_call`)."""
         return self.append(UsageEvent, **usage_fields(result, purpose, **extra))
 
-    def append_message(self, text: str, images: Sequence[PreparedImage] = ()) -> UserEvent:
+    def append_message(self, text: str, images: Sequence[PreparedImage] = (), **extra: Any) -> UserEvent:
         """A person's message: its images kept in the session's store first, so the log never
-        names an image the store does not hold, then the user event."""
+        names an image the store does not hold, then the user event (`extra`: fields of its own,
+        the slash command that made it)."""
         refs = [ImageRef(image.name, self.images.put(image.data, image.media_type), image.media_type,
                          image.width, image.height, len(image.data)).record() for image in images]
-        return self.append(UserEvent, text=text, images=refs)
+        return self.append(UserEvent, text=text, images=refs, **extra)
 
     def calls(self) -> list[UsageEvent]:
         """Every model call of the session, oldest first (the REPL's figures): the log is streamed

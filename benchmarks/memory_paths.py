@@ -26,8 +26,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from scribe.agent.assembly import Opening, assemble
+from scribe.agent.builtins import new_session_tools
 from scribe.agent.protocol import TurnEnded
-from scribe.agent.runtime import build_agent
 from scribe.agent.session import start_session
 from scribe.context.render import render
 from scribe.fakeapi import FakeMessagesServer, Reply, SideCallModel, text_block, tool_use_block
@@ -37,7 +38,7 @@ from scribe.model.retry import RetryPolicy
 from scribe.settings.values import Settings
 from scribe.tools.base import ToolContext
 from scribe.tools.recall import Recall
-from scribe.tools.registry import builtin_tools, tool_definitions
+from scribe.tools.registry import tool_definitions
 
 from .replay import temporary_repository
 
@@ -142,8 +143,10 @@ def run_path(name: str, facts: list[Planted]) -> PathResult:
         os.environ |= {"ANTHROPIC_BASE_URL": server.base_url, "ANTHROPIC_API_KEY": "benchmark-no-key",
                        "SCRIBE_HOME": str(workspace / ".scribe")}
         try:
-            log = start_session(workspace, settings, tool_definitions(builtin_tools()))
-            agent = build_agent(workspace, settings, log, model=ModelClient(retry=RetryPolicy(retries=0)))
+            opened = assemble(Opening(workspace, settings=settings, servers=False),
+                              client=ModelClient(retry=RetryPolicy(retries=0)))
+            agent = opened.adopt(start_session(workspace, settings, tool_definitions(new_session_tools(settings))))
+            log = agent.session
             for prompt in prompts:
                 ended = [e for e in agent.turn(prompt) if isinstance(e, TurnEnded)][-1]
                 if ended.reason != "end_turn":

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from scribe.agent.assembly import Opening, assemble
+from scribe.agent.builtins import new_session_tools
 from scribe.agent.curator import curate
 from scribe.agent.protocol import TurnEnded
 from scribe.agent.session import notes_path, start_session
@@ -26,7 +27,7 @@ from scribe.log.jsonl import read_log
 from scribe.model.client import ModelClient
 from scribe.model.retry import RetryPolicy
 from scribe.settings.values import Settings
-from scribe.tools.registry import builtin_tools, tool_definitions
+from scribe.tools.registry import tool_definitions
 
 from .scripted_model import ScriptedModel
 from .sessions import ScriptedSession
@@ -64,7 +65,7 @@ def replay(session: ScriptedSession, settings: Settings, *, recall_fact: str | N
         try:
             opened = assemble(Opening(workspace, settings=settings, servers=False),
                               client=ModelClient(retry=RetryPolicy(retries=0)))
-            agent = opened.adopt(start_session(workspace, settings, tool_definitions(builtin_tools())))
+            agent = opened.adopt(start_session(workspace, settings, tool_definitions(new_session_tools(settings))))
             log = agent.session
             turns = [t.prompt for t in session.turns]
             if recall_fact is not None:

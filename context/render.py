@@ -38,6 +38,7 @@ from scribe.log.events import (
     Event,
     FileChangeEvent,
     GitUndoEvent,
+    HookEvent,
     InterruptEvent,
     ObservationEvent,
     ReflectionEvent,
@@ -263,6 +264,8 @@ def render_messages(events: Sequence[Event], output_chars: int, settled: Settled
             texts.append({"type": "text", "text": git_undo_text(event)})
         elif isinstance(event, UndoEvent):
             texts.append({"type": "text", "text": undo_text(event)})
+        elif isinstance(event, HookEvent) and event.feedback:
+            texts.append({"type": "text", "text": hook_text(event)})
     close_user_turn()
     return messages
 
@@ -294,6 +297,13 @@ def file_change_text(event: FileChangeEvent) -> str:
     if event.during_command:
         return f"[while your command ran: {event.path} was {what}{note}]"
     return f"[outside scribe: {event.path} was {what}{note}]"
+
+
+def hook_text(event: HookEvent) -> str:
+    """What the model is shown of a hook's run: its feedback, under a line naming the hook."""
+    tool = event.extra.get("tool")
+    on = f" on {tool}" if isinstance(tool, str) and tool else ""
+    return f"[{event.hook} hook{on}]\n{event.feedback}"
 
 
 def git_undo_text(event: GitUndoEvent) -> str:

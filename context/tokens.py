@@ -16,6 +16,7 @@ from scribe.log.events import (
     Event,
     FileChangeEvent,
     GitUndoEvent,
+    HookEvent,
     SessionEvent,
     ToolResultEvent,
     UndoEvent,
@@ -53,6 +54,8 @@ def event_tokens(event: Event, output_chars: int | None = None) -> int:
         return estimate_text(event.path) + estimate_text(event.dest or "") + 16
     if isinstance(event, (GitUndoEvent, UndoEvent)):
         return estimate_text(" ".join(event.files)) + 40
+    if isinstance(event, HookEvent):
+        return estimate_text(event.feedback) + 16 if event.feedback else 0
     # An observation or reflection is rendered among the chunks, never raw (its size there is
     # memory/reflector.py's chunk_size): counted here too, it inflated the raw tail by its own
     # size, which let the retention floor be met by it and a just-pasted text be observed.

@@ -291,6 +291,25 @@ class LeftOutEvent(Event):
 
 
 @dataclass(frozen=True)
+class HookEvent(Event):
+    """One run of a configured hook (agent/hooks.py): the event it ran for (`hook`), its
+    `command` and whose it is (`owner`: person or workspace), its `exit_code` (None: it timed out
+    or did not run), how long it took, the `outcome` (ok, blocked, failed, timeout, skipped), its
+    stderr, and `feedback`: the text the model is shown of it ("" for none), rendered after the
+    events before it. A tool event's run also names the `tool` and `tool_use_id` (extra fields)."""
+
+    type: ClassVar[str] = "hook"
+    hook: str
+    command: str
+    owner: str
+    outcome: str
+    exit_code: int | None = None
+    duration_ms: int = 0
+    stderr: str = ""
+    feedback: str = ""
+
+
+@dataclass(frozen=True)
 class InterruptEvent(Event):
     type: ClassVar[str] = "interrupt"
     tool_use_ids: list[str]
@@ -329,6 +348,7 @@ EVENT_CLASSES: dict[str, type[Event]] = {
         ModelSwitchEvent,
         ContextWindowEvent,
         LeftOutEvent,
+        HookEvent,
         InterruptEvent,
         ErrorEvent,
     )

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from scribe.context.budget import fit_text
-from scribe.context.render import file_change_text, git_undo_text, undo_text
+from scribe.context.render import file_change_text, git_undo_text, hook_text, undo_text
 from scribe.context.tokens import TokenEstimator, estimate_text
 from scribe.log.events import (
     AssistantEvent,
@@ -22,6 +22,7 @@ from scribe.log.events import (
     Event,
     FileChangeEvent,
     GitUndoEvent,
+    HookEvent,
     InterruptEvent,
     ToolResultEvent,
     UndoEvent,
@@ -207,6 +208,8 @@ def event_line(event: Event) -> str:
         return f"[seq {event.seq}] {undo_text(event)}"
     if isinstance(event, InterruptEvent):
         return f"[seq {event.seq}] interrupted: {event.reason}"
+    if isinstance(event, HookEvent) and event.feedback:
+        return f"[seq {event.seq}] {hook_text(event)}"
     return ""
 
 

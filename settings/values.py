@@ -75,6 +75,8 @@ class Settings:
     sandbox: bool = True
     # Seconds of regular-expression matching one search may spend (search_files, recall, log search).
     regex_timeout_s: float = 5.0
+    # New sessions offer the model the todo tool (its task list); a session keeps what it started with.
+    todo_tool: bool = True
     # The model's context window in tokens; 0: known from the model (Claude), the server's own
     # report (llama.cpp's /props) or a refused request's words (model/window.py).
     context_tokens: int = 0
@@ -163,14 +165,15 @@ def explain_settings(workspace: Path, flags: Mapping[str, Any] | None = None,
 
 
 def _settings_in(path: Path, data: dict[str, Any]) -> dict[str, Any]:
-    # [mcp.servers.NAME] tables are read by settings/mcp_servers.py, [prices.MODEL] by settings/prices.py.
+    # [mcp.servers.NAME] tables are read by settings/mcp_servers.py, [prices.MODEL] by settings/prices.py,
+    # [[hooks.EVENT]] by settings/hooks.py.
     unknown = sorted(set(data) - set(FIELDS) - TABLES)
     if unknown:
         raise ConfigError(f"{path}: unknown setting {', '.join(unknown)} (known: {', '.join(FIELDS)})")
     return {k: _coerce(k, v, f"{path}: {k}") for k, v in data.items() if k not in TABLES}
 
 
-TABLES = {"mcp", "prices"}
+TABLES = {"mcp", "prices", "hooks"}
 
 
 def _coerce(name: str, value: Any, where: str) -> Any:

@@ -18,6 +18,7 @@ from scribe.tools.paths import display_path
 from scribe.tools.recall import Recall
 from scribe.tools.search import ListFiles, SearchFiles
 from scribe.tools.textio import one_line
+from scribe.tools.todo import Todo
 from scribe.tools.web import WebFetch, WebLimits
 from scribe.workspace.atomic import WriteRefused
 
@@ -33,11 +34,17 @@ _TYPES: dict[str, tuple[type, ...]] = {
 }
 
 
-def builtin_tools(web: WebLimits | None = None) -> list[Tool]:
-    """Fresh instances of the built-in tools, in the order the model sees them; with `web`,
-    web_fetch last among them, under those limits (a session decides at its start: agent/builtins.py)."""
+def builtin_tools(*, todo: bool = True, web: WebLimits | None = None) -> list[Tool]:
+    """Fresh instances of the built-in tools, in the order the model sees them: the seven always,
+    then the task list (`todo`: the `todo_tool` setting) and web_fetch under the limits `web`
+    (when the `web_fetch` setting is on). Which a session has is decided as it starts
+    (agent/builtins.py)."""
     tools: list[Tool] = [ReadFile(), WriteFile(), EditFile(), RunCommand(), ListFiles(), SearchFiles(), Recall()]
-    return tools + [WebFetch(web)] if web is not None else tools
+    if todo:
+        tools.append(Todo())
+    if web is not None:
+        tools.append(WebFetch(web))
+    return tools
 
 
 def tool_definitions(tools: Sequence[Tool]) -> list[dict[str, Any]]:

@@ -20,6 +20,7 @@ from collections.abc import Callable, Generator, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
 from scribe.agent import driver
 from scribe.agent.ahead import AheadCompression, left_unfinished, works_ahead
@@ -34,6 +35,7 @@ from scribe.log.open_calls import unanswered_tool_uses
 from scribe.log.pricing import PriceBook
 from scribe.log.store import SessionFile, SessionNotFound
 from scribe.model.client import ModelClient, preload_sdk
+from scribe.settings.commands import CommandSet, load_commands
 from scribe.settings.files import state_dir
 from scribe.settings.values import Settings
 from scribe.workspace.images import PreparedImage
@@ -42,7 +44,7 @@ from ..exits import cli_errors, fail, warn
 from ..signals import Ending, Stopped, ending_signals
 from ..trust import ask, confirm_servers
 from .approve import PersonApprover
-from .commands import ExitRepl, command_help, dispatch, message_of
+from .commands import COMMANDS, ExitRepl, command_help, dispatch, message_of
 from .input import InputArea
 from .keys import TurnKeys
 from .lifecycle import exit_line, show_life
@@ -107,10 +109,14 @@ class Repl:
     def __init__(self, opened: Opened, view: View, *, area: InputArea | None = None) -> None:
         self.opened, self.view = opened, view
         self.workspace = opened.workspace
+        # The person's and (trusted) workspace's own slash commands (settings/commands.py).
+        self.custom: CommandSet = load_commands(self.workspace, opened.config.trust, COMMANDS)
+        for line in self.custom.notes:
+            view.warn(line)
         self.keys = TurnKeys()
         self.memory_notes = MemoryNotes()
-        self.area = area or InputArea(self.workspace, state_dir(self.workspace) / "history", command_help,
-                                      self.toolbar, self.keys)
+        self.area = area or InputArea(self.workspace, state_dir(self.workspace) / "history",
+                                      lambda: command_help(self.custom), self.toolbar, self.keys)
         self._numbers: Numbers | None = None
         # SIGTERM and SIGHUP end the REPL (cli/signals.py); start() installs the handlers.
         self.ending = Ending(())
@@ -149,6 +155,7 @@ class Repl:
         approver = PersonApprover(self.view, self.area, lambda: self.agent.context, self.keys)
         agent = self.opened.open(choice, self.show_life, approver)
         agent.policy.how_to_allow = MODE_COMMAND
+        self.view.task = None  # the task list is the session's
         self.refresh()
 
     def start_new(self) -> None:
@@ -193,12 +200,12 @@ class Repl:
 
     def context(self) -> ContextSize:
         memory = self.agent.memory
-        assert memory is not None, "build_agent always gives the agent a compressor"
+        assert memory is not None, "the assembly always gives the agent a compressor"
         return memory.context(self.session)
 
     def numbers(self) -> Numbers:
         memory = self.agent.memory
-        assert memory is not None, "build_agent always gives the agent a compressor"
+        assert memory is not None, "the assembly always gives the agent a compressor"
         return numbers(self.session.events, self.agent.policy.mode, self.context(), self.session.chunks,
                        self.session.calls(), self.prices.price_usage, memory.window(self.session),
                        memory.limits(self.session))
@@ -300,14 +307,18 @@ class Repl:
                 run_bang(self.agent, self.view, command, MODE_COMMAND)
         elif message is None:
             with cancellable(), self.keys.running():
-                dispatch(self, line)
+                sent = dispatch(self, line)
+            if sent is not None:  # a custom command's text, /init's instruction: a turn of its own
+                text, images = with_attachments(self.agent, self.view, sent.text)
+                self.run_turn(text, images, sent.command)
         else:
             self.run_turn(*with_attachments(self.agent, self.view, message))
 
-    def run_turn(self, text: str, images: Sequence[PreparedImage] = ()) -> TurnEnded:
+    def run_turn(self, text: str, images: Sequence[PreparedImage] = (),
+                 command: dict[str, Any] | None = None) -> TurnEnded:
         self.view.busy(THINKING)  # at once: the first model call may be a while in coming
         with cancellable(), self.keys.running():
-            ended = drive(self.agent.turn(text, images), self.show)
+            ended = drive(self.agent.turn(text, images, command), self.show)
             dangling = unanswered_tool_uses(self.session.events)
             if dangling:  # only if an interrupt escaped the agent's own handler
                 self.session.append(InterruptEvent, tool_use_ids=dangling, reason="cancelled by the user")

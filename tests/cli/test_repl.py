@@ -82,7 +82,7 @@ def test_slash_commands(workspace: Path) -> None:
     assert "claude-opus-5 │" in ran.toolbar
     assert "permission mode ask  (modes:" in out and "permission mode full-auto" in out
     assert "unknown mode 'sideways'" in out
-    assert "unknown command /stat, not sent to the model; did you mean /stats?" in out
+    assert "unknown command /stat, not sent to the model; did you mean /stats, /cost?" in out
     assert "unknown command /xyzzy, not sent to the model; /help lists the commands" in out
     assert ran.texts == ["hello", "/usr/bin/env is odd"]  # a path is a message, not a command
 
@@ -200,7 +200,7 @@ def test_an_interrupt_that_escapes_the_agent_still_closes_its_tool_call(
     from scribe.agent.loop import Agent
     from scribe.log.events import AssistantEvent
 
-    def turn(self: Agent, prompt: str, images: object = ()) -> Iterator[object]:
+    def turn(self: Agent, prompt: str, images: object = (), command: object = None) -> Iterator[object]:
         self.session.append(UserEvent, text=prompt)
         self.session.append(AssistantEvent, content=[tool_use_block("run_command", {"command": "true"}, id="toolu_x")],
                             stop_reason="tool_use")
