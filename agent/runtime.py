@@ -205,7 +205,7 @@ def build_agent(workspace: Path, settings: Settings, session: Session, *,
     settled_chars = int(session.header.config.get("settled_output_chars", output_chars))  # as render reads it
     # Watching starts with the first turn (`scribe reflect` never pays for it) and stops with
     # agent.close(), or when the agent is garbage-collected.
-    watcher = (WorkspaceWatcher(workspace, exclude=[state_dir(workspace)], git=query_in(workspace))
+    watcher = (WorkspaceWatcher(workspace, exclude=[state_dir(workspace)], git=query_in(workspace, context.protection))
                if settings.watch_files else None)
     memory = Compressor(client, settings, TokenEstimator(output_chars=output_chars, settled_chars=settled_chars))
     ask_window(session, settings, memory)
