@@ -19,6 +19,7 @@ from scribe.log.events import (
     AssistantEvent,
     ErrorEvent,
     FileChangeEvent,
+    GitConfigEvent,
     InterruptEvent,
     LeftOutEvent,
     ToolResultEvent,
@@ -31,6 +32,7 @@ from scribe.model.errors import ContextOverflow, ModelError
 from scribe.tools.base import CommandInterrupted, Tool, ToolContext, ToolOutput
 from scribe.tools.registry import run_tool
 from scribe.workspace.changes import ChangeSource
+from scribe.workspace.gitplanted import describe
 
 from .autocommit import TurnCommitter
 from .compress import Compressor
@@ -209,6 +211,9 @@ class Agent:
                     self._append_result(call, stop.output, started, before)
                     raise stop.cause from None
         yield ToolDone(call, self._append_result(call, out, started, before), denied=denial is not None)
+        if out.git_config:  # a command planted git configuration: the person's own git would read it
+            self.session.append(GitConfigEvent, changes=out.git_config, tool_use_id=call.id)
+            yield Notice(describe(out.git_config))
 
     def _append_result(self, call: ToolCall, out: ToolOutput, started: float,
                        seen_before: dict[str, str]) -> ToolResultEvent:

@@ -18,7 +18,7 @@ from contextlib import nullcontext
 from dataclasses import dataclass
 
 from scribe.context.render import DEFAULT_OUTPUT_CHARS
-from scribe.log.events import UserEvent
+from scribe.log.events import GitConfigEvent, UserEvent
 from scribe.tools.base import CommandInterrupted, ToolOutput
 from scribe.tools.registry import run_tool
 
@@ -69,6 +69,8 @@ def run_shell(agent: Agent, command: str, *, how_to_allow: str = "/mode") -> She
     limit = int(agent.session.header.config.get("render_output_chars", DEFAULT_OUTPUT_CHARS))
     text = f"{HEADER}\n$ {agent.context.redact(command)}\n{head_and_tail(out.text, limit)}"
     event = agent.session.append(UserEvent, text=text)
+    if out.git_config:  # shown with the output; the log says it in its own event too
+        agent.session.append(GitConfigEvent, changes=out.git_config)
     agent.session.sync()
     return ShellRan(command, out, event)
 
