@@ -220,7 +220,7 @@ class ConfinedRoot:
                 target = os.readlink(part, dir_fd=fd)
             except OSError:
                 target = "?"
-            return f"{done} is a link (to {target}); scribe never writes through a link, so {whole} is refused"
+            return f"{done} is a link (to {target}); scribe never follows a link here, so {whole} is refused"
         return f"{done} is not a folder, so {whole} cannot be written"
 
     # -- what the tools and undo do --------------------------------------------------------------
