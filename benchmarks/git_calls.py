@@ -5,8 +5,10 @@ bubblewrap around it counts), from its start to its end, in real `scribe run`, `
 `python -m benchmarks.git_calls [--before DIR] [--runs N]`: DIR holds an earlier version's
 `scribe` package (`mkdir -p DIR/scribe && git archive REV | tar -x -C DIR/scribe`), run by the same
 interpreter; the two are measured in turn, run after run, so that a busy machine slows both
-alike. gitpython's long-lived `cat-file --batch` readers (an earlier version's) are counted but
-not timed: they live as long as the process.
+alike. A git call is a git process (or bubblewrap around one), or a request to a long-lived git
+sandbox (workspace/gitserver.py), timed from its start to its answer; long-lived processes
+(those sandboxes, and an earlier version's gitpython `cat-file --batch` readers) are counted
+apart and not timed: they live as long as the process, and their requests are what is timed.
 
 Shapes: a read-only turn (list_files; the watcher starts), an auto-commit turn (write_file), then
 `scribe diff` and `scribe undo` of it."""
@@ -26,15 +28,18 @@ from typing import Any
 
 from scribe.fakeapi import FakeMessagesServer, Reply, text_block, tool_use_block
 
-# Imported by every scribe process the benchmark starts (PYTHONPATH): times each git process.
+# Imported by every scribe process the benchmark starts (PYTHONPATH): times each git process,
+# and each request to a long-lived git sandbox (workspace/gitserver.py, where there is one).
 _HOOK = '''
-import atexit, json, os, subprocess, time
+import atexit, importlib.abc, importlib.util, json, os, subprocess, sys, time
 _out = os.environ.get("SCRIBE_BENCH_GIT_TIMES")
 if _out:
     _records = []
     _init, _done = subprocess.Popen.__init__, subprocess.Popen._handle_exitstatus
     def _is_git(argv):
         return any(os.path.basename(str(a)) in ("git", "bwrap") for a in argv[:1]) or "scribe-git" in argv
+    def _long_lived(argv):
+        return "--batch" in argv or "--batch-check" in argv or "scribe-git-sandbox" in argv
     def init(self, args, *a, **k):
         self._bench = (time.perf_counter(), [str(x) for x in ([args] if isinstance(args, (str, bytes)) else args)])
         _init(self, args, *a, **k)
@@ -42,8 +47,29 @@ if _out:
         _done(self, *a, **k)
         start, argv = getattr(self, "_bench", (None, []))
         if start is not None and _is_git(argv):
-            _records.append({"s": time.perf_counter() - start, "batch": "--batch" in argv or "--batch-check" in argv})
+            _records.append({"s": time.perf_counter() - start, "batch": _long_lived(argv)})
     subprocess.Popen.__init__, subprocess.Popen._handle_exitstatus = init, done
+
+    class _TimeRequests(importlib.abc.MetaPathFinder):
+        def find_spec(self, name, path, target=None):
+            if name != "scribe.workspace.gitserver":
+                return None
+            sys.meta_path.remove(self)
+            spec = importlib.util.find_spec(name)
+            run_module = spec.loader.exec_module
+            def exec_module(module):
+                run_module(module)
+                run = module.GitServer.run_many  # what run() calls too
+                def timed(self, *a, **k):
+                    start = time.perf_counter()
+                    try:
+                        return run(self, *a, **k)
+                    finally:
+                        _records.append({"s": time.perf_counter() - start, "batch": False, "request": True})
+                module.GitServer.run_many = timed
+            spec.loader.exec_module = exec_module
+            return spec
+    sys.meta_path.insert(0, _TimeRequests())
     @atexit.register
     def _write():
         with open(_out, "a") as f:
@@ -117,7 +143,8 @@ def measure(before: Path | None, runs: int) -> dict[str, Any]:
                 found = _one(tree, Path(tmp) / f"{name.replace(' ', '-')}-{run}", hook)
                 for shape, (wall, records) in found.items():
                     timed = [r["s"] for r in records if not r["batch"]]
-                    samples[name][shape].append((wall, sum(timed), len(records), len(records) - len(timed)))
+                    calls = sum(1 for r in records if r.get("request") or not r["batch"])
+                    samples[name][shape].append((wall, sum(timed), calls, len(records) - len(timed)))
     return {name: {shape: {"runs": len(rows), "wall_ms": _median_ms(r[0] for r in rows),
                            "git_ms": _median_ms(r[1] for r in rows), "git_processes": rows[0][2],
                            "long_lived_readers": rows[0][3]}
@@ -129,12 +156,12 @@ def _median_ms(values: Any) -> float:
 
 
 def report(data: dict[str, Any]) -> str:
-    lines = ["| shape | version | git processes | time in git (median) | whole command (median) |",
+    lines = ["| shape | version | git calls | time in git (median) | whole command (median) |",
              "|---|---|---|---|---|"]
     for shape in SHAPES:
         for name, shapes in data.items():
             row = shapes[shape]
-            readers = f" (+{row['long_lived_readers']} cat-file readers)" if row["long_lived_readers"] else ""
+            readers = f" (+{row['long_lived_readers']} long-lived)" if row["long_lived_readers"] else ""
             lines.append(f"| {shape} | {name} | {row['git_processes']}{readers} | {row['git_ms']} ms | "
                          f"{row['wall_ms']} ms |")
     return "\n".join(lines)

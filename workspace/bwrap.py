@@ -15,6 +15,7 @@ import shutil
 import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Protocol
 
 # Docker's default capability set, less CAP_MKNOD (a device node in the writable workspace
@@ -36,6 +37,10 @@ class Confinement(Protocol):
         """The command line that runs `argv` here. `writes`: it may write the workspace and its
         git folders (as a command may); otherwise only `binds` (folders scribe made for it) are
         writable."""
+        ...
+
+    def questions(self) -> Confinement:
+        """Where a program that writes nothing runs: the read-only sandbox, or the plain process."""
         ...
 
 
@@ -72,20 +77,24 @@ def bind_args(binds: Sequence[str]) -> list[str]:
 
 @functools.cache
 def probe(bwrap: str, as_root: bool) -> Probe:
-    """Whether bubblewrap can set up a sandbox here, and whether it gets a user namespace."""
+    """Whether bubblewrap can set up a sandbox here, and whether it gets a user namespace. Asked
+    in the read-only sandbox that scribe's git questions then use (workspace/gitserver.py): the
+    probe starts it."""
+    from scribe.workspace.gitserver import ServerGone, server_for
+
     try:
-        done = subprocess.run([*base_args(bwrap), *cap_args(as_root), "--", "readlink", _USER_NS],
-                              stdin=subprocess.DEVNULL, capture_output=True, timeout=PROBE_TIMEOUT_S)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return Probe(str(exc))
-    if done.returncode != 0:
-        lines = done.stderr.decode("utf-8", errors="replace").strip().splitlines()
-        return Probe(lines[0] if lines else f"exit status {done.returncode}")
+        status, out, err = server_for(ReadOnly(bwrap, as_root), False).run(
+            ["readlink", _USER_NS], Path("/"), {"PATH": os.environ.get("PATH", os.defpath)}, PROBE_TIMEOUT_S)
+    except (ServerGone, subprocess.TimeoutExpired) as exc:
+        return Probe(str(exc) or "bubblewrap did not start")
+    if status != 0:
+        lines = err.decode("utf-8", errors="replace").strip().splitlines()
+        return Probe(lines[0] if lines else f"exit status {status}")
     try:
         ours = os.readlink(_USER_NS)
     except OSError:
         return Probe(None)
-    return Probe(None, own_user_namespace=done.stdout.decode("utf-8", errors="replace").strip() != ours)
+    return Probe(None, own_user_namespace=out.decode("utf-8", errors="replace").strip() != ours)
 
 
 @dataclass(frozen=True)
@@ -96,6 +105,9 @@ class Plain:
 
     def confine(self, argv: Sequence[str], *, writes: bool = False, binds: Sequence[str] = ()) -> list[str]:
         return list(argv)
+
+    def questions(self) -> Confinement:
+        return self
 
 
 @dataclass(frozen=True)
@@ -110,6 +122,9 @@ class ReadOnly:
         if writes:
             raise ValueError("the read-only sandbox cannot run a program that writes; give it a Protection")
         return [*base_args(self.bwrap, private_tmp=False), *bind_args(binds), *cap_args(self.as_root), "--", *argv]
+
+    def questions(self) -> Confinement:
+        return self
 
 
 def read_only(enabled: bool = True) -> Confinement:

@@ -1,6 +1,8 @@
 """Which of scribe's environment variables are secrets, and the environment without them: what
 every program scribe starts because of the workspace gets (a command, and scribe's own git and
-whatever git starts). tools/secrets.py redacts the same secrets' values from tool output.
+whatever git starts). tools/secrets.py redacts the same secrets' values from tool output. And,
+for a program that runs outside any sandbox, scribe's own environment kept out of its reach
+(`hide_own_process`).
 
 Two rules decide what is secret. By name: a variable whose name has a secret-looking word in
 it (KEY, TOKEN, SECRET, PASSWORD, PWD, PASS, PAT, AUTH, DSN, CREDENTIAL, COOKIE, WEBHOOK,
@@ -10,8 +12,12 @@ variable whose value carries credentials in a URL (`postgres://app:pw@db`,
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
+import functools
 import os
 import re
+import sys
 from collections.abc import Mapping
 
 # Substrings that make a name secret wherever they stand (APIKEY, GITHUBTOKEN, DB_PASSWORD).
@@ -66,3 +72,22 @@ def without_secrets(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """`environ` (scribe's own by default) less every secret variable."""
     environ = os.environ if environ is None else environ
     return {name: value for name, value in environ.items() if not is_secret(name, value)}
+
+
+_PR_SET_DUMPABLE = 4
+
+
+@functools.cache
+def can_hide_process() -> bool:
+    return sys.platform.startswith("linux") and ctypes.util.find_library("c") is not None
+
+
+@functools.cache
+def hide_own_process() -> bool:
+    """Make scribe non-dumpable: its /proc files (environ, mem) become unreadable to processes
+    of the same user that lack CAP_SYS_PTRACE, and they cannot attach to it. Once per process;
+    before any program runs outside the sandbox (a command, or git without one)."""
+    if not can_hide_process():
+        return False
+    libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+    return libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0) == 0

@@ -3,8 +3,8 @@ a folder that is not a repository, is a normal case, not an error.
 
 Every git call runs through workspace/gitrun.py, as a command runs (sandboxed, no secrets, no
 repository program), under the workspace's Protection (`box`; None: the sandbox as this machine
-gives it). Several questions asked at one moment go to one sandbox together (`run_git_batch`):
-each sandbox costs a few milliseconds, and these calls sit at the start and end of every turn.
+gives it). Several questions asked at one moment go to the sandbox together (`run_git_batch`):
+these calls sit at the start and end of every turn.
 A question runs with nothing writable; a commit or an undo with the workspace and its git
 folders writable (their configuration and hooks not). git is kept out of submodules'
 working trees (`--ignore-submodules`): a submodule's own configuration is not scribe's to run.
@@ -26,7 +26,6 @@ import os
 import shutil
 import stat
 import subprocess
-import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -37,7 +36,7 @@ from scribe.workspace.bwrap import Confinement
 from scribe.workspace.commitlock import LockWaitedTooLong, commit_lock
 from scribe.workspace.confined import ConfinedRoot, ConfinedWrite
 from scribe.workspace.gitfolders import ask_git
-from scribe.workspace.gitrun import GitMissing, GitResult, run_git_batch
+from scribe.workspace.gitrun import GitMissing, GitResult, run_git_batch, scratch
 from scribe.workspace.sandbox import command_protection
 
 TRAILER = "Scribe-Session"
@@ -72,6 +71,7 @@ class _Repo:
     top: Path
     git_dir: Path
     box: Confinement | None
+    common_dir: Path | None = None  # where the objects are (a linked worktree shares them)
 
     def writer(self) -> Confinement:
         """Where git may write: the given Protection, or the one this workspace gets by default."""
@@ -128,7 +128,8 @@ def _open(workspace: Path, box: Confinement | None, *more: Sequence[str],
     asked = ask_git(root, box)
     if asked.git_dir is None or asked.top is None or asked.top.resolve() != root:
         raise GitUnavailable(f"{workspace} is not a git repository")
-    return _Repo(workspace, asked.git_dir, box), _ask(workspace, more, box, env=env) if more else []
+    return (_Repo(workspace, asked.git_dir, box, asked.common_dir),
+            _ask(workspace, more, box, env=env) if more else [])
 
 
 def git_state(workspace: Path, box: Confinement | None = None) -> GitState:
@@ -219,13 +220,14 @@ def _index_locked(git_dir: Path) -> str | None:
 
 
 @contextmanager
-def _temporary_index(copy_of: Path | None = None) -> Iterator[tuple[dict[str, str], list[str]]]:
-    """A temporary index (the environment that names it) and its folder, for git to write."""
-    with tempfile.TemporaryDirectory(prefix="scribe-index-") as tmp:
-        index = Path(tmp) / "index"
+def _temporary_index(box: Confinement | None, writes: bool,
+                     copy_of: Path | None = None) -> Iterator[tuple[dict[str, str], Path]]:
+    """A temporary index (the environment that names it) in a folder git in `box` may write."""
+    with scratch(box, writes) as folder:
+        index = folder / "index"
         if copy_of is not None and copy_of.exists():
             shutil.copyfile(copy_of, index)
-        yield {"GIT_INDEX_FILE": str(index)}, [tmp]
+        yield {"GIT_INDEX_FILE": str(index)}, folder
 
 
 def commit_paths(workspace: Path, paths: Sequence[str], message: str, *, lock: Path | None = None,
@@ -238,12 +240,12 @@ def commit_paths(workspace: Path, paths: Sequence[str], message: str, *, lock: P
     if not workspace.is_dir():
         raise GitRefused(f"{workspace} is not a git repository")
     writer = box if box is not None else command_protection(workspace)
-    with _serialised(lock), _temporary_index() as (env, binds):
+    with _serialised(lock), _temporary_index(writer, True) as (env, _):
         # Without a commit yet, read-tree fails and the temporary index starts empty: the same.
         where, head, tree, empty, _, *added, built = _change(
             workspace, writer, _LOCATE, ["rev-parse", "-q", "--verify", "HEAD^{commit}"],
             ["rev-parse", "-q", "--verify", "HEAD^{tree}"], _EMPTY_TREE, ["read-tree", "HEAD"],
-            *(["add", "--", *batch] for batch in _chunks(paths)), ["write-tree"], env=env, binds=binds)
+            *(["add", "--", *batch] for batch in _chunks(paths)), ["write-tree"], env=env)
         repo = _located(workspace, where)
         if repo is None:
             raise GitRefused(f"{workspace} is not a git repository")
@@ -314,24 +316,24 @@ def session_diff(workspace: Path, base: str | None, *, stat: bool = False,
     there when the session began are included too: git cannot tell them apart."""
     repo, _ = _open(workspace, box)
     name = f"{base[:10]} (where the session began)" if base else "the empty repository the session began in"
-    with _temporary_index(repo.git_dir / "index") as (env, binds):
+    with _temporary_index(box, False, repo.git_dir / "index") as (env, folder):
         listing = ["ls-files", "-z", "--others", "--exclude-standard"]
-        known, empty, objects, others = repo.ask(["rev-parse", "-q", "--verify", f"{base or 'HEAD'}^{{commit}}"],
-                                                 _EMPTY_TREE, ["rev-parse", "--path-format=absolute", "--git-path",
-                                                               "objects"], listing, env=env, binds=binds)
+        first = ["rev-parse", "-q", "--verify", f"{base}^{{commit}}"] if base else _EMPTY_TREE
+        known, others = repo.ask(first, listing, env=env)
         if base is not None and known.status != 0:
             raise GitRefused(f"the session began at {base[:10]}, which this repository does not have")
-        rev = base or _ok(_EMPTY_TREE, empty).strip()
+        rev = base or _ok(_EMPTY_TREE, known).strip()
         untracked = _z(_ok(listing, others))
         # The index copy's intent-to-add entries write an empty blob: into a folder of scribe's
         # own, which reads the repository's objects through it, not into the repository.
-        own = Path(binds[0]) / "objects"
+        own = folder / "objects"
         own.mkdir()
-        env.update(GIT_OBJECT_DIRECTORY=str(own), GIT_ALTERNATE_OBJECT_DIRECTORIES=os.fsdecode(objects.out).strip())
+        env.update(GIT_OBJECT_DIRECTORY=str(own),
+                   GIT_ALTERNATE_OBJECT_DIRECTORIES=str((repo.common_dir or repo.git_dir) / "objects"))
         diff = ["diff", "--no-color", "--no-ext-diff", "--no-textconv", "--ignore-submodules=all",
                 *(["--stat=100"] if stat else []), rev, "--"]
         *added, shown = repo.ask(*(["add", "--intent-to-add", "--", *batch] for batch in _chunks(untracked)), diff,
-                                 env=env, binds=binds)
+                                 env=env)
         for result in added:
             _ok(["add"], result)
         return SessionDiff(rev, name, _ok(diff, shown), untracked)

@@ -20,8 +20,11 @@ takes keys whose subsection holds a `=` safely. `user.name`/`user.email` and the
 A submodule's or a nested repository's own configuration is not listed here: callers keep git
 out of them (`--ignore-submodules`), and the sandbox holds whatever one names.
 
-Listing the configuration is a git call of its own, so its result is kept per folder until one
-of the files it came from (or could come from: includes, `.git`, HEAD) changes.
+Starting bubblewrap costs more than most git commands it runs, so a sandboxed call goes to a
+long-lived sandbox (gitserver.py): one per process for questions, one per Protection for
+changes; several commands asked at one moment go in one request (`run_git_batch`). Listing
+the configuration is a git call of its own, so its result is kept per folder until one of the
+files it came from (or could come from: includes, `.git`, HEAD) changes.
 
 Callers that diff also pass `--no-textconv --no-ext-diff`: an inert textconv fails closed.
 Every git call in scribe goes through `run_git` or `run_git_batch`; tests/workspace/test_git_safety.py
@@ -35,13 +38,16 @@ import re
 import secrets
 import shutil
 import subprocess
+import tempfile
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from scribe.workspace.bwrap import Confinement, read_only
-from scribe.workspace.environment import without_secrets
+from scribe.workspace.environment import hide_own_process, without_secrets
+from scribe.workspace.gitserver import ServerGone, server_for
 
 GIT_TIMEOUT_S = 60
 # Always set, whoever's config says otherwise.
@@ -266,11 +272,38 @@ def run_git(cwd: Path, *args: str, env: Mapping[str, str] | None = None, timeout
     exit is the caller's to judge."""
     box = box or read_only()
     full = neutral_env(cwd, {**os.environ, **(env or {})}, box)
+    argv = [git_path(), *args]
+    status, out, err = _run(argv, cwd, full, box, timeout, writes, binds)
+    return subprocess.CompletedProcess(argv, status, out, err)
+
+
+def _run(argv: Sequence[str], cwd: Path, env: Mapping[str, str], box: Confinement, timeout: float, writes: bool,
+         binds: Sequence[str]) -> tuple[int, bytes, bytes]:
+    """One program confined by `box`: in its long-lived sandbox (gitserver.py) when it has one
+    and needs no folder bound for it alone, else in a sandbox (or process) of its own."""
+    box = box if writes else box.questions()
+    if box.sandboxed and not binds:
+        try:
+            return server_for(box, writes).run(argv, cwd, env, timeout)
+        except ServerGone as exc:
+            raise GitMissing(str(exc)) from None
+    _unsandboxed(box)
     try:
-        return subprocess.run(box.confine([git_path(), *args], writes=writes, binds=binds), cwd=cwd, env=full,
+        done = subprocess.run(box.confine(argv, writes=writes, binds=binds), cwd=cwd, env=dict(env),
                               stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout, check=False)
     except OSError as exc:
         raise GitMissing(f"git cannot be run: {exc}") from None
+    return done.returncode, done.stdout, done.stderr
+
+
+@contextmanager
+def scratch(box: Confinement | None, writes: bool = False) -> Iterator[Path]:
+    """A folder of scribe's own that git confined by `box` may write (a temporary index), removed after."""
+    box = box or read_only()
+    box = box if writes else box.questions()
+    parent = server_for(box, writes).exchange if box.sandboxed else None
+    with tempfile.TemporaryDirectory(prefix="scribe-index-", dir=parent) as folder:
+        yield Path(folder)
 
 
 @dataclass(frozen=True)
@@ -292,22 +325,38 @@ def run_git_batch(cwd: Path, commands: Sequence[Sequence[str]], *, env: Mapping[
 
 def _batch(cwd: Path, commands: Sequence[Sequence[str]], env: Mapping[str, str], box: Confinement,
            timeout: float, *, writes: bool = False, binds: Sequence[str] = (), stop: bool = False) -> list[GitResult]:
+    queried = box if writes else box.questions()
+    if queried.sandboxed and not binds:  # the long-lived sandbox runs them one after another itself
+        try:
+            answers = server_for(queried, writes).run_many([[git_path(), *c] for c in commands], cwd, env, timeout,
+                                                           stop=stop)
+        except ServerGone as exc:
+            raise GitMissing(str(exc)) from None
+        return [GitResult(*answer) for answer in answers]
     token = secrets.token_hex(16)
-    argv = ["bash", "-c", _BATCH, "scribe-git", token, git_path(), "1" if stop else "0"]
-    for command in commands:
-        argv += [str(len(command)), *command]
-    try:
-        done = subprocess.run(box.confine(argv, writes=writes, binds=binds), cwd=cwd, env=dict(env),
-                              stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout, check=False)
-    except OSError as exc:
-        raise GitMissing(f"git cannot be run: {exc}") from None
-    parts = re.split(b"\0" + token.encode() + rb" (\d+)\0", done.stdout)
-    errors = done.stderr.split(b"\0" + token.encode() + b"\0")
+    if len(commands) == 1:  # no shell needed to run one
+        argv = [git_path(), *commands[0]]
+    else:
+        argv = ["bash", "-c", _BATCH, "scribe-git", token, git_path(), "1" if stop else "0"]
+        for command in commands:
+            argv += [str(len(command)), *command]
+    status, stdout, stderr = _run(argv, cwd, env, box, timeout, writes, binds)
+    if len(commands) == 1:
+        return [GitResult(status, stdout, stderr)]
+    parts = re.split(b"\0" + token.encode() + rb" (\d+)\0", stdout)
+    errors = stderr.split(b"\0" + token.encode() + b"\0")
     results = [GitResult(int(status), out, err)
                for out, status, err in zip(parts[0::2], parts[1::2], errors, strict=False)]
     if not results or (len(results) != len(commands) and not (stop and results[-1].status)):
-        raise GitMissing(f"git cannot be run here: {done.stderr.decode('utf-8', errors='replace').strip()[:200]}")
+        raise GitMissing(f"git cannot be run here: {stderr.decode('utf-8', errors='replace').strip()[:200]}")
     return results
+
+
+def _unsandboxed(box: Confinement) -> None:
+    """Outside a sandbox, a program git starts runs as scribe's own user: scribe's environment
+    (the API key) is made unreadable to it first."""
+    if not box.sandboxed:
+        hide_own_process()
 
 
 def query_in(cwd: Path, box: Confinement | None = None) -> Callable[[Sequence[str]], tuple[int, bytes]]:

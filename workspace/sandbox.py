@@ -21,20 +21,29 @@ not cover; the session event records it."""
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
-import functools
 import os
 import shutil
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from scribe.workspace.bwrap import base_args, bind_args, cap_args, find_bwrap, probe, read_only
+from scribe.workspace.bwrap import (
+    Confinement,
+    Plain,
+    ReadOnly,
+    base_args,
+    bind_args,
+    cap_args,
+    find_bwrap,
+    probe,
+    read_only,
+)
+from scribe.workspace.environment import can_hide_process, hide_own_process
 from scribe.workspace.gitfolders import git_folders
 from scribe.workspace.limits import DEFAULT_MEMORY_MB, DEFAULT_PROCESSES, Limits, limits_here
+
+__all__ = ["Protection", "command_protection", "hide_own_process"]
 
 # Runs inside the sandbox as its first process (PID 2, after bubblewrap's init): the command
 # itself in a child bash, with the status pipe closed for it and its stderr the real one (the
@@ -44,7 +53,6 @@ from scribe.workspace.limits import DEFAULT_MEMORY_MB, DEFAULT_PROCESSES, Limits
 # result can say so. $1 is the command, $2 the status pipe's fd.
 _WRAPPER = ('eval \'bash -c "$1" 2>&9 9>&- \'"$2"\'>&-\' 9>&2 2>/dev/null; s=$?; '
             'p=(/proc/[0-9]*); n=$((${#p[@]} - 2)); ((n > 0)) && printf "%d\\n" "$n" >&"$2"; exit $s')
-_PR_SET_DUMPABLE = 4
 
 
 @dataclass(frozen=True)
@@ -84,6 +92,11 @@ class Protection:
             return ["bash", "-c", command]
         return [*prefix, *self._args(writes=True, command=True), "--chdir", self.workspace,
                 "--", "bash", "-c", self.limits.shell() + _WRAPPER, "scribe-command", command, str(status_fd)]
+
+    def questions(self) -> Confinement:
+        """Where scribe's git answers a question: the read-only sandbox every question of this
+        process shares (nothing writable, the state folder not hidden), or the plain process."""
+        return ReadOnly(self.bwrap, self.as_root) if self.sandboxed else Plain()
 
     def confine(self, argv: Sequence[str], *, writes: bool = False, binds: Sequence[str] = ()) -> list[str]:
         """The command line that runs scribe's own `argv` (git) as a command runs: in the sandbox,
@@ -138,7 +151,7 @@ class Protection:
             if self.refused:
                 record["refused"] = list(self.refused)
         else:
-            record.update(reason=self.reason, process_readable=self.as_root or not _can_hide_process())
+            record.update(reason=self.reason, process_readable=self.as_root or not can_hide_process())
         return record
 
     def lines(self) -> list[str]:
@@ -168,7 +181,7 @@ class Protection:
                 *(f"  refused: {line}" for line in self.refused),
             ]
         process = ("scribe's own process is not readable by commands (it is made non-dumpable)"
-                   if not self.as_root and _can_hide_process() else
+                   if not self.as_root and can_hide_process() else
                    "nothing keeps a command from reading scribe's process and its environment"
                    + (" (scribe runs as root)" if self.as_root else ""))
         return [
@@ -223,18 +236,3 @@ def _writable(workspace: Path, allowed_roots: Sequence[Path], git_outside: Seque
         if path.exists() and not any(path == p or path.is_relative_to(p) for p in paths):
             paths.append(path)
     return tuple(str(p) for p in paths)
-
-
-@functools.cache
-def _can_hide_process() -> bool:
-    return sys.platform.startswith("linux") and ctypes.util.find_library("c") is not None
-
-
-@functools.cache
-def hide_own_process() -> bool:
-    """Make scribe non-dumpable: its /proc files (environ, mem) become unreadable to processes
-    of the same user that lack CAP_SYS_PTRACE, and they cannot attach to it. Once per process."""
-    if not _can_hide_process():
-        return False
-    libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
-    return libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0) == 0
