@@ -37,6 +37,7 @@ import os
 import re
 import secrets
 import shutil
+import stat
 import subprocess
 import tempfile
 import threading
@@ -177,6 +178,9 @@ def _repository_markers(cwd: Path) -> list[str]:
 
 
 def file_signature(paths: Sequence[str]) -> tuple[tuple[int, int, int, int] | None, ...]:
+    """How each path stands: a file by its inode, size and times (git rewrites a config or a ref
+    by renaming a new file over it: a new inode); a folder by its inode alone (its times move with
+    every file git writes in it, `.git` with each commit); None when it is not there."""
     stats: list[tuple[int, int, int, int] | None] = []
     for path in paths:
         try:
@@ -184,7 +188,10 @@ def file_signature(paths: Sequence[str]) -> tuple[tuple[int, int, int, int] | No
         except OSError:
             stats.append(None)
             continue
-        stats.append((st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
+        if stat.S_ISDIR(st.st_mode):
+            stats.append((st.st_ino, -1, 0, 0))
+        else:
+            stats.append((st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
     return tuple(stats)
 
 
