@@ -39,12 +39,11 @@ from scribe.workspace.git import (
     TRAILER,
     GitRefused,
     GitUnavailable,
-    UndoResult,
     commit_paths,
     dirty_paths,
     ignored_untracked,
-    undo_commit,
 )
+from scribe.workspace.gitundo import UndoResult, undo_commit
 
 from .protocol import AgentEvent, CommitFailed, Notice
 from .session import Session

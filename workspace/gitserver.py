@@ -51,6 +51,8 @@ while IFS= read -r -d '' id && IFS= read -r -d '' cwd && IFS= read -r -d '' k &&
     s=$?; r="$r $s"; ((s && k)) && stop=1
   done
   kill -KILL -1 2>/dev/null
+  # the answer waits until they are gone (the namespace's init reaps them): only init and this remain
+  for ((w = 0; w < 5000; w++)); do p=(/proc/[0-9]*); ((${#p[@]} <= 2)) && break; done
   printf '%s%s\n' "$id" "$r"
 done
 '''
