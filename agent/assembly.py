@@ -270,7 +270,7 @@ class Opened:
             ask_window(session, settings, memory)
         # Watching starts with the first turn and stops with agent.close(), or when the agent
         # is garbage-collected.
-        watcher = (WorkspaceWatcher(self.workspace, exclude=[state_dir(self.workspace)], git=query_in(self.workspace))
+        watcher = (WorkspaceWatcher(self.workspace, exclude=[state_dir(self.workspace)], git=query_in(self.workspace, context.protection))
                    if settings.watch_files and self.opening.turns else None)
         agent = Agent(
             session=session,

@@ -20,6 +20,7 @@ from scribe.log.events import (
     AssistantEvent,
     ErrorEvent,
     FileChangeEvent,
+    GitConfigEvent,
     InterruptEvent,
     LeftOutEvent,
     ToolResultEvent,
@@ -32,6 +33,7 @@ from scribe.settings.hooks import NO_HOOKS, HookName, Hooks
 from scribe.tools.base import CommandInterrupted, Tool, ToolContext, ToolOutput, kind_of
 from scribe.tools.registry import run_tool
 from scribe.workspace.changes import ChangeSource
+from scribe.workspace.gitplanted import describe
 from scribe.workspace.images import PreparedImage
 from scribe.workspace.sandbox import Protection, command_protection
 
@@ -258,6 +260,9 @@ class Agent:
                     raise stop.cause from None
         result = self._append_result(call, out, started, before, permission)
         yield ToolDone(call, result, denied=denial is not None)
+        if out.git_config:  # a command planted git configuration: the person's own git would read it
+            self.session.append(GitConfigEvent, changes=out.git_config, tool_use_id=call.id)
+            yield Notice(describe(out.git_config))
         if denial is None:
             response = {"output": result.output, "is_error": result.is_error, "exit_code": result.exit_code}
             yield from self._hooks("post_tool_use", {"tool_name": name, "tool_input": args, "tool_use_id": call.id,

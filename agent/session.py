@@ -39,6 +39,7 @@ from scribe.model.client import CallResult
 from scribe.model.window import ContextWindow, effective_window
 from scribe.settings.files import state_dir
 from scribe.settings.values import Settings
+from scribe.workspace.bwrap import read_only
 from scribe.workspace.git import git_state
 from scribe.workspace.images import PreparedImage
 
@@ -164,7 +165,7 @@ def start_session(workspace: Path, settings: Settings, tool_definitions: list[di
     already among `tool_definitions`."""
     store = store_for(workspace)
     exclude_from_git(workspace, store.root)
-    state = git_state(workspace)
+    state = git_state(workspace, read_only(settings.sandbox))
     env = Environment(cwd=str(workspace), git_branch=state.branch, git_head=state.head, started=date.today())
     read = read_project_texts(workspace, notes_path(workspace))
     project = read.texts

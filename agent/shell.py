@@ -17,7 +17,7 @@ from __future__ import annotations
 from contextlib import nullcontext
 from dataclasses import dataclass
 
-from scribe.log.events import UserEvent
+from scribe.log.events import GitConfigEvent, UserEvent
 from scribe.tools.base import CommandInterrupted, ToolOutput
 from scribe.tools.registry import run_tool
 
@@ -68,6 +68,8 @@ def run_shell(agent: Agent, command: str, *, how_to_allow: str = "/mode") -> She
     limit = agent.session.header.recorded.render_output_chars
     text = f"{HEADER}\n$ {agent.context.redact(command)}\n{head_and_tail(out.text, limit)}"
     event = agent.session.append(UserEvent, text=text)
+    if out.git_config:  # shown with the output; the log says it in its own event too
+        agent.session.append(GitConfigEvent, changes=out.git_config)
     agent.session.sync()
     return ShellRan(command, out, event)
 

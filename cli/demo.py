@@ -129,9 +129,12 @@ def _run(workspace: Path, keep: bool) -> None:
 
 def _init_repo(path: Path) -> None:
     from scribe.workspace.gitrun import run_git
+    from scribe.workspace.sandbox import command_protection
+
+    box = command_protection(path)  # git writes the new repository as a command would, sandboxed
 
     def git(*args: str) -> None:
-        done = run_git(path, *args)
+        done = run_git(path, *args, box=box, writes=True)
         if done.returncode != 0:
             raise subprocess.CalledProcessError(done.returncode, done.args, done.stdout, done.stderr)
 

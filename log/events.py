@@ -229,6 +229,18 @@ class GitUndoEvent(Event):
 
 
 @dataclass(frozen=True)
+class GitConfigEvent(Event):
+    """A command (`tool_use_id`'s) created or changed git configuration in the workspace: a new
+    repository, a config file, a hook, attributes, a `.git` file. Each of `changes` names the git
+    folder (workspace-relative), whether it is new, what of it changed, and the keys and hooks
+    among it that run a program (`programs`), which the person's own git would run."""
+
+    type: ClassVar[str] = "git_config"
+    changes: list[dict[str, Any]]
+    tool_use_id: str | None = None
+
+
+@dataclass(frozen=True)
 class UndoEvent(Event):
     """The person took back what scribe's file tools changed in one turn (`/undo` with no
     commit of scribe's at HEAD), from the `restore` records of that turn's results: `files` are
@@ -343,6 +355,7 @@ EVENT_CLASSES: dict[str, type[Event]] = {
         FileChangeEvent,
         GitCommitEvent,
         GitUndoEvent,
+        GitConfigEvent,
         UndoEvent,
         NotesEvent,
         ModelSwitchEvent,

@@ -13,6 +13,7 @@ import fcntl
 import hashlib
 import json
 import os
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +30,11 @@ E = TypeVar("E", bound=Event)
 
 class LogError(Exception):
     """The log cannot be opened, locked or read."""
+
+
+# How long a process refused the lock waits for the holder's pid, which it writes just after
+# taking the lock, to name it.
+PID_WAIT_S = 0.1
 
 
 class SessionLocked(LogError):
@@ -391,9 +397,13 @@ class SessionLock:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            holder = os.read(fd, 32).decode(errors="replace").strip()
+            # The holder writes its pid just after locking: a moment to write it is waited for.
+            deadline = time.monotonic() + PID_WAIT_S
+            while not (holder := os.pread(fd, 32, 0).decode(errors="replace").strip()).isdigit():
+                if time.monotonic() > deadline:
+                    break
+                time.sleep(0.005)
             os.close(fd)
-            # The holder writes its pid just after locking; between the two it is unknown.
             who = f"process {holder}" if holder.isdigit() else "another process"
             raise SessionLocked(
                 f"session {lock_path.stem} is being written by {who}; "

@@ -245,7 +245,8 @@ def _epoch(ts: str | None) -> float | None:
 def exclude_from_git(workspace: Path, state_dir: Path) -> None:
     """Keep the state folder out of git through `.git/info/exclude`, never a tracked file."""
     git_dir = workspace / ".git"
-    if not git_dir.is_dir():
+    # Never through a link: a `.git` (or its info/) that leads elsewhere is not this workspace's to edit.
+    if not git_dir.is_dir() or any(p.is_symlink() for p in (git_dir, git_dir / "info", git_dir / "info" / "exclude")):
         return
     try:
         rel = state_dir.resolve().relative_to(workspace.resolve())

@@ -73,6 +73,10 @@ class Settings:
     trust_mcp_json: bool = False
     # Commands run in a bubblewrap sandbox where the platform allows it (workspace/sandbox.py).
     sandbox: bool = True
+    # In the sandbox: the most processes (threads too) one command may run, and the most address
+    # space, in MiB, each of its processes may map; 0: no limit (workspace/limits.py).
+    command_max_processes: int = 4096
+    command_max_memory_mb: int = 16384
     # Seconds of regular-expression matching one search may spend (search_files, recall, log search).
     regex_timeout_s: float = 5.0
     # New sessions offer the model the todo tool (its task list); a session keeps what it started with.
@@ -104,6 +108,7 @@ LIMITS: dict[str, tuple[float, float | None]] = {
     "output_cap_bytes": (1000, None), "max_retries": (0, None), "retry_backoff_s": (0.0, None),
     "request_timeout_s": (0.1, None), "notes_tokens": (0, None), "mcp_start_timeout_s": (0.1, None),
     "mcp_call_timeout_s": (0.1, None), "regex_timeout_s": (0.01, None), "context_tokens": (0, None),
+    "command_max_processes": (0, None), "command_max_memory_mb": (0, None),
     # Room for the instructions and a little input at least (a local model's window may be 4,096
     # tokens); at most a 200k-token context window less the side call's own answer and a margin.
     "side_call_tokens": (1_500, 190_000), "side_call_max_tokens": (64, 32_000),

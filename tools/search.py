@@ -67,7 +67,7 @@ class ListFiles:
         base, name = _existing(ctx, args)
         pattern = args.get("pattern") or ""
         shown: list[str] = []
-        for path in files_under(base):
+        for path in files_under(base, ctx.protection):
             relative = display_path(ctx, path)
             # The pattern may be written from the workspace root or from `path`; accept either.
             if pattern and not (
@@ -158,7 +158,7 @@ def _python_matches(pattern: BoundedPattern, base: Path, ctx: ToolContext, cut: 
     """Every matching line, each read and matched in at most LONG_LINE_CHARS bytes: the rest of a
     longer line is skipped unread into memory, and the line named in `cut`."""
     named = sorted(
-        ((display_path(ctx, path), path) for path in files_under(base)), key=lambda n: tree_order(n[0])
+        ((display_path(ctx, path), path) for path in files_under(base, ctx.protection)), key=lambda n: tree_order(n[0])
     )
     for name, path in named:
         # Like ripgrep: do not follow symlinks (one could point outside the workspace).

@@ -19,6 +19,7 @@ from scribe.log.events import (
     Event,
     FileChangeEvent,
     GitCommitEvent,
+    GitConfigEvent,
     GitUndoEvent,
     HookEvent,
     InterruptEvent,
@@ -35,6 +36,7 @@ from scribe.log.events import (
     UserEvent,
 )
 from scribe.tools.textio import plural
+from scribe.workspace.gitplanted import describe
 
 from ..visible import visible
 from .common import local_time
@@ -171,6 +173,8 @@ class EventPrinter:
         if isinstance(event, GitUndoEvent):
             return (f"git undo of {event.sha[:10]} · HEAD back at {event.head[:10]} · {', '.join(event.files)}",
                     "session", [])
+        if isinstance(event, GitConfigEvent):
+            return describe(event.changes), "error", []
         if isinstance(event, UndoEvent):
             removed = f" · removed {', '.join(event.removed)}" if event.removed else ""
             return (f"undo of the turn at seq {event.turn} · {', '.join(event.files)}{removed}", "session", [])

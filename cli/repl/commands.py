@@ -285,7 +285,8 @@ def _diff(repl: Repl, arg: str) -> None:
     if arg and arg.lower() not in ("--stat", "stat"):
         raise Refused(f"/diff takes --stat or nothing, not {arg!r}")
     try:
-        changes = session_diff(repl.workspace, repl.session.header.git_head, stat=bool(arg))
+        changes = session_diff(repl.workspace, repl.session.header.git_head, stat=bool(arg),
+                               box=repl.agent.context.protection)
     except (GitUnavailable, GitRefused) as exc:
         repl.view.note(f"{exc}; /diff needs a git repository")
         return
@@ -302,7 +303,8 @@ def _undo(repl: Repl, arg: str) -> None:
     from scribe.workspace.git import GitRefused, GitUnavailable
 
     try:
-        result = undo(repl.session, repl.workspace, repl.agent.watcher)
+        result = undo(repl.session, repl.workspace, repl.agent.watcher, box=repl.agent.context.protection,
+                      roots=repl.agent.context.allowed_roots)
     except (GitUnavailable, GitRefused) as exc:
         repl.view.error(str(exc))
         return
