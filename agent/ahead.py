@@ -7,10 +7,13 @@ next message: what the next call would have compressed before it started, sooner
 little under the threshold (compress.AHEAD_SHARE), since the next message will most likely take
 the raw tail over it.
 
-The log keeps one writer: the thread appends only while the main thread waits for input, and
-the REPL joins it (`finish`) before it appends anything itself (a turn, a command, the end of
-the session). Headless `scribe run` never works ahead: a compression the window needs happens
-before the call that needs it, as always.
+Nobody waits for it. The thread works on a draft of the session (agent/draft.py) and never
+writes the log; the main thread takes what it made at a safe point: before the next model call,
+or between turns. A turn that starts while it runs goes ahead without it as long as its request
+fits the model's window (only a request that would not fit waits for it); a session that ends
+while it runs gives it a second, then records that a side call was left unfinished. Headless
+`scribe run` never works ahead: a compression the window needs happens before the call that
+needs it, as always.
 """
 
 from __future__ import annotations
@@ -19,9 +22,10 @@ import threading
 from collections.abc import Sequence
 from urllib.parse import urlsplit
 
-from scribe.log.events import Event, UsageEvent
+from scribe.log.events import ErrorEvent, Event, UsageEvent
 
 from .compress import Compressor
+from .draft import Draft, take
 from .protocol import AgentEvent
 from .session import Session
 
@@ -42,34 +46,45 @@ def works_ahead(mode: str, base_url: str | None, events: Sequence[Event]) -> boo
 
 
 class AheadCompression:
-    """One compression between turns, run in a thread. `finish` waits for it and hands back
-    what it did, to be shown, or raises what it raised (an error writing the log, say)."""
+    """One compression between turns, run in a thread on a draft of the session."""
 
     def __init__(self, memory: Compressor, session: Session) -> None:
-        self._memory, self._session = memory, session
+        self.draft = Draft(session)
+        self._memory = memory.detached()
         self._events: list[AgentEvent] = []
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, name="scribe-compress-ahead", daemon=True)
         self._thread.start()
 
     @property
-    def running(self) -> bool:
-        return self._thread.is_alive()
+    def done(self) -> bool:
+        return not self._thread.is_alive()
 
-    def finish(self) -> list[AgentEvent]:
-        # Not interruptible: until the thread has appended its last line, no one else may write.
-        while self._thread.is_alive():
-            try:
-                self._thread.join()
-            except KeyboardInterrupt:
-                continue
+    def wait(self, timeout_s: float | None = None) -> bool:
+        """Wait for the compression to end, at most `timeout_s`; True when it has."""
+        self._thread.join(timeout_s)
+        return self.done
+
+    def take(self) -> list[AgentEvent]:
+        """Its work appended to the session (on the main thread, once `done`), and what it did,
+        to be shown; what it raised is raised here."""
+        assert self.done, "take() a compression that has ended"
         if self._error is not None:
             raise self._error
+        take(self.draft)
+        self.draft.session.sync()
         return self._events
 
     def _run(self) -> None:
         try:
-            self._events.extend(self._memory.before_call(self._session, ahead=True))
-            self._session.sync()
-        except BaseException as exc:  # handed to the main thread by finish(), which raises it
+            self._events.extend(self._memory.before_call(self.draft, ahead=True))  # type: ignore[arg-type]
+        except BaseException as exc:  # handed to the main thread by take(), which raises it
             self._error = exc
+
+
+def left_unfinished(session: Session) -> None:
+    """Record that a compression between turns was still waiting on its model when the session
+    ended: that call's tokens are not in the log (the next session compresses again)."""
+    session.append(ErrorEvent, kind="compression_left", purpose="observer",
+                   message="a compression between turns was still waiting on its model when the session ended; "
+                           "its side call's usage is unknown and is not in the log")

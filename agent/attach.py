@@ -6,8 +6,14 @@ pure function of the log. What is attached passes through the same redaction as 
 output. A file is attached once per message, at most ATTACH_CHARS of it (the rest is named,
 for read_file), and a message attaches at most ATTACH_TOTAL_CHARS in all.
 
+An image (PNG, JPEG, GIF or WebP, by its name or its first bytes) is attached as an image: sized
+down to what the API takes and sent before the message's text (workspace/images.py); the session
+keeps its bytes beside the log (log/attachments.py) and the user event names it. At most
+ATTACH_IMAGES images go with one message.
+
 Refused, with one line each: paths outside the workspace (allowed_paths included: the person
-names files of this workspace), inside `.git/` or `.scribe/`, folders, binary files. A word
+names files of this workspace), inside `.git/` or `.scribe/`, folders, anything but a regular file (a FIFO), binary files that
+are not images, images that are not what their name says, do not decode or are too large. A word
 after `@` that names nothing is left as typed (`@someone`, `@pytest.mark.slow`); one that looks
 like a file path (`@src/x.py`, `@notes.md`) is named as not found.
 """
@@ -21,9 +27,17 @@ from pathlib import Path
 from scribe.tools.base import ToolContext, ToolError
 from scribe.tools.paths import display_path, resolve_path
 from scribe.tools.textio import SNIFF_BYTES, binary_kind, count_lines, plural
+from scribe.workspace.images import (
+    ImageRefused,
+    PreparedImage,
+    looks_like_image,
+    prepare_image,
+    read_image_file,
+)
 
 ATTACH_CHARS = 40_000
 ATTACH_TOTAL_CHARS = 100_000
+ATTACH_IMAGES = 20
 _MENTION = re.compile(r'(?:^|(?<=\s))@("[^"\n]+"|[^\s"]+)')
 _TRAILING = ".,;:!?)]}'"
 
@@ -47,6 +61,7 @@ class Attached:
     text: str  # what the user event holds: the message, then the attached files
     files: list[AttachedFile] = field(default_factory=list)
     refused: list[str] = field(default_factory=list)  # one line each: `@x: why it is not attached`
+    images: list[PreparedImage] = field(default_factory=list)  # sent before the text
 
 
 def mentioned(text: str) -> list[str]:
@@ -58,6 +73,7 @@ def attach(text: str, ctx: ToolContext) -> Attached:
     """`text` with the files its `@path` words name attached (see the module's docstring)."""
     files: list[AttachedFile] = []
     refused: list[str] = []
+    images: list[PreparedImage] = []
     blocks: list[str] = []
     seen: set[str] = set()
     room = ATTACH_TOTAL_CHARS
@@ -71,6 +87,9 @@ def attach(text: str, ctx: ToolContext) -> Attached:
         if name in seen:
             continue
         seen.add(name)
+        if looks_like_image(target):
+            _attach_image(word, name, target, ctx, images, refused)
+            continue
         try:
             why = _refusal(ctx, name, target)
             data = b"" if why else target.read_bytes()
@@ -94,8 +113,23 @@ def attach(text: str, ctx: ToolContext) -> Attached:
         blocks.append(f'<attached file="{name}" lines="{total}">\n{body}{tail}</attached>')
         files.append(AttachedFile(name, total, shown_lines, cut))
     if not blocks:
-        return Attached(text, files, refused)
-    return Attached(text.rstrip("\n") + "\n\n" + "\n\n".join(blocks), files, refused)
+        return Attached(text, files, refused, images)
+    return Attached(text.rstrip("\n") + "\n\n" + "\n\n".join(blocks), files, refused, images)
+
+
+def _attach_image(word: str, name: str, target: Path, ctx: ToolContext, images: list[PreparedImage],
+                  refused: list[str]) -> None:
+    """Attach the image `word` names, or say in one line why not."""
+    why = _refusal(ctx, name, target, image=True)
+    if not why and len(images) >= ATTACH_IMAGES:
+        why = f"a message takes at most {ATTACH_IMAGES} images"
+    if not why:
+        try:
+            images.append(prepare_image(name, read_image_file(target.resolve())))
+            return
+        except ImageRefused as exc:
+            why = str(exc)
+    refused.append(f"@{word}: {why}; not attached")
 
 
 def _looks_like_a_file(word: str) -> bool:
@@ -124,8 +158,8 @@ def _existing(word: str, ctx: ToolContext) -> tuple[str, Path] | None:
     return None
 
 
-def _refusal(ctx: ToolContext, name: str, target: Path) -> str:
-    """Why `target` is not attached, or "" when it may be."""
+def _refusal(ctx: ToolContext, name: str, target: Path, *, image: bool = False) -> str:
+    """Why `target` is not attached, or "" when it may be (an `image` is read as one, not as text)."""
     workspace = ctx.workspace.resolve()
     resolved = target.resolve()
     if not resolved.is_relative_to(workspace):
@@ -137,6 +171,24 @@ def _refusal(ctx: ToolContext, name: str, target: Path) -> str:
         return "a folder (name a file in it)"
     if not resolved.is_file():
         return "not a regular file"
+    if image:
+        return ""
     with resolved.open("rb") as handle:
         kind = binary_kind(handle.read(SNIFF_BYTES))
     return f"a binary file ({kind})" if kind else ""
+
+
+def image_files(paths: list[Path]) -> list[PreparedImage]:
+    """The images `scribe run --image` names, each prepared as `@path` prepares one. The person
+    names them on the command line, so any path they can read is taken (a screenshot lives
+    outside the repository); what is not a whole image of the four types, or is too large, or
+    is not a regular file, is refused with an ImageRefused naming it."""
+    if len(paths) > ATTACH_IMAGES:
+        raise ImageRefused(f"--image: a message takes at most {ATTACH_IMAGES} images, {len(paths)} were given")
+    prepared = []
+    for path in paths:
+        try:
+            prepared.append(prepare_image(path.name, read_image_file(path)))
+        except ImageRefused as exc:
+            raise ImageRefused(f"--image {path}: {exc}; nothing was sent") from None
+    return prepared

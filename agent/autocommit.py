@@ -32,18 +32,18 @@ from scribe.log.events import (
 from scribe.settings.files import state_dir
 from scribe.tools.base import ToolContext, ToolError
 from scribe.tools.paths import display_path, resolve_path
+from scribe.workspace.bwrap import Confinement
 from scribe.workspace.changes import ChangeSource, file_hash
 from scribe.workspace.commitlock import COMMIT_LOCK
 from scribe.workspace.git import (
     TRAILER,
     GitRefused,
     GitUnavailable,
-    UndoResult,
     commit_paths,
     dirty_paths,
     ignored_untracked,
-    undo_commit,
 )
+from scribe.workspace.gitundo import UndoResult, undo_commit
 
 from .protocol import AgentEvent, CommitFailed, Notice
 from .session import Session
@@ -87,7 +87,7 @@ def _sha256(path: Path) -> str | None:
 
 
 class TurnCommitter:
-    """Built by `build_agent` when auto_commit is on; the agent loop calls begin_turn and end_turn."""
+    """Built by the assembly (agent/assembly.py) when auto_commit is on; the agent loop calls begin_turn and end_turn."""
 
     def __init__(self, workspace: Path, context: ToolContext, lock: Path | None = None) -> None:
         self.workspace = workspace
@@ -101,7 +101,7 @@ class TurnCommitter:
     def begin_turn(self, session: Session) -> None:
         self._since = session.writer.next_seq
         self._from = len(session.events)  # the turn's events, without reaching into older ones
-        self._dirty_before = dirty_paths(self.workspace)  # None: not a repository
+        self._dirty_before = dirty_paths(self.workspace, self.context.protection)  # None: not a repository
 
     def end_turn(self, session: Session, seen: Mapping[str, str], prompt: str) -> Iterator[AgentEvent]:
         events = session.events[self._from:]
@@ -120,7 +120,7 @@ class TurnCommitter:
                 if skipped:
                     yield Notice("auto-commit: nothing committed (" + _reasons(skipped) + ")")
                 return
-            commit = commit_paths(self.workspace, files, message, lock=self.lock)
+            commit = commit_paths(self.workspace, files, message, lock=self.lock, box=self.context.protection)
         except (GitRefused, GitUnavailable, OSError, ValueError) as exc:
             session.append(ErrorEvent, kind="internal", message=f"auto-commit failed, nothing committed: {exc}")
             session.sync()
@@ -163,7 +163,7 @@ class TurnCommitter:
                 skipped[rel] = "had uncommitted changes before this turn"
             else:
                 files.append(rel)
-        for rel in ignored_untracked(self.workspace, files) if files else set():
+        for rel in ignored_untracked(self.workspace, files, self.context.protection) if files else set():
             files.remove(rel)
             skipped[rel] = "ignored by git"
         return files, skipped
@@ -173,7 +173,8 @@ def _reasons(skipped: Mapping[str, str]) -> str:
     return "; ".join(f"{path}: {why}" for path, why in skipped.items())
 
 
-def undo_last(session: Session, workspace: Path, watcher: ChangeSource | None = None) -> UndoResult:
+def undo_last(session: Session, workspace: Path, watcher: ChangeSource | None = None, *,
+              box: Confinement | None = None) -> UndoResult:
     """Undo this session's latest commit if it is still HEAD, and record that in its log (the
     model is told at its next call, as an undo). For the REPL's /undo: the session's `watcher`
     is told what the undo left in each file, so it does not report them as changed outside
@@ -182,7 +183,7 @@ def undo_last(session: Session, workspace: Path, watcher: ChangeSource | None = 
     sha = session.digest.last_commit
     if sha is None:
         return UndoResult(False, "no scribe commit in this session to undo")
-    result = undo_commit(workspace, sha, session.id, lock=state_dir(workspace) / COMMIT_LOCK)
+    result = undo_commit(workspace, sha, session.id, lock=state_dir(workspace) / COMMIT_LOCK, box=box)
     if result.done:
         if watcher is not None:
             watcher.own_writes({path: file_hash(workspace / path) for path in result.files})

@@ -9,17 +9,16 @@ the log, so a restarted process behaves as the one before it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator, Iterator, Sequence
-from dataclasses import dataclass, field
+import copy
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import Any
 
 from scribe.context.budget import InputBudget
 from scribe.context.chunks import Chunk, tail_after
 from scribe.context.render import CACHE_TTL_S, Request, current_model
 from scribe.context.tokens import TokenEstimator, estimate_text, fixed_tokens
 from scribe.log.events import (
-    ContextWindowEvent,
     ErrorEvent,
     Event,
     ObservationEvent,
@@ -28,7 +27,7 @@ from scribe.log.events import (
     UserEvent,
 )
 from scribe.log.health import refusals_in_a_row
-from scribe.memory.answer_tools import OBSERVATIONS_TOOL, OBSERVATIONS_TOOL_NAME, observations_text
+from scribe.memory.answer_tools import OBSERVATIONS_TOOL_NAME, observations_text
 from scribe.memory.extract import (
     EXTRACTIVE_MODEL,
     NothingToExtract,
@@ -38,14 +37,11 @@ from scribe.memory.extract import (
 )
 from scribe.memory.observer import (
     OBSERVATIONS_SHOWN,
-    OBSERVER_SYSTEM,
     Span,
     UnusableAnswer,
     choose_span,
-    clip_span,
     event_line,
     nothing_to_observe,
-    observer_input,
     read_observer_answer,
 )
 from scribe.memory.payback import Rates, paid_off, reflection_paid_off, turn_start
@@ -59,26 +55,24 @@ from scribe.memory.reflector import (
     chunk_size,
     plan_reflection,
     read_reflection,
-    reflector_input,
 )
+from scribe.memory.routes import SideCall, build, current_turn_start
+from scribe.memory.sizing import reflector_max_tokens, require_smaller
 from scribe.model.client import CallResult, ModelClient
 from scribe.model.errors import ModelError
-from scribe.model.sidecall import side_answer, side_request
-from scribe.model.window import ContextWindow, Limits, Overflow, limits
+from scribe.model.sidecall import side_answer, side_deadline
 from scribe.settings.values import Settings
 
 from .protocol import AgentEvent, Compressed, Notice
-from .session import Session, session_window
+from .session import Session
+from .side_routes import OBSERVER_OVERHEAD, SideRoutes
+from .window_room import SHRINK_ROUNDS, WindowRoom
 
 OBSERVE_FAILED_KIND = "observe_backoff"
 # Between turns, the share of observe_tokens past which the raw tail is compressed ahead.
 AHEAD_SHARE = 0.75
 # After this many observer answers refused in a row, the person is told plainly, once.
 STALLED_AFTER = 3
-# Rounds of observing and reflecting one shrink_to may make (each observes what the side-call
-# limit lets one observer call read).
-SHRINK_ROUNDS = 6
-OBSERVER_OVERHEAD = estimate_text(OBSERVER_SYSTEM) + 40  # instructions and framing of its input
 REFLECTOR_OVERHEAD = estimate_text(REFLECTOR_SYSTEM) + 40
 
 
@@ -96,12 +90,22 @@ class ContextSize:
 
 
 @dataclass
-class Compressor:
+class Compressor(SideRoutes, WindowRoom):
     model: ModelClient
     settings: Settings
     estimator: TokenEstimator
     now: Callable[[], datetime] = lambda: datetime.now(UTC)
     _observer_sizes: dict[int, int] = field(default_factory=dict, init=False, repr=False)
+
+    def detached(self) -> Compressor:
+        """A compressor of its own (its estimates and caches apart), for a thread that works on
+        a draft of the session (agent/ahead.py) while this one goes on."""
+        return replace(self, estimator=copy.deepcopy(self.estimator))
+
+    def fits(self, session: Session) -> bool:
+        """Whether the next request, as the log stands, fits the model's window (unknown: yes)."""
+        prompt = self.limits(session).prompt
+        return prompt is None or self.context(session).total <= prompt
 
     # -- what the loop calls -------------------------------------------------------------
 
@@ -116,16 +120,18 @@ class Compressor:
         cold = self.settings.compress_when_cold and self._cache_is_cold(events)
         if cold:
             threshold //= 2  # nothing cached to lose: compressing now costs nothing extra
+        # In a turn, the turn's own request and all after it stay raw: the model is answering it.
+        keep_from = None if ahead else current_turn_start(events)
         if size.raw > session.digest.backoff(OBSERVE_FAILED_KIND, ObservationEvent):  # as backoff_until reads it
             if size.raw > threshold:
-                yield from self._observe_below(session, threshold)
+                yield from self._observe_below(session, threshold, keep_from)
             elif self.settings.observe_on_payback and (span := self.paid_off_span(session, cold=cold)) is not None:
                 yield from self.observe(session, span=span)
                 if self.settings.reflect_on_payback:
                     yield from self.reflect(session, plan=self.paid_off_reflection(session))
         yield from self.reflect(session)
 
-    def _observe_below(self, session: Session, threshold: int) -> Iterator[AgentEvent]:
+    def _observe_below(self, session: Session, threshold: int, keep_from: int | None) -> Iterator[AgentEvent]:
         """Observe until the raw tail is under `threshold` or nothing more can be observed. One
         observer call reads at most the side-call limit, so it may cover only part of what is
         due; the rest is observed now, not at the next call: the prompt changes after its
@@ -133,7 +139,7 @@ class Compressor:
         everything (a long paste, say) that the first change had left to evaluate again."""
         for _ in range(SHRINK_ROUNDS):
             before = self.context(session).raw
-            yield from self.observe(session, needed=True)
+            yield from self.observe(session, needed=True, keep_from=keep_from)
             after = self.context(session).raw
             if after <= threshold or after >= before:
                 return
@@ -158,121 +164,68 @@ class Compressor:
         return fixed_tokens(session.header) + sum(chunk_size(c) for c in chunks) + sum(
             self.estimator.of(e) for e in self._raw(session, observed_to))
 
-    # -- the context window (model/window.py) -------------------------------------------
-
-    def window(self, session: Session) -> ContextWindow | None:
-        """The context window of the session's current model, as far as it is known."""
-        self._update(session)
-        return session_window(session, self.settings.context_tokens)
-
-    def limits(self, session: Session) -> Limits:
-        """The thresholds in force: the configured ones, lowered to shares of the window."""
-        s = self.settings
-        return limits(self.window(session), observe=s.observe_tokens, reflect=s.reflect_tokens,
-                      side_call=s.side_call_tokens, max_tokens=s.max_tokens,
-                      fixed=int(fixed_tokens(session.header) * self.estimator.factor))
-
-    def learn_window(self, session: Session, tokens: int, source: str) -> bool:
-        """Record a window the server reported or a refusal named, if it is news; True if it was."""
-        known = self.window(session)
-        if known is not None and known.tokens == tokens:
-            return False
-        session.append(ContextWindowEvent, tokens=tokens, source=source,
-                       model=current_model(session.events, session.chunks))
-        return True
-
-    def after_overflow(self, session: Session, overflow: Overflow, request_estimate: int) -> int:
-        """A request was refused for its size: learn the window it named and, from the size it
-        named, this session's tokens per estimate. Returns the most the next request may hold."""
-        self.learn_window(session, overflow.window, "error")
-        if overflow.requested:
-            self.estimator.calibrate(request_estimate, overflow.requested)
-        prompt = self.limits(session).prompt
-        return prompt if prompt is not None else overflow.window
-
-    def shrink_to(self, session: Session, budget: int, *, keep_from: int) -> Generator[AgentEvent, None, bool]:
-        """Compress now, as hard as needed, until the next request is estimated within `budget`
-        tokens: observe every raw event before seq `keep_from` (the retention floor and the
-        backoffs do not apply), then reflect the observations. True when it fits. The raw log is
-        never touched; what compression cannot do is left to the caller."""
-        for _ in range(SHRINK_ROUNDS):
-            size = self.context(session)
-            if size.total <= budget:
-                return True
-            _, observed_to = self._update(session)
-            earlier = [e for e in self._raw(session, max(observed_to, 0)) if e.seq < keep_from]
-            span = choose_span(earlier, self.estimator, keep_tokens=0) if earlier else None
-            if span is not None:
-                # needed: when no model answer is usable, a model-free summary stands in
-                yield from self.observe(session, span=span, needed=True)
-            if self.context(session).observations > self.limits(session).reflect:
-                yield from self.reflect(session)  # past the threshold: condensed without a model if need be
-            if self.context(session).total >= size.total:
-                break  # no answer made it smaller: nothing more to gain by asking again
-        return self.context(session).total <= budget
-
-    def own_size(self, session: Session, since: int) -> int:
-        """Estimated tokens of a request holding only the fixed prefix and the raw events from
-        seq `since` on: the least a request of this turn can be, whatever is compressed."""
-        _, observed_to = self._update(session)
-        own = [e for e in self._raw(session, max(observed_to, 0)) if e.seq >= since]
-        return int(fixed_tokens(session.header) * self.estimator.factor) + self.estimator.total(own)
-
     # -- observer ------------------------------------------------------------------------
 
     def observe(self, session: Session, *, force: bool = False, span: Span | None = None,
-                needed: bool = False) -> Iterator[AgentEvent]:
-        """Observe `span`, or by default the oldest raw events down to the retention floor.
+                needed: bool = False, keep_from: int | None = None) -> Iterator[AgentEvent]:
+        """Observe `span`, or by default the oldest raw events down to the retention floor, never
+        the events from seq `keep_from` on (the current turn's request and what followed it).
         `needed`: the prompt must shrink (a threshold is passed), so when no model answer is
         usable the span is summarised without one (memory/extract.py)."""
         chunks, observed_to = self._update(session)
         raw = self._raw(session, max(observed_to, 0))  # seq 0 is the session header, never observed
         keep = int(self.limits(session).observe * self.settings.retention)
+        before = raw
+        if keep_from is not None:
+            before = [e for e in raw if e.seq < keep_from]
+            keep = max(0, keep - self.estimator.total(raw[len(before):]))  # the turn counts toward the floor
         if span is None:
-            span = choose_span(raw, self.estimator, keep_tokens=keep)
+            span = choose_span(before, self.estimator, keep_tokens=keep) if before else None
         if span is None:
             if force:
                 yield Notice(nothing_to_observe(raw, self.estimator, keep))
             return
         whole = span  # a summary without a model has no input limit: it covers all of it
-        room = self._budget(session).room(OBSERVER_SYSTEM)
-        shown = min(OBSERVATIONS_SHOWN, room // 4)
-        span = clip_span(raw, span, room - shown - 40, self._observer_view, self.estimator)
-        chosen = [e for e in raw if span.seq_from <= e.seq <= span.seq_to]
         if needed and model_resting_now(session.digest):  # from the digest: no scan back
             yield from self._extract(session, whole, raw, "the observer's last answers were unusable")
             return
-        request = side_request(self.settings.observer_model, OBSERVER_SYSTEM,
-                               observer_input([c.text for c in chunks], chosen, tail_tokens=shown, room=room),
-                               self.settings.side_call_max_tokens, self._tool(OBSERVATIONS_TOOL))
+        call = self._observer_call(session, chunks, raw, whole)
+        span = Span(call.seq_from, call.seq_to, whole.tokens if call.seq_to == whole.seq_to else
+                    self.estimator.total([e for e in raw if e.seq <= call.seq_to]))
+        chosen = [e for e in raw if span.seq_from <= e.seq <= span.seq_to]
+        replaced = sum(self.estimator.of(e) for e in chosen)  # uncalibrated, as chunk sizes are
         try:
-            result = self._call(session, request, "observer")
+            result = self._call(session, build(session.events, call, session.chunks, session.images), call)
             answer, via = side_answer(result, OBSERVATIONS_TOOL_NAME, observations_text)
+            if answer.cut:
+                raise UnusableAnswer(f"the answer ran past its budget of {call.max_tokens} tokens")
             reading = read_observer_answer(answer)
+            size = require_smaller(reading.text, replaced, "observation")
         except (ModelError, UnusableAnswer) as exc:
-            size = self.estimator.total(raw)
-            session.append(ErrorEvent, kind=OBSERVE_FAILED_KIND, message=f"observation failed: {exc}",
-                           until_tokens=int(size * BACKOFF_GROWTH), purpose="observer")
-            stalled = refusals_in_a_row(session.events, OBSERVE_FAILED_KIND, ObservationEvent) == STALLED_AFTER
-            if needed:
-                yield from self._extract(session, whole, raw, f"the observer's answer was unusable ({exc})")
-                size_now = (f"the prompt is now ~{self.context(session).total:,} tokens, kept in bounds by "
-                            "model-free summaries")
-            else:
-                yield Notice(f"memory: observation failed ({exc}); will try again when the log has grown")
-                size_now = (f"the prompt is now ~{self.context(session).total:,} tokens and grows with every "
-                            "call until an observation is kept")
-            if stalled:
-                yield Notice(f"memory: observer answers refused {STALLED_AFTER} times in a row (last: {exc}); "
-                             f"{size_now} (`scribe log stats` shows each reason)")
+            yield from self._observer_failed(session, exc, whole, raw, needed)
             return
-        extra = {"cut": True} if reading.cut else {}
-        event = session.append(ObservationEvent, text=reading.text, seq_from=span.seq_from, seq_to=span.seq_to,
-                               tokens=estimate_text(reading.text), model=result.model, via=via, **extra)
-        if reading.cut:
-            yield Notice(f"memory: the observer's answer was cut at max_tokens; kept its {len(reading.lines)} "
-                         "complete observations", routine=True)
-        yield Compressed("observation", span.tokens, event.tokens, span.seq_from, span.seq_to)
+        session.append(ObservationEvent, text=reading.text, seq_from=span.seq_from, seq_to=span.seq_to,
+                       tokens=estimate_text(reading.text), model=result.model, via=via)
+        yield Compressed("observation", span.tokens, int(size * self.estimator.factor), span.seq_from, span.seq_to)
+
+    def _observer_failed(self, session: Session, exc: Exception, whole: Span, raw: Sequence[Event],
+                         needed: bool) -> Iterator[AgentEvent]:
+        size = self.estimator.total(raw)
+        session.append(ErrorEvent, kind=OBSERVE_FAILED_KIND, message=f"observation failed: {exc}",
+                       until_tokens=int(size * BACKOFF_GROWTH), purpose="observer")
+        stalled = refusals_in_a_row(session.events, OBSERVE_FAILED_KIND, ObservationEvent) == STALLED_AFTER
+        if needed:
+            yield from self._extract(session, whole, raw, f"the observer's answer was unusable ({exc})")
+            size_now = (f"the prompt is now ~{self.context(session).total:,} tokens, kept in bounds by "
+                        "model-free summaries")
+        else:
+            yield Notice(f"memory: observation not used ({exc}); the events stay raw, and observing is tried "
+                         "again when the log has grown")
+            size_now = (f"the prompt is now ~{self.context(session).total:,} tokens and grows with every "
+                        "call until an observation is kept")
+        if stalled:
+            yield Notice(f"memory: observer answers refused {STALLED_AFTER} times in a row (last: {exc}); "
+                         f"{size_now} (`scribe log stats` shows each reason)")
 
     def compress_model_free(self, session: Session) -> Iterator[AgentEvent]:
         """Compress now without a model: every raw event before the current turn's message
@@ -292,19 +245,19 @@ class Compressor:
         """The model-free observation of `span` (of the raw events `raw`), logged like any other
         (model "extractive")."""
         chosen = [e for e in raw if span.seq_from <= e.seq <= span.seq_to]
+        replaced = sum(self.estimator.of(e) for e in chosen)  # uncalibrated, as chunk sizes are
         try:
-            text = extractive_stub(chosen, span.tokens)
-        except NothingToExtract as exc:
+            text = extractive_stub(chosen, replaced)
+            size = require_smaller(text, replaced, "model-free summary")
+        except (NothingToExtract, UnusableAnswer) as exc:
             yield Notice(f"memory: {why}; {exc}, so it stays raw")
             return
-        event = session.append(ObservationEvent, text=text, seq_from=span.seq_from, seq_to=span.seq_to,
-                               tokens=estimate_text(text), model=EXTRACTIVE_MODEL, via="extractive")
+        session.append(ObservationEvent, text=text, seq_from=span.seq_from, seq_to=span.seq_to,
+                       tokens=estimate_text(text), model=EXTRACTIVE_MODEL, via="extractive")
         yield Notice(f"memory: {why}; seq {span.seq_from}-{span.seq_to} summarised without a model "
                      f"(`recall` reads them back)")
-        yield Compressed("observation", span.tokens, event.tokens, span.seq_from, span.seq_to, model_free=True)
-
-    def _tool(self, tool: dict[str, Any]) -> dict[str, Any] | None:
-        return tool if self.settings.side_call_tools else None
+        yield Compressed("observation", span.tokens, int(size * self.estimator.factor), span.seq_from, span.seq_to,
+                         model_free=True)
 
     def paid_off_span(self, session: Session, *, cold: bool = False) -> Span | None:
         """At a turn start: the finished turns whose cache reads have paid for observing them."""
@@ -374,11 +327,17 @@ class Compressor:
             yield from self._condense(session, plan, "the reflector's last answers were unusable")
             return
         problems: list[str] = []
+        factor = self.estimator.factor
+        budget = reflector_max_tokens(int(plan.tokens * factor), self.settings.side_call_max_tokens)
+        choice = self._route(session, REFLECTOR_OVERHEAD, int((REFLECTOR_OVERHEAD + INPUT_FRAMING_TOKENS + plan.tokens)
+                                                               * factor), budget, int(plan.tokens * factor))
         for attempt in range(REFLECT_ATTEMPTS):
+            cache = choice.route == "cache"
+            call = SideCall("reflector", choice.route, self._agent_model(session) if cache else self.settings.observer_model,
+                            budget, tool=self.settings.side_call_tools and not cache,
+                            supersedes=tuple(c.seq for c in plan.condense), attempt=attempt, quote=choice.recorded())
             try:
-                request = side_request(self.settings.observer_model, REFLECTOR_SYSTEM, reflector_input(plan, attempt),
-                                       self.settings.side_call_max_tokens, self._tool(OBSERVATIONS_TOOL))
-                result = self._call(session, request, "reflector")
+                result = self._call(session, build(session.events, call, session.chunks, session.images), call)
                 answer, via = side_answer(result, OBSERVATIONS_TOOL_NAME, observations_text)
                 text = read_reflection(answer, plan).text
             except UnusableAnswer as exc:
@@ -431,10 +390,15 @@ class Compressor:
         window left out."""
         return session.chunks.shown(tail_after(session.events, observed_to))
 
-    def _call(self, session: Session, request: Request, purpose: str) -> CallResult:
-        result = self.model.complete(request)
-        session.append(UsageEvent, **result.usage(purpose))
+    def _call(self, session: Session, request: Request, call: SideCall) -> CallResult:
+        """One side call, stopped if it outlasts the agent's recent calls (model/sidecall.py), and
+        its usage logged with what its request was built from (`scribe log prompt` rebuilds it)."""
+        result = self.model.complete(request, deadline_s=side_deadline(session.events))
+        session.record_call(result, call.kind, side_call=call.recorded())
         return result
+
+    def _agent_model(self, session: Session) -> str:
+        return current_model(session.events, session.chunks)
 
     def _cache_is_cold(self, events: Sequence[Event]) -> bool:
         last = next((e for e in reversed(events) if isinstance(e, UsageEvent) and e.purpose == "agent"), None)

@@ -2,8 +2,8 @@
 `<state>/notes.md`, and that session's log records the result.
 
 Curation is a session's act, not a run's. The notes are read only when a new session starts, so
-that is when sessions are curated (`curate_earlier`, before the new session's instructions are
-built), besides the end of an interactive session and `scribe notes curate`. What has been
+that is when earlier sessions are curated (in the background: agent/housekeeping.py), besides
+`scribe notes curate` and `/notes curate`. What has been
 curated is read from each log (`notes` events), so a chain of `scribe run -c` costs one
 curation, not one per run.
 
@@ -21,8 +21,7 @@ from pathlib import Path
 from scribe.context.budget import InputBudget
 from scribe.context.chunks import tail_after
 from scribe.context.tokens import estimate_text
-from scribe.log.events import ErrorEvent, Event, NotesEvent, UsageEvent
-from scribe.log.jsonl import LogError, SessionLocked
+from scribe.log.events import ErrorEvent, Event, NotesEvent
 from scribe.log.private import make_private_folder, write_private
 from scribe.memory.answer import UnusableAnswer
 from scribe.memory.answer_tools import NOTES_TOOL, NOTES_TOOL_NAME, notes_from_tool
@@ -33,7 +32,6 @@ from scribe.memory.notes import (
     read_notes,
     session_facts,
 )
-from scribe.memory.uncurated import needs_curation
 from scribe.model.client import ModelClient
 from scribe.model.errors import ModelError
 from scribe.model.sidecall import side_answer, side_request
@@ -43,7 +41,7 @@ from scribe.tools.secrets import Redactor
 from scribe.tools.textio import plural
 
 from .instructions import InstructionFileRefused, notes_text
-from .session import Session, notes_path, open_session, session_window, store_for
+from .session import Session, session_window
 
 # The curator's input around the notes and the facts: its headings and closing line.
 INPUT_FRAMING_TOKENS = 60
@@ -93,7 +91,7 @@ def curate(session: Session, model: ModelClient, settings: Settings, path: Path)
     except ModelError as exc:
         session.append(ErrorEvent, kind="notes", message=f"notes curation failed: {exc}", purpose="curator")
         return Curation(False, f"notes: curation failed ({exc}); the notes are unchanged")
-    session.append(UsageEvent, **result.usage("curator"))
+    session.record_call(result, "curator")
     try:
         answer, via = side_answer(result, NOTES_TOOL_NAME, notes_from_tool)
         notes = read_notes(answer, settings.notes_tokens, current=current, session_id=session.id, facts=chosen)
@@ -113,34 +111,6 @@ def curate(session: Session, model: ModelClient, settings: Settings, path: Path)
     return Curation(True, f"notes: {plural(notes.entries, 'entry', 'entries')} in {path} "
                           f"(from session {session.id}{dropped}{older})",
                     notes.entries)
-
-
-def curate_earlier(workspace: Path, settings: Settings, model: ModelClient, *,
-                   exclude: Sequence[str] = ()) -> list[Curation]:
-    """Before a new session starts: curate every earlier session of the workspace that said
-    something the notes have not taken, oldest first, so the new session starts with all of it.
-    A session another process is writing is skipped, not waited for: it is curated when it ends,
-    or by the next new session."""
-    if not settings.curate_notes:
-        return []
-    outcomes: list[Curation] = []
-    for found in store_for(workspace).sessions(workspace):
-        if found.id in exclude or not needs_curation(found.path):
-            continue
-        try:
-            session = open_session(found)
-        except SessionLocked:
-            outcomes.append(Curation(False, f"notes: session {found.id} is in use by another process; "
-                                            "skipped (it is curated when it ends, or by the next new session)"))
-            continue
-        except LogError as exc:
-            outcomes.append(Curation(False, f"notes: session {found.id} skipped: {exc}"))
-            continue
-        try:
-            outcomes.append(curate(session, model, settings, notes_path(workspace)))
-        finally:
-            session.close()
-    return outcomes
 
 
 def _refused_upto(events: Sequence[Event], since: int) -> int:

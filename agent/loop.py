@@ -10,31 +10,38 @@ person, a crash, an API failure) leaves a log the next render can continue from.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Generator, Iterator, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
+from typing import Any
 
 from scribe.context.render import file_change_text, render
 from scribe.log.events import (
     AssistantEvent,
     ErrorEvent,
     FileChangeEvent,
+    GitConfigEvent,
     InterruptEvent,
     LeftOutEvent,
     ToolResultEvent,
     UsageEvent,
-    UserEvent,
 )
 from scribe.log.open_calls import unanswered_tool_uses
 from scribe.model.client import CallResult, ModelClient
 from scribe.model.errors import ContextOverflow, ModelError
-from scribe.tools.base import CommandInterrupted, Tool, ToolContext, ToolOutput
+from scribe.settings.hooks import NO_HOOKS, HookName, Hooks
+from scribe.tools.base import CommandInterrupted, Tool, ToolContext, ToolOutput, kind_of
 from scribe.tools.registry import run_tool
 from scribe.workspace.changes import ChangeSource
+from scribe.workspace.gitplanted import describe
+from scribe.workspace.images import PreparedImage
+from scribe.workspace.sandbox import Protection, command_protection
 
 from . import abilities
+from .ahead import AheadCompression
 from .autocommit import TurnCommitter
 from .compress import Compressor
+from .hooks import STOP_BLOCKS, HookRunner, HookVerdict, blocked_result
 from .permissions import PermissionPolicy
 from .protocol import AgentEvent, AssistantMessage, ModelCallStarted, Notice, ToolCall, ToolDone, TurnEnded
 from .session import Session
@@ -58,16 +65,23 @@ class Agent:
     watcher: ChangeSource | None = None
     # Commits the files the turn's file tools wrote, at the turn's end (auto_commit).
     committer: TurnCommitter | None = None
+    # A compression started between turns, still running or not yet taken (agent/ahead.py).
+    ahead: AheadCompression | None = None
+    # The configured hooks (settings/hooks.py), run by agent/hooks.py at their points of a turn.
+    hooks: Hooks = NO_HOOKS
 
-    def turn(self, prompt: str) -> Generator[AgentEvent, None, TurnEnded]:
+    def turn(self, prompt: str, images: Sequence[PreparedImage] = (),
+             command: dict[str, Any] | None = None) -> Generator[AgentEvent, None, TurnEnded]:
         """Run one user turn to its end, yielding what happens as it happens; its end is the
-        last event, and what it returns."""
+        last event, and what it returns. `images`: attached to the message (sent before its
+        text); `command`: the slash command whose text `prompt` is (recorded with the message in
+        the log, never sent)."""
         if self.committer is not None:
             self.committer.begin_turn(self.session)
         if self.watcher is not None and (problem := self.watcher.start()) is not None:
             yield Notice(problem)
             self.watcher = None
-        ended = yield from self._turn(prompt)
+        ended = yield from self._turn(prompt, images, command)
         if self.committer is not None:
             yield from self.committer.end_turn(self.session, self.context.seen_hashes, prompt)
         yield ended
@@ -78,17 +92,25 @@ class Agent:
         if self.watcher is not None:
             self.watcher.stop()
 
-    def _turn(self, prompt: str) -> Generator[AgentEvent, None, TurnEnded]:
-        user = self.session.append(UserEvent, text=prompt)
+    def _turn(self, prompt: str, images: Sequence[PreparedImage],
+              command: dict[str, Any] | None) -> Generator[AgentEvent, None, TurnEnded]:
         calls = 0
         final_text = ""
+        stops = 0  # times a stop hook sent the model back to work
         try:
+            verdict = yield from self._hooks("user_prompt_submit", {"prompt": prompt}, log=False)
+            if verdict.blocked:
+                self.hook_runner().log(self.session, verdict)
+                return TurnEnded("error", "", 0, error=f"not sent: a user_prompt_submit hook blocked it: "
+                                                       f"{verdict.reason or '(it gave no reason)'}")
+            user = self.session.append_message(prompt, images, **({"command": command} if command else {}))
+            self.hook_runner().log(self.session, verdict)  # its added context follows the message
             while True:
                 if calls >= self.max_turns:
                     return TurnEnded("max_turns", final_text, calls)
                 calls += 1
                 yield from self._outside_changes()
-                if self.memory is not None:
+                if self.memory is not None and (yield from self._settle_ahead()):
                     yield from self.memory.before_call(self.session)
                 yield ModelCallStarted(calls)
                 try:
@@ -117,6 +139,13 @@ class Agent:
                     yield from self._run_tool_call(block)
                 if result.stop_reason != "tool_use" or not tool_uses:
                     reason = result.stop_reason if result.stop_reason in ("refusal", "max_tokens") else "end_turn"
+                    if stops < STOP_BLOCKS:
+                        verdict = yield from self._hooks("stop", {"stop_reason": result.stop_reason,
+                                                                  "last_message": final_text,
+                                                                  "stop_hook_active": stops > 0})
+                        if verdict.blocked:
+                            stops += 1
+                            continue  # its stderr is in the log, shown to the model next call
                     return TurnEnded(reason, final_text, calls)  # type: ignore[arg-type]
         except ModelError as exc:
             self.session.append(ErrorEvent, kind="api", message=str(exc))
@@ -129,10 +158,26 @@ class Agent:
         finally:
             self.session.sync()
 
+    def _settle_ahead(self) -> Generator[AgentEvent, None, bool]:
+        """Take what a compression between turns made, once it has ended. While it runs, a
+        request that fits the window goes ahead without it (False: compress nothing now); one
+        that would not fit waits for it."""
+        ahead, memory = self.ahead, self.memory
+        if ahead is None or memory is None:
+            return True
+        if not ahead.done:
+            if memory.fits(self.session):
+                return False
+            yield Notice("memory: this request needs the compression still running between turns; waiting for it")
+            ahead.wait()
+        self.ahead = None
+        yield from ahead.take()
+        return True
+
     def _call(self) -> Generator[AgentEvent, None, CallResult]:
         """One model call on the log as it stands, its text passed on as it arrives."""
         result = None
-        for item in self.model.stream(render(self.session.events, self.session.chunks)):
+        for item in self.model.stream(render(self.session.events, self.session.chunks, self.session.images)):
             if isinstance(item, CallResult):
                 result = item
             else:
@@ -190,7 +235,7 @@ class Agent:
             AssistantEvent, content=result.content, stop_reason=result.stop_reason,
             message_id=result.message_id, model=result.model,
         )
-        usage = self.session.append(UsageEvent, **result.usage("agent"))
+        usage = self.session.record_call(result, "agent")
         return assistant, usage
 
     def _run_tool_call(self, block: dict) -> Iterator[AgentEvent]:
@@ -199,7 +244,12 @@ class Agent:
         summary = tool.summary(args) if tool else name
         call = ToolCall(block["id"], name, args, summary)
         yield call
-        denial = self._denial(call, tool) if tool else None
+        verdict = yield from self._hooks("pre_tool_use", {"tool_name": name, "tool_input": args,
+                                                          "tool_use_id": call.id}, tool=name, tool_use_id=call.id)
+        if verdict.blocked:
+            denial, permission = blocked_result(verdict.reason), None
+        else:
+            denial, permission = self._denial(call, tool) if tool else (None, None)
         started = time.monotonic()
         before = dict(self.context.seen_hashes)
         if denial is not None:
@@ -210,13 +260,22 @@ class Agent:
                     out = run_tool(self.tools, name, args, self.context)
                 except CommandInterrupted as stop:
                     # The call keeps its real, partial result; the turn then ends as cancelled.
-                    self._append_result(call, stop.output, started, before)
+                    self._append_result(call, stop.output, started, before, permission)
                     raise stop.cause from None
-        yield ToolDone(call, self._append_result(call, out, started, before), denied=denial is not None)
+        result = self._append_result(call, out, started, before, permission)
+        yield ToolDone(call, result, denied=denial is not None)
+        if out.git_config:  # a command planted git configuration: the person's own git would read it
+            self.session.append(GitConfigEvent, changes=out.git_config, tool_use_id=call.id)
+            yield Notice(describe(out.git_config))
+        if denial is None:
+            response = {"output": result.output, "is_error": result.is_error, "exit_code": result.exit_code}
+            yield from self._hooks("post_tool_use", {"tool_name": name, "tool_input": args, "tool_use_id": call.id,
+                                                     "tool_response": response}, tool=name, tool_use_id=call.id)
 
     def _append_result(self, call: ToolCall, out: ToolOutput, started: float,
-                       seen_before: dict[str, str]) -> ToolResultEvent:
-        """The call's result, with the file hashes it newly saw (rebuilt from the log on -c)."""
+                       seen_before: dict[str, str], permission: str | None = None) -> ToolResultEvent:
+        """The call's result, with the file hashes it newly saw (rebuilt from the log on -c), and
+        how the permission mode decided it when it did not allow it outright."""
         seen = {path: digest for path, digest in self.context.seen_hashes.items()
                 if seen_before.get(path) != digest}
         return self.session.append(
@@ -225,7 +284,39 @@ class Agent:
             dropped_bytes=out.dropped_bytes, seen=seen, blocks=out.blocks, attachments=out.attachments,
             # Only on a file tool's result, so every other line keeps its shape.
             **({"restore": out.restore} if out.restore is not None else {}),
+            # Only when the person was asked or the mode refused (telemetry counts decisions).
+            **({"permission": permission} if permission is not None else {}),
         )
+
+    def hook_runner(self) -> HookRunner:
+        return HookRunner(self.hooks, self.context.workspace, self._protection, self.context.redact,
+                          permission_mode=lambda: self.policy.mode)
+
+    def _protection(self) -> Protection:
+        if self.context.protection is None:
+            self.context.protection = command_protection(self.context.workspace.resolve(),
+                                                         allowed_roots=self.context.allowed_roots)
+        return self.context.protection
+
+    def _hooks(self, event: HookName, payload: dict[str, Any], *, tool: str | None = None,
+               tool_use_id: str | None = None, log: bool = True) -> Generator[AgentEvent, None, HookVerdict]:
+        """Run the hooks of `event` (none configured: nothing happens), logging each run unless
+        `log` is False (the caller logs them where they belong); a failed hook is one notice."""
+        if not self.hooks.for_event(event, tool):
+            return HookVerdict()
+        runner = self.hook_runner()
+        with self._acting_hook():
+            verdict = runner.run(self.session, event, payload, tool=tool, tool_use_id=tool_use_id)
+        if log:
+            runner.log(self.session, verdict)
+        for line in verdict.notices:
+            yield Notice(line)
+        return verdict
+
+    def _acting_hook(self) -> AbstractContextManager[None]:
+        """What a hook changes in the workspace is scribe's doing (the person's formatter), not
+        an outside change to report to the model."""
+        return self.watcher.command_running() if self.watcher is not None else nullcontext()
 
     def _acting(self, tool: Tool | None) -> AbstractContextManager[None]:
         """What changes while the agent's own command (or MCP call) runs is its doing, not an
@@ -234,16 +325,20 @@ class Agent:
             return self.watcher.command_running()
         return nullcontext()
 
-    def _denial(self, call: ToolCall, tool: Tool) -> str | None:
-        verdict = self.policy.verdict(tool.name, tool.kind)
+    def _denial(self, call: ToolCall, tool: Tool) -> tuple[str | None, str | None]:
+        """Why the call does not run (None: it runs), and how it was decided when it was not
+        allowed outright (the `permission` of its result: approved, approved_always, declined,
+        denied)."""
+        kind = kind_of(tool, call.args)
+        verdict = self.policy.verdict(tool.name, kind)
         if verdict == "allow":
-            return None
+            return None, None
         if verdict == "ask" and self.approver is not None:
             answer = self.approver(call)
             if answer == "always":
                 self.policy.always.add(tool.name)
-                return None
+                return None, "approved_always"
             if answer:
-                return None
-            return self.policy.refusal(tool.name, tool.kind, asked=True)
-        return self.policy.refusal(tool.name, tool.kind, asked=False)
+                return None, "approved"
+            return self.policy.refusal(tool.name, kind, asked=True), "declined"
+        return self.policy.refusal(tool.name, kind, asked=False), "denied"

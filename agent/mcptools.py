@@ -28,6 +28,7 @@ from scribe.tools.mcp.spec import distinct_name
 from scribe.tools.mcp.tool import McpTool
 from scribe.tools.secrets import Redactor
 
+from .protection import protection_for
 from .protocol import LifeEvent, ServersStarting, ServersWaited
 
 
@@ -38,8 +39,11 @@ def open_hub(workspace: Path, settings: Settings, files: ConfigFiles | None = No
     log_dir = state_dir(workspace) / "mcp"
     if config.servers:
         make_private_folder(log_dir)  # before a server's stderr file is made in it (tools/mcp/link.py)
+    # The command sandbox, which the servers the workspace defines start in (as commands do).
+    sandboxed = [s for s in config.servers if s.transport == "stdio" and s.wants_sandbox]
     return McpHub(config.servers, workspace, log_dir=log_dir,
-                  start_timeout_s=settings.mcp_start_timeout_s, call_timeout_s=settings.mcp_call_timeout_s)
+                  start_timeout_s=settings.mcp_start_timeout_s, call_timeout_s=settings.mcp_call_timeout_s,
+                  protection=protection_for(workspace, settings) if sandboxed else None)
 
 
 # Why a server still starting has no tools when the person stopped the wait.

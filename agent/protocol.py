@@ -74,7 +74,7 @@ AgentEvent = (TextDelta | TextWithdrawn | ModelCallStarted | Retrying | Waiting 
               | Notice | Compressed | TurnEnded)
 
 
-# -- a session's life around its turns (agent/lifecycle.py, agent/runtime.py) ----------------
+# -- a session's life around its turns (agent/lifecycle.py, agent/assembly.py) ----------------
 
 @dataclass(frozen=True)
 class CurationStarted:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import date
+from functools import cached_property
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -17,6 +19,7 @@ from scribe.context.checkpoint import (
 )
 from scribe.context.chunks import ChunkIndex
 from scribe.context.render import current_model
+from scribe.log.attachments import ImageStore
 from scribe.log.digest import LogDigest
 from scribe.log.eventlog import EventLog
 from scribe.log.events import (
@@ -25,15 +28,20 @@ from scribe.log.events import (
     InterruptEvent,
     SessionEvent,
     UsageEvent,
+    UserEvent,
     now_iso,
 )
+from scribe.log.images import ImageRef
 from scribe.log.jsonl import LogError, LogProblem, LogWriter, SessionLock
 from scribe.log.open_calls import unanswered_tool_uses
 from scribe.log.store import SessionFile, SessionStore, exclude_from_git
+from scribe.model.client import CallResult
 from scribe.model.window import ContextWindow, effective_window
 from scribe.settings.files import state_dir
 from scribe.settings.values import Settings
+from scribe.workspace.bwrap import read_only
 from scribe.workspace.git import git_state
+from scribe.workspace.images import PreparedImage
 
 from .instructions import Environment, prompt_hash, read_project_texts, system_text
 from .unheld import condense_unheld, observe_unheld
@@ -64,17 +72,39 @@ class Session:
     # Every model call, once something asked (`calls`), and how many events it has read for them.
     _calls: list[UsageEvent] = field(default_factory=list, init=False, repr=False)
     _calls_read: int = field(default=0, init=False, repr=False)
+    # Told of each event as it is appended (telemetry follows a session this way); they must not raise.
+    listeners: list[Callable[[Event], None]] = field(default_factory=list, repr=False)
 
     @property
     def header(self) -> SessionEvent:
         return self.events.header
+
+    @cached_property
+    def images(self) -> ImageStore:
+        """The images attached to the session's messages, beside its log."""
+        return ImageStore.for_log(self.path)
 
     def append(self, cls: type[E], **fields: Any) -> E:
         place = (self.writer.size, self.writer.lines + 1)
         event = self.writer.append(cls, **fields)
         self.events.append(event, place)
         self.digest.add(event)
+        for listener in self.listeners:
+            listener(event)
         return event
+
+    def record_call(self, result: CallResult, purpose: str, **extra: Any) -> UsageEvent:
+        """The usage of a model call, as the log keeps it (agent, observer, reflector, curator);
+        `extra`: fields of its own (a side call's `side_call`)."""
+        return self.append(UsageEvent, **usage_fields(result, purpose, **extra))
+
+    def append_message(self, text: str, images: Sequence[PreparedImage] = (), **extra: Any) -> UserEvent:
+        """A person's message: its images kept in the session's store first, so the log never
+        names an image the store does not hold, then the user event (`extra`: fields of its own,
+        the slash command that made it)."""
+        refs = [ImageRef(image.name, self.images.put(image.data, image.media_type), image.media_type,
+                         image.width, image.height, len(image.data)).record() for image in images]
+        return self.append(UserEvent, text=text, images=refs, **extra)
 
     def calls(self) -> list[UsageEvent]:
         """Every model call of the session, oldest first (the REPL's figures): the log is streamed
@@ -115,6 +145,12 @@ class Session:
         self._checkpointed = self.writer.size
 
 
+def usage_fields(result: CallResult, purpose: str, **extra: Any) -> dict[str, Any]:
+    """The fields of the usage event that records a model call."""
+    return {"purpose": purpose, "model": result.model, **result.tokens.counts(), "latency_ms": result.latency_ms,
+            "message_id": result.message_id, "server": result.server, **extra}
+
+
 def store_for(workspace: Path) -> SessionStore:
     return SessionStore(state_dir(workspace))
 
@@ -130,7 +166,7 @@ def start_session(workspace: Path, settings: Settings, tool_definitions: list[di
     already among `tool_definitions`."""
     store = store_for(workspace)
     exclude_from_git(workspace, store.root)
-    state = git_state(workspace)
+    state = git_state(workspace, read_only(settings.sandbox))
     env = Environment(cwd=str(workspace), git_branch=state.branch, git_head=state.head, started=date.today())
     read = read_project_texts(workspace, notes_path(workspace))
     project = read.texts

@@ -17,8 +17,7 @@ from __future__ import annotations
 from contextlib import nullcontext
 from dataclasses import dataclass
 
-from scribe.context.render import DEFAULT_OUTPUT_CHARS
-from scribe.log.events import UserEvent
+from scribe.log.events import GitConfigEvent, UserEvent
 from scribe.tools.base import CommandInterrupted, ToolOutput
 from scribe.tools.registry import run_tool
 
@@ -66,9 +65,11 @@ def run_shell(agent: Agent, command: str, *, how_to_allow: str = "/mode") -> She
             out = run_tool(agent.tools, tool.name, args, agent.context)
         except CommandInterrupted as stop:  # the person's Ctrl-C ends their command, not the session
             out = stop.output
-    limit = int(agent.session.header.config.get("render_output_chars", DEFAULT_OUTPUT_CHARS))
+    limit = agent.session.header.recorded.render_output_chars
     text = f"{HEADER}\n$ {agent.context.redact(command)}\n{head_and_tail(out.text, limit)}"
     event = agent.session.append(UserEvent, text=text)
+    if out.git_config:  # shown with the output; the log says it in its own event too
+        agent.session.append(GitConfigEvent, changes=out.git_config)
     agent.session.sync()
     return ShellRan(command, out, event)
 

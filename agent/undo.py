@@ -7,11 +7,15 @@ result carries a `restore` record (tools/restore.py); undoing replays them backw
 from what is on disk now, which must be exactly what scribe's last change left there (its
 hash): a file changed since, by the person or a command, is never overwritten. Every file is
 checked and its earlier content prepared before any is put in place, so a refusal, or a write
-that fails, changes nothing. The `undo` event it appends tells the model at its next call.
+that fails, changes nothing. Every file is read, written and removed through the confined
+writer (workspace/confined.py): a path that leads through a link, climbs out with `..` or names
+a place outside the workspace (and the allowed roots) is refused, and nothing is restored. The
+`undo` event it appends tells the model at its next call.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,8 +31,10 @@ from scribe.log.events import (
     UserEvent,
 )
 from scribe.tools.restore import CannotRestore, reverse
-from scribe.workspace.atomic import PendingWrite, WriteFailed, prepare
-from scribe.workspace.changes import ChangeSource, file_hash
+from scribe.workspace.atomic import WriteRefused
+from scribe.workspace.bwrap import Confinement
+from scribe.workspace.changes import ChangeSource
+from scribe.workspace.confined import ConfinedRoot, ConfinedWrite, Outside
 
 from .autocommit import EDIT_TOOLS, undo_last
 from .session import Session
@@ -84,20 +90,22 @@ def turns_with_edits(events: Sequence[Event]) -> list[TurnEdits]:
             and (t.commit is None or t.commit not in reverted)]
 
 
-def undo(session: Session, workspace: Path, watcher: ChangeSource | None = None) -> EditsUndone:
+def undo(session: Session, workspace: Path, watcher: ChangeSource | None = None, *,
+         box: Confinement | None = None, roots: Sequence[Path] = ()) -> EditsUndone:
     """`/undo` and `scribe undo`: when the latest turn with edits was auto-committed (or only a
     commit is left to undo), git takes that commit back, HEAD included, and refuses when HEAD
-    moved on; otherwise the latest turn's edits are restored from the log. Raises
-    GitUnavailable or GitRefused only on the git path."""
+    moved on; otherwise the latest turn's edits are restored from the log. `box`: where git
+    runs (the workspace's Protection); `roots`: the allowed roots outside the workspace a
+    record may name. Raises GitUnavailable or GitRefused only on the git path."""
     turns = turns_with_edits(session.events)
     if session.digest.last_commit is not None and (not turns or turns[-1].commit is not None):
-        result = undo_last(session, workspace, watcher)
+        result = undo_last(session, workspace, watcher, box=box)
         return EditsUndone(result.done, result.message, result.files)
-    return undo_last_turn(session, workspace, watcher, turns)
+    return undo_last_turn(session, workspace, watcher, turns, roots=roots)
 
 
 def undo_last_turn(session: Session, workspace: Path, watcher: ChangeSource | None = None,
-                   turns: list[TurnEdits] | None = None) -> EditsUndone:
+                   turns: list[TurnEdits] | None = None, *, roots: Sequence[Path] = ()) -> EditsUndone:
     """Restore the files of the latest turn with edits not undone yet, and record that."""
     turns = turns_with_edits(session.events) if turns is None else turns
     if not turns:
@@ -110,38 +118,46 @@ def undo_last_turn(session: Session, workspace: Path, watcher: ChangeSource | No
                                   f"{', '.join(dict.fromkeys(turn.unrecorded))} held before (recorded from this "
                                   "version of scribe on); nothing restored")
     try:
-        pending, removed = _prepare(turn.records, workspace)
-    except (CannotRestore, WriteFailed) as exc:
+        pending, removed = _prepare(turn.records, workspace, roots)
+    except (CannotRestore, WriteRefused) as exc:
         return EditsUndone(False, f"{exc}; nothing restored")
+    problems = []
     for write in pending:
         write.commit()
     for path in removed:
-        _target(workspace, path).unlink(missing_ok=True)
+        try:
+            root, rel = _target(workspace, roots, path)
+            root.remove(rel)
+        except (OSError, WriteRefused) as exc:  # changed since it was checked: left as it is
+            problems.append(f"{path} not removed ({exc})")
     files = list(dict.fromkeys(str(r["path"]) for r in turn.records))
     if watcher is not None:  # what the undo wrote is scribe's doing, not an outside change
-        watcher.own_writes({path: file_hash(_target(workspace, path)) for path in files})
+        watcher.own_writes({path: _hash(workspace, roots, path) for path in files})
     session.append(UndoEvent, turn=turn.turn, files=files, removed=removed)
     session.sync()
     restored = [p for p in files if p not in removed]
     what = ([f"restored {', '.join(restored)}"] if restored else []) + (
         [f"removed {', '.join(removed)} (created in it)"] if removed else [])
-    return EditsUndone(True, f"undid the file changes of the turn {_quoted(turn.prompt)}: {'; '.join(what)}", files)
+    return EditsUndone(True, f"undid the file changes of the turn {_quoted(turn.prompt)}: {'; '.join(what)}"
+                             + "".join(f"; warning: {p}" for p in problems), files)
 
 
-def _prepare(records: list[dict[str, Any]], workspace: Path) -> tuple[list[PendingWrite], list[str]]:
+def _prepare(records: list[dict[str, Any]], workspace: Path,
+             roots: Sequence[Path]) -> tuple[list[ConfinedWrite], list[str]]:
     """Each file's content from before the turn, written beside it (not in place yet), and the
-    files the turn created. Raises CannotRestore (nothing prepared is left behind)."""
+    files the turn created. Raises CannotRestore or WriteRefused (Outside for a path that
+    leads out); nothing prepared is left behind."""
     by_path: dict[str, list[dict[str, Any]]] = {}
     for record in records:
         by_path.setdefault(str(record.get("path", "")), []).append(record)
-    pending: list[PendingWrite] = []
+    pending: list[ConfinedWrite] = []
     removed: list[str] = []
     try:
         for path, changes in by_path.items():
-            target = _target(workspace, path)
+            root, rel = _target(workspace, roots, path)
             content: bytes | None
             try:
-                content = target.read_bytes()
+                content = root.read(rel)
             except FileNotFoundError:
                 raise CannotRestore(f"{path} is gone since scribe wrote it") from None
             except OSError as exc:
@@ -153,7 +169,7 @@ def _prepare(records: list[dict[str, Any]], workspace: Path) -> tuple[list[Pendi
             if content is None:
                 removed.append(path)
             else:
-                pending.append(prepare(target, content, path))
+                pending.append(root.prepare(rel, content, name=path))
     except BaseException:
         for write in pending:
             write.discard()
@@ -161,9 +177,24 @@ def _prepare(records: list[dict[str, Any]], workspace: Path) -> tuple[list[Pendi
     return pending, removed
 
 
-def _target(workspace: Path, path: str) -> Path:
-    """A record's path: workspace-relative, or absolute under an allowed root."""
-    return Path(path) if path.startswith("/") else workspace / path
+def _target(workspace: Path, roots: Sequence[Path], path: str) -> tuple[ConfinedRoot, str]:
+    """A record's path: workspace-relative, or absolute under the workspace or an allowed root;
+    Outside for anything else (a log that names a file elsewhere is not followed)."""
+    if not path.startswith("/"):
+        return ConfinedRoot(workspace), path
+    for root in (workspace, *roots):
+        base = root.resolve()
+        if Path(path) == base or Path(path).is_relative_to(base):
+            return ConfinedRoot(base), path
+    raise Outside(f"{path} is outside the workspace and every allowed root; undo writes nothing there")
+
+
+def _hash(workspace: Path, roots: Sequence[Path], path: str) -> str | None:
+    try:
+        root, rel = _target(workspace, roots, path)
+        return hashlib.sha256(root.read(rel)).hexdigest()
+    except (OSError, WriteRefused):
+        return None  # removed, or not a file scribe can read
 
 
 def _quoted(prompt: str, limit: int = 60) -> str:

@@ -1,4 +1,4 @@
-"""`python -m benchmarks [costs|memory|overhead|watcher|all] [--before REV] [--docs]`: run the
+"""`python -m benchmarks [costs|chain|llama|memory-paths|memory|overhead|watcher|all] [--before REV] [--docs]`: run the
 benchmarks, print a markdown report, and write it with the raw figures to benchmarks/results/
 (latest.md, latest.json); `--docs` also puts it in docs/performance.md.
 
@@ -20,7 +20,7 @@ from typing import Any
 
 from scribe import __version__
 
-from . import cost_report, memory_figures, overhead, watcher
+from . import cost_report, llama, memory_figures, memory_paths, overhead, watcher
 
 RESULTS = Path(__file__).parent / "results"
 
@@ -88,7 +88,23 @@ def run_watcher() -> tuple[dict[str, Any], str]:
     return data, text
 
 
-SUITES = {"costs": run_costs, "memory": run_memory, "overhead": run_overhead, "watcher": run_watcher}
+def run_chain() -> tuple[dict[str, Any], str]:
+    return cost_report.chain_vs_naive()
+
+
+def run_llama() -> tuple[dict[str, Any], str]:
+    data = llama.measure()
+    text = llama.section(data)
+    return data, text
+
+
+def run_memory_paths() -> tuple[dict[str, Any], str]:
+    data = memory_paths.measure()
+    return data, memory_paths.section(data)
+
+
+SUITES = {"chain": run_chain, "llama": run_llama, "memory-paths": run_memory_paths, "costs": run_costs,
+          "memory": run_memory, "overhead": run_overhead, "watcher": run_watcher}
 PAGE = Path(__file__).resolve().parent.parent / "docs" / "performance.md"
 BEGIN, END = "<!-- benchmarks:begin -->", "<!-- benchmarks:end -->"
 

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from scribe.fakeapi import RecordedRequest
+from scribe.fakeapi import RecordedRequest, side_call_kind
 from scribe.log.events import AssistantEvent, Event, ToolResultEvent, UserEvent
 from scribe.log.pricing import call_cost
 
@@ -76,12 +76,8 @@ class Bill:
 
 
 def purpose_of(body: dict[str, Any]) -> str:
-    system = body.get("system")
-    text = system[0]["text"] if isinstance(system, list) and system else ""
-    for purpose in ("Observer", "Reflector", "Curator"):
-        if text.startswith(f"You are the {purpose}"):
-            return purpose.lower()
-    return "agent"
+    """agent, observer, reflector or curator: by the side call's instructions, on either route."""
+    return side_call_kind(body)
 
 
 def bill_of(requests: Sequence[RecordedRequest]) -> Bill:

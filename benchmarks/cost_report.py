@@ -11,9 +11,21 @@ from typing import Any
 
 from scribe.settings.values import load_settings
 
-from .chain import Executable
+from .chain import Executable, run_chain
 from .sessions import long_session, shapes
-from .strategies import FLOOR, FULL_CACHED, SHIPPED, Row, compare_chain, compare_in_process
+from .strategies import (
+    FLOOR,
+    FULL_CACHED,
+    NAIVE,
+    SHIPPED,
+    Row,
+    ScribeRun,
+    compare_chain,
+    compare_in_process,
+    full_no_cache,
+    rebuild,
+    scribe_row,
+)
 
 HERE = Path(__file__).resolve().parent.parent
 TARGET_SHAPE = "tool-heavy"
@@ -128,3 +140,34 @@ def _target(rows: list[Row]) -> dict[str, Any]:
     return {"excess_usd_now": now_usd, "excess_usd_before": then_usd, "ratio": ratio,
             "excess_usd_now_without_curation": bare_now, "excess_usd_before_without_curation": bare_then,
             "excess_units_now": now_units, "excess_units_before": then_units, "text": text}
+
+
+CHAIN_SHAPE = "medium"  # the scripted 15-turn coding session (and its probe)
+CHAIN_TARGET = 0.12
+
+
+def chain_vs_naive() -> tuple[dict[str, Any], str]:
+    """The scripted chain through the `scribe` executable, one process per turn, every call it
+    paid for billed (side calls included), against a naive agent on the same turns: the whole
+    history in every request, no cache breakpoints, no memory (its requests rebuilt from
+    scribe's own raw events, with the same output tokens per call; strategies.full_no_cache)."""
+    os.environ.setdefault("ANTHROPIC_API_KEY", "benchmark-no-key")
+    session = next(s for s in shapes() if s.name == CHAIN_SHAPE)
+    chain = run_chain(session, this_tree(), {})
+    run = ScribeRun(chain.requests, chain.events, chain.seconds)
+    scribe, naive = scribe_row(SHIPPED, run, session), rebuild(NAIVE, full_no_cache, run, session)
+    ratio = scribe.bill.usd / naive.bill.usd
+    data = {"shape": CHAIN_SHAPE, "turns": len(session.turns), "scribe_usd": round(scribe.bill.usd, 6),
+            "naive_usd": round(naive.bill.usd, 6), "ratio": round(ratio, 4),
+            "scribe_usd_by_purpose": {k: round(v, 6) for k, v in scribe.bill.usd_by_purpose.items()},
+            "facts_kept": scribe.kept.cell()}
+    by = data["scribe_usd_by_purpose"]
+    text = (f"### The scripted chain against a naive agent ({CHAIN_SHAPE}: {len(session.turns)} turns, "
+            "`scribe run` then `scribe run -c` per turn, fake API with Anthropic's cache rules)\n\n"
+            "| | dollars |\n|---|---|\n"
+            f"| scribe (agent {by['agent']:.4f}, observer {by['observer']:.4f}, reflector {by['reflector']:.4f}, "
+            f"curator {by['curator']:.4f}) | ${scribe.bill.usd:.4f} |\n"
+            f"| naive agent: whole history every call, no caching, no memory | ${naive.bill.usd:.4f} |\n"
+            f"| **scribe ÷ naive** | **{ratio:.3f}×** (target ≤ {CHAIN_TARGET}×) |\n\n"
+            f"Facts kept by scribe: {scribe.kept.cell()}.")
+    return data, text

@@ -14,9 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from scribe.agent.assembly import Opening, assemble
+from scribe.agent.builtins import new_session_tools
 from scribe.agent.curator import curate
 from scribe.agent.protocol import TurnEnded
-from scribe.agent.runtime import build_agent
 from scribe.agent.session import notes_path, start_session
 from scribe.fakeapi import FakeMessagesServer, RecordedRequest, tool_use_block
 from scribe.fakeapi.cache import flatten_request
@@ -26,7 +27,7 @@ from scribe.log.jsonl import read_log
 from scribe.model.client import ModelClient
 from scribe.model.retry import RetryPolicy
 from scribe.settings.values import Settings
-from scribe.tools.registry import builtin_tools, tool_definitions
+from scribe.tools.registry import tool_definitions
 
 from .scripted_model import ScriptedModel
 from .sessions import ScriptedSession
@@ -62,8 +63,10 @@ def replay(session: ScriptedSession, settings: Settings, *, recall_fact: str | N
         os.environ.setdefault("ANTHROPIC_API_KEY", "benchmark-no-key")
         os.environ["SCRIBE_HOME"] = str(workspace / ".scribe")
         try:
-            log = start_session(workspace, settings, tool_definitions(builtin_tools()))
-            agent = build_agent(workspace, settings, log, model=ModelClient(retry=RetryPolicy(retries=0)))
+            opened = assemble(Opening(workspace, settings=settings, servers=False),
+                              client=ModelClient(retry=RetryPolicy(retries=0)))
+            agent = opened.adopt(start_session(workspace, settings, tool_definitions(new_session_tools(settings))))
+            log = agent.session
             turns = [t.prompt for t in session.turns]
             if recall_fact is not None:
                 model.replies.append(Reply([tool_use_block("recall", {"query": recall_fact})]))
@@ -73,7 +76,7 @@ def replay(session: ScriptedSession, settings: Settings, *, recall_fact: str | N
                 ended = [e for e in agent.turn(prompt) if isinstance(e, TurnEnded)][-1]
                 if ended.reason != "end_turn":
                     raise RuntimeError(f"turn ended with {ended.reason}: {ended.error}")
-            if settings.curate_notes:  # as the REPL does when the person leaves
+            if settings.curate_notes:  # as the next new session does
                 curate(log, agent.model, settings, notes_path(workspace))
             log.close()
             events = read_log(log.path).events

@@ -77,6 +77,16 @@ def build(root: Path, size: int, sessions: int) -> dict[str, Path]:
     return {"big": big, "many": many, "outside": outside}
 
 
+def sealed(log: Path) -> None:
+    """A log written here, not by a scribe session, sealed as the person's (`scribe log adopt`): a
+    run continues only a log whose seal holds (log/seal.py). Done once; the runs keep it sealed."""
+    from scribe.log.jsonl import adopt_log
+    from scribe.log.seal import authenticate_file
+
+    if not authenticate_file(log).ok:
+        adopt_log(log)
+
+
 def measure(argv: list[str], cwd: Path, timeout: float) -> dict[str, Any]:
     """One whole run: wall and first-output seconds, CPU seconds, peak RSS in MB, exit status."""
     # As an installed scribe runs: its bytecode kept, and its output buffered (unbuffered, each
@@ -167,6 +177,7 @@ def measure_runs(root: Path, timeout: float, names: list[str]) -> dict[str, Any]
         with (source / ".scribe" / "sessions" / f"{BIG_ID}.jsonl").open("rb") as src, log.open("wb") as dst:
             dst.write(src.readline().replace(f'"cwd":"{source}"'.encode(), f'"cwd":"{copy}"'.encode()))
             shutil.copyfileobj(src, dst, 1 << 20)
+    sealed(copy / ".scribe" / "sessions" / f"{BIG_ID}.jsonl")
     out: dict[str, Any] = {}
     with FakeMessagesServer(lambda request: Reply.text("ok")) as server:
         os.environ.update(ANTHROPIC_BASE_URL=server.base_url, ANTHROPIC_API_KEY="sk-bench")

@@ -22,10 +22,8 @@ import re
 import threading
 from typing import Any
 
-from scribe.fakeapi import Reply, text_block, tool_use_block
+from scribe.fakeapi import Reply, side_call_body, side_call_kind, text_block, tool_use_block
 from scribe.memory.notes import CURATOR_SYSTEM
-from scribe.memory.observer import OBSERVER_SYSTEM
-from scribe.memory.reflector import REFLECTOR_SYSTEM
 
 from .bills import prompt_text
 from .sessions import PROBE, ScriptedSession
@@ -46,18 +44,18 @@ class ScriptedModel:
 
     def __call__(self, request: dict[str, Any]) -> Reply:
         system = request["system"][0]["text"] if isinstance(request.get("system"), list) else ""
-        first = request["messages"][0]["content"][0]
-        user = first["text"] if isinstance(first, dict) and first.get("type") == "text" else ""
+        kind = side_call_kind(request)  # by its instructions, on either route (memory/routes.py)
         with self._lock:
-            if system == OBSERVER_SYSTEM:
+            if kind == "observer":
                 self.calls["observer"] += 1
-                return Reply.text(observe(user))
-            if system == REFLECTOR_SYSTEM:
+                return Reply.text(observe(side_call_body(request)))
+            if kind == "reflector":
                 self.calls["reflector"] += 1
-                return Reply.text(reflect(user))
+                return Reply.text(reflect(side_call_body(request)))
             if system.startswith(_CURATOR_HEAD):
+                first = request["messages"][0]["content"][0]
                 self.calls["curator"] += 1
-                return Reply.text(curate(user))
+                return Reply.text(curate(first["text"] if isinstance(first, dict) else ""))
             self.calls["agent"] += 1
             is_probe, recalled = _probe_state(request)
             if is_probe:

@@ -34,8 +34,9 @@ COMMANDS: dict[str, LazyCommand] = {
     "trust": LazyCommand("scribe.cli.trust", "trust",
                          "Trust a workspace: its own .scribe/config.toml and .mcp.json apply from now on."),
     "log": LazyCommand("scribe.cli.log", "log_app",
-                       "Inspect session logs: list, show, tail, stats, prompt, search, verify; html and serve draw a "
-                       "session as a page. A session is named by its id or any unique part of it, and defaults to the "
+                       "Inspect session logs: list, show, tail, stats, prompt, search, verify (and adopt a log "
+                       "scribe did not seal); html and serve draw a session as a page. A session is named by its id "
+                       "or any unique part of it, and defaults to the "
                        "latest of this workspace."),
     "notes": LazyCommand("scribe.cli.notes", "notes_app",
                          "The project notes (.scribe/notes.md): curated facts that new sessions start with."),

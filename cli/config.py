@@ -26,9 +26,10 @@ def config(
     own is ignored, the model's context window, and what protects scribe from the commands it
     runs: the sandbox in force on this machine, what it covers and what it does not.
     """
+    from scribe.agent.assembly import learned_window, window_here
     from scribe.agent.protection import protection_for
-    from scribe.agent.runtime import learned_window, window_here
     from scribe.settings.files import find_workspace, read_config, trust_of
+    from scribe.settings.hooks import describe, read_hooks
     from scribe.settings.prices import read_prices
     from scribe.settings.untrusted import ignored_line
     from scribe.settings.values import explain_settings, modes_by_front_end
@@ -42,6 +43,7 @@ def config(
         settings, origin = explain_settings(workspace, config=config)
         read = [path for path, _ in config.parsed]
         prices = read_prices(config)
+        hooks = read_hooks(workspace, config)
     workspace_line = (f"workspace {workspace}: " + (ignored_line(trust) if trust.ignored else trust.reason))
     values = dataclasses.asdict(settings)
     modes = modes_by_front_end(settings, origin)
@@ -65,6 +67,9 @@ def config(
             "learned": {"session": learned[0], "tokens": learned[1].tokens, "source": learned[1].source}
             if learned else None}, "source": "detected"}
         shown_json["prices"] = {"value": prices, "source": "config"}
+        shown_json["hooks"] = {"value": [{"event": h.event, "matcher": h.matcher, "command": h.command,
+                                          "owner": h.owner, "timeout_s": h.timeout_s, "pass_env": list(h.pass_env),
+                                          "file": h.source} for h in hooks.specs], "source": "config"}
         print(json.dumps(shown_json, indent=2))
         return
     width = max(map(len, values))
@@ -80,6 +85,8 @@ def config(
         print(f"the latest session, {learned[0]}, learned {learned[1].describe()}")
     for model, rates in prices.items():
         print(f"prices of {model} (USD per million tokens): " + ", ".join(f"{k} {v:g}" for k, v in rates.items()))
+    for line in describe(hooks.specs):
+        print(visible(f"hook {line}"))
     print()
     for line in protection.lines():
         print(line)

@@ -80,15 +80,13 @@ def demo(
 
 
 def _run(workspace: Path, keep: bool) -> None:
+    from scribe.agent.assembly import Opening, open_agent
     from scribe.agent.protocol import TurnEnded
-    from scribe.agent.runtime import build_agent
-    from scribe.agent.session import start_session
     from scribe.context.stats import figures_of
     from scribe.fakeapi import FakeMessagesServer
     from scribe.model.client import ModelClient
     from scribe.model.retry import RetryPolicy
     from scribe.settings.values import Settings
-    from scribe.tools.registry import builtin_tools, tool_definitions
 
     from .repl.view import View, make_console
 
@@ -99,27 +97,29 @@ def _run(workspace: Path, keep: bool) -> None:
     with FakeMessagesServer(_paced(_script(), PACE_S)) as server:
         os.environ["ANTHROPIC_BASE_URL"] = server.base_url
         os.environ.setdefault("ANTHROPIC_API_KEY", "scribe-demo-no-key-needed")
-        settings = Settings(permission_mode="full-auto", max_retries=0)
-        session = start_session(workspace, settings, tool_definitions(builtin_tools()))
-        try:
-            agent = build_agent(workspace, settings, session, model=ModelClient(retry=RetryPolicy(retries=0)))
-            for prompt in PROMPTS:
-                print(f"> {prompt}", flush=True)
-                for event in agent.turn(prompt):
-                    view.handle(event)
-                    if isinstance(event, TurnEnded) and event.reason == "interrupted":
-                        raise KeyboardInterrupt  # the agent recorded it; the demo stops here
-                print()
-        finally:
-            view.pause()
-            session.close()
+        # The demo's own settings, whatever the person's config says: no notes, no MCP servers.
+        opening = Opening(workspace, settings=Settings(permission_mode="full-auto", max_retries=0, curate_notes=False),
+                          servers=False)
+        with open_agent(opening, client=ModelClient(retry=RetryPolicy(retries=0))) as opened:
+            session = opened.session
+            try:
+                for prompt in PROMPTS:
+                    print(f"> {prompt}", flush=True)
+                    for event in opened.agent.turn(prompt):
+                        view.handle(event)
+                        if isinstance(event, TurnEnded) and event.reason == "interrupted":
+                            raise KeyboardInterrupt  # the agent recorded it; the demo stops here
+                    print()
+            finally:
+                view.pause()
         rejected = [r for r in server.requests if r.error]
     totals = figures_of(session.events)
     later = figures_of(session.events, skip_first=1)
     print(f"log:       {session.path}")
     print(f"requests:  {totals.calls} ({len(rejected)} rejected by the API's checks)")
-    print(f"tokens:    {totals.prompt_tokens} prompt ({totals.cache_read} cache read, {totals.cache_write} cache write, "
-          f"{totals.input} uncached), {totals.output} output")
+    t = totals.tokens
+    print(f"tokens:    {totals.prompt_tokens} prompt ({t.cache_read} cache read, {t.cache_write} cache write, "
+          f"{t.input} uncached), {t.output} output")
     print(f"cache:     {later.hit_rate:.0%} of prompt tokens read from the cache from the second request on")
     if keep:
         print(f"inspect:   cd {workspace} && scribe log show")
@@ -129,9 +129,12 @@ def _run(workspace: Path, keep: bool) -> None:
 
 def _init_repo(path: Path) -> None:
     from scribe.workspace.gitrun import run_git
+    from scribe.workspace.sandbox import command_protection
+
+    box = command_protection(path)  # git writes the new repository as a command would, sandboxed
 
     def git(*args: str) -> None:
-        done = run_git(path, *args)
+        done = run_git(path, *args, box=box, writes=True)
         if done.returncode != 0:
             raise subprocess.CalledProcessError(done.returncode, done.args, done.stdout, done.stderr)
 

@@ -2,8 +2,8 @@
 
 Compared with the commit the session recorded at its start (`git_head` in its first line):
 tracked changes, committed since or not, and untracked files as additions. Coloured on a
-terminal, plain text otherwise (a pipe, NO_COLOR). gitpython is imported inside the command so
-`scribe --help` does not pay for it.
+terminal, plain text otherwise (a pipe, NO_COLOR). git runs as every git call of scribe's does
+(workspace/gitrun.py: in the sandbox, without secrets).
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ def diff(
 
     Exit codes: 0 shown (or nothing changed), 1 git failed, 2 not a git repository or no session.
     """
+    from scribe.agent.protection import protection_here
     from scribe.log.jsonl import read_first_record
     from scribe.settings.files import find_workspace
     from scribe.workspace.git import GitRefused, GitUnavailable, is_repository, session_diff
@@ -35,12 +36,13 @@ def diff(
 
     with cli_errors():
         workspace = find_workspace(Path.cwd())
-        if not is_repository(workspace):
+        box = protection_here(workspace)
+        if not is_repository(workspace, box):
             raise fail(f"{workspace} is not a git repository; scribe diff needs one", EXIT_USAGE)
         found = resolve_session(session)
         head = (read_first_record(found.path) or {}).get("git_head")
         try:
-            result = session_diff(workspace, head, stat=stat)
+            result = session_diff(workspace, head, stat=stat, box=box)
         except GitUnavailable as exc:
             raise fail(f"{exc}; scribe diff needs one", EXIT_USAGE) from None
         except GitRefused as exc:

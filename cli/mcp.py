@@ -32,10 +32,10 @@ def list_servers(
     (trust_mcp_json = true). A workspace's own files count only once you trust the
     workspace (`scribe trust`).
     """
-    from scribe.settings.files import find_workspace, read_config, state_dir, trust_of
+    from scribe.agent.mcptools import open_hub
+    from scribe.settings.files import find_workspace, read_config, trust_of
     from scribe.settings.mcp_servers import mcp_config
     from scribe.settings.values import load_settings
-    from scribe.tools.mcp.hub import McpHub
 
     with cli_errors():
         workspace = find_workspace(Path.cwd())
@@ -44,8 +44,8 @@ def list_servers(
         files = read_config(workspace, trust)
         settings = load_settings(workspace, config=files)
         config = mcp_config(workspace, settings, config=files)
-        with McpHub(config.servers, workspace, log_dir=state_dir(workspace) / "mcp",
-                    start_timeout_s=settings.mcp_start_timeout_s, call_timeout_s=settings.mcp_call_timeout_s) as hub:
+        # started as a session starts them: the workspace's in the sandbox, or only as confirmed
+        with open_hub(workspace, settings, files) as hub:
             hub.start()
             states = hub.wait()
             allowed = {name: spec.allow for name, spec in hub.specs.items()}

@@ -62,22 +62,12 @@ def curate(
     session_id: Annotated[str | None, typer.Argument(help="Session id or any unique part of it. [default: the latest]")] = None,
 ) -> None:
     """Merge what a session taught into the notes now (one call to the cheaper model)."""
+    from scribe.agent.assembly import Opening, SessionChoice, open_agent
     from scribe.agent.curator import curate as run_curation
-    from scribe.agent.session import notes_path, open_session, store_for
-    from scribe.model.client import ModelClient
-    from scribe.settings.files import find_workspace, trust_of
-    from scribe.settings.values import load_settings
+    from scribe.agent.session import notes_path
 
     with cli_errors():
-        workspace = find_workspace(Path.cwd())
-        trust = trust_of(workspace)
-        tell_ignored(trust)
-        settings = load_settings(workspace, trust=trust)
-        store = store_for(workspace)
-        session = open_session(store.find(session_id, workspace) if session_id else store.to_continue(workspace).found)
-        try:
-            model = ModelClient.for_settings(settings)
-            outcome = run_curation(session, model, settings, notes_path(workspace))
-        finally:
-            session.close()
+        choice = SessionChoice(session_id=session_id) if session_id else SessionChoice(continue_latest=True)
+        with open_agent(Opening(Path.cwd(), choice, turns=False), on_trust=tell_ignored) as opened:
+            outcome = run_curation(opened.session, opened.client, opened.settings, notes_path(opened.workspace))
         print(outcome.message)

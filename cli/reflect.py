@@ -18,32 +18,21 @@ def reflect(
     """Compress a session's memory now: summarise the older conversation into observations
     (the most recent part stays word for word), then condense the observations. Prints the
     context size before and after."""
+    from scribe.agent.assembly import Opening, SessionChoice, open_agent
     from scribe.agent.protocol import Compressed, Notice
-    from scribe.agent.runtime import build_agent
-    from scribe.agent.session import open_session, store_for
-    from scribe.settings.files import find_workspace, trust_of
-    from scribe.settings.values import load_settings
 
     with cli_errors():
-        workspace = find_workspace(Path.cwd())
-        trust = trust_of(workspace)
-        tell_ignored(trust)
-        settings = load_settings(workspace, trust=trust)
-        store = store_for(workspace)
-        found = store.find(session_id, workspace) if session_id else store.to_continue(workspace).found
-        session = open_session(found)
-        try:
-            agent = build_agent(workspace, settings, session)
-            assert agent.memory is not None
-            before = agent.memory.context(session)
-            for event in agent.memory.compress_now(session):
+        choice = SessionChoice(session_id=session_id) if session_id else SessionChoice(continue_latest=True)
+        with open_agent(Opening(Path.cwd(), choice, turns=False), on_trust=tell_ignored) as opened:
+            memory, session = opened.agent.memory, opened.session
+            assert memory is not None
+            before = memory.context(session)
+            for event in memory.compress_now(session):
                 if isinstance(event, Compressed):
                     print(f"{event.kind}: events {event.seq_from}-{event.seq_to}, "
                           f"{event.tokens_before:,} -> {event.tokens_after:,} tokens")
                 elif isinstance(event, Notice):
                     print(visible(event.text))
-            after = agent.memory.context(session)
-        finally:
-            session.close()
+            after = memory.context(session)
         print(f"context of {session.id}: raw {before.raw:,} + observations {before.observations:,} "
               f"-> raw {after.raw:,} + observations {after.observations:,} tokens (estimated)")

@@ -9,7 +9,7 @@ from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -24,14 +24,17 @@ from scribe.agent.protocol import (
     TurnEnded,
 )
 from scribe.context.stats import Figures, Pricer
-from scribe.settings.prices import price_book
-from scribe.settings.values import PERMISSION_MODES, load_settings
+from scribe.log.events import UserEvent
+from scribe.settings.values import PERMISSION_MODES
 
-from .exits import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_MAX_TURNS, EXIT_OK, cli_errors, fail
+from .exits import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_MAX_TURNS, EXIT_OK, cli_errors, fail, warn
 from .headless import StreamJsonSink, TextSink
-from .signals import ending_signals
+from .signals import Stopped, ending_signals
 from .trust import tell_ignored
 from .visible import visible
+
+if TYPE_CHECKING:
+    from scribe.agent.session import Session
 
 
 class OutputFormat(StrEnum):
@@ -60,6 +63,9 @@ def run(
     auto_commit: Annotated[bool | None, typer.Option(
         "--auto-commit/--no-auto-commit",
         help="Commit the files the agent wrote at the end of the turn (`scribe undo` takes it back). [default: off]")] = None,
+    image: Annotated[list[Path] | None, typer.Option(
+        "--image", help="Attach this image (PNG, JPEG, GIF, WebP) to the prompt; repeatable. "
+                        "A large one is sized down to what the API takes.")] = None,
     trust_workspace: Annotated[bool, typer.Option(
         "--trust-workspace", help="Apply this workspace's own .scribe/config.toml and .mcp.json for this run "
                                   "(untrusted, they are ignored; `scribe trust` remembers the trust).")] = False,
@@ -70,47 +76,28 @@ def run(
     3 stopped at --max-turns, 4 the session log could not be written (disk full,
     read-only), 130 interrupted (Ctrl-C), 143 SIGTERM, 129 SIGHUP.
     """
-    # Imported here, not at the top: the SDK takes over a second to import and `--help` needn't pay.
-    from scribe.agent.mcptools import open_hub
-    from scribe.agent.runtime import SessionChoice, start
-    from scribe.model.client import ModelClient
-    from scribe.settings.files import find_workspace, read_config, trust_of
-    from scribe.settings.values import HEADLESS_FOR_ASK
+    # Imported here, not at the top: what the agent needs is not what `--help` needs.
+    from scribe.agent.assembly import Opening, SessionChoice, open_agent
+    from scribe.agent.attach import image_files
 
-    with cli_errors(), ending_signals(RUN_SIGNALS) as ending:
+    said = RunLines(quiet=output is OutputFormat.json)
+    with cli_errors(), ending_signals(RUN_SIGNALS, closing=said.stopped) as ending:
         text = sys.stdin.read() if prompt == "-" else prompt
+        said.prompt = text
         if not text.strip():
             raise fail("the prompt is empty")
         if continue_ and session:
             raise fail("give --continue or --session, not both")
         if permission_mode == "ask":
             raise fail("permission mode 'ask' needs a person; headless runs use read-only, accept-edits or full-auto")
-        workspace = find_workspace(Path.cwd())
-        trust = trust_of(workspace, granted=trust_workspace)
-        tell_ignored(trust)
-        flags = {"permission_mode": permission_mode, "max_turns": max_turns, "model": model, "auto_commit": auto_commit}
-        config = read_config(workspace, trust)
-        settings = load_settings(workspace, flags, config=config)
-        prices = price_book(config)
-        if settings.permission_mode == "ask":
-            settings = load_settings(workspace, {**flags, "permission_mode": HEADLESS_FOR_ASK}, config=config)
-        client = ModelClient.for_settings(settings)
-        # A new session first curates the earlier ones into the notes it starts with; the end
-        # of a run curates nothing (a `-c` chain is one session, curated once).
-        said = StartLines(quiet=output is OutputFormat.json)
-        hub = open_hub(workspace, settings, config)
-        try:
-            agent = driver.drive(start(workspace, settings, SessionChoice(continue_, session, model), hub,
-                                       model=client), said)
-            agent_session = agent.session
-            try:
-                ended, totals, failed_commits = _follow(agent.turn(text), output, prices.price_usage,
-                                                        agent_session.id)
-            finally:
-                agent.close()  # stops the file watcher
-                agent_session.close()
-        finally:
-            hub.close()  # stops the MCP servers
+        images = image_files(image or [])
+        opening = Opening(Path.cwd(), SessionChoice(continue_, session, model), trust_workspace=trust_workspace,
+                          flags={"permission_mode": permission_mode, "max_turns": max_turns, "model": model,
+                                 "auto_commit": auto_commit})
+        with open_agent(opening, show=said, on_trust=tell_ignored, tell=warn) as opened:
+            agent_session = opened.session
+            ended, totals, failed_commits = _follow(opened.agent.turn(text, images), output, opened.prices.price_usage,
+                                                    agent_session.id)
         if output is OutputFormat.json:
             print(json.dumps({
                 "session_id": agent_session.id, "log": str(agent_session.path),
@@ -133,13 +120,26 @@ def run(
 
 
 @dataclass
-class StartLines:
-    """What a run says on stderr as its session starts: the curations worth a line (also kept
-    for the JSON summary, which says them instead: `quiet`), and what is worth a note about the
-    session it runs in."""
+class RunLines:
+    """What a run says on stderr as its session starts: the curations of earlier sessions worth a
+    line (also kept for the JSON summary, which says them instead: `quiet`), and what is worth a
+    note about the session it runs in."""
 
     quiet: bool
     notes: list[str] = field(default_factory=list)
+    prompt: str | None = None  # once read
+    session: Session | None = None  # once opened
+    opened_at: int = 0  # its events then: the prompt comes after
+
+    def stopped(self, stop: Stopped) -> str:
+        """The closing line of a run a signal ended: only what happened is said."""
+        session = self.session
+        recorded = session is not None and any(
+            isinstance(e, UserEvent) and e.text == self.prompt for e in session.events[self.opened_at:])
+        if session is None or not recorded:
+            return f"scribe: {stop} before the prompt was recorded; nothing was sent: run it again"
+        return (f"scribe: {stop}; what it was running was ended and recorded in session {session.id}; "
+                "`scribe run -c` continues it")
 
     def __call__(self, event: LifeEvent) -> None:
         if isinstance(event, Curated) and event.noteworthy:
@@ -147,6 +147,7 @@ class StartLines:
             if not self.quiet:
                 print(f"scribe: {visible(event.text)}", file=sys.stderr)
         elif isinstance(event, SessionOpened):
+            self.session, self.opened_at = event.session, len(event.session.events)
             for problem in event.problems:
                 print(f"scribe: note: {event.session.path.name} {visible(problem)}", file=sys.stderr)
             for notice in event.notices:
@@ -168,7 +169,7 @@ def _follow(turn: Generator[AgentEvent, None, TurnEnded], output: OutputFormat,
 
     def shown(event: AgentEvent) -> None:
         if isinstance(event, AssistantMessage):
-            totals.add(event.usage, *price(event.usage))
+            totals.add(event.usage.tokens, *price(event.usage))
         if isinstance(event, CommitFailed):
             failed_commits.append(event)
         if show is not None:

@@ -59,17 +59,20 @@ class Ending:
 
 
 @contextmanager
-def ending_signals(signals: tuple[signal.Signals, ...] = ENDING, *,
-                   resume: str = "scribe run -c") -> Iterator[Ending]:
+def ending_signals(signals: tuple[signal.Signals, ...] = ENDING, *, resume: str = "scribe run -c",
+                   closing: Callable[[Stopped], str] | None = None) -> Iterator[Ending]:
     """Install the handlers for `signals` for the duration (the previous ones come back after).
-    A stop that reaches the end of the block becomes one line and exit 128 + the signal."""
+    A stop that reaches the end of the block becomes one line and exit 128 + the signal: what
+    `closing` says, when given (only it knows what was recorded by then), else that the session
+    was recorded and `resume` continues it."""
     ending = Ending(signals)
     for sig in signals:
         ending._previous[sig] = signal.signal(sig, ending.handle)
     try:
         yield ending
     except Stopped as stop:
-        say(f"scribe: {stop}; what it was running was ended and recorded; `{resume}` continues the session")
+        say(closing(stop) if closing is not None else
+            f"scribe: {stop}; what it was running was ended and recorded; `{resume}` continues the session")
         raise typer.Exit(stop.exit_code) from None
     finally:
         for sig, previous in ending._previous.items():

@@ -1,6 +1,8 @@
 """`scribe trust`: the person says that a workspace's own files (`.scribe/config.toml`,
-`.mcp.json`) may apply; and the REPL's question, and the one line that says what was ignored
-when they may not. The answer is kept in the person's trust file (settings/trust.py)."""
+`.mcp.json`) may apply, and what its MCP servers run; and the REPL's questions (the workspace's
+files, or one server whose files changed since they were confirmed), and the one line that says
+what was ignored when they may not. The answers are kept in the person's trust file
+(settings/trust.py)."""
 
 from __future__ import annotations
 
@@ -17,7 +19,10 @@ from .visible import visible
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from scribe.settings.files import ConfigFiles
+    from scribe.settings.server_pins import ServerPin
     from scribe.settings.trust import WorkspaceTrust
+    from scribe.settings.values import Settings
 
 # The only answers that trust: anything else (Enter, "n", a sentence, Ctrl-D) does not.
 YES = ("y", "yes")
@@ -32,10 +37,13 @@ def trust(
 
     Until then scribe ignores them and says so: a cloned repository can ship settings that turn
     off the sandbox, allow every path or start any program as an MCP server. What is trusted is
-    the files as they are now; when one changes, scribe asks again. The trust file lives in your
-    own config folder (~/.config/scribe/trusted.toml), never in a workspace.
+    the files as they are now, and the files its MCP servers run (the program, its script, the
+    workspace modules it imports): when one changes, scribe asks again (a server that runs outside
+    the sandbox does not start until then). The trust file lives in your own config folder
+    (~/.config/scribe/trusted.toml), never in a workspace.
     """
     from scribe.settings.files import find_workspace, trust_of, trust_store
+    from scribe.settings.server_pins import pins_to_trust
     from scribe.settings.untrusted import own_files
 
     with cli_errors():
@@ -53,12 +61,30 @@ def trust(
             print(f"{'no longer trusted' if done else 'was not trusted'}: {visible(str(workspace))}")
             return
         found = trust_of(workspace)
-        store.grant(workspace, found.fingerprint)
+        pins, servers = pins_to_trust(workspace, found)
+        store.grant(workspace, found.fingerprint, pins)
         print(f"trusted: {visible(str(workspace))}")
         for own in own_files(found):
             print(f"  {visible(own.change())}")
+        for server in servers:
+            if (line := _confirmed_line(server)) is not None:
+                print(f"  {visible(line)}")
         if not found.files:
             print("  (it has no config files of its own yet; one added later is asked about)")
+
+
+def _where(server: ServerPin) -> str:
+    return "in the sandbox" if server.spec.wants_sandbox else "outside the sandbox, with your environment"
+
+
+def _confirmed_line(server: ServerPin) -> str | None:
+    """What trusting did for one server's files: None when they are as confirmed before."""
+    name, count = server.spec.name, len(server.pin.files)
+    if server.spec.confirmed is None:
+        return f"MCP server {name} runs {_where(server)}: its {count} file{'s' if count != 1 else ''} confirmed as they are"
+    if server.changed is not None:
+        return f"MCP server {name} runs {_where(server)}: {server.changed}; confirmed as it is now"
+    return None
 
 
 def ask(console: Console, found: WorkspaceTrust) -> WorkspaceTrust:
@@ -76,13 +102,49 @@ def ask(console: Console, found: WorkspaceTrust) -> WorkspaceTrust:
         console.print()
         answer = ""
     if answer.strip().lower() in YES:
-        trust_store().grant(found.workspace, found.fingerprint)
+        from scribe.settings.server_pins import pins_to_trust
+
+        trust_store().grant(found.workspace, found.fingerprint, pins_to_trust(found.workspace, found)[0])
         granted = trust_of(found.workspace)
         if granted.trusted:
             return granted
         found = granted  # changed while the question was open: not what the person saw
     console.print(visible(f"scribe: {ignored_line(found)}"), markup=False, highlight=False, style="yellow")
     return found
+
+
+SERVER_PROMPT = "Start it as it is now? [y/N] "
+
+
+def confirm_servers(console: Console, workspace: Path, settings: Settings, config: ConfigFiles) -> None:
+    """Before the REPL starts its MCP servers: each server of the trusted workspace that would run
+    outside the sandbox on files changed since the person confirmed them is asked about, one
+    line saying what changed; a deliberate yes records its files as they are now. Unasked, or
+    answered otherwise, it does not start (and says so as the session opens)."""
+    if not config.trust.trusted or config.trust.for_this_run:
+        return
+    from scribe.settings.files import trust_store
+    from scribe.settings.server_pins import workspace_servers
+
+    changed = [s for s in workspace_servers(workspace, settings, config) if s.changed is not None]
+    if changed and any(s.spec.wants_sandbox for s in changed):
+        from scribe.agent.protection import protection_for
+
+        if protection_for(workspace, settings).sandboxed:
+            changed = [s for s in changed if not s.spec.wants_sandbox]
+    for server in changed:
+        spec = server.spec
+        console.print(visible(f"MCP server '{spec.name}' of this workspace runs outside the sandbox, with your "
+                              f"environment (`{spec.where()}`): {server.changed}."),
+                      markup=False, highlight=False)
+        _discard_typeahead()
+        try:
+            answer = input(SERVER_PROMPT)
+        except (EOFError, KeyboardInterrupt):
+            console.print()
+            answer = ""
+        if answer.strip().lower() in YES:
+            trust_store().confirm(workspace, spec.name, server.pin.as_dict())
 
 
 def tell_ignored(found: WorkspaceTrust) -> None:

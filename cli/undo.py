@@ -34,10 +34,12 @@ def undo(
     """
     from pathlib import Path
 
+    from scribe.agent.protection import protection_for
     from scribe.agent.session import open_session
     from scribe.agent.undo import undo as undo_turn
     from scribe.log.jsonl import SessionLocked
     from scribe.settings.files import find_workspace
+    from scribe.settings.values import load_settings
     from scribe.workspace.git import GitRefused, GitUnavailable
 
     from .log.common import resolve_session
@@ -51,7 +53,9 @@ def undo(
             raise fail(f"{exc}; undo there with /undo, so its log records the undo", EXIT_FAILED) from None
         try:
             try:
-                result = undo_turn(agent_session, workspace)
+                settings = load_settings(workspace)
+                result = undo_turn(agent_session, workspace, box=protection_for(workspace, settings),
+                                   roots=[Path(p).expanduser() for p in settings.allowed_paths])
             except GitUnavailable as exc:
                 raise fail(f"{exc}; scribe undo needs one to take back a commit", EXIT_USAGE) from None
             except GitRefused as exc:

@@ -12,6 +12,12 @@ Breakpoints (at most four, as the API allows):
      breakpoint 4 was, so each call reads the whole of the previous call's prompt;
   4. the last block of the last user message: written for the next call to read.
 
+A user event's images (log/images.py) are sent as image blocks before its text. Their bytes are
+not in the log but beside it (log/attachments.py): render reads them through the `images` source
+it is given, and is a pure function of the log and that store. An image the source does not have
+is sent as a fixed line saying so (MISSING_IMAGE), never an error: the session goes on;
+`scribe log prompt` passes a source that refuses instead, since it promises the exact bytes.
+
 Tool outputs are shown up to `render_output_chars`, except those of turns that had ended when
 the latest observation chunk was made, shown up to `settled_output_chars` (see Settled): what
 a request shows of an event changes only when a chunk is added, which rewrites the tail anyway.
@@ -22,15 +28,17 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from scribe.context.chunks import ChunkIndex, tail_after
 from scribe.log.events import (
+    BEFORE_OUTPUT_CHARS,
     AssistantEvent,
     Block,
     Event,
     FileChangeEvent,
     GitUndoEvent,
+    HookEvent,
     InterruptEvent,
     ObservationEvent,
     ReflectionEvent,
@@ -39,6 +47,7 @@ from scribe.log.events import (
     UndoEvent,
     UserEvent,
 )
+from scribe.log.images import ImageRef, image_refs
 
 CACHE = {"type": "ephemeral"}
 # How long the provider keeps what a CACHE breakpoint writes: the 5-minute cache.
@@ -51,9 +60,22 @@ NO_OUTPUT = "(no output)"
 # Why an interrupt was recorded, when it was the person who stopped the request (Esc or Ctrl-C
 # in the REPL, Ctrl-C in `scribe run`; "interrupted" is the reason of logs that named none).
 PERSON_CANCELLED = ("cancelled by the user", "stopped by SIGINT", "interrupted")
+MISSING_IMAGE = "[image {name} was attached here; it is no longer in the session's image store]"
 
-DEFAULT_MAX_TOKENS = 16384
-DEFAULT_OUTPUT_CHARS = 12_000
+
+class ImageSource(Protocol):
+    """Where render reads an attached image's bytes (log/attachments.py ImageStore)."""
+
+    def base64(self, ref: ImageRef) -> str | None:
+        """The image as base64 text, or None when it is missing."""
+        ...
+
+
+class NoImages:
+    """A source with no images: every image renders as its MISSING_IMAGE line."""
+
+    def base64(self, ref: ImageRef) -> str | None:
+        return None
 
 
 class RenderError(ValueError):
@@ -133,13 +155,14 @@ def _in_prefix_order(request: Request) -> list[tuple[str, Block]]:
     return out
 
 
-def render(events: Sequence[Event], index: ChunkIndex | None = None) -> Request:
+def render(events: Sequence[Event], index: ChunkIndex | None = None, images: ImageSource | None = None) -> Request:
     """The request for the next model call. `index` (a ChunkIndex kept for this log) saves
-    rescanning a long log for its observations; the result is the same with or without it."""
+    rescanning a long log for its observations; the result is the same with or without it.
+    `images`: the session's image store (none: attached images render as missing)."""
     if not events or not isinstance(events[0], SessionEvent):
         raise RenderError("a log must begin with a session event")
     session = events[0]
-    config = session.config
+    recorded = session.recorded
     index = index or ChunkIndex()
     chunks, observed_to = index.update(events)
 
@@ -148,17 +171,16 @@ def render(events: Sequence[Event], index: ChunkIndex | None = None) -> Request:
     if chunks:
         system[-1]["cache_control"] = CACHE
 
-    output_chars = int(config.get("render_output_chars", DEFAULT_OUTPUT_CHARS))
-    # A session recorded before this setting existed keeps rendering as it did: nothing shortened.
-    settled = Settled(index.settled_before, int(config.get("settled_output_chars", output_chars)))
-    messages = render_messages(index.shown(tail_after(events, observed_to)), output_chars, settled)
+    settled = Settled(index.settled_before, recorded.settled_output_chars)
+    messages = render_messages(index.shown(tail_after(events, observed_to)), recorded.render_output_chars, settled,
+                               images or NoImages())
     if not messages or messages[0]["role"] != "user":
         messages.insert(0, {"role": "user", "content": [{"type": "text", "text": RESUME_NOTE}]})
     place_message_breakpoints(messages)
 
     return Request(
         model=current_model(events, index),
-        max_tokens=int(config.get("max_tokens", DEFAULT_MAX_TOKENS)),
+        max_tokens=recorded.max_tokens,
         tools=[dict(t) for t in session.tools],
         system=system,
         messages=messages,
@@ -172,7 +194,7 @@ def current_model(events: Sequence[Event], index: ChunkIndex | None = None) -> s
     index.update(events)
     header = events[0]
     assert isinstance(header, SessionEvent)
-    return index.model or str(header.config.get("model", header.model))
+    return index.model or header.recorded.model
 
 
 def chunk_text(chunk: ObservationEvent | ReflectionEvent) -> str:
@@ -191,20 +213,22 @@ class Settled:
     Their turn is over, the observations say what they showed, and `recall` has them whole."""
 
     before: int = -1
-    chars: int = DEFAULT_OUTPUT_CHARS
+    chars: int = BEFORE_OUTPUT_CHARS
 
     def limit(self, event: ToolResultEvent, limit: int) -> int:
         return min(limit, self.chars) if event.seq < self.before else limit
 
 
-def render_messages(events: Sequence[Event], output_chars: int, settled: Settled = Settled()) -> list[dict[str, Any]]:
+def render_messages(events: Sequence[Event], output_chars: int, settled: Settled = Settled(),
+                    images: ImageSource | None = None) -> list[dict[str, Any]]:
     """Raw events as alternating turns. A user turn collects, in order: the results of the
     previous assistant's tool calls (first, as the API requires, in call order; a call with no
-    result gets a fixed "interrupted" one), then text (file changes, the person's words).
+    result gets a fixed "interrupted" one), then text (file changes, the person's images and words).
 
     A request that was cancelled (an interrupt event) is closed by an assistant message holding
     a fixed marker (`cancel_text`): what the person says next is a message of its own, and the
     model reads that the request before it was cancelled and what had run of it."""
+    images = images or NoImages()
     messages: list[dict[str, Any]] = []
     pending_ids: list[str] = []  # tool_use ids of the last assistant message
     results: dict[str, Block] = {}
@@ -247,6 +271,7 @@ def render_messages(events: Sequence[Event], output_chars: int, settled: Settled
             turn = _TurnCalls()
         elif isinstance(event, UserEvent):
             turn = _TurnCalls()
+            texts += [image_block(ref, images) for ref in image_refs(event.images)]
             if event.text.strip():
                 texts.append({"type": "text", "text": event.text})
         elif isinstance(event, FileChangeEvent):
@@ -255,6 +280,8 @@ def render_messages(events: Sequence[Event], output_chars: int, settled: Settled
             texts.append({"type": "text", "text": git_undo_text(event)})
         elif isinstance(event, UndoEvent):
             texts.append({"type": "text", "text": undo_text(event)})
+        elif isinstance(event, HookEvent) and event.feedback:
+            texts.append({"type": "text", "text": hook_text(event)})
     close_user_turn()
     return messages
 
@@ -295,6 +322,14 @@ def _counted(names: Sequence[str]) -> str:
     return ", ".join(name if n == 1 else f"{name} ×{n}" for name, n in counts.items())
 
 
+def image_block(ref: ImageRef, images: ImageSource) -> Block:
+    """An attached image as the API takes it, or the line saying it is missing."""
+    data = images.base64(ref)
+    if data is None:
+        return {"type": "text", "text": MISSING_IMAGE.format(name=ref.name)}
+    return {"type": "image", "source": {"type": "base64", "media_type": ref.media_type, "data": data}}
+
+
 def _tool_result(tool_use_id: str, text: str, is_error: bool, extra: Sequence[Block] = ()) -> Block:
     """A tool_result block: the text alone, or (an MCP tool's images) the text then its blocks."""
     content: str | list[Block] = [{"type": "text", "text": text}, *extra] if extra else text
@@ -314,6 +349,13 @@ def file_change_text(event: FileChangeEvent) -> str:
     if event.during_command:
         return f"[while your command ran: {event.path} was {what}{note}]"
     return f"[outside scribe: {event.path} was {what}{note}]"
+
+
+def hook_text(event: HookEvent) -> str:
+    """What the model is shown of a hook's run: its feedback, under a line naming the hook."""
+    tool = event.extra.get("tool")
+    on = f" on {tool}" if isinstance(tool, str) and tool else ""
+    return f"[{event.hook} hook{on}]\n{event.feedback}"
 
 
 def git_undo_text(event: GitUndoEvent) -> str:

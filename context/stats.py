@@ -90,7 +90,7 @@ def figures_of(events: Iterable[Event], price: Pricer | None = None, *, purpose:
         if isinstance(event, UsageEvent) and (purpose is None or event.purpose == purpose):
             seen += 1
             if seen > skip_first:
-                figures.add(event, *(price(event) if price else (0.0, 0.0)))
+                figures.add(event.tokens, *(price(event) if price else (0.0, 0.0)))
     return figures
 
 
@@ -108,8 +108,8 @@ def session_stats(events: Iterable[Event], price: Pricer, *, per_call: bool = Tr
             cost, uncached = price(event)
             if cost is None:
                 stats.unpriced_models.add(event.model)
-            stats.total.add(event, cost, uncached)
-            stats.by_purpose.setdefault(event.purpose, Figures()).add(event, cost, uncached)
+            stats.total.add(event.tokens, cost, uncached)
+            stats.by_purpose.setdefault(event.purpose, Figures()).add(event.tokens, cost, uncached)
             if per_call:
                 stats.calls.append(CallFigures(event.seq, event.purpose, event.model, event.tokens, event.latency_ms,
                                                cost, uncached))
@@ -176,12 +176,8 @@ class SessionSummary:
     damaged: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        f = self.figures
         return {"id": self.id, "cwd": self.cwd, "started": self.started, "last_activity": self.last_activity,
-                "events": self.events, "turns": self.turns, "calls": f.calls, "input_tokens": f.prompt_tokens,
-                "cache_read": f.cache_read, "cache_write": f.cache_write, "output": f.output,
-                "hit_rate": round(f.hit_rate, 6), "cost_usd": round(f.cost_usd, 6) if f.priced else None,
-                "unpriced_calls": f.unpriced, "damaged": self.damaged}
+                "events": self.events, "turns": self.turns, **self.figures.as_dict(), "damaged": self.damaged}
 
 
 def damage(header_problem: str | None, skipped_lines: int, torn: bool) -> str | None:
@@ -197,7 +193,7 @@ def summarize(session_id: str, events: Sequence[Event], price: Pricer, damaged: 
     figures = Figures()
     for event in events:
         if isinstance(event, UsageEvent):
-            figures.add(event, *price(event))
+            figures.add(event.tokens, *price(event))
     head = events[0] if events and isinstance(events[0], SessionEvent) else None
     return SessionSummary(
         id=session_id,

@@ -16,11 +16,13 @@ from scribe.log.events import (
     Event,
     FileChangeEvent,
     GitUndoEvent,
+    HookEvent,
     SessionEvent,
     ToolResultEvent,
     UndoEvent,
     UserEvent,
 )
+from scribe.log.images import image_refs
 
 # Characters per token for code and English with Claude's tokenizer, before calibration.
 CHARS_PER_TOKEN = 3.6
@@ -39,7 +41,9 @@ def event_tokens(event: Event, output_chars: int | None = None) -> int:
     """Estimated tokens this event adds to a prompt when rendered raw (0 if it is not rendered).
     With `output_chars`, a tool output counts only as much as the renderer shows of it."""
     if isinstance(event, UserEvent):
-        return estimate_text(event.text) + BLOCK_OVERHEAD
+        # An attached image is billed by its pixels (log/images.py), whatever its bytes.
+        pictures = sum(ref.tokens + BLOCK_OVERHEAD for ref in image_refs(event.images))
+        return estimate_text(event.text) + BLOCK_OVERHEAD + pictures
     if isinstance(event, AssistantEvent):
         return sum(estimate_text(b.get("text") or json.dumps(b.get("input", b), ensure_ascii=False))
                    + BLOCK_OVERHEAD for b in event.content)
@@ -50,6 +54,8 @@ def event_tokens(event: Event, output_chars: int | None = None) -> int:
         return estimate_text(event.path) + estimate_text(event.dest or "") + 16
     if isinstance(event, (GitUndoEvent, UndoEvent)):
         return estimate_text(" ".join(event.files)) + 40
+    if isinstance(event, HookEvent):
+        return estimate_text(event.feedback) + 16 if event.feedback else 0
     # An observation or reflection is rendered among the chunks, never raw (its size there is
     # memory/reflector.py's chunk_size): counted here too, it inflated the raw tail by its own
     # size, which let the retention floor be met by it and a just-pasted text be observed.

@@ -27,7 +27,8 @@ from .script import (
     tool_use_block,
 )
 from .server import FakeMessagesServer, RecordedRequest
-from .sidecalls import SideCallModel, side_call_kind
+from .sidecalls import SideCallModel
+from .stretch import side_call_body, side_call_kind
 from .tokens import count_tokens
 
 __all__ = [
@@ -50,6 +51,7 @@ __all__ = [
     "SideCallModel",
     "count_tokens",
     "habit",
+    "side_call_body",
     "side_call_kind",
     "text_block",
     "tool_use_block",

@@ -116,11 +116,21 @@ def flatten_request(request: dict[str, Any]) -> list[FlatBlock]:
     return flat
 
 
-def prefix_hashes(model: str, blocks: list[FlatBlock]) -> list[str]:
-    """hashes[i] identifies model + blocks[0..i]; chaining makes each O(1) to extend."""
+def prefix_hashes(model: str, blocks: list[FlatBlock], tool_choice: Any = None) -> list[str]:
+    """hashes[i] identifies model + blocks[0..i]; chaining makes each O(1) to extend.
+
+    `tool_choice` is part of the identity of every message block, not of tools or system: a
+    change of tool_choice leaves the tools and system prompt cached and the messages not, as
+    Anthropic's prompt caching documents (a side call that forced a tool could not read the
+    agent's cached conversation)."""
     digest = hashlib.sha256(("model:" + model).encode("utf-8")).hexdigest()
     hashes: list[str] = []
+    choice_mixed = False
     for block in blocks:
+        if not choice_mixed and block.kind not in ("tool", "system"):
+            choice_mixed = True
+            if tool_choice is not None:
+                digest = hashlib.sha256((digest + "\x00tool_choice:" + canonical_json(tool_choice)).encode()).hexdigest()
         # The kind is part of identity: the same text as system or as a user turn is
         # a different prompt to the model.
         piece = block.kind + "\x00" + canonical_json(block.block)
@@ -162,7 +172,7 @@ class PromptCache:
     def account(self, request: dict[str, Any], now: float) -> CacheUsage:
         """Look up and update the cache for `request`, returning its input usage."""
         blocks = flatten_request(request)
-        hashes = prefix_hashes(str(request.get("model", "")), blocks)
+        hashes = prefix_hashes(str(request.get("model", "")), blocks, request.get("tool_choice"))
         cumulative: list[int] = []
         running = 0
         for block in blocks:

@@ -25,7 +25,15 @@ from .problems import InvalidRequest
 from .script import Fault, Reply, Responder, Script, ScriptItem
 from .transport import ExchangeHandler, MessagesHTTPServer
 from .validate import check_headers, validate_request
-from .wire import UsageHabit, error_body, message_json, output_tokens, stream_events, with_usage_habit
+from .wire import (
+    UsageHabit,
+    error_body,
+    message_json,
+    output_tokens,
+    stream_events,
+    with_usage_habit,
+    within_max_tokens,
+)
 
 __all__ = ["CUT_FILLER_TEXT", "NO_RESPONSE", "FakeMessagesServer", "RecordedRequest"]
 
@@ -304,6 +312,8 @@ class FakeMessagesServer:
     ) -> None:
         fault = item if isinstance(item, Fault) and item.kind in STREAM_FAULTS else None
         reply = item if isinstance(item, Reply) else (item.reply or Reply.text(CUT_FILLER_TEXT))
+        if isinstance(item, Reply):  # a fault's reply is sent as the fault shapes it
+            reply = within_max_tokens(reply, request["max_tokens"])
         # A cut reply was still processed upstream, so the prompt is billed and cached.
         cache_usage = self._cache.account(request, self.now())
         out = 0 if request["max_tokens"] == 0 else output_tokens(reply)

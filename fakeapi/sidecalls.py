@@ -21,22 +21,15 @@ from . import forced
 from . import habits as catalogue
 from .habits import Entry, Said
 from .script import Reply, Responder, ScriptItem
+from .stretch import side_call_body, side_call_kind
 
 __all__ = ["SideCallModel", "side_call_kind"]
 
 _EVENT = re.compile(r"^\[seq (\d+)\] ([^:]+?)(?: result \(([^)]*)\))?:\s?(.*)$")
 _FACT = re.compile(r"^\[([\w-]+#\d+)\] (.*)$")
 _NOTE = re.compile(r"^- (.*?)(?: \[from ([\w-]+#\d+)\])?$")
-_KINDS = {"You are the Observer": "observer", "You are the Reflector": "reflector", "You are the Curator": "curator"}
 # The curator keeps at most this many new entries per call, the newest, so the notes stay short.
 NEW_ENTRIES = 30
-
-
-def side_call_kind(request: dict[str, Any]) -> str:
-    """"observer", "reflector", "curator", or "agent" for any other call."""
-    system = request.get("system")
-    text = system[0].get("text", "") if isinstance(system, list) and system else system if isinstance(system, str) else ""
-    return next((kind for start, kind in _KINDS.items() if text.startswith(start)), "agent")
 
 
 class SideCallModel:
@@ -68,7 +61,7 @@ class SideCallModel:
             self.calls[kind] += 1
             if kind == "agent":
                 return self._agent_reply(request)
-            body = request["messages"][0]["content"][0]["text"]
+            body = side_call_body(request)
             chosen = catalogue.habit(self.habits[kind])
             tool = forced.forced_tool(request)
             answers_tool = tool is not None and self.tools[kind] != "ignore"
@@ -89,10 +82,14 @@ class SideCallModel:
 
 
 def observed(body: str) -> Said:
-    """One observation per event shown: the person's words whole, the first line of the rest."""
+    """What a terse model keeps of the events shown: the person's words (a message's first 160
+    characters; a run of requests that begin alike, as one line naming their seqs), the first
+    line of a tool's output, the agent's words when they say more than an acknowledgement."""
     events = body.split("Events to observe", 1)[-1].splitlines()[1:]
     lines: list[tuple[str, str]] = []
     task = None
+    run: list[str] = []  # seqs of a run of alike requests
+    run_head = ""
     for n, raw in enumerate(events):
         match = _EVENT.match(raw)
         if not match:
@@ -100,13 +97,21 @@ def observed(body: str) -> Said:
         seq, who, status, text = match.groups()
         text = " ".join(text.split())[:160]
         if who == "user":
+            head = " ".join(text.split()[:1])
+            if run and head == run_head:
+                run.append(seq)
+                lines[-1] = ("🔴", f"User asked {len(run)} times alike (seq {run[0]}-{seq}), e.g.: {lines[-1][1].split(': ', 1)[-1]}")
+                continue
+            run, run_head = [seq], head
             lines.append(("🔴", f"User asked (seq {seq}): {text}"))
             task = text[:80] or task
         elif status is not None:
+            run = []
             nxt = events[n + 1] if n + 1 < len(events) else ""
             shown = " ".join(nxt.split())[:120] if nxt and not _EVENT.match(nxt) else "no output"
             lines.append(("🟡", f"{who} ({status}, seq {seq}): {shown}"))
-        elif text:
+        elif len(text.split()) > 2:  # "Done." says nothing worth a line
+            run = []
             lines.append(("🟡", f"Agent (seq {seq}): {text}"))
     return Said(tuple(lines), task or "continuing", "carry on with the user's request")
 

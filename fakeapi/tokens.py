@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from .images import image_tokens
+
 __all__ = ["block_tokens", "canonical_json", "count_tokens", "strip_cache_control"]
 
 
@@ -41,5 +43,18 @@ def strip_cache_control(block: Any) -> Any:
 
 
 def block_tokens(block: Any) -> int:
-    """Token size of one content block or tool definition, breakpoint marker excluded."""
-    return count_tokens(canonical_json(strip_cache_control(block)))
+    """Token size of one content block or tool definition, breakpoint marker excluded. An image
+    counts as the API bills it, by its pixels (fakeapi/images.py), not by its base64's length,
+    alone or inside a tool result."""
+    block = strip_cache_control(block)
+    if not isinstance(block, dict):
+        return count_tokens(canonical_json(block))
+    pictures = image_tokens(block)
+    if pictures is not None:
+        return pictures
+    content = block.get("content")
+    if block.get("type") == "tool_result" and isinstance(content, list):
+        billed = [(item, image_tokens(item) if isinstance(item, dict) else None) for item in content]
+        rest = [item for item, tokens in billed if tokens is None]
+        return count_tokens(canonical_json({**block, "content": rest})) + sum(t for _, t in billed if t)
+    return count_tokens(canonical_json(block))

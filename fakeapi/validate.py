@@ -12,6 +12,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from .images import MAX_IMAGES, check_image
 from .pairing import check_tool_pairing
 from .problems import InvalidRequest
 
@@ -56,6 +57,7 @@ def validate_request(body: Any) -> None:
     _check_tool_choice(body.get("tool_choice"), body.get("tools") or [])
     breakpoints += _check_system(body.get("system"))
     breakpoints += _check_messages(body["messages"])
+    _check_image_count(body["messages"])
     if body.get("cache_control") is not None:
         _check_cache_control(body["cache_control"], "cache_control")
         breakpoints += 1
@@ -204,6 +206,18 @@ def _check_messages(messages: list[Any]) -> int:
     return count
 
 
+def _check_image_count(messages: list[dict[str, Any]]) -> None:
+    count = 0
+    for message in messages:
+        for block in message.get("content") if isinstance(message.get("content"), list) else []:
+            if isinstance(block, dict):
+                count += block.get("type") == "image"
+                inner = block.get("content") if block.get("type") == "tool_result" else None
+                count += sum(isinstance(i, dict) and i.get("type") == "image" for i in inner or [])
+    if count > MAX_IMAGES:
+        raise InvalidRequest(f"messages: Too many images in request: {count} > {MAX_IMAGES}")
+
+
 def _check_prefill(content: str | list[Any]) -> None:
     text = content if isinstance(content, str) else ""
     if isinstance(content, list) and content and content[-1].get("type") == "text":
@@ -222,7 +236,9 @@ def _check_block(block: Any, role: str, path: str) -> int:
     kind = block["type"]
     if kind == "text":
         _check_text(block, path)
-    elif kind in ("image", "document") and not isinstance(block.get("source"), dict):
+    elif kind == "image":
+        check_image(block, path)
+    elif kind == "document" and not isinstance(block.get("source"), dict):
         raise InvalidRequest(f"{path}.source: Field required")
     elif kind == "tool_use":
         if role != "assistant":
@@ -256,6 +272,8 @@ def _check_tool_result(block: dict[str, Any], role: str, path: str) -> int:
                 raise InvalidRequest(f"{sub}.type: Input should be 'text', 'image' or 'document'")
             if item["type"] == "text":
                 _check_text(item, sub)
+            elif item["type"] == "image":
+                check_image(item, sub)
             count += _marker(item, sub)
     elif not isinstance(content, str):
         raise InvalidRequest(f"{path}.content: Input should be a valid string or list")

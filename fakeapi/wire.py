@@ -60,6 +60,28 @@ def output_tokens(reply: Reply) -> int:
     return max(1, count_tokens("".join(parts)))
 
 
+def within_max_tokens(reply: Reply, max_tokens: int) -> Reply:
+    """The reply as a model stopped at `max_tokens` writes it: text past the budget is cut (at
+    the fake tokenizer's four bytes a token) and the stop reason is `max_tokens`, as a real
+    server's would be. A reply within the budget, or one whose budget ends inside a tool call
+    (a script's agent call), is left whole."""
+    if max_tokens <= 0 or output_tokens(reply) <= max_tokens:
+        return reply
+    room = max_tokens * 4  # bytes
+    kept: list[dict[str, Any]] = []
+    for block in reply.blocks:
+        if block["type"] != "text":
+            return reply
+        data = block["text"].encode("utf-8")
+        if len(data) <= room:
+            kept.append(block)
+            room -= len(data)
+            continue
+        kept.append({**block, "text": data[:room].decode("utf-8", "ignore")})
+        break
+    return Reply([b for b in kept if b["text"]], stop_reason="max_tokens")
+
+
 def _final_block(block: dict[str, Any]) -> dict[str, Any]:
     if block["type"] == "text":
         return {"type": "text", "text": block["text"], "citations": None}

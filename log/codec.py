@@ -117,7 +117,10 @@ def to_record(event: Event) -> dict[str, Any]:
     record: dict[str, Any] = {"v": LOG_FORMAT_VERSION, "seq": event.seq, "ts": event.ts, "type": event.type}
     for f in dataclasses.fields(event):
         if f.name not in ("seq", "ts", "extra"):
-            record[f.name] = getattr(event, f.name)
+            value = getattr(event, f.name)
+            if not value and f.metadata.get("omit_empty"):
+                continue
+            record[f.name] = value
     record.update(event.extra)
     return record
 

@@ -9,6 +9,8 @@ back, is log/codec.py's.
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, ClassVar
@@ -64,11 +66,56 @@ class SessionEvent(Event):
     # What protected scribe from the commands it ran (workspace/sandbox.py Protection.record()).
     protection: dict[str, Any] = field(default_factory=dict)
 
+    @functools.cached_property
+    def recorded(self) -> RecordedConfig:
+        """The settings a request is rebuilt with, read from `config` once."""
+        return RecordedConfig.of(self.config, self.model)
+
+
+# What a log that predates a setting meant by its absence: the values scribe used before the
+# setting was recorded (not today's defaults, which may change).
+BEFORE_MAX_TOKENS = 16384
+BEFORE_OUTPUT_CHARS = 12_000
+
+
+@dataclass(frozen=True)
+class RecordedConfig:
+    """The part of a session's recorded config that decides its requests, typed: render, the
+    token estimates and `!command` read these, and only these, so all three agree."""
+
+    model: str
+    max_tokens: int
+    render_output_chars: int
+    # Outputs older than the last few turns are shown this short; a session recorded before the
+    # setting existed shortens nothing.
+    settled_output_chars: int
+
+    @classmethod
+    def of(cls, config: Mapping[str, Any], model: str) -> RecordedConfig:
+        output_chars = _whole(config.get("render_output_chars"), BEFORE_OUTPUT_CHARS)
+        return cls(
+            model=str(config.get("model") or model),
+            max_tokens=_whole(config.get("max_tokens"), BEFORE_MAX_TOKENS),
+            render_output_chars=output_chars,
+            settled_output_chars=_whole(config.get("settled_output_chars"), output_chars),
+        )
+
+
+def _whole(value: Any, absent: int) -> int:
+    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else absent
+
+
+# A field whose empty value is left out of the line, so lines without it keep their old shape.
+OMIT_EMPTY = {"omit_empty": True}
+
 
 @dataclass(frozen=True)
 class UserEvent(Event):
     type: ClassVar[str] = "user"
     text: str
+    # Images attached to the message (log/images.py ImageRef records), sent before its text; their
+    # bytes are kept beside the log (log/attachments.py).
+    images: list[dict[str, Any]] = field(default_factory=list, metadata=OMIT_EMPTY)
 
 
 @dataclass(frozen=True)
@@ -186,6 +233,18 @@ class GitUndoEvent(Event):
 
 
 @dataclass(frozen=True)
+class GitConfigEvent(Event):
+    """A command (`tool_use_id`'s) created or changed git configuration in the workspace: a new
+    repository, a config file, a hook, attributes, a `.git` file. Each of `changes` names the git
+    folder (workspace-relative), whether it is new, what of it changed, and the keys and hooks
+    among it that run a program (`programs`), which the person's own git would run."""
+
+    type: ClassVar[str] = "git_config"
+    changes: list[dict[str, Any]]
+    tool_use_id: str | None = None
+
+
+@dataclass(frozen=True)
 class UndoEvent(Event):
     """The person took back what scribe's file tools changed in one turn (`/undo` with no
     commit of scribe's at HEAD), from the `restore` records of that turn's results: `files` are
@@ -262,6 +321,25 @@ class LeftOutEvent(Event):
 
 
 @dataclass(frozen=True)
+class HookEvent(Event):
+    """One run of a configured hook (agent/hooks.py): the event it ran for (`hook`), its
+    `command` and whose it is (`owner`: person or workspace), its `exit_code` (None: it timed out
+    or did not run), how long it took, the `outcome` (ok, blocked, failed, timeout, skipped), its
+    stderr, and `feedback`: the text the model is shown of it ("" for none), rendered after the
+    events before it. A tool event's run also names the `tool` and `tool_use_id` (extra fields)."""
+
+    type: ClassVar[str] = "hook"
+    hook: str
+    command: str
+    owner: str
+    outcome: str
+    exit_code: int | None = None
+    duration_ms: int = 0
+    stderr: str = ""
+    feedback: str = ""
+
+
+@dataclass(frozen=True)
 class InterruptEvent(Event):
     type: ClassVar[str] = "interrupt"
     tool_use_ids: list[str]
@@ -295,12 +373,14 @@ EVENT_CLASSES: dict[str, type[Event]] = {
         FileChangeEvent,
         GitCommitEvent,
         GitUndoEvent,
+        GitConfigEvent,
         UndoEvent,
         NotesEvent,
         ModelSwitchEvent,
         ContextWindowEvent,
         NoToolsEvent,
         LeftOutEvent,
+        HookEvent,
         InterruptEvent,
         ErrorEvent,
     )

@@ -235,8 +235,8 @@ class LogIndex:
                     for seq, *rest, server in batch:
                         usage = UsageEvent(seq, *rest, server=server)
                         cost, uncached = self.price(usage)
-                        total.add(usage, cost, uncached)
-                        purposes.setdefault(usage.purpose, Figures()).add(usage, cost, uncached)
+                        total.add(usage.tokens, cost, uncached)
+                        purposes.setdefault(usage.purpose, Figures()).add(usage.tokens, cost, uncached)
                         priced.append((cost, uncached, rowid, seq))
                     self.db.executemany("UPDATE usage SET cost_usd = ?, uncached_cost_usd = ? "
                                         "WHERE session = ? AND seq = ?", priced)
@@ -331,7 +331,7 @@ class LogIndex:
                  "JOIN sessions s ON s.rowid = u.session "
                  f"JOIN temp.scope c ON c.id = s.id GROUP BY 1 ORDER BY {order}")
         for name, *counts in self.db.execute(query):
-            yield str(name), Figures(*counts)
+            yield str(name), Figures.of_row(*counts)
 
     def _scope(self, session_ids: list[str]) -> None:
         """The sessions a query joins with (temp.scope): thousands of ids are no SQL text."""
@@ -362,7 +362,7 @@ def _indexed(row: tuple[Any, ...]) -> IndexedSession:
     (_, _, path, session_id, created, cwd, header, is_session, session_created, session_cwd, model, events, turns,
      skipped, torn, first_ts, last_ts, *figures) = row
     return IndexedSession(session_id, path, created, cwd, header, bool(is_session), session_created, session_cwd,
-                          model, events, turns, skipped, bool(torn), first_ts, last_ts, Figures(*figures))
+                          model, events, turns, skipped, bool(torn), first_ts, last_ts, Figures.of_row(*figures))
 
 
 class EventsAt:

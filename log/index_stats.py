@@ -58,7 +58,7 @@ class StatsFold:
     def resume(cls, db: sqlite3.Connection, values: dict[str, Any]) -> StatsFold:
         """Carry on from what the index holds of the session (nothing, for one folded anew)."""
         rowid = values["rowid"]
-        purposes = {row[0]: Figures(*row[1:]) for row in db.execute(
+        purposes = {row[0]: Figures.of_row(*row[1:]) for row in db.execute(
             f"SELECT purpose, {', '.join(_FIGURES)} FROM usage_purposes WHERE session = ?", (rowid,))}
         side = [SideCalls(values[f"{name}_made"], values[f"{name}_failed"], values[f"{name}_last_failure"])
                 for name in _SIDE_CALLS]
@@ -75,7 +75,7 @@ class StatsFold:
         self._estimated(values, event.seq, estimate(event), seen_seq)
         if isinstance(event, UsageEvent):
             assert priced is not None
-            self.purposes.setdefault(event.purpose, Figures()).add(event, *priced)
+            self.purposes.setdefault(event.purpose, Figures()).add(event.tokens, *priced)
         elif isinstance(event, ObservationEvent):
             values["observations"] += 1
             values["observation_tokens"] += event.tokens
@@ -137,17 +137,17 @@ def write_purposes(db: sqlite3.Connection, rowid: int, purposes: dict[str, Figur
     """The running sums as they stand (each replaces the row before it)."""
     db.executemany(f"INSERT OR REPLACE INTO usage_purposes (session, purpose, {', '.join(_FIGURES)}) "
                    f"VALUES (?,?,{','.join('?' * len(_FIGURES))})",
-                   [(rowid, name, *(getattr(f, k) for k in _FIGURES)) for name, f in purposes.items()])
+                   [(rowid, name, *f.row()) for name, f in purposes.items()])
 
 
 def read_stats(db: sqlite3.Connection, row: sqlite3.Row) -> IndexedStats:
     """The figures of the session of `row` (a `sessions` row), in two queries."""
     rowid = row["rowid"]
-    by_purpose = {r[0]: Figures(*r[1:]) for r in db.execute(
+    by_purpose = {r[0]: Figures.of_row(*r[1:]) for r in db.execute(
         f"SELECT purpose, {', '.join(_FIGURES)} FROM usage_purposes WHERE session = ?", (rowid,))}
     unpriced = {r[0] for r in db.execute(
         "SELECT DISTINCT model FROM usage_quarters WHERE session = ? AND unpriced > 0", (rowid,))}
-    total = Figures(*(row[k] for k in _FIGURES))
+    total = Figures.of_row(*(row[k] for k in _FIGURES))
     side = [SideCalls(row[f"{name}_made"], row[f"{name}_failed"], row[f"{name}_last_failure"]) for name in _SIDE_CALLS]
     health = MemoryHealth(*side, last_failure=row["last_failure"], model_free=row["model_free"])
     return IndexedStats(total, by_purpose, unpriced, row["observations"], row["observation_tokens"], row["raw_tokens"],

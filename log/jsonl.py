@@ -1,9 +1,10 @@
 """The session log on disk: one writer that appends, any number of readers.
 
-A line is acknowledged once `append` returns: it has been written and flushed to the OS, so a
-crash of scribe itself loses nothing acknowledged; `sync` (at turn ends) makes it durable
-against a crash of the machine. The writer holds an exclusive lock for its whole life, so a
-second process on the same session is refused instead of interleaving lines.
+A line is acknowledged once `append` returns: it has been written and flushed to the OS, and the
+log's seal (log/seal.py) vouches for it, so a crash of scribe itself loses nothing acknowledged;
+`sync` (at turn ends) makes both durable against a crash of the machine. The writer holds an
+exclusive lock for its whole life, so a second process on the same session is refused instead
+of interleaving lines. A writer appends only to a log whose seal holds (or one the person adopts).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import fcntl
 import hashlib
 import json
 import os
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,7 +22,8 @@ from typing import Any, TypeVar
 from scribe.log.codec import EventFormatError, NewerFormatError, from_record, to_record
 from scribe.log.events import Event, now_iso
 from scribe.log.private import make_private_folder, open_private
-from scribe.log.whole_lines import WholeLines
+from scribe.log.seal import Sealer, SealError, authenticate, user_key
+from scribe.log.whole_lines import WholeLines, complete_end_of, hash_prefix
 
 E = TypeVar("E", bound=Event)
 
@@ -29,12 +32,27 @@ class LogError(Exception):
     """The log cannot be opened, locked or read."""
 
 
+# How long a process refused the lock waits for the holder's pid, which it writes just after
+# taking the lock, to name it.
+PID_WAIT_S = 0.1
+
+
 class SessionLocked(LogError):
     pass
 
 
 class LogWriteError(LogError):
     """The file system refused to write the log or its folder: full, read-only, not permitted."""
+
+
+class NotSealed(LogError):
+    """The log's seal does not vouch for it (log/seal.py): it is read and shown, never acted on."""
+
+    def __init__(self, session: str, why: str) -> None:
+        self.session, self.why = session, why
+        super().__init__(f"session {session} was not sealed by scribe on this account ({why}); it can be read "
+                         f"(`scribe log show {session}`) but is not continued, undone or curated from; "
+                         f"`scribe log adopt {session}` if you know where it came from")
 
 
 @dataclass(frozen=True)
@@ -142,6 +160,16 @@ def read_first_record(path: Path) -> dict[str, Any] | None:
     return record if isinstance(record, dict) else None
 
 
+def new_event(cls: type[E], seq: int, fields: dict[str, Any]) -> E:
+    """The event of type `cls` to append as `seq`, stamped now; fields its class does not know
+    are kept as its extra fields (written like the rest)."""
+    fields = dict(fields)
+    extra = fields.pop("extra", None) or {}
+    known = {k: v for k, v in fields.items() if k in cls.__dataclass_fields__}
+    extra.update({k: v for k, v in fields.items() if k not in cls.__dataclass_fields__})
+    return cls(seq=seq, ts=now_iso(), extra=extra, **known)
+
+
 class LogWriter:
     """The single appender of one session log.
 
@@ -157,6 +185,9 @@ class LogWriter:
         # reopened through context/checkpoint.py): what a checkpoint of it records.
         self.lines = 0
         self.hasher: Any = None
+        # The sha256 the seal is made from: `hasher` itself when that is known, else its own.
+        self._chain: Any = None
+        self._sealer: Sealer | None = None
         self._broken = False
         session = path.stem
         try:
@@ -176,7 +207,8 @@ class LogWriter:
         if path.exists():
             raise LogError(f"{path} already exists")
         writer = cls(path, next_seq=0)
-        writer.hasher = hashlib.sha256()
+        writer.hasher = writer._chain = hashlib.sha256()
+        writer._start_sealing()
         return writer
 
     @classmethod
@@ -193,29 +225,53 @@ class LogWriter:
     def after(cls, path: Path, *, last_seq: int, size: int, torn: bytes, lock: SessionLock | None = None,
               lines: int = 0, hasher: Any = None) -> LogWriter:
         """Reopen for appending after a read that saw `size` bytes of whole lines (`lines` of
-        them, hashed by `hasher` if given) and the `torn` bytes after them; see `resume`."""
+        them, hashed by `hasher` if given: else they are hashed now) and the `torn` bytes after
+        them; see `resume`. Raises NotSealed, taking nothing, when the log's seal does not vouch
+        for those bytes: appending would seal what scribe did not write."""
         writer = cls(path, next_seq=last_seq + 1, lock=lock)
-        if writer.size != size + len(torn):
-            now = writer.size
+        try:
+            if writer.size != size + len(torn):
+                raise LogError(f"{path} changed while it was being read ({size + len(torn)} bytes, now "
+                               f"{writer.size}); another process wrote to it")
+            chain = hasher
+            if chain is None:
+                chain = hashlib.sha256()
+                with path.open("rb") as fh:
+                    hash_prefix(fh, size, chain)
+            try:
+                verdict = authenticate(path, size, chain)
+            except SealError as exc:
+                raise LogWriteError(str(exc)) from None
+            if not verdict.ok:
+                raise NotSealed(path.stem, verdict.why)
+            if torn:
+                writer._cut_to(size)
+            writer.lines, writer.hasher, writer._chain = lines, hasher, chain
+            writer._start_sealing()
+        except BaseException:
             writer.close()
-            raise LogError(f"{path} changed while it was being read ({size + len(torn)} bytes, now {now}); "
-                           "another process wrote to it")
-        if torn:
-            writer._cut_to(size)
-        writer.lines, writer.hasher = lines, hasher
+            raise
         return writer
 
+    def _start_sealing(self) -> None:
+        try:
+            self._sealer = Sealer(self.path, user_key())
+            self._sealer.first(self.size, self._chain)
+        except SealError as exc:
+            self.close()
+            raise LogWriteError(f"cannot write session {self.path.stem}: {exc}") from None
+
     def append(self, cls: type[E], **fields: Any) -> E:
-        extra = fields.pop("extra", None) or {}
-        known = {k: v for k, v in fields.items() if k in cls.__dataclass_fields__}
-        extra.update({k: v for k, v in fields.items() if k not in cls.__dataclass_fields__})
-        event = cls(seq=self.next_seq, ts=now_iso(), extra=extra, **known)
+        event = new_event(cls, self.next_seq, fields)
         self._write(encode(event))
         self.next_seq += 1
         return event
 
     def _write(self, line: bytes) -> None:
         fd = self._open_fd()
+        chain = self._chain.copy() if self._chain is not None else None
+        if chain is not None:
+            chain.update(line)
         view = memoryview(line)
         written = 0
         try:
@@ -231,10 +287,20 @@ class LogWriter:
                     self._broken = True
             raise LogWriteError(f"cannot write the session log {self.path}: {exc.strerror}; "
                                 "every line written before this one is kept") from None
+        if self._sealer is not None:
+            try:
+                self._sealer.seal(self.size + len(line), chain)
+            except SealError as exc:
+                # Unsealed, the line would make the whole log unauthenticated: it is taken back.
+                self._cut_to(self.size)
+                raise LogWriteError(f"{exc}; the line was not kept, every line before it is") from None
         self.size += len(line)
         self.lines += 1
-        if self.hasher is not None:
+        if self.hasher is not None and self.hasher is self._chain:
+            self.hasher = chain
+        elif self.hasher is not None:
             self.hasher.update(line)
+        self._chain = chain
 
     def _cut_to(self, size: int) -> None:
         try:
@@ -256,11 +322,17 @@ class LogWriter:
         return self._fd is None
 
     def sync(self) -> None:
-        """Durable against a crash of the machine, not only of scribe (at turn ends)."""
+        """Durable against a crash of the machine, not only of scribe (at turn ends): the log,
+        then its seal."""
         try:
             os.fsync(self._open_fd())
         except OSError as exc:
             raise LogWriteError(f"cannot write the session log {self.path}: {exc.strerror}") from None
+        if self._sealer is not None:
+            try:
+                self._sealer.sync()
+            except SealError as exc:
+                raise LogWriteError(str(exc)) from None
 
     def close(self) -> None:
         if self._fd is None:
@@ -271,6 +343,8 @@ class LogWriter:
         finally:
             os.close(self._fd)
             self._fd = None
+            if self._sealer is not None:
+                self._sealer.close()
             self._lock.release()
 
     def __enter__(self) -> LogWriter:
@@ -278,6 +352,31 @@ class LogWriter:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def adopt_log(path: Path) -> int:
+    """Seal a log as it is now, whole lines only, at the person's word (`scribe log adopt`): from
+    then on scribe acts on it as on its own. Under the session's lock; the log itself is not
+    changed. Returns the bytes sealed."""
+    lock = SessionLock.acquire(path)
+    try:
+        with path.open("rb") as fh:
+            size = complete_end_of(fh)
+            hasher = hashlib.sha256()
+            hash_prefix(fh, size, hasher)
+        sealer = Sealer(path, user_key())
+        try:
+            sealer.first(size, hasher)
+            sealer.sync()
+        finally:
+            sealer.close()
+    except SealError as exc:
+        raise LogWriteError(str(exc)) from None
+    except OSError as exc:
+        raise LogError(f"cannot read {path}: {exc.strerror or exc}") from None
+    finally:
+        lock.release()
+    return size
 
 
 class SessionLock:
@@ -298,9 +397,13 @@ class SessionLock:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            holder = os.read(fd, 32).decode(errors="replace").strip()
+            # The holder writes its pid just after locking: a moment to write it is waited for.
+            deadline = time.monotonic() + PID_WAIT_S
+            while not (holder := os.pread(fd, 32, 0).decode(errors="replace").strip()).isdigit():
+                if time.monotonic() > deadline:
+                    break
+                time.sleep(0.005)
             os.close(fd)
-            # The holder writes its pid just after locking; between the two it is unknown.
             who = f"process {holder}" if holder.isdigit() else "another process"
             raise SessionLocked(
                 f"session {lock_path.stem} is being written by {who}; "

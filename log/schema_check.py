@@ -24,7 +24,7 @@ from scribe.log.events import EVENT_CLASSES
 SHAPE_SAFE = frozenset({
     "$schema", "$id", "$defs", "$ref", "$comment", "title", "description", "examples", "default", "format",
     "type", "properties", "required", "additionalProperties", "items", "allOf", "if", "then", "else",
-    "minimum", "minLength", "const",
+    "minimum", "minLength", "const", "enum",
 })
 CACHE_LIMIT = 50_000
 
@@ -66,6 +66,11 @@ def thresholds(schema: Any) -> Thresholds | None:
                 if not isinstance(value, str):
                     return False
                 consts.add(value)
+            elif key == "enum":  # of strings: as many consts, each a value the shape must tell apart
+                if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                    return False
+                consts.update(value)
+                continue
             # under these, keys are names (of properties or definitions), not keywords
             names = key in ("properties", "$defs")
             if key not in ("examples", "default", "const", "description", "title") and not walk(

@@ -108,12 +108,18 @@ def _strings(value: Any, key: str = "") -> Iterator[tuple[str, str]]:
             yield from _strings(item, key)
 
 
+# A text longer than this (a tool's whole output) is matched line by line only: a bounded pattern
+# matches a text in its first megabyte only (tools/pattern.py), and the lines after must be seen.
+WHOLE_TEXT_CHARS = 1 << 20
+
+
 def search(events: Iterable[Event], pattern: Pattern, session: str = "") -> Iterator[Hit]:
     """Every line of the events' texts that `pattern` matches; `session`: the log's id."""
     for event in events:
         type_name = event.type_name if isinstance(event, UnknownEvent) else event.type
         for where, text in texts(event, session):
-            if not pattern.search(text):
+            whole = len(text) <= WHOLE_TEXT_CHARS
+            if whole and not pattern.search(text):
                 continue
             found = False
             for line in text.splitlines():
@@ -121,7 +127,7 @@ def search(events: Iterable[Event], pattern: Pattern, session: str = "") -> Iter
                 if match:
                     found = True
                     yield _hit(event.seq, type_name, where, line, match)
-            if not found:  # the match spans lines: show the line it starts on
+            if not found and whole:  # the match spans lines: show the line it starts on
                 match = pattern.search(text)
                 assert match is not None
                 begin = text.rfind("\n", 0, match.start()) + 1

@@ -12,7 +12,7 @@ import os
 import re
 import secrets
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -20,6 +20,7 @@ from typing import Any
 from scribe.log.codec import EventFormatError, from_record
 from scribe.log.events import SessionEvent
 from scribe.log.jsonl import LogError, read_first_record
+from scribe.log.seal import has_seal
 
 
 class SessionNotFound(LogError):
@@ -106,16 +107,25 @@ class SessionStore:
     def to_continue(self, cwd: Path | None = None) -> Continuation:
         """The session with the latest activity that can be continued (`-c`). One that holds only
         its session event is not activity: it is chosen only when no other session has any.
-        Damaged sessions are passed over, and named, when they are newer than the one chosen."""
+        Damaged sessions, and those without a seal (log/seal.py: not written by scribe on this
+        account, or before it sealed its logs), are passed over, and named, when they are newer
+        than the one chosen. Whether a seal holds is checked when the chosen one is opened."""
         ranked = sorted(self.sessions(cwd), key=lambda s: (not s.empty, s.moment, s.created or "", s.id), reverse=True)
         skipped: list[SessionFile] = []
+        unsealed = False
         for session in ranked:
+            if session.damaged is None and not has_seal(session.path):
+                unsealed = True
+                session = replace(session, damaged=f"it has no seal (not written by scribe on this account, or "
+                                                   f"before it sealed its logs; `scribe log adopt {session.id}` "
+                                                   "if you know where it came from)")
             if session.damaged is None:
                 return Continuation(session, skipped)
             skipped.append(session)
         if skipped:
             why = "; ".join(f"{s.id}: {s.damaged}" for s in skipped[:3])
-            raise SessionNotFound(f"no session to continue in {self.sessions_dir}: every log is damaged ({why})")
+            raise SessionNotFound(f"no session to continue in {self.sessions_dir}: every log is damaged"
+                                  f"{' or unsealed' if unsealed else ''} ({why})")
         raise SessionNotFound(f"no sessions yet in {self.sessions_dir}")
 
     def find(self, part: str, cwd: Path | None = None) -> SessionFile:
@@ -239,7 +249,8 @@ def _epoch(ts: str | None) -> float | None:
 def exclude_from_git(workspace: Path, state_dir: Path) -> None:
     """Keep the state folder out of git through `.git/info/exclude`, never a tracked file."""
     git_dir = workspace / ".git"
-    if not git_dir.is_dir():
+    # Never through a link: a `.git` (or its info/) that leads elsewhere is not this workspace's to edit.
+    if not git_dir.is_dir() or any(p.is_symlink() for p in (git_dir, git_dir / "info", git_dir / "info" / "exclude")):
         return
     try:
         rel = state_dir.resolve().relative_to(workspace.resolve())

@@ -1,6 +1,10 @@
-"""The tokens of a model call as the server billed them: the one value type the model client
-returns (model/client.py), a usage event reads as (`UsageEvent.tokens`) and the figures sum
-(log/figures.py), down to the REPL's bar and the session page."""
+"""The tokens of a model call as the server billed them: the one usage value. The model client
+makes it from the SDK's answer (model/client.py), a usage event records it (its log line holds
+the four counts flat: `UsageEvent.tokens` reads them back), the figures sum it (log/figures.py)
+for the index, every `--json` output, the REPL's bar, the session page and telemetry.
+
+In JSON, everywhere, its keys mean what they mean here: `input` is the uncached input only,
+`prompt_tokens` all three kinds of prompt token (docs/log-format.md, "Usage in JSON")."""
 
 from __future__ import annotations
 
@@ -25,6 +29,10 @@ class Tokens:
     def hit_rate(self) -> float:
         """The share of the prompt read from the cache (0 for no prompt)."""
         return self.cache_read / self.prompt_tokens if self.prompt_tokens else 0.0
+
+    def __add__(self, other: Tokens) -> Tokens:
+        return Tokens(self.input + other.input, self.cache_read + other.cache_read,
+                      self.cache_write + other.cache_write, self.output + other.output)
 
     def counts(self) -> dict[str, int]:
         """The four counts by the names the log, the JSON outputs and the prices use."""

@@ -44,6 +44,7 @@ class Verdict:
     lines: int = 0
     events: int = 0
     findings: list[Finding] = field(default_factory=list)
+    whole_bytes: int = 0  # the bytes of its whole lines (a torn last line is not one)
 
     @property
     def ok(self) -> bool:
@@ -62,17 +63,19 @@ def verify_bytes(data: bytes) -> Verdict:
     return verify_file(BytesIO(data))
 
 
-def verify_file(fh: BinaryIO) -> Verdict:
+def verify_file(fh: BinaryIO, hasher: Any = None) -> Verdict:
     """`verify_bytes` of an open file, read in chunks from its start: a log of any size is
-    checked in the memory of its longest line."""
+    checked in the memory of its longest line. `hasher` is fed its whole lines as they are read
+    (whether its seal holds is log/seal.py's to say)."""
     verdict = Verdict()
     checker = _Checker(verdict)
-    lines = WholeLines(fh)
+    lines = WholeLines(fh, hasher=hasher)
     number = 0
     for _, raw in lines:
         number += 1
         checker.line(number, raw)
     tail = lines.torn
+    verdict.whole_bytes = lines.end
     verdict.lines = number + (1 if tail else 0)
     checker.end()
     if tail:

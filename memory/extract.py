@@ -26,6 +26,7 @@ from scribe.log.events import (
     ToolResultEvent,
     UserEvent,
 )
+from scribe.log.images import image_refs
 
 from .observations import NEXT_LABEL, TASK_LABEL
 
@@ -136,7 +137,8 @@ def _facts(events: Sequence[Event]) -> tuple[list[tuple[int, str]], list[str], l
     calls: dict[str, dict[str, object]] = {}
     for event in events:
         if isinstance(event, UserEvent) and event.text.strip():
-            users.append((event.seq, event.text))
+            pictures = "".join(f" [attached image {ref.describe()}]" for ref in image_refs(event.images))
+            users.append((event.seq, event.text + pictures))
         elif isinstance(event, AssistantEvent):
             for block in event.content:
                 if block.get("type") != "tool_use":

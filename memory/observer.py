@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from scribe.context.budget import fit_text
-from scribe.context.render import file_change_text, git_undo_text, undo_text
+from scribe.context.render import file_change_text, git_undo_text, hook_text, undo_text
 from scribe.context.tokens import TokenEstimator, estimate_text
 from scribe.log.events import (
     AssistantEvent,
@@ -22,11 +22,13 @@ from scribe.log.events import (
     Event,
     FileChangeEvent,
     GitUndoEvent,
+    HookEvent,
     InterruptEvent,
     ToolResultEvent,
     UndoEvent,
     UserEvent,
 )
+from scribe.log.images import image_refs
 
 from .answer import Answer, UnusableAnswer
 from .observations import TAGS, Observations, read_observations
@@ -192,7 +194,9 @@ def observer_input(previous: Sequence[str], events: Sequence[Event], *, tail_tok
 def event_line(event: Event) -> str:
     """One event as the observer reads it; tool outputs capped (their seq says where the rest is)."""
     if isinstance(event, UserEvent):
-        return f"[seq {event.seq}] user: {event.text}"
+        pictures = "".join(f"\n  [attached image {ref.describe()}: recall(seq_from={event.seq}) says where it is kept]"
+                           for ref in image_refs(event.images))
+        return f"[seq {event.seq}] user: {event.text}{pictures}"
     if isinstance(event, AssistantEvent):
         parts = []
         for block in event.content:
@@ -218,6 +222,8 @@ def event_line(event: Event) -> str:
         return f"[seq {event.seq}] {undo_text(event)}"
     if isinstance(event, InterruptEvent):
         return f"[seq {event.seq}] interrupted: {event.reason}"
+    if isinstance(event, HookEvent) and event.feedback:
+        return f"[seq {event.seq}] {hook_text(event)}"
     return ""
 
 

@@ -32,7 +32,7 @@ from scribe.settings.values import DEFAULT_REQUEST_TIMEOUT_S, Settings
 
 from .attempt import Attempt, Began, Done, FilledMessageStream, Piece
 from .complete import BrokenAnswer
-from .errors import BadBaseUrl, ContextOverflow, MissingCredentials, ModelError
+from .errors import BadBaseUrl, ContextOverflow, MissingCredentials, ModelError, SideCallTooSlow
 from .events import Notice, Retrying, TextDelta, TextWithdrawn, Waiting
 from .retry import RetryPolicy, retry_after, should_retry
 from .shown import ShownText
@@ -52,12 +52,6 @@ class CallResult:
     tokens: Tokens  # as the server billed them
     latency_ms: int
     server: str | None = None  # the host it went to, when that is not Anthropic's API
-
-    def usage(self, purpose: str) -> dict[str, Any]:
-        """The fields of the `usage` event that logs this call (agent, observer, reflector or
-        curator): Session.append(UsageEvent, **result.usage(purpose))."""
-        return {"purpose": purpose, "model": self.model, **self.tokens.counts(), "latency_ms": self.latency_ms,
-                "message_id": self.message_id, "server": self.server}
 
 
 def check_credentials(environ: dict[str, str] | None = None) -> None:
@@ -176,11 +170,22 @@ class ModelClient:
             return
         raise AssertionError("unreachable: the last attempt returns or raises")
 
-    def complete(self, request: Request) -> CallResult:
-        """A whole call without the live text (observer, reflector, curator)."""
-        for item in self.stream(request):
-            if isinstance(item, CallResult):
-                return item
+    def complete(self, request: Request, *, deadline_s: float | None = None) -> CallResult:
+        """A whole call without the live text (observer, reflector, curator). With `deadline_s`,
+        a call still answering after that many seconds is stopped (its stream closed) and
+        SideCallTooSlow raised; the deadline is checked at each piece of the answer and each
+        silence the stream reports, so a model writing on and on is stopped within one of them."""
+        started = time.monotonic()
+        calls = self.stream(request)
+        try:
+            for item in calls:
+                if isinstance(item, CallResult):
+                    return item
+                if deadline_s is not None and time.monotonic() - started > deadline_s:
+                    raise SideCallTooSlow(f"stopped after {deadline_s:g} s, longer than the agent's recent calls "
+                                          "take")
+        finally:
+            calls.close()
         raise ModelError("model call ended without a message")  # unreachable: stream raises or yields one
 
     def _attempt(self, client: anthropic.Anthropic, request: Request, number: int,

@@ -29,3 +29,7 @@ class ContextOverflow(ModelError):
         super().__init__(message)
         self.requested = requested
         self.window = window
+
+
+class SideCallTooSlow(ModelError):
+    """A side call ran past its deadline (model/sidecall.side_deadline) and was stopped."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,7 +46,12 @@ def find_workspace(cwd: Path) -> Path:
 
 
 # What scribe keeps in its state folder; in a workspace's own `.scribe` none may be a link.
-STATE_ENTRIES = ("config.toml", "sessions", "notes.md", "history", "mcp")
+STATE_ENTRIES = ("config.toml", "sessions", "notes.md", "history", "mcp", "commands")
+# The workspace's custom commands (settings/commands.py), by their name in it.
+WORKSPACE_COMMANDS = ".scribe/commands"
+# Past these a command file, or a folder of them, is not read (a command is a prompt, not a book).
+COMMAND_FILE_BYTES = 64 * 1024
+COMMAND_FILES = 200
 
 
 def state_dir(workspace: Path) -> Path:
@@ -90,7 +96,50 @@ def workspace_files(workspace: Path) -> dict[str, bytes]:
                 found[name] = path.read_bytes()
             except OSError as exc:
                 raise ConfigError(f"{path}: cannot read ({exc.strerror})") from None
+    commands, _ = read_command_files(workspace / WORKSPACE_COMMANDS)
+    found.update({f"{WORKSPACE_COMMANDS}/{name}": data for name, data in commands.items()})
     return found
+
+
+def read_command_files(folder: Path) -> tuple[dict[str, bytes], list[str]]:
+    """The `.md` files under `folder` by their path in it (`db/seed.md`), and one line for each
+    left out: a symbolic link (never followed: a repository can commit one to any file of
+    yours), a file too large, or past the number read. A missing folder has none."""
+    if folder.is_symlink() or not folder.is_dir():
+        return {}, ([f"commands: ignored {folder}: a symbolic link, not followed"] if folder.is_symlink() else [])
+    found: dict[str, bytes] = {}
+    notes: list[str] = []
+    for root, dirs, files in os.walk(folder):
+        base = Path(root)
+        for name in sorted(dirs):
+            if (base / name).is_symlink():
+                notes.append(f"commands: ignored {base / name}: a symbolic link, not followed")
+        dirs[:] = sorted(d for d in dirs if not (base / d).is_symlink() and not d.startswith("."))
+        for name in sorted(files):
+            path = base / name
+            if not name.endswith(".md"):
+                continue
+            if path.is_symlink():
+                notes.append(f"commands: ignored {path}: a symbolic link, not followed")
+                continue
+            if len(found) >= COMMAND_FILES:
+                notes.append(f"commands: ignored {path}: more than {COMMAND_FILES} command files")
+                continue
+            try:
+                fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
+                with os.fdopen(fd, "rb") as file:
+                    if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
+                        notes.append(f"commands: ignored {path}: not a regular file")
+                        continue
+                    data = file.read(COMMAND_FILE_BYTES + 1)
+            except OSError as exc:
+                notes.append(f"commands: ignored {path}: cannot read ({exc.strerror or exc})")
+                continue
+            if len(data) > COMMAND_FILE_BYTES:
+                notes.append(f"commands: ignored {path}: larger than {COMMAND_FILE_BYTES // 1024} KB")
+                continue
+            found[path.relative_to(folder).as_posix()] = data
+    return found, notes
 
 
 def _own_name(workspace: Path, path: Path) -> str:
@@ -105,7 +154,8 @@ def trust_of(workspace: Path, *, granted: bool = False) -> WorkspaceTrust:
     if not files:
         return WorkspaceTrust(workspace, files, mark, True, "it has no config files of its own")
     if granted:
-        return WorkspaceTrust(workspace, files, mark, True, "trusted for this run (--trust-workspace)")
+        return WorkspaceTrust(workspace, files, mark, True, "trusted for this run (--trust-workspace)",
+                              for_this_run=True)
     entry = trust_store().find(workspace)
     if entry is None:
         return WorkspaceTrust(workspace, files, mark, False, "not trusted")

@@ -12,6 +12,11 @@ that applies, or as SCRIBE_TRUST_MCP_JSON), as Claude Code asks before using the
 
 `${VAR}` and `${VAR:-default}` in a command, its arguments, `env`, a URL or `headers` are
 replaced from the environment (so a committed file can name a token without holding it).
+
+A stdio server the workspace defines runs in the command sandbox unless its entry says
+`sandbox = false`; one that runs outside it starts only on the files the person confirmed
+(settings/trust.py keeps them, `confirmed` carries them to the link that starts it). A server
+of the person's own config file runs as configured (outside, unless `sandbox = true`).
 """
 
 from __future__ import annotations
@@ -19,17 +24,18 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from scribe.tools.mcp.spec import ServerSpec, Transport
+from scribe.tools.mcp.pins import content_pin
+from scribe.tools.mcp.spec import Owner, ServerSpec, Transport
 
-from .files import ConfigError, ConfigFiles, read_config, read_config_file
+from .files import ConfigError, ConfigFiles, own_config_path, read_config, read_config_file, trust_store
 from .trust import MCP_JSON, WorkspaceTrust
 from .values import Settings
 
-KEYS = ("type", "command", "args", "env", "cwd", "url", "headers", "allow", "timeout_s", "enabled")
+KEYS = ("type", "command", "args", "env", "cwd", "url", "headers", "allow", "timeout_s", "enabled", "sandbox")
 _TRANSPORTS: dict[str, Transport] = {"stdio": "stdio", "http": "http", "streamable-http": "http",
                                      "streamable_http": "http"}
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
@@ -52,21 +58,35 @@ def mcp_config(workspace: Path, settings: Settings, environ: Mapping[str, str] |
     trust = config.trust
     found: dict[str, ServerSpec | None] = {}
     untrusted: dict[str, str] = {}
-    found.update(_from_toml(*config.user, environ))
+    found.update(_from_toml(*config.user, environ, "person"))
     project = workspace / MCP_JSON
     if MCP_JSON in trust.files:  # as read when trust was decided, never again
         if settings.trust_mcp_json and trust.trusted:
             found.update(_from_mcp_json(project, environ, trust.files[MCP_JSON]))
         else:
             untrusted = {name: str(project) for name in _mcp_json_names(project, trust.files[MCP_JSON])}
+    state_owner: Owner = "person" if own_config_path(workspace) is None else "workspace"
     for path, data in config.state:  # then the state folder's, when it applies
-        found.update(_from_toml(path, data, environ))
-    servers = [spec for spec in found.values() if spec is not None]
+        found.update(_from_toml(path, data, environ, state_owner))
+    servers = [_confirmed(spec, workspace, trust) for spec in found.values() if spec is not None]
     return McpConfig(sorted(servers, key=lambda s: s.name), {k: v for k, v in untrusted.items() if k not in found},
                      trust.trusted)
 
 
-def _from_toml(path: Path, data: dict[str, Any], environ: Mapping[str, str]) -> dict[str, ServerSpec | None]:
+def _confirmed(spec: ServerSpec, workspace: Path, trust: WorkspaceTrust) -> ServerSpec:
+    """A workspace's stdio server with the files the person confirmed it runs: as recorded in the
+    trust file, or as they are now when the workspace is trusted for this run only."""
+    if spec.owner != "workspace" or spec.transport != "stdio":
+        return spec
+    if trust.for_this_run:
+        return replace(spec, confirmed=content_pin(spec, workspace).files)
+    entry = trust_store().find(workspace)
+    files = entry.servers.get(spec.name) if entry is not None else None
+    return replace(spec, confirmed=tuple(sorted(files.items())) if files is not None else None)
+
+
+def _from_toml(path: Path, data: dict[str, Any], environ: Mapping[str, str],
+               owner: Owner) -> dict[str, ServerSpec | None]:
     """The `[mcp.servers.*]` tables of a scribe config file (the rest is settings/values.py's)."""
     table = data.get("mcp")
     if table is None:
@@ -76,7 +96,7 @@ def _from_toml(path: Path, data: dict[str, Any], environ: Mapping[str, str]) -> 
     servers = table.get("servers", {})
     if not isinstance(servers, dict):
         raise ConfigError(f"{path}: mcp.servers must be a table of servers")
-    return {name: _spec(name, entry, f"{path}: mcp.servers.{name}", str(path), environ, strict=True)
+    return {name: _spec(name, entry, f"{path}: mcp.servers.{name}", str(path), environ, owner, strict=True)
             for name, entry in servers.items()}
 
 
@@ -97,11 +117,11 @@ def _mcp_json_names(path: Path, text: bytes) -> list[str]:
 
 def _from_mcp_json(path: Path, environ: Mapping[str, str], text: bytes) -> dict[str, ServerSpec | None]:
     # Other tools read the same file and add keys of their own: those are left alone.
-    return {name: _spec(name, entry, f"{path}: {name}", str(path), environ, strict=False)
+    return {name: _spec(name, entry, f"{path}: {name}", str(path), environ, "workspace", strict=False)
             for name, entry in _read_json(path, text).items()}
 
 
-def _spec(name: str, entry: Any, where: str, source: str, environ: Mapping[str, str],
+def _spec(name: str, entry: Any, where: str, source: str, environ: Mapping[str, str], owner: Owner,
           *, strict: bool) -> ServerSpec | None:
     """One server entry, checked; None when it is switched off (`enabled = false`)."""
     if not name or not isinstance(entry, dict):
@@ -142,8 +162,12 @@ def _spec(name: str, entry: Any, where: str, source: str, environ: Mapping[str, 
     allow = entry.get("allow", [])
     if not isinstance(allow, list) or not all(isinstance(v, str) for v in allow):
         raise ConfigError(f"{where}: allow must be a list of tool names (or patterns such as \"get_*\")")
+    sandbox = entry.get("sandbox")
+    if sandbox is not None and not isinstance(sandbox, bool):
+        raise ConfigError(f"{where}: sandbox must be true or false, got {sandbox!r}")
     common: dict[str, Any] = {"name": name, "transport": transport, "source": source, "allow": tuple(allow),
-                              "timeout_s": float(timeout) if timeout is not None else None}
+                              "timeout_s": float(timeout) if timeout is not None else None, "owner": owner,
+                              "sandbox": sandbox}
     if transport == "http":
         url = text("url", entry.get("url", ""))
         if not url.startswith(("http://", "https://")):

@@ -14,6 +14,7 @@ import tomllib
 from dataclasses import dataclass
 from typing import Any
 
+from .files import WORKSPACE_COMMANDS
 from .trust import MCP_JSON, WorkspaceTrust
 
 SHOWN_CHARS = 80
@@ -27,11 +28,15 @@ class OwnFile:
     settings: dict[str, str]  # name -> the value as written
     servers: dict[str, str]  # name -> what it runs (the command line, or the URL)
     unreadable: str | None = None
+    # A custom command file (settings/commands.py): the command it adds, `/review`.
+    command: str | None = None
 
     def change(self) -> str:
         """`.scribe/config.toml sets sandbox = false and starts MCP server x (`cmd`)`."""
         if self.unreadable is not None:
             return f"{self.name}: {self.unreadable}"
+        if self.command is not None:
+            return f"{self.name} adds the command {self.command} (its text is sent to the model when you type it)"
         parts = []
         if self.settings:
             parts.append("sets " + ", ".join(f"{k} = {v}" for k, v in self.settings.items()))
@@ -44,6 +49,8 @@ class OwnFile:
         """`.mcp.json (2 servers)`: what the one line names."""
         if self.unreadable is not None:
             return f"{self.name} ({self.unreadable})"
+        if self.command is not None:
+            return f"{self.name} (command {self.command})"
         what = list(self.settings)
         if self.servers:
             what.append(f"{len(self.servers)} MCP server{'s' if len(self.servers) > 1 else ''}")
@@ -51,8 +58,10 @@ class OwnFile:
 
 
 def own_files(trust: WorkspaceTrust) -> list[OwnFile]:
-    # The config file first: it is the one that can lift protections.
-    return [_read(name, data) for name, data in sorted(trust.files.items(), key=lambda item: item[0] == MCP_JSON)]
+    # The config file first: it is the one that can lift protections; command files last.
+    order = sorted(trust.files.items(), key=lambda item: (item[0].startswith(WORKSPACE_COMMANDS + "/"),
+                                                          item[0] == MCP_JSON, item[0]))
+    return [_read(name, data) for name, data in order]
 
 
 def question(trust: WorkspaceTrust) -> list[str]:
@@ -73,6 +82,9 @@ def ignored_line(trust: WorkspaceTrust) -> str:
 
 
 def _read(name: str, data: bytes) -> OwnFile:
+    if name.startswith(WORKSPACE_COMMANDS + "/"):
+        relative = name.removeprefix(WORKSPACE_COMMANDS + "/").removesuffix(".md")
+        return OwnFile(name, {}, {}, command="/" + ":".join(relative.split("/")).lower())
     try:
         text = data.decode("utf-8")
         parsed: Any = json.loads(text) if name == MCP_JSON else tomllib.loads(text)

@@ -74,11 +74,25 @@ class Settings:
     trust_mcp_json: bool = False
     # Commands run in a bubblewrap sandbox where the platform allows it (workspace/sandbox.py).
     sandbox: bool = True
+    # In the sandbox: the most processes (threads too) one command may run, and the most address
+    # space, in MiB, each of its processes may map; 0: no limit (workspace/limits.py).
+    command_max_processes: int = 4096
+    command_max_memory_mb: int = 16384
     # Seconds of regular-expression matching one search may spend (search_files, recall, log search).
     regex_timeout_s: float = 5.0
+    # New sessions offer the model the todo tool (its task list); a session keeps what it started with.
+    todo_tool: bool = True
     # The model's context window in tokens; 0: known from the model (Claude), the server's own
     # report (llama.cpp's /props) or a refused request's words (model/window.py).
     context_tokens: int = 0
+    # web_fetch (tools/web.py): in new sessions, and what one fetch may cost and reach.
+    web_fetch: bool = False
+    web_fetch_domains: tuple[str, ...] = ()
+    web_fetch_max_bytes: int = 2_000_000
+    web_fetch_timeout_s: float = 30.0
+    # OpenTelemetry export (telemetry/): off unless turned on; prompt text only when asked for.
+    enable_telemetry: bool = False
+    telemetry_log_prompts: bool = False
 
     def recorded(self) -> dict[str, Any]:
         """What the session event keeps: everything, so a request is rebuilt from the log alone."""
@@ -95,9 +109,11 @@ LIMITS: dict[str, tuple[float, float | None]] = {
     "output_cap_bytes": (1000, None), "max_retries": (0, None), "retry_backoff_s": (0.0, None),
     "request_timeout_s": (0.1, None), "notes_tokens": (0, None), "mcp_start_timeout_s": (0.1, None),
     "mcp_call_timeout_s": (0.1, None), "regex_timeout_s": (0.01, None), "context_tokens": (0, None),
+    "command_max_processes": (0, None), "command_max_memory_mb": (0, None),
     # Room for the instructions and a little input at least (a local model's window may be 4,096
     # tokens); at most a 200k-token context window less the side call's own answer and a margin.
     "side_call_tokens": (1_500, 190_000), "side_call_max_tokens": (64, 32_000),
+    "web_fetch_max_bytes": (1_000, 100_000_000), "web_fetch_timeout_s": (0.1, 600.0),
 }
 
 
@@ -177,14 +193,15 @@ def explain_settings(workspace: Path, flags: Mapping[str, Any] | None = None,
 
 
 def _settings_in(path: Path, data: dict[str, Any]) -> dict[str, Any]:
-    # [mcp.servers.NAME] tables are read by settings/mcp_servers.py, [prices.MODEL] by settings/prices.py.
+    # [mcp.servers.NAME] tables are read by settings/mcp_servers.py, [prices.MODEL] by settings/prices.py,
+    # [[hooks.EVENT]] by settings/hooks.py.
     unknown = sorted(set(data) - set(FIELDS) - TABLES)
     if unknown:
         raise ConfigError(f"{path}: unknown setting {', '.join(unknown)} (known: {', '.join(FIELDS)})")
     return {k: _coerce(k, v, f"{path}: {k}") for k, v in data.items() if k not in TABLES}
 
 
-TABLES = {"mcp", "prices"}
+TABLES = {"mcp", "prices", "hooks"}
 
 
 def _coerce(name: str, value: Any, where: str) -> Any:
@@ -250,7 +267,7 @@ def clipped_repr(value: Any) -> str:
 
 
 def _kind(default: Any) -> str:
-    return "list of paths" if isinstance(default, tuple) else type(default).__name__
+    return "list of strings" if isinstance(default, tuple) else type(default).__name__
 
 
 # Numbers as the environment spells them: decimal, with an optional sign, fraction and exponent;

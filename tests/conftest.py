@@ -42,6 +42,21 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=lambda item: item.get_closest_marker("first") is None)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def log_key_folder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The person's state folder, where scribe keeps the key that seals its logs (log/seal.py):
+    one for the whole run, never the real one of whoever runs the tests. Every scribe a test
+    starts inherits it (helpers.scribe_env copies this environment)."""
+    folder = tmp_path_factory.mktemp("state")
+    saved = os.environ.get("XDG_STATE_HOME")
+    os.environ["XDG_STATE_HOME"] = str(folder)
+    yield folder
+    if saved is None:
+        os.environ.pop("XDG_STATE_HOME", None)
+    else:
+        os.environ["XDG_STATE_HOME"] = saved
+
+
 @pytest.fixture
 def workspace(tmp_path: Path) -> Path:
     """A temporary git repository with local identity and one commit holding README.md."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -16,12 +17,14 @@ from typing import Any
 import pexpect
 import pytest
 
+from scribe.agent.assembly import Opening, SessionChoice, assemble
 from scribe.agent.loop import Agent
-from scribe.agent.runtime import SessionChoice, build_agent, choose_session
+from scribe.agent.session import Session
 from scribe.fakeapi import FakeMessagesServer
 from scribe.log.events import Event
 from scribe.log.jsonl import read_log
 from scribe.settings.values import Settings
+from scribe.tools.mcp.hub import McpHub
 
 SCRIBE = str(Path(sys.executable).parent / "scribe")
 
@@ -135,6 +138,14 @@ def session_logs(workspace: Path) -> list[Path]:
                   key=lambda path: (describe(path).created or "", path.name))
 
 
+def adopt(log: Path) -> None:
+    """The person vouches for a log a test wrote or changed by hand, as `scribe log adopt` does:
+    scribe then continues, undoes and curates from it like a log it sealed (log/seal.py)."""
+    from scribe.log.jsonl import adopt_log
+
+    adopt_log(log)
+
+
 def events_of(path: Path) -> list[Event]:
     read = read_log(path)
     assert not read.problems, read.problems
@@ -146,7 +157,23 @@ def agent_on(server: FakeMessagesServer, workspace: Path, settings: Settings,
     """An agent in this process, on a new session of `workspace`, whose calls go to `server`."""
     monkeypatch.setenv("ANTHROPIC_BASE_URL", server.base_url)
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
-    return build_agent(workspace, settings, choose_session(workspace, settings, SessionChoice()))
+    return assemble(Opening(workspace, settings=settings)).open(SessionChoice(), lambda event: None)
+
+
+def agent_for(workspace: Path, settings: Settings, session: Session | None = None, *,
+              choice: SessionChoice | None = None, hub: McpHub | None = None) -> Agent:
+    """An agent in this process through the assembly (agent/assembly.py), for `session` (one the
+    test opened itself), else in the session `choice` names (default: a new one). Earlier
+    sessions are not curated meanwhile (a model call the test did not script)."""
+    opened = assemble(Opening(workspace, settings=dataclasses.replace(settings, curate_notes=False)), hub=hub)
+    if session is not None:
+        return opened.adopt(session)
+    return opened.open(choice or SessionChoice(), lambda event: None)
+
+
+def new_session(workspace: Path, settings: Settings, choice: SessionChoice | None = None) -> Session:
+    """A session opened as the assembly opens it (a new one by default), without an agent."""
+    return agent_for(workspace, settings, choice=choice).session
 
 
 def running_in(workspace: Path, *argv: str) -> bool:

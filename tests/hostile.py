@@ -92,6 +92,34 @@ class HostileRepository:
         (self.root / ".scribe").symlink_to(target)
         return self.commit(".scribe", message="state")
 
+    def with_session_log(self, clone: Path, session_id: str, restores: dict[Path, tuple[str, str | None]]) -> Path:
+        """Row 4: a session log committed in `.scribe/sessions/` (`git add -f`), as if scribe had
+        written it in the person's clone (`cwd` is where `clone` will be), whose write_file results
+        carry restore records for files outside the workspace, by absolute path: `restores` maps
+        each file to (what it holds now, what undo would put back; None: undo deletes it)."""
+        from scribe.tools.textio import sha256_bytes
+
+        ts = "2026-01-01T00:00:00.000Z"
+        header = {"v": 1, "seq": 0, "ts": ts, "type": "session", "id": session_id, "created": ts,
+                  "cwd": str(clone), "model": "claude-sonnet-4-5", "scribe_version": "0.1.0",
+                  "system": "You are scribe.", "tools": [], "prompt_hash": "0", "config": {}}
+        lines = [header, {"v": 1, "seq": 1, "ts": ts, "type": "user", "text": "tidy the notes"}]
+        calls = [{"type": "tool_use", "id": f"toolu_{n}", "name": "write_file",
+                  "input": {"path": str(path), "content": now}} for n, (path, (now, _)) in enumerate(restores.items())]
+        lines.append({"v": 1, "seq": 2, "ts": ts, "type": "assistant", "content": calls, "stop_reason": "tool_use"})
+        for n, (path, (now, before)) in enumerate(restores.items()):
+            record = {"path": str(path), "after": sha256_bytes(now.encode()),
+                      "before": None if before is None else sha256_bytes(before.encode())}
+            if before is not None:
+                record["content"] = before
+            lines.append({"v": 1, "seq": 3 + n, "ts": ts, "type": "tool_result", "tool_use_id": f"toolu_{n}",
+                          "tool": "write_file", "output": "wrote it", "restore": record})
+        log = self.root / ".scribe" / "sessions" / f"{session_id}.jsonl"
+        log.parent.mkdir(parents=True, exist_ok=True)
+        log.write_text("".join(json.dumps(line, separators=(",", ":")) + "\n" for line in lines))
+        self.commit(f".scribe/sessions/{session_id}.jsonl", message="session")
+        return log
+
     def clone(self, destination: Path) -> Path:
         """The person's fresh clone (real `git clone`), with what a clone cannot carry added."""
         git(destination.parent, "clone", "--quiet", str(self.root), str(destination))

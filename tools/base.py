@@ -13,8 +13,9 @@ from scribe.tools.secrets import Redactor
 if TYPE_CHECKING:
     from scribe.workspace.sandbox import Protection
 
-# "mcp" and "mcp-read": a tool of an MCP server, and one its server marks read-only.
-ToolKind = Literal["read", "edit", "command", "mcp", "mcp-read"]
+# "mcp" and "mcp-read": a tool of an MCP server, and one its server marks read-only. "web": a
+# fetch from the web; "web-listed": one of a domain on the person's allow-list (tools/web.py).
+ToolKind = Literal["read", "edit", "command", "mcp", "mcp-read", "web", "web-listed"]
 
 
 class ToolError(Exception):
@@ -40,6 +41,9 @@ class ToolOutput:
     attachments: list[dict[str, Any]] = field(default_factory=list)
     # How to take back a file tool's change (tools/restore.py); logged with the result, never sent.
     restore: dict[str, Any] | None = None
+    # Git configuration a command created or changed (workspace/gitplanted.py), for the person and
+    # the log (a `git_config` event); the model reads it in `text`.
+    git_config: list[dict[str, Any]] = field(default_factory=list)
 
 
 class CommandInterrupted(KeyboardInterrupt):
@@ -77,6 +81,15 @@ class ToolContext:
     # scribe's own folders (the state folder, the person's scribe config folder with its trust
     # file): never read or written by a tool, wherever they are and whatever path leads there.
     scribe_folders: tuple[Path, ...] = ()
+    # Where the session keeps the images attached to its messages (log/attachments.py), for recall.
+    images: Path | None = None
+
+
+def kind_of(tool: Tool, args: dict[str, Any]) -> ToolKind:
+    """The kind of one call: a tool whose calls differ (web_fetch of an allowed domain) says so
+    through `kind_for(args)`; any other is its `kind`."""
+    kind_for = getattr(tool, "kind_for", None)
+    return kind_for(args) if callable(kind_for) else tool.kind
 
 
 class Tool(Protocol):

@@ -1,5 +1,6 @@
-"""run_command: one bash command in the workspace, with bounded time and bounded memory, under
-the protection `workspace/sandbox.py` decides (a bubblewrap sandbox where the platform allows).
+"""run_command: one bash command in the workspace, with bounded time and bounded output, under
+the protection `workspace/sandbox.py` decides (a bubblewrap sandbox where the platform allows,
+with its limits on processes and memory: workspace/limits.py).
 It owns the rule that every process a command starts ends with it: on exit, timeout, cancel
 and any signal that ends scribe (the sandbox's PID namespace, or the process group plus the
 marker of leftovers.py without one)."""
@@ -14,6 +15,7 @@ import subprocess
 import threading
 import time
 from collections import deque
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +23,8 @@ from scribe.tools.base import CommandInterrupted, ToolContext, ToolError, ToolKi
 from scribe.tools.secrets import command_env
 from scribe.tools.textio import human_bytes, plural
 from scribe.workspace import leftovers
+from scribe.workspace.gitplanted import MAX_FOLDERS, GitConfigWatch
+from scribe.workspace.limits import CommandCgroup
 from scribe.workspace.sandbox import Protection, command_protection, hide_own_process
 
 MAX_TIMEOUT_S = 1800.0
@@ -78,11 +82,12 @@ class _Running:
     everything it started."""
 
     def __init__(self, proc: subprocess.Popen[bytes], protection: Protection, command_id: str,
-                 status_fd: int) -> None:
+                 status_fd: int, cgroup: CommandCgroup | None = None) -> None:
         self.proc = proc
         self.protection = protection
         self.command_id = command_id
         self.status_fd = status_fd  # the sandbox's report of leftovers; -1 without one
+        self.cgroup = cgroup  # the pids cgroup that bounds its processes, where that is how
         self.cancelled = threading.Event()
 
     def signal(self, sig: signal.Signals) -> None:
@@ -147,6 +152,8 @@ class RunCommand:
         # Runs in progress, keyed by id. A plain dict, not a lock: cancel() may be called from a
         # signal handler that interrupted run() on the same thread.
         self._running: dict[int, _Running] = {}
+        # Per workspace: its git folders and their configuration, to tell what a command planted.
+        self._git_watches: dict[Path, GitConfigWatch] = {}
 
     def summary(self, args: dict[str, Any]) -> str:
         command = str(args.get("command", "")).strip()
@@ -172,7 +179,20 @@ class RunCommand:
         if timeout <= 0:
             raise ToolError("timeout_s must be a positive number of seconds")
         timeout = min(timeout, MAX_TIMEOUT_S)
-        run = _start(command, ctx)
+        protection = ctx.protection or _default_protection(ctx.workspace.resolve(), tuple(ctx.allowed_roots))
+        watch = self._git_watch(ctx, protection)
+        watch.settle()  # what changed since the last command is not this one's doing
+        with protection.limits.cgroup_for_command() as cgroup:
+            out = self._run(command, ctx, timeout, _start(command, ctx, protection, cgroup))
+        return _with_planted(out, watch)
+
+    def _git_watch(self, ctx: ToolContext, protection: Protection) -> GitConfigWatch:
+        root = ctx.workspace.resolve()
+        if root not in self._git_watches:
+            self._git_watches[root] = GitConfigWatch(root, skip=ctx.scribe_folders, box=protection)
+        return self._git_watches[root]
+
+    def _run(self, command: str, ctx: ToolContext, timeout: float, run: _Running) -> ToolOutput:
         self._running[id(run)] = run
         output = _CappedOutput(ctx.output_cap_bytes)
         try:
@@ -194,8 +214,7 @@ class RunCommand:
             run.close()
 
 
-def _start(command: str, ctx: ToolContext) -> _Running:
-    protection = ctx.protection or _default_protection(ctx.workspace.resolve(), tuple(ctx.allowed_roots))
+def _start(command: str, ctx: ToolContext, protection: Protection, cgroup: CommandCgroup | None) -> _Running:
     command_id = leftovers.new_command_id()
     env = {**command_env(), leftovers.MARKER: command_id}
     if not protection.sandboxed:
@@ -205,7 +224,7 @@ def _start(command: str, ctx: ToolContext) -> _Running:
     status_r, status_w = os.pipe() if protection.sandboxed else (-1, -1)
     try:
         proc = subprocess.Popen(
-            protection.argv(command, status_w),
+            protection.argv(command, status_w, cgroup.prefix() if cgroup is not None else ()),
             cwd=ctx.workspace,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
@@ -223,7 +242,22 @@ def _start(command: str, ctx: ToolContext) -> _Running:
             os.close(status_w)
     if status_r >= 0:
         os.set_blocking(status_r, False)
-    return _Running(proc, protection, command_id, status_r)
+    return _Running(proc, protection, command_id, status_r, cgroup)
+
+
+def _with_planted(out: ToolOutput, watch: GitConfigWatch) -> ToolOutput:
+    """The result, with a line for each git folder the command created or whose configuration
+    it changed (the sandbox keeps scribe's git from running them; the person's own git would)."""
+    try:
+        planted = watch.changes()
+    except OSError as exc:
+        return replace(out, text=f"{out.text}\n[could not check the workspace's git configuration: {exc}]")
+    incomplete = ("\n[git configuration checked in the first "
+                  f"{MAX_FOLDERS:,} folders only]" if watch.incomplete else "")
+    if not planted:
+        return replace(out, text=out.text + incomplete) if incomplete else out
+    lines = "".join(f"\n[{p.line()}]" for p in planted)
+    return replace(out, text=f"{out.text}{lines}{incomplete}", git_config=[p.record() for p in planted])
 
 
 @functools.cache
@@ -316,6 +350,9 @@ def _result(run: _Running, reason: str | None, timeout: float, output: _CappedOu
     swept = run.protection.sweep()
     if swept:
         notes.append(f"[removed what the command created where git reads its configuration: {', '.join(swept)}]")
+    limit = run.protection.limits.reached(left, run.cgroup.refused_forks() if run.cgroup is not None else 0)
+    if limit:
+        notes.append(f"[{limit}; {ENDED}]")
     if reason == "timeout":
         notes.append(f"[timed out after {timeout:g}s; {ENDED}]")
     elif reason == "cancelled":

@@ -1,6 +1,7 @@
 """The file tools: read_file, write_file and edit_file. They own how a file is shown to the
 model (numbered lines, binary summaries) and the rule that an edit never lands on a file that
-changed since the model last saw it (tracked through `ctx.seen_hashes`)."""
+changed since the model last saw it (tracked through `ctx.seen_hashes`). What they write goes
+through the confined writer (workspace/confined.py): never through a link, never outside."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Any
 
 from scribe.tools.base import ToolContext, ToolError, ToolKind, ToolOutput
 from scribe.tools.numbered import numbered_lines
-from scribe.tools.paths import display_path, resolve_path
+from scribe.tools.paths import confined, display_path, resolve_path
 from scribe.tools.restore import for_edit, for_write
 from scribe.tools.textio import (
     SNIFF_BYTES,
@@ -22,7 +23,7 @@ from scribe.tools.textio import (
     sha256_bytes,
     sha256_file,
 )
-from scribe.workspace.atomic import WriteRefused, refuse_special, special_kind, write_atomic
+from scribe.workspace.atomic import WriteRefused, refuse_special, special_kind
 
 DEFAULT_LIMIT = 2000
 MAX_LINE_CHARS = 2000
@@ -138,9 +139,9 @@ class WriteFile:
 
     def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         plan = plan_write(args, ctx)
-        previous = plan.target.read_bytes() if plan.existed else None  # kept so /undo can put it back
-        plan.target.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(plan.target, plan.data, plan.name)
+        root, rel = confined(ctx, plan.target)
+        previous = root.read(rel) if plan.existed else None  # kept so /undo can put it back
+        root.write(rel, plan.data, name=plan.name, make_parents=True)
         ctx.seen_hashes[plan.name] = sha256_bytes(plan.data)
         verb = "overwrote" if plan.existed else "created"
         return ToolOutput(
@@ -209,7 +210,8 @@ class EditFile:
     def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         plan = plan_edit(args, ctx)
         new_data = plan.after.encode("utf-8", errors="surrogateescape")
-        write_atomic(plan.target, new_data, plan.name)
+        root, rel = confined(ctx, plan.target)
+        root.write(rel, new_data, name=plan.name)
         ctx.seen_hashes[plan.name] = sha256_bytes(new_data)
         old_data = plan.before.encode("utf-8", errors="surrogateescape")
         return ToolOutput(_diff(plan.name, plan.before, plan.after),
@@ -242,7 +244,8 @@ def plan_edit(args: dict[str, Any], ctx: ToolContext) -> PlannedEdit:
         raise ToolError("old_text is empty; to create or replace a whole file use write_file")
     if old_text == new_text:
         raise ToolError("old_text and new_text are identical; nothing to change")
-    data = target.read_bytes()
+    root, rel = confined(ctx, target)
+    data = root.read(rel)  # below the workspace, through no link: what the edit is made on
     if binary_kind(data[:SNIFF_BYTES]) is not None:
         raise ToolError(f"{name} is a binary file; edit_file only edits text")
     _check_not_stale(ctx, name, sha256_bytes(data))

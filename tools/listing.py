@@ -9,6 +9,7 @@ import subprocess
 from fnmatch import fnmatchcase
 from pathlib import Path
 
+from scribe.workspace.bwrap import Confinement
 from scribe.workspace.gitrun import GitMissing, run_git
 
 # Skipped by the walk outside git; inside git, .gitignore decides (but .git/.scribe never show).
@@ -17,11 +18,12 @@ _HIDDEN = frozenset({".git", ".scribe"})
 _GIT_TIMEOUT_S = 60
 
 
-def files_under(base: Path) -> list[Path]:
-    """Every file under `base` (a resolved directory or file), as absolute paths, unsorted."""
+def files_under(base: Path, box: Confinement | None = None) -> list[Path]:
+    """Every file under `base` (a resolved directory or file), as absolute paths, unsorted. `box`:
+    where git runs (the session's Protection; None: the read-only sandbox where there is one)."""
     if not base.is_dir():
         return [base]
-    names = _git_files(base)
+    names = _git_files(base, box)
     if names is None:
         names = _walk_files(base)
     found = []
@@ -36,12 +38,12 @@ def files_under(base: Path) -> list[Path]:
     return found
 
 
-def _git_files(base: Path) -> list[str] | None:
+def _git_files(base: Path, box: Confinement | None) -> list[str] | None:
     """Paths relative to `base` as git sees them, or None when `base` is not in a work tree."""
     try:
         # Listing must not take the index lock a concurrent `git commit` needs.
         result = run_git(base, "ls-files", "--cached", "--others", "--exclude-standard", "-z",
-                         env={"GIT_OPTIONAL_LOCKS": "0"}, timeout=_GIT_TIMEOUT_S)
+                         env={"GIT_OPTIONAL_LOCKS": "0"}, timeout=_GIT_TIMEOUT_S, box=box)
     except (GitMissing, subprocess.TimeoutExpired):
         return None
     if result.returncode != 0:

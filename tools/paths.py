@@ -4,8 +4,13 @@ workspace (or a root config allows), and back into the workspace-relative name i
 Rules: relative paths are relative to the workspace; symlinks are resolved before checking,
 so a link cannot smuggle a path out; `.scribe/` (the agent's own log and lock) is never read
 or written, nor is any path that resolves into scribe's own folders (a state folder SCRIBE_HOME
-moved, the person's config and trust file); `.git/` may be read but never written (git itself,
-via run_command, owns it)."""
+moved, the person's config and trust file); git folders may be read but never written (git
+itself, via run_command, owns them): `.git` at any depth, every folder git names for this
+workspace whatever its name (`.bare/`, `.git/modules/...`, a worktree's admin folder: see
+workspace/gitfolders.py, asked once per session), and any folder shaped like one, as git
+recognises one (a repository a command made since). The write itself then goes through the
+confined writer (`confined`): resolved again below its root without following a link, so a
+link swapped in after this check is refused, not followed."""
 
 from __future__ import annotations
 
@@ -13,6 +18,8 @@ import os
 from pathlib import Path
 
 from scribe.tools.base import PathRefused, ToolContext, ToolError
+from scribe.workspace.confined import ConfinedRoot
+from scribe.workspace.gitfolders import looks_like_git_folder
 
 # Directory names refused at any depth: a nested `.git` is a submodule's or vendored repo's.
 _NO_WRITE = (".git", ".scribe")
@@ -48,10 +55,35 @@ def resolve_path(ctx: ToolContext, path: str, *, write: bool = False) -> Path:
     for name in _NO_WRITE if write else _NO_READ:
         if name in parts:
             raise PathRefused(_refusal(path, name, write))
+    if write:
+        folder = _git_folder_holding(ctx, resolved, root)
+        if folder is not None:
+            raise PathRefused(f"path '{path}' is inside {folder}, a git folder (git runs what its config and hooks "
+                              "name); writing there is refused (use git via run_command)")
     own = next((f for f in ctx.scribe_folders if _inside(resolved, Path(f).resolve())), None)
     if own is not None:
         raise PathRefused(f"path '{path}' is inside {own}, scribe's own state or config; it cannot be read or written")
     return resolved
+
+
+def _git_folder_holding(ctx: ToolContext, resolved: Path, root: Path) -> str | None:
+    """The git folder `resolved` lies in (as the model would name it), or None."""
+    named = ctx.protection.git_folders if ctx.protection is not None else ()
+    for folder in map(Path, named):
+        if _inside(resolved, folder):
+            return display_path(ctx, folder)
+    for folder in (resolved, *resolved.parents):
+        if not _inside(folder, root):
+            break
+        if folder.is_dir() and looks_like_git_folder(folder):
+            return display_path(ctx, folder)
+    return None
+
+
+def confined(ctx: ToolContext, resolved: Path) -> tuple[ConfinedRoot, str]:
+    """The root `resolved` (from resolve_path) lies below, as the confined writer, and its path there."""
+    root = next(r for r in _roots(ctx) if _inside(resolved, r))
+    return ConfinedRoot(root), resolved.relative_to(root).as_posix()
 
 
 def _refusal(path: str, name: str, write: bool) -> str:

@@ -8,10 +8,12 @@ error message, the middle of a long output) comes back into view.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import Any
 
+from scribe.log.images import image_refs
 from scribe.tools.base import ToolContext, ToolError, ToolKind, ToolOutput
-from scribe.tools.pattern import BoundedPattern, PatternError, PatternTooSlow
+from scribe.tools.pattern import BoundedPattern, PatternError, PatternTooSlow, cut_note
 
 # One answer is bounded like any tool output; a narrower query or range reads further.
 MAX_CHARS = 40_000
@@ -52,20 +54,23 @@ class Recall:
         query, lo, hi = args.get("query"), args.get("seq_from"), args.get("seq_to")
         if not query and lo is None and hi is None:
             raise ToolError("recall needs a query, a seq range (seq_from, seq_to), or both")
-        records = [r for r in ctx.read_log() if r.get("type") not in ("session", "usage")]
+        # Streamed, never a list of the whole log: a long session's older events are in its file.
+        records: Iterable[dict[str, Any]] = (r for r in ctx.read_log() if r.get("type") not in ("session", "usage"))
         if lo is not None or hi is not None:
             first, last = lo if lo is not None else 0, hi if hi is not None else (lo if lo is not None else 0)
             if query is None and hi is None:
                 last = first
-            records = [r for r in records if first <= int(r.get("seq", -1)) <= last]
+            records = (r for r in records if first <= int(r.get("seq", -1)) <= last)
         if not query:
-            if not records:
-                raise ToolError("no events in that seq range")
-            return ToolOutput(_bounded("\n\n".join(_whole(r) for r in records)))
+            return ToolOutput(_joined(_whole(r, ctx) for r in records))
+        matcher = _matcher(query, ctx.regex_timeout_s)
         try:
-            return ToolOutput(_bounded(_search(records, _matcher(query, ctx.regex_timeout_s))))
+            found = _search(records, matcher)
         except PatternTooSlow as exc:
             raise ToolError(str(exc)) from None
+        if isinstance(matcher, BoundedPattern) and matcher.cut:
+            found += f"\n… {cut_note(matcher.cut)}"
+        return ToolOutput(_bounded(found))
 
 
 def _matcher(query: str, budget_s: float) -> BoundedPattern | list[str]:
@@ -82,7 +87,7 @@ def _matches(line: str, matcher: BoundedPattern | list[str]) -> bool:
     return matcher.search(line) is not None
 
 
-def _search(records: list[dict[str, Any]], matcher: BoundedPattern | list[str]) -> str:
+def _search(records: Iterable[dict[str, Any]], matcher: BoundedPattern | list[str]) -> str:
     hits: list[str] = []
     total = 0
     for record in records:
@@ -117,13 +122,42 @@ def _text_of(record: dict[str, Any]) -> str:
     return json.dumps({k: v for k, v in record.items() if k not in ("v", "ts")}, ensure_ascii=False)
 
 
-def _whole(record: dict[str, Any]) -> str:
+def _whole(record: dict[str, Any], ctx: ToolContext) -> str:
     kind = record.get("type")
     head = f"[seq {record['seq']}] {kind}"
     if kind == "tool_result":
         status = "error" if record.get("is_error") else "ok"
         head += f" of {record.get('tool')} ({status})"
-    return f"{head}:\n{_text_of(record)}"
+    return f"{head}:\n{_text_of(record)}{_pictures(record, ctx)}"
+
+
+def _pictures(record: dict[str, Any], ctx: ToolContext) -> str:
+    """Where the images attached to a user message are kept (recall returns text, not the image)."""
+    if record.get("type") != "user":
+        return ""
+    lines = []
+    for ref in image_refs(record.get("images")):
+        where = f"kept at {ctx.images / ref.file_name}" if ctx.images is not None else f"kept as {ref.file_name}"
+        lines.append(f"\n[attached image {ref.describe()}: {where}]")
+    return "".join(lines)
+
+
+def _joined(parts: Iterable[str]) -> str:
+    """Whole events one after another, kept only up to what an answer shows (the rest counted)."""
+    kept: list[str] = []
+    total = 0
+    for part in parts:
+        piece = f"\n\n{part}" if kept or total else part
+        if total <= MAX_CHARS:
+            kept.append(piece)
+        total += len(piece)
+    if not total and not kept:
+        raise ToolError("no events in that seq range")
+    text = "".join(kept)
+    if total <= MAX_CHARS:
+        return text
+    return (text[:MAX_CHARS] + f"\n[… recall answer cut at {MAX_CHARS} characters of {total}; "
+            "use a query or a narrower seq range to read the rest …]")
 
 
 def _bounded(text: str) -> str:

@@ -18,6 +18,8 @@ from scribe.tools.paths import display_path
 from scribe.tools.recall import Recall
 from scribe.tools.search import ListFiles, SearchFiles
 from scribe.tools.textio import one_line
+from scribe.tools.todo import Todo
+from scribe.tools.web import WebFetch, WebLimits
 from scribe.workspace.atomic import WriteRefused
 
 # JSON Schema type names -> Python types. bool is excluded from numbers explicitly below,
@@ -32,9 +34,17 @@ _TYPES: dict[str, tuple[type, ...]] = {
 }
 
 
-def builtin_tools() -> list[Tool]:
-    """Fresh instances of the built-in tools, in the order the model sees them."""
-    return [ReadFile(), WriteFile(), EditFile(), RunCommand(), ListFiles(), SearchFiles(), Recall()]
+def builtin_tools(*, todo: bool = True, web: WebLimits | None = None) -> list[Tool]:
+    """Fresh instances of the built-in tools, in the order the model sees them: the seven always,
+    then the task list (`todo`: the `todo_tool` setting) and web_fetch under the limits `web`
+    (when the `web_fetch` setting is on). Which a session has is decided as it starts
+    (agent/builtins.py)."""
+    tools: list[Tool] = [ReadFile(), WriteFile(), EditFile(), RunCommand(), ListFiles(), SearchFiles(), Recall()]
+    if todo:
+        tools.append(Todo())
+    if web is not None:
+        tools.append(WebFetch(web))
+    return tools
 
 
 def tool_definitions(tools: Sequence[Tool]) -> list[dict[str, Any]]:

@@ -15,12 +15,15 @@ from typing import Any
 from scribe.tools.base import ToolContext, ToolError, ToolKind, ToolOutput
 from scribe.tools.listing import SKIP_DIRS, files_under, glob_match, tree_order
 from scribe.tools.paths import display_path, resolve_path
-from scribe.tools.pattern import BoundedPattern, PatternError, PatternTooSlow
+from scribe.tools.pattern import LONG_LINE_CHARS, BoundedPattern, PatternError, PatternTooSlow, cut_note
 from scribe.tools.textio import SNIFF_BYTES, one_line
 
 MAX_FILES = 1000
 MAX_MATCHES = 200
 MAX_MATCH_CHARS = 300
+# ripgrep prints at most this many bytes of a matching line (it still searches all of it): a
+# twenty-megabyte line of minified code is never read into this process.
+RG_MAX_COLUMNS = 4096
 
 
 def _existing(ctx: ToolContext, args: dict[str, Any]) -> tuple[Path, str]:
@@ -64,7 +67,7 @@ class ListFiles:
         base, name = _existing(ctx, args)
         pattern = args.get("pattern") or ""
         shown: list[str] = []
-        for path in files_under(base):
+        for path in files_under(base, ctx.protection):
             relative = display_path(ctx, path)
             # The pattern may be written from the workspace root or from `path`; accept either.
             if pattern and not (
@@ -121,7 +124,8 @@ class SearchFiles:
             raise ToolError(str(exc)) from None
         base, name = _existing(ctx, args)
         rg = find_ripgrep()
-        matches = _rg_matches(rg, pattern, base, ctx) if rg else _python_matches(bounded, base, ctx)
+        cut: list[str] = []  # `path:line` of each line matched in its first LONG_LINE_CHARS only
+        matches = _rg_matches(rg, pattern, base, ctx) if rg else _python_matches(bounded, base, ctx, cut)
         lines: list[str] = []
         total = 0
         try:
@@ -132,11 +136,13 @@ class SearchFiles:
                         text = text[:MAX_MATCH_CHARS] + "…"
                     lines.append(f"{path}:{number}:{text}")
         except PatternTooSlow as exc:
-            raise ToolError(str(exc)) from None
-        if not lines:
-            return ToolOutput(f"no matches for {pattern!r}{_where(name)}")
+            raise ToolError(str(exc) + (f"; {cut_note(len(cut))} ({', '.join(cut[:3])})" if cut else "")) from None
         if total > MAX_MATCHES:
             lines.append(f"… {total - MAX_MATCHES} more matches; narrow the pattern or path")
+        if cut:
+            lines.append(f"… {cut_note(len(cut))} ({', '.join(cut[:3])}{', …' if len(cut) > 3 else ''})")
+        if not total:
+            return ToolOutput("\n".join([f"no matches for {pattern!r}{_where(name)}", *lines]))
         return ToolOutput("\n".join(lines))
 
 
@@ -148,9 +154,11 @@ def find_ripgrep() -> str | None:
     return shutil.which("rg")
 
 
-def _python_matches(pattern: BoundedPattern, base: Path, ctx: ToolContext) -> Iterator[Match]:
+def _python_matches(pattern: BoundedPattern, base: Path, ctx: ToolContext, cut: list[str]) -> Iterator[Match]:
+    """Every matching line, each read and matched in at most LONG_LINE_CHARS bytes: the rest of a
+    longer line is skipped unread into memory, and the line named in `cut`."""
     named = sorted(
-        ((display_path(ctx, path), path) for path in files_under(base)), key=lambda n: tree_order(n[0])
+        ((display_path(ctx, path), path) for path in files_under(base, ctx.protection)), key=lambda n: tree_order(n[0])
     )
     for name, path in named:
         # Like ripgrep: do not follow symlinks (one could point outside the workspace).
@@ -161,12 +169,27 @@ def _python_matches(pattern: BoundedPattern, base: Path, ctx: ToolContext) -> It
                 if b"\x00" in handle.read(SNIFF_BYTES):
                     continue
                 handle.seek(0)
-                for number, raw in enumerate(handle, start=1):
-                    line = raw.rstrip(b"\r\n").decode("utf-8", errors="replace")
-                    if pattern.search(line):
+                for number, raw in enumerate(_bounded_lines(handle), start=1):
+                    raw = raw.rstrip(b"\r\n")
+                    longer = len(raw) > LONG_LINE_CHARS
+                    if longer:
+                        cut.append(f"{name}:{number}")
+                        raw = raw[:LONG_LINE_CHARS]
+                    line = raw.decode("utf-8", errors="replace")
+                    if pattern.search(line, cut=longer):
                         yield name, number, line
         except OSError:
             continue  # unreadable file: skipped, as ripgrep does
+
+
+def _bounded_lines(handle: Any) -> Iterator[bytes]:
+    """Each line of a file, its first LONG_LINE_CHARS + 1 bytes at most (one byte past the limit
+    says it was longer); the rest of a longer line is read in chunks and dropped."""
+    while raw := handle.readline(LONG_LINE_CHARS + 1):
+        if len(raw) > LONG_LINE_CHARS and not raw.endswith(b"\n"):
+            while (rest := handle.readline(1 << 16)) and not rest.endswith(b"\n"):
+                pass
+        yield raw
 
 
 def _rg_matches(rg: str, pattern: str, base: Path, ctx: ToolContext) -> Iterator[Match]:
@@ -175,7 +198,8 @@ def _rg_matches(rg: str, pattern: str, base: Path, ctx: ToolContext) -> Iterator
     # --hidden and the globs make ripgrep's file set match files_under(): dotfiles included,
     # .git/.scribe and the walk's noise directories left out.
     excluded = [arg for name in sorted(SKIP_DIRS) for arg in ("--glob", f"!{name}")]
-    flags = ["--line-number", "--no-heading", "--color", "never", "--with-filename", "--null", "--hidden"]
+    flags = ["--line-number", "--no-heading", "--color", "never", "--with-filename", "--null", "--hidden",
+             "--max-columns", str(RG_MAX_COLUMNS), "--max-columns-preview"]
     command = [rg, *flags, "--sort", "path", *excluded, "--regexp", pattern, "--", str(base)]
     # stderr goes to a file, not a pipe: a full, unread stderr pipe would stall ripgrep.
     with tempfile.TemporaryFile() as stderr:

@@ -1,18 +1,15 @@
-"""Secrets: which environment variables a command must not inherit, and redacting their
-values from whatever a tool hands back (the log keeps tool output, and the next request sends
-it to the model).
+"""Secrets: the environment a command gets without them, and redacting their values from
+whatever a tool hands back (the log keeps tool output, and the next request sends it to the
+model).
 
-Two rules decide what is secret. By name: a variable whose name has a secret-looking word in
-it (KEY, TOKEN, SECRET, PASSWORD, PWD, PASS, PAT, AUTH, DSN, CREDENTIAL, COOKIE, WEBHOOK,
-CONNECTION_STRING, a `_SK` word, ...), every ANTHROPIC_* and OP_SESSION_* variable. By value: a
-variable whose value carries credentials in a URL (`postgres://app:pw@db`,
-`http://user:pw@proxy:3128`). Redaction then works on values, not names: a secret's value is
-replaced wherever it appears in a tool's output, whichever tool produced it and however it got
-there (`env`, `cat .env`, a stack trace), and so are the shapes a value takes when a program
-prints it encoded: its base64 (alone, or inside the base64 of a longer text such as
-`NAME=value` or a whole `env`), its hex, the value reversed, and any of these split by
-whitespace or zero-width characters (a wrapped `base64` output, a value pasted with a
-zero-width space). What it cannot catch is said in docs: any other transformation (gzip,
+Which variables are secret is workspace/environment.py's (by name, or by credentials in a URL
+value); scribe's own git calls leave them out the same way. Redaction works on values, not
+names: a secret's value is replaced wherever it appears in a tool's output, whichever tool
+produced it and however it got there (`env`, `cat .env`, a stack trace), and so are the shapes a
+value takes when a program prints it encoded: its base64 (alone, or inside the base64 of a
+longer text such as `NAME=value` or a whole `env`), its hex, the value reversed, and any of
+these split by whitespace or zero-width characters (a wrapped `base64` output, a value pasted
+with a zero-width space). What it cannot catch is said in docs: any other transformation (gzip,
 encryption, ROT13, a value printed a few characters at a time with other text between)."""
 
 from __future__ import annotations
@@ -24,62 +21,20 @@ import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
-# Substrings that make a name secret wherever they stand (APIKEY, GITHUBTOKEN, DB_PASSWORD).
-# WEBHOOK: a Slack or Discord webhook URL posts as its owner; a connection string (Azure's)
-# carries its account key.
-_MARKERS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "WEBHOOK", "CONNECTION_STRING",
-            "CONNSTR", "PRIVATE", "SIGNATURE")
-# Whole words of a name (split at "_") that make it secret: too short to match as substrings
-# (PATH holds PAT, PASSENGER holds PASS, TASK holds SK), so they count only as words of their
-# own. `sk` is Stripe's secret-key family (STRIPE_SK), `sas` an
-# Azure shared-access signature, `jwt` and `bearer` tokens by another name.
-_WORDS = frozenset({"pat", "auth", "authorization", "dsn", "cred", "creds", "cookie", "cookies", "sk", "sas",
-                    "jwt", "bearer", "otp", "passphrase", "hmac"})
-# Name prefixes that make it secret: 1Password's CLI keeps its session in OP_SESSION_<account>.
-_PREFIXES = ("ANTHROPIC_", "OP_SESSION_")
-# Word endings that make it secret: MYSQL_PWD, PGPASS, SMTP_PASS.
-_ENDINGS = ("pwd", "pass")
-# Names that match the rules above but hold nothing secret, and that commands need.
-_NOT_SECRET = frozenset({"PWD", "OLDPWD", "SSH_AUTH_SOCK"})
-# Credentials inside a URL: scheme://user:password@host, or a token as the user
-# (https://ghp_...@github.com). A plain `user@` (git@, ssh://me@host) is not a secret.
-_URL_CREDENTIALS = re.compile(
-    r"(?P<scheme>\b[a-zA-Z][a-zA-Z0-9+.-]*://)(?:(?P<user>[^\s:/@]*):(?P<password>[^\s/@]+)|(?P<token>[\w.~-]{16,}))@"
-)
+from scribe.workspace.environment import URL_CREDENTIALS as _URL_CREDENTIALS
+from scribe.workspace.environment import is_secret, is_secret_name, url_passwords, without_secrets
+
+__all__ = ["Form", "Redactor", "command_env", "is_secret", "is_secret_name", "url_passwords", "value_forms"]
+
 # A value shorter than this is not redacted by value: replacing every "1234" or "dev" in an
 # output would wreck it, and a secret that short protects little.
 MIN_SECRET_CHARS = 8
 REDACTED = "[redacted]"
 
 
-def is_secret_name(name: str) -> bool:
-    upper = name.upper()
-    if upper in _NOT_SECRET:
-        return False
-    if upper.startswith(_PREFIXES) or any(marker in upper for marker in _MARKERS):
-        return True
-    words = [w for w in name.lower().split("_") if w]
-    return any(w in _WORDS or w.endswith(_ENDINGS) for w in words)
-
-
-def url_passwords(value: str) -> list[str]:
-    """The passwords and tokens written inside the URLs in `value`."""
-    found = []
-    for match in _URL_CREDENTIALS.finditer(value):
-        secret = match.group("password") or match.group("token")
-        if secret:
-            found.append(secret)
-    return found
-
-
-def is_secret(name: str, value: str) -> bool:
-    return is_secret_name(name) or bool(url_passwords(value))
-
-
 def command_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """The environment a command gets: the parent's, minus every secret, plus scribe's markers."""
-    environ = os.environ if environ is None else environ
-    env = {name: value for name, value in environ.items() if not is_secret(name, value)}
+    env = without_secrets(environ)
     env.update(SCRIBE="1", PAGER="cat", GIT_PAGER="cat", GIT_TERMINAL_PROMPT="0")
     return env
 

@@ -1,11 +1,12 @@
-"""Writing workspace files so that a failure never leaves half a file: the new content goes
-to a temporary file in the same folder, is flushed to disk, and is renamed over the target in
-one step. A full disk, a quota or a dying process leaves the old file whole.
+"""Writing a file so that a failure never leaves half of it: the new content goes to a
+temporary file in the same folder, is flushed to disk, and is renamed over the target in one
+step. A full disk, a quota or a dying process leaves the old file whole. Files in the workspace
+written for the agent or the person go through workspace/confined.py, which does the same below
+an open folder and never through a link; this path-based form is for files the person names
+themselves (`scribe log html -o PAGE`), wherever they are.
 
 What the old file had is kept: its permission bits, and its owner and group where this
-process may set them. `target` is the resolved path (tools/paths.py resolves symlinks first),
-so writing through a symlink replaces the file it points to and the link stays a link. Two
-things a rename cannot keep: other hard links to the old file keep the old content, and
+process may set them. Two things a rename cannot keep: other hard links to the old file keep the old content, and
 extended attributes and ACLs are not copied.
 
 Anything that is not a regular file (a FIFO, a socket, a device) is refused before it is
@@ -70,7 +71,7 @@ class PendingWrite:
             os.replace(self.temporary, self.target)
         except OSError as exc:
             self.discard()
-            raise WriteFailed(_failure(self.name, exc, self.target.exists())) from None
+            raise WriteFailed(failure_line(self.name, exc, self.target.exists())) from None
         _sync_folder(self.target.parent)
 
     def discard(self) -> None:
@@ -80,23 +81,27 @@ class PendingWrite:
             pass
 
 
-def prepare(target: Path, data: bytes, name: str, *, executable: bool | None = None) -> PendingWrite:
+def prepare(target: Path, data: bytes, name: str, *, executable: bool | None = None,
+            mode: int | None = None) -> PendingWrite:
     """Write `data` to a temporary file beside `target` and flush it to disk. With `executable`
     None an existing target's mode and owner are kept (a new file gets the umask's default);
-    True or False sets the mode as git checkout would (0777 or 0666, less the umask)."""
+    True or False sets the mode as git checkout would (0777 or 0666, less the umask). `mode`
+    sets exactly that mode, whatever the umask and the old file (0600 for a private file)."""
     refuse_special(target, name)
     existing = _stat(target)
     temporary = _temporary_path(target)
-    create_mode = 0o777 if executable else 0o666
+    create_mode = mode if mode is not None else 0o777 if executable else 0o666
     try:
         fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, create_mode)
     except OSError as exc:
-        raise WriteFailed(_failure(name, exc, existing is not None)) from None
+        raise WriteFailed(failure_line(name, exc, existing is not None)) from None
     try:
         try:
-            if existing is not None and executable is None:
+            if mode is not None:
+                os.fchmod(fd, mode)  # the umask may only have taken bits away
+            elif existing is not None and executable is None:
                 os.fchmod(fd, stat.S_IMODE(existing.st_mode))
-                _keep_owner(fd, existing)
+                keep_owner(fd, existing)
             view = memoryview(data)
             while view:
                 view = view[os.write(fd, view):]
@@ -105,13 +110,13 @@ def prepare(target: Path, data: bytes, name: str, *, executable: bool | None = N
             os.close(fd)
     except OSError as exc:
         os.unlink(temporary)
-        raise WriteFailed(_failure(name, exc, existing is not None)) from None
+        raise WriteFailed(failure_line(name, exc, existing is not None)) from None
     return PendingWrite(target, temporary, name)
 
 
-def write_atomic(target: Path, data: bytes, name: str) -> None:
+def write_atomic(target: Path, data: bytes, name: str, *, mode: int | None = None) -> None:
     """Replace `target` with `data` in one step, or leave it as it was and say why."""
-    prepare(target, data, name).commit()
+    prepare(target, data, name, mode=mode).commit()
 
 
 def _stat(target: Path) -> os.stat_result | None:
@@ -126,7 +131,7 @@ def _temporary_path(target: Path) -> Path:
     return target.with_name(f".{target.name}.{secrets.token_hex(4)}.scribe-tmp")
 
 
-def _keep_owner(fd: int, existing: os.stat_result) -> None:
+def keep_owner(fd: int, existing: os.stat_result) -> None:
     if (existing.st_uid, existing.st_gid) == (os.geteuid(), os.getegid()):
         return
     try:
@@ -148,7 +153,7 @@ def _sync_folder(folder: Path) -> None:
         os.close(fd)
 
 
-def _failure(name: str, exc: OSError, existed: bool) -> str:
+def failure_line(name: str, exc: OSError, existed: bool) -> str:
     reason = (exc.strerror or str(exc)).lower()
     kept = "the file is unchanged" if existed else "nothing was written"
     return f"could not write {name}: {reason}; {kept}"

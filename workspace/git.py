@@ -1,13 +1,20 @@
-"""Git facts about the workspace, and the git side of auto-commit, diff and undo, with gitpython.
-Absent git, or a folder that is not a repository, is a normal case, not an error.
+"""Git facts about the workspace, and the git side of auto-commit, diff and undo. Absent git, or
+a folder that is not a repository, is a normal case, not an error.
+
+Every git call runs through workspace/gitrun.py, as a command runs (sandboxed, no secrets, no
+repository program), under the workspace's Protection (`box`; None: the sandbox as this machine
+gives it). Several questions asked at one moment go to the sandbox together (`run_git_batch`):
+these calls sit at the start and end of every turn.
+A question runs with nothing writable; a commit or an undo with the workspace and its git
+folders writable (their configuration and hooks not). git is kept out of submodules'
+working trees (`--ignore-submodules`): a submodule's own configuration is not scribe's to run.
 
 Everything here leaves the person's own work alone:
 - `commit_paths` builds the commit in a temporary index, so what the person has staged stays
   staged and out of scribe's commit; hooks do not run (an automatic checkpoint must not start
   a formatter or stash the person's changes behind their back).
-- `undo_commit` takes back only scribe's commit at HEAD, and only the files it changed: HEAD
-  moves back to its parent and those files return to the parent's content; it refuses when one
-  of them has uncommitted changes, when HEAD moved on, or when the commit was pushed.
+- `undo_commit` (workspace/gitundo.py) takes back only scribe's commit at HEAD, and only the
+  files it changed.
 - `session_diff` reads through a copy of the index; the real one is untouched.
 """
 
@@ -15,18 +22,17 @@ from __future__ import annotations
 
 import os
 import shutil
-import stat
-import tempfile
+import subprocess
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import git
-
-from scribe.workspace.atomic import PendingWrite, WriteFailed, prepare
+from scribe.workspace.bwrap import Confinement
 from scribe.workspace.commitlock import LockWaitedTooLong, commit_lock
-from scribe.workspace.gitrun import GitMissing, neutral_env
+from scribe.workspace.gitfolders import ask_git
+from scribe.workspace.gitrun import GitMissing, GitResult, run_git_batch, scratch
+from scribe.workspace.sandbox import command_protection
 
 TRAILER = "Scribe-Session"
 # Operations during which a commit would land in the middle of the person's work.
@@ -34,6 +40,9 @@ IN_PROGRESS = {"MERGE_HEAD": "a merge", "CHERRY_PICK_HEAD": "a cherry-pick", "RE
                "rebase-merge": "a rebase", "rebase-apply": "a rebase or git am", "BISECT_LOG": "a bisect"}
 # A look at the status must not take the index lock a concurrent commit needs.
 NO_OPTIONAL_LOCKS = {"GIT_OPTIONAL_LOCKS": "0"}
+_PATHS = ("--literal-pathspecs", "-c", "core.quotepath=off")  # a file named `*.py` is that file
+_LOCATE = ["rev-parse", "--path-format=absolute", "--git-dir", "--show-toplevel"]
+_EMPTY_TREE = ["hash-object", "-t", "tree", os.devnull]
 
 
 class GitUnavailable(Exception):
@@ -50,81 +59,103 @@ class GitState:
     branch: str | None
 
 
-class _NeutralGit(git.Git):
-    """gitpython's git, every command of which (its `cat-file --batch` object reads included)
-    runs with the repository's programs turned off (workspace/gitrun.py)."""
+@dataclass(frozen=True)
+class Repository:
+    """A workspace that is the top of a git work tree, and how git runs in it."""
 
-    def __init__(self, working_dir: str | os.PathLike[str] | None = None) -> None:
-        super().__init__(working_dir)
-        where = Path(working_dir) if working_dir is not None else Path.cwd()
-        self.update_environment(**{k: v for k, v in neutral_env(where).items() if os.environ.get(k) != v})
+    top: Path
+    git_dir: Path
+    box: Confinement | None
+    common_dir: Path | None = None  # where the objects are (a linked worktree shares them)
+
+    def writer(self) -> Confinement:
+        """Where git may write: the given Protection, or the one this workspace gets by default."""
+        return self.box if self.box is not None else command_protection(self.top)
+
+    def ask(self, *commands: Sequence[str], env: dict[str, str] | None = None,
+            binds: Sequence[str] = ()) -> list[GitResult]:
+        """Questions, in one read-only sandbox; raises GitUnavailable when git cannot run."""
+        return _ask(self.top, commands, self.box, env=env, binds=binds)
+
+    def change(self, *commands: Sequence[str], env: dict[str, str] | None = None,
+               binds: Sequence[str] = ()) -> list[GitResult]:
+        """Commands that write, in one sandbox, up to the first that fails: GitRefused with git's
+        own words then."""
+        results = run_changes(self.top, self.writer(), *commands, env=env, binds=binds, stop=True)
+        for command, result in zip(commands, results, strict=False):
+            output_of(command, result)
+        return results
 
 
-class _Repo(git.Repo):
-    GitCommandWrapperType = _NeutralGit
-
-
-def git_state(workspace: Path) -> GitState:
+def _ask(cwd: Path, commands: Sequence[Sequence[str]], box: Confinement | None, *,
+         env: dict[str, str] | None = None, binds: Sequence[str] = ()) -> list[GitResult]:
     try:
-        with open_repo(workspace) as repo:
-            head = _head(repo)  # None: a repository with no commits yet
-            branch = None if repo.head.is_detached else repo.active_branch.name
-    except GitUnavailable:
+        return run_git_batch(cwd, [[*_PATHS, *c] if c[0] != "check-ignore" else ["-c", "core.quotepath=off", *c]
+                                   for c in commands], env=env, box=box, binds=binds)
+    except (GitMissing, subprocess.TimeoutExpired) as exc:
+        raise GitUnavailable(f"git cannot be run: {exc}") from None
+
+
+def output_of(command: Sequence[str], result: GitResult, ok: Sequence[int] = (0,)) -> str:
+    """The command's output as text, or GitRefused with git's own last line."""
+    if result.status not in ok:
+        text = (result.err or result.out).decode("utf-8", errors="replace").strip().splitlines()
+        raise GitRefused(f"git {command[0]} failed: {text[-1] if text else f'exit {result.status}'}")
+    return result.out.decode("utf-8", errors="surrogateescape")
+
+
+def _located(workspace: Path, result: GitResult) -> Repository | None:
+    """The repository whose work tree's top is `workspace`, from rev-parse's answer."""
+    lines = os.fsdecode(result.out).splitlines()
+    if result.status != 0 or len(lines) != 2 or Path(lines[1]).resolve() != workspace.resolve():
+        return None
+    return Repository(workspace, Path(lines[0]), None)
+
+
+def open_repository(workspace: Path, box: Confinement | None, *more: Sequence[str],
+          env: dict[str, str] | None = None) -> tuple[Repository, list[GitResult]]:
+    """The repository (as gitfolders.ask_git knows it: most often without another sandbox),
+    and the answers to `more` questions, asked together; GitUnavailable when `workspace` is not
+    the top of a work tree."""
+    if not workspace.is_dir():
+        raise GitUnavailable(f"{workspace} is not a git repository")
+    root = workspace.resolve()
+    asked = ask_git(root, box)
+    if asked.git_dir is None or asked.top is None or asked.top.resolve() != root:
+        raise GitUnavailable(f"{workspace} is not a git repository")
+    return (Repository(workspace, asked.git_dir, box, asked.common_dir),
+            _ask(workspace, more, box, env=env) if more else [])
+
+
+def git_state(workspace: Path, box: Confinement | None = None) -> GitState:
+    """HEAD's commit (None: no commit yet) and branch (None: detached), as git says; both None
+    when the workspace is not the top of a work tree. Shares its sandbox with the session's
+    other first questions (gitfolders.ask_git)."""
+    root = workspace.resolve()
+    asked = ask_git(root, box)
+    if asked.top is None or asked.top.resolve() != root:
         return GitState(None, None)
-    return GitState(head, branch)
+    return GitState(asked.head, asked.branch)
 
 
-@contextmanager
-def open_repo(workspace: Path) -> Iterator[git.Repo]:
+def is_repository(workspace: Path, box: Confinement | None = None) -> bool:
+    """Whether `workspace` is the top of a git work tree."""
     try:
-        repo = _Repo(workspace, search_parent_directories=False)
-    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
-        raise GitUnavailable(f"{workspace} is not a git repository") from None
-    except (git.GitCommandNotFound, GitMissing):
-        raise GitUnavailable("git is not installed") from None
-    with repo:
-        yield repo
-
-
-def is_repository(workspace: Path) -> bool:
-    try:
-        with open_repo(workspace):
-            return True
+        open_repository(workspace, box)
     except GitUnavailable:
         return False
+    return True
 
 
-def _run(repo: git.Repo, *args: str, env: dict[str, str] | None = None, ok: Sequence[int] = (0,)) -> str:
-    """One git command in the repository; raises GitRefused with git's own words on failure.
-    Paths are literal (a file named `*.py` is that file), except for check-ignore, which
-    takes no pathspecs and refuses the option."""
-    literal = [] if args[0] == "check-ignore" else ["--literal-pathspecs"]
-    status, out, err = repo.git.execute(
-        ["git", *literal, "-c", "core.quotepath=off", *args], with_extended_output=True, with_exceptions=False,
-        strip_newline_in_stdout=False, env=env)
-    if status not in ok:
-        first = (err or out).strip().splitlines()
-        raise GitRefused(f"git {args[0]} failed: {first[-1] if first else f'exit {status}'}")
-    return out
-
-
-def _head(repo: git.Repo) -> str | None:
-    try:
-        return repo.head.commit.hexsha
-    except ValueError:
-        return None
-
-
-def _in_progress(repo: git.Repo) -> str | None:
-    git_dir = Path(repo.git_dir)
+def in_progress(git_dir: Path) -> str | None:
     return next((what for name, what in IN_PROGRESS.items() if (git_dir / name).exists()), None)
 
 
-def _z(out: str) -> list[str]:
+def nul_split(out: str) -> list[str]:
     return [p for p in out.split("\0") if p]
 
 
-def _chunks(items: Sequence[str], size: int = 500) -> Iterator[Sequence[str]]:
+def chunks(items: Sequence[str], size: int = 500) -> Iterator[Sequence[str]]:
     for start in range(0, len(items), size):
         yield items[start:start + size]
 
@@ -132,27 +163,28 @@ def _chunks(items: Sequence[str], size: int = 500) -> Iterator[Sequence[str]]:
 # -- auto-commit ------------------------------------------------------------------------------
 
 
-def dirty_paths(workspace: Path) -> set[str] | None:
+def dirty_paths(workspace: Path, box: Confinement | None = None) -> set[str] | None:
     """Files with uncommitted changes (staged, unstaged, or untracked and not ignored);
     None when the workspace is not a repository."""
+    status = ["status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames", "--ignore-submodules=all"]
     try:
-        with open_repo(workspace) as repo:
-            out = _run(repo, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames",
-                       env=NO_OPTIONAL_LOCKS)
+        _, [answer] = open_repository(workspace, box, status, env=NO_OPTIONAL_LOCKS)
+        out = output_of(status, answer)
     except (GitUnavailable, GitRefused):
         return None
-    return {entry[3:] for entry in _z(out) if len(entry) > 3}
+    return {entry[3:] for entry in nul_split(out) if len(entry) > 3}
 
 
-def ignored_untracked(workspace: Path, paths: Sequence[str]) -> set[str]:
+def ignored_untracked(workspace: Path, paths: Sequence[str], box: Confinement | None = None) -> set[str]:
     """Which of `paths` git ignores (tracked files are never "ignored")."""
     if not paths:
         return set()
-    with open_repo(workspace) as repo:
-        hits: set[str] = set()
-        for batch in _chunks(paths):
-            hits.update(p for p in _run(repo, "check-ignore", "--", *batch, ok=(0, 1)).splitlines() if p)
-        return hits
+    commands = [["check-ignore", "--", *batch] for batch in chunks(paths)]
+    _, answers = open_repository(workspace, box, *commands)
+    hits: set[str] = set()
+    for command, answer in zip(commands, answers, strict=True):
+        hits.update(p for p in output_of(command, answer, ok=(0, 1)).splitlines() if p)
+    return hits
 
 
 @dataclass(frozen=True)
@@ -166,7 +198,7 @@ class Commit:
 
 
 @contextmanager
-def _serialised(lock: Path | None) -> Iterator[None]:
+def serialised(lock: Path | None) -> Iterator[None]:
     try:
         with commit_lock(lock):
             yield
@@ -174,57 +206,91 @@ def _serialised(lock: Path | None) -> Iterator[None]:
         raise GitRefused(f"{exc}; nothing changed") from None
 
 
-def _index_locked(repo: git.Repo) -> str | None:
-    lock = Path(repo.git_dir) / "index.lock"
+def index_locked(git_dir: Path) -> str | None:
+    lock = git_dir / "index.lock"
     if lock.exists():
         return (f"git's index is locked ({lock} exists: another git command is running, or one crashed; "
                 "remove the file if none runs)")
     return None
 
 
-def commit_paths(workspace: Path, paths: Sequence[str], message: str, *, lock: Path | None = None) -> Commit | None:
+@contextmanager
+def _temporary_index(box: Confinement | None, writes: bool,
+                     copy_of: Path | None = None) -> Iterator[tuple[dict[str, str], Path]]:
+    """A temporary index (the environment that names it) in a folder git in `box` may write."""
+    with scratch(box, writes) as folder:
+        index = folder / "index"
+        if copy_of is not None and copy_of.exists():
+            shutil.copyfile(copy_of, index)
+        yield {"GIT_INDEX_FILE": str(index)}, folder
+
+
+def commit_paths(workspace: Path, paths: Sequence[str], message: str, *, lock: Path | None = None,
+                 box: Confinement | None = None) -> Commit | None:
     """Commit exactly `paths` as they are on disk, on top of HEAD; None if that changes nothing.
     The person's staged changes to other files stay staged and are not part of it.
     Either HEAD moves and a Commit is returned (with a warning if the index could not follow),
-    or GitRefused is raised and nothing moved. `lock`: see workspace/commitlock.py."""
-    with _serialised(lock), open_repo(workspace) as repo:
-        busy = _in_progress(repo)
+    or GitRefused is raised and nothing moved. `lock`: see workspace/commitlock.py.
+    Three sandboxes: the tree built in a temporary index, the commit made, HEAD moved."""
+    if not workspace.is_dir():
+        raise GitRefused(f"{workspace} is not a git repository")
+    writer = box if box is not None else command_protection(workspace)
+    with serialised(lock), _temporary_index(writer, True) as (env, _):
+        # Without a commit yet, read-tree fails and the temporary index starts empty: the same.
+        where, head, tree, empty, _, *added, built = run_changes(
+            workspace, writer, _LOCATE, ["rev-parse", "-q", "--verify", "HEAD^{commit}"],
+            ["rev-parse", "-q", "--verify", "HEAD^{tree}"], _EMPTY_TREE, ["read-tree", "HEAD"],
+            *(["add", "--", *batch] for batch in chunks(paths)), ["write-tree"], env=env)
+        repo = _located(workspace, where)
+        if repo is None:
+            raise GitRefused(f"{workspace} is not a git repository")
+        busy = in_progress(repo.git_dir)
         if busy:
             raise GitRefused(f"{busy} is in progress; nothing committed")
-        locked = _index_locked(repo)
+        locked = index_locked(repo.git_dir)
         if locked:
             raise GitRefused(f"{locked}; nothing committed")
-        parent = _head(repo)
-        with tempfile.TemporaryDirectory(prefix="scribe-index-") as tmp:
-            env = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
-            _run(repo, "read-tree", *([parent] if parent else ["--empty"]), env=env)
-            for batch in _chunks(paths):
-                _run(repo, "add", "--", *batch, env=env)
-            tree = _run(repo, "write-tree", env=env).strip()
-        if parent is not None and repo.commit(parent).tree.hexsha == tree:
-            return None
-        changed = _z(_run(repo, "diff-tree", "-r", "-z", "--name-only", "--no-renames", parent or _empty_tree(repo), tree))
-        sha = _run(repo, "commit-tree", tree, *(["-p", parent] if parent else []), "-m", message).strip()
-        # Refused (nothing moved) when HEAD is no longer `parent`: a commit made meanwhile.
-        _run(repo, "update-ref", "-m", f"scribe: {message.splitlines()[0]}", "HEAD", sha, parent or "")
-        # Committed. The real index takes the committed content of these paths, so `git status`
-        # is clean for them; if it cannot, the commit still stands and the person is told.
-        return Commit(sha, parent, changed, _index_follows(repo, sha, changed))
+        for result in added:
+            output_of(["add"], result)
+        new_tree = output_of(["write-tree"], built).strip()
+    parent = head.out.decode().strip() if head.status == 0 else None
+    if parent is not None and tree.out.decode().strip() == new_tree:
+        return None
+    listed, made = run_changes(workspace, writer,
+                           ["diff-tree", "-r", "-z", "--name-only", "--no-renames", parent or output_of(_EMPTY_TREE, empty).strip(),
+                            new_tree], ["commit-tree", new_tree, *(["-p", parent] if parent else []), "-m", message])
+    changed = nul_split(output_of(["diff-tree"], listed))
+    sha = output_of(["commit-tree"], made).strip()
+    # Refused (nothing moved) when HEAD is no longer `parent`: a commit made meanwhile. Then the
+    # real index takes the committed content of these paths, so `git status` is clean for them;
+    # if it cannot, the commit still stands and the person is told.
+    moved, *reset = run_changes(workspace, writer,
+                            ["update-ref", "-m", f"scribe: {message.splitlines()[0]}", "HEAD", sha, parent or ""],
+                            *(["reset", "-q", sha, "--", *batch] for batch in chunks(changed)), stop=True)
+    output_of(["update-ref"], moved)
+    return Commit(sha, parent, changed, _index_warning(changed, reset))
 
 
-def _index_follows(repo: git.Repo, sha: str, paths: Sequence[str]) -> str | None:
-    """Reset the index entries of `paths` to commit `sha`; a warning in words if git refused."""
+def run_changes(workspace: Path, box: Confinement, *commands: Sequence[str], env: dict[str, str] | None = None,
+            binds: Sequence[str] = (), stop: bool = False) -> list[GitResult]:
+    """Commands that write, in one sandbox: the workspace and its git folders writable."""
     try:
-        for batch in _chunks(paths):
-            _run(repo, "reset", "-q", sha, "--", *batch, ok=(0, 1))
-    except GitRefused as exc:
-        return (f"git's index was not updated ({exc}); until `git reset -q -- {' '.join(paths)}` runs, "
-                "a `git commit` of yours would take these files back out")
+        return run_git_batch(workspace, [[*_PATHS, *c] for c in commands], env=env, box=box, writes=True,
+                             binds=binds, stop=stop)
+    except (GitMissing, subprocess.TimeoutExpired) as exc:
+        raise GitRefused(f"git cannot be run: {exc}") from None
+
+
+def _index_warning(paths: Sequence[str], resets: Sequence[GitResult]) -> str | None:
+    """A warning in words when git could not reset the index entries of `paths` (exit 1 only
+    says some files still differ)."""
+    for result in resets:
+        try:
+            output_of(["reset"], result, ok=(0, 1))
+        except GitRefused as exc:
+            return (f"git's index was not updated ({exc}); until `git reset -q -- {' '.join(paths)}` runs, "
+                    "a `git commit` of yours would take these files back out")
     return None
-
-
-def _empty_tree(repo: git.Repo) -> str:
-    return _run(repo, "hash-object", "-t", "tree", os.devnull).strip()
 
 
 # -- diff -------------------------------------------------------------------------------------
@@ -238,177 +304,31 @@ class SessionDiff:
     untracked: list[str] = field(default_factory=list)  # new files included as additions
 
 
-def session_diff(workspace: Path, base: str | None, *, stat: bool = False) -> SessionDiff:
+def session_diff(workspace: Path, base: str | None, *, stat: bool = False,
+                 box: Confinement | None = None) -> SessionDiff:
     """What changed in the working tree since `base` (a session's git_head; None: the repository
     had no commit then), tracked and untracked files alike. Untracked files that were already
     there when the session began are included too: git cannot tell them apart."""
-    with open_repo(workspace) as repo:
-        if base is not None:
-            try:
-                repo.commit(base)
-            except (ValueError, git.BadName):
-                raise GitRefused(f"the session began at {base[:10]}, which this repository does not have") from None
-        rev = base or _empty_tree(repo)
-        name = f"{base[:10]} (where the session began)" if base else "the empty repository the session began in"
-        with tempfile.TemporaryDirectory(prefix="scribe-index-") as tmp:
-            index = Path(repo.git_dir) / "index"
-            env = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
-            if index.exists():
-                shutil.copyfile(index, env["GIT_INDEX_FILE"])
-            untracked = _z(_run(repo, "ls-files", "-z", "--others", "--exclude-standard", env=env))
-            for batch in _chunks(untracked):
-                _run(repo, "add", "--intent-to-add", "--", *batch, env=env)
-            args = ["diff", "--no-color", "--no-ext-diff", "--no-textconv", *(["--stat=100"] if stat else []), rev, "--"]
-            text = _run(repo, *args, env=env)
-        return SessionDiff(rev, name, text, untracked)
-
-
-# -- undo -------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class UndoResult:
-    done: bool
-    message: str  # one line for the person: what was undone, or why not
-    sha: str | None = None  # the commit undone
-    head: str | None = None  # HEAD afterwards (the commit's parent)
-    files: list[str] = field(default_factory=list)
-
-
-def session_of(message: str) -> str | None:
-    """The session id in a commit message's `Scribe-Session:` trailer."""
-    for line in reversed(message.strip().splitlines()):
-        if line.startswith(f"{TRAILER}:"):
-            return line.split(":", 1)[1].strip()
-    return None
-
-
-def undo_commit(workspace: Path, sha: str | None, session_id: str | None = None, *,
-                lock: Path | None = None) -> UndoResult:
-    """Take back scribe's commit `sha` (None: whatever scribe commit HEAD is): HEAD returns to
-    its parent and the files the commit changed return to the parent's content; nothing else
-    is touched (other files, staged or not, stay as they are). Refuses, changing nothing, when
-    HEAD is not that commit, when one of its files has uncommitted changes, when it was pushed,
-    or during a merge or rebase, or while git's index is locked. Once HEAD moved the undo is
-    done; what git then could not do (the index) is a warning in its message. `lock`: see
-    workspace/commitlock.py. Raises GitUnavailable outside a repository."""
-    with _serialised(lock), open_repo(workspace) as repo:
-        head = _head(repo)
-        if head is None:
-            return UndoResult(False, "the repository has no commits; nothing to undo")
-        commit = repo.commit(head)
-        subject = commit.summary if isinstance(commit.summary, str) else commit.summary.decode()
-        message = commit.message if isinstance(commit.message, str) else commit.message.decode()
-        if sha is not None and head != sha:
-            return UndoResult(False, f"HEAD moved: it is {head[:10]} ({subject}), not scribe's commit {sha[:10]}; "
-                                     "undo only takes back scribe's commit while it is the latest")
-        owner = session_of(message)
-        if owner is None:
-            return UndoResult(False, f"HEAD {head[:10]} ({subject}) is not a scribe commit; nothing undone")
-        if session_id is not None and owner != session_id:
-            return UndoResult(False, f"HEAD {head[:10]} ({subject}) is a commit of session {owner}, not of "
-                                     f"{session_id}; nothing undone")
-        if len(commit.parents) != 1:
-            return UndoResult(False, f"{head[:10]} is the repository's first commit; undo it by hand "
-                                     "(git update-ref -d HEAD)")
-        busy = _in_progress(repo)
-        if busy:
-            return UndoResult(False, f"{busy} is in progress; finish it first")
-        locked = _index_locked(repo)
-        if locked:
-            return UndoResult(False, f"{locked}; nothing undone")
-        published = _run(repo, "branch", "-r", "--contains", head).split()
-        if published:
-            return UndoResult(False, f"{head[:10]} is already on {published[0]}; take it back with "
-                                     f"`git revert {head[:10]}` rather than rewrite what was pushed")
-        parent = commit.parents[0].hexsha
-        entries = _z(_run(repo, "diff-tree", "-r", "-z", "--name-status", "--no-renames", parent, head))
-        status = dict(zip(entries[1::2], entries[0::2], strict=True))  # path -> A, M, D or T
-        files = sorted(status)
-        dirty = sorted({e[3:] for e in _z(_run(repo, "status", "--porcelain=v1", "-z", "--no-renames", "--", *files,
-                                                    env=NO_OPTIONAL_LOCKS))
-                        if len(e) > 3})
-        if dirty:
-            return UndoResult(False, f"uncommitted changes to {', '.join(dirty)} would be lost; commit or stash "
-                                     "them first")
-        restore = [p for p in files if status[p] != "A"]
-        added = [p for p in files if status[p] == "A"]
-        root = Path(repo.working_tree_dir or workspace)
-        # Every restored file is written beside its place first; if one cannot be (a full disk),
-        # none is put in place and nothing, HEAD included, has changed.
-        try:
-            pending, by_git = _prepare_restore(repo.commit(parent).tree, restore, root)
-        except WriteFailed as exc:
-            return UndoResult(False, f"{exc}; nothing undone")
-        try:
-            _run(repo, "update-ref", "-m", f"scribe undo: {subject}", "HEAD", parent, head)
-        except GitRefused:  # HEAD moved meanwhile: nothing changed, and nothing is left behind
-            for write in pending:
-                write.discard()
-            raise
-        # Undone: HEAD moved. What follows cannot take that back; what git refuses is told.
-        for write in pending:
-            write.commit()
-        problems = _finish_undo(repo, parent, by_git, [w.name for w in pending], added)
-        for rel in added:
-            _remove_file(Path(repo.working_tree_dir or workspace), rel)
-        what = ([f"restored {', '.join(restore)}"] if restore else []) + (
-            [f"removed {', '.join(added)} (new in it)"] if added else [])
-        return UndoResult(True, f"undid {head[:10]} ({subject}): HEAD is back at {parent[:10]}; "
-                                + ("; ".join(what) or "no files changed")
-                                + "".join(f"; warning: {p}" for p in problems), head, parent, files)
-
-
-def _finish_undo(repo: git.Repo, parent: str, by_git: Sequence[str], restored: Sequence[str],
-                 added: Sequence[str]) -> list[str]:
-    """The undo's work after HEAD moved: files only git writes, and the index. What failed, in words."""
-    problems = []
-    try:
-        for batch in _chunks(by_git):
-            _run(repo, "checkout", parent, "--", *batch)
-    except GitRefused as exc:
-        problems.append(f"{', '.join(by_git)} not restored ({exc}); `git checkout {parent[:10]} -- <path>` does it")
-    try:
-        for batch in _chunks(restored):
-            _run(repo, "reset", "-q", parent, "--", *batch, ok=(0, 1))  # the index follows the restored files
-        for batch in _chunks(added):
-            _run(repo, "rm", "-q", "--cached", "--ignore-unmatch", "--", *batch)
-    except GitRefused as exc:
-        problems.append(f"git's index was not updated ({exc}); `git reset -q` once it can be")
-    return problems
-
-
-def _prepare_restore(tree: git.Tree, paths: Sequence[str], root: Path) -> tuple[list[PendingWrite], list[str]]:
-    """Write the parent's content of each regular file in `paths` beside it (not yet in place).
-    Symlinks, submodules and paths under a symlinked folder are left to `git checkout`, which
-    writes no file content in place and refuses to write through a link."""
-    pending: list[PendingWrite] = []
-    by_git: list[str] = []
-    real_root = root.resolve()
-    try:
-        for rel in paths:
-            blob = tree / rel
-            target = root / rel
-            if blob.type != "blob" or stat.S_ISLNK(blob.mode) or target.parent.resolve() != (real_root / rel).parent:
-                by_git.append(rel)
-                continue
-            target.parent.mkdir(parents=True, exist_ok=True)
-            pending.append(prepare(target, blob.data_stream.read(), rel, executable=bool(blob.mode & 0o111)))
-    except (WriteFailed, OSError) as exc:
-        for write in pending:
-            write.discard()
-        if isinstance(exc, WriteFailed):
-            raise
-        raise WriteFailed(f"could not restore: {(exc.strerror or str(exc)).lower()}") from None
-    return pending, by_git
-
-
-def _remove_file(root: Path, rel: str) -> None:
-    """Delete a file the undone commit added, and the folders that held only it."""
-    target = root / rel
-    target.unlink(missing_ok=True)
-    folder = target.parent
-    while folder != root and folder.is_dir() and not any(folder.iterdir()):
-        folder.rmdir()
-        folder = folder.parent
-
+    repo, _ = open_repository(workspace, box)
+    name = f"{base[:10]} (where the session began)" if base else "the empty repository the session began in"
+    with _temporary_index(box, False, repo.git_dir / "index") as (env, folder):
+        listing = ["ls-files", "-z", "--others", "--exclude-standard"]
+        first = ["rev-parse", "-q", "--verify", f"{base}^{{commit}}"] if base else _EMPTY_TREE
+        known, others = repo.ask(first, listing, env=env)
+        if base is not None and known.status != 0:
+            raise GitRefused(f"the session began at {base[:10]}, which this repository does not have")
+        rev = base or output_of(_EMPTY_TREE, known).strip()
+        untracked = nul_split(output_of(listing, others))
+        # The index copy's intent-to-add entries write an empty blob: into a folder of scribe's
+        # own, which reads the repository's objects through it, not into the repository.
+        own = folder / "objects"
+        own.mkdir()
+        env.update(GIT_OBJECT_DIRECTORY=str(own),
+                   GIT_ALTERNATE_OBJECT_DIRECTORIES=str((repo.common_dir or repo.git_dir) / "objects"))
+        diff = ["diff", "--no-color", "--no-ext-diff", "--no-textconv", "--ignore-submodules=all",
+                *(["--stat=100"] if stat else []), rev, "--"]
+        *added, shown = repo.ask(*(["add", "--intent-to-add", "--", *batch] for batch in chunks(untracked)), diff,
+                                 env=env)
+        for result in added:
+            output_of(["add"], result)
+        return SessionDiff(rev, name, output_of(diff, shown), untracked)

@@ -1,9 +1,13 @@
-"""The one way scribe runs git: with every program a repository's own configuration could make
-git start turned off, whatever `.git/config` (and the files it includes) says.
+"""The one way scribe runs git: the way a command runs. In the sandbox (bubblewrap, under the
+workspace's Protection: read-only for a question, the workspace writable for a commit or an
+undo), with an environment that holds no secret (workspace/environment.py), and with every
+program a repository's own configuration could make git start turned off, whatever
+`.git/config` (and the files it includes) says. Where there is no sandbox (no bubblewrap, or
+`sandbox = false`), the last two still hold.
 
 A repository is not trusted to choose what runs on scribe's side: its config can name an
 fsmonitor, a hooks folder, filter, textconv, diff and merge drivers, editors, pagers, ssh and
-credential helpers, and git would start them with scribe's whole environment. So:
+credential helpers, and git would start them. So, besides the sandbox:
 - always: `core.fsmonitor=false` and `core.hooksPath=/dev/null` (no hook of any name runs,
   wherever the config points the hooks);
 - for every key that names a program and is set by the repository (the `local` and `worktree`
@@ -13,19 +17,38 @@ credential helpers, and git would start them with scribe's whole environment. So
 The overrides travel as GIT_CONFIG_COUNT/KEY/VALUE variables, git's command-line scope, which
 beats every config file, reaches the git processes git itself starts (a submodule's status), and
 takes keys whose subsection holds a `=` safely. `user.name`/`user.email` and the rest are untouched.
+A submodule's or a nested repository's own configuration is not listed here: callers keep git
+out of them (`--ignore-submodules`), and the sandbox holds whatever one names.
+
+Starting bubblewrap costs more than most git commands it runs, so a sandboxed call goes to a
+long-lived sandbox (gitserver.py): one per process for questions, one per Protection for
+changes; several commands asked at one moment go in one request (`run_git_batch`). Listing
+the configuration is a git call of its own, so its result is kept per folder until one of the
+files it came from (or could come from: includes, `.git`, HEAD) changes.
 
 Callers that diff also pass `--no-textconv --no-ext-diff`: an inert textconv fails closed.
-Every git call in scribe goes through `run_git` or `neutral_env` (gitpython's included, see
-workspace/git.py); tests/workspace/test_git_safety.py checks that no other module starts git.
+Every git call in scribe goes through `run_git` or `run_git_batch`; tests/workspace/test_git_safety.py
+checks that no other module starts git.
 """
 
 from __future__ import annotations
 
 import os
+import re
+import secrets
 import shutil
+import stat
 import subprocess
-from collections.abc import Callable, Mapping, Sequence
+import tempfile
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
+
+from scribe.workspace.bwrap import Confinement, read_only
+from scribe.workspace.environment import hide_own_process, without_secrets
+from scribe.workspace.gitserver import ServerGone, server_for
 
 GIT_TIMEOUT_S = 60
 # Always set, whoever's config says otherwise.
@@ -50,6 +73,15 @@ INERT = {"core.fsmonitor": "false", "core.editor": ":", "sequence.editor": ":", 
          "submodule": "none"}
 REPOSITORY_SCOPES = frozenset({"local", "worktree"})
 _COUNT = "GIT_CONFIG_COUNT"
+# Runs several git commands in one sandbox: $1 a token, $2 git, $3 1 to stop at the first that
+# fails; then, per command, its count of arguments and the arguments. After each command its
+# stdout gets NUL, the token, its status, NUL, and its stderr NUL, the token, NUL.
+_BATCH = ('t=$1; g=$2; k=$3; shift 3; while (($#)); do n=$1; shift; "$g" "${@:1:n}" </dev/null; s=$?; '
+          'shift "$n"; printf "\\0%s %d\\0" "$t" "$s"; printf "\\0%s\\0" "$t" >&2; ((s && k)) && break; done')
+_CACHE_MAX = 64
+# Variables that change which configuration git reads (besides GIT_CONFIG*).
+_DISCOVERY = frozenset({"HOME", "XDG_CONFIG_HOME", "GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR",
+                        "GIT_CEILING_DIRECTORIES", "GIT_DISCOVERY_ACROSS_FILESYSTEM"})
 
 
 class GitMissing(OSError):
@@ -69,7 +101,7 @@ def _inert(key: str) -> str:
     return INERT.get(f"{section.lower()}.{rest.lower()}", INERT.get(section.lower(), ""))
 
 
-def _git() -> str:
+def git_path() -> str:
     found = shutil.which("git")
     if found is None:
         raise GitMissing("git is not installed")
@@ -91,26 +123,130 @@ def _with_config(base: Mapping[str, str], pairs: Sequence[tuple[str, str]]) -> d
     return env
 
 
-def _config_entries(cwd: Path, env: Mapping[str, str]) -> list[tuple[str, str, str]]:
-    """(scope, key, value) of every config entry git sees in `cwd`, includes followed, in order.
-    Listing config runs no program."""
+# -- what the configuration names, kept until its files change ----------------------------------
+
+
+class _Listing:
+    """One `git config --list` of a folder: its entries, and the files it depends on."""
+
+    def __init__(self, cwd: Path, fields: list[bytes], env: Mapping[str, str]) -> None:
+        self.entries: list[tuple[str, str, str]] = []  # (scope, key, value)
+        depends: list[str] = []
+        for scope, origin, entry in zip(fields[0::3], fields[1::3], fields[2::3], strict=False):
+            key, _, value = os.fsdecode(entry).partition("\n")
+            where = os.fsdecode(origin)
+            self.entries.append((os.fsdecode(scope), key, value))
+            source = _located(cwd, where.removeprefix("file:")) if where.startswith("file:") else None
+            if source is not None:
+                depends.append(source)
+            lowered = key.lower()
+            if lowered == "include.path" or (lowered.startswith("includeif.") and lowered.endswith(".path")):
+                depends.append(_included(value, source, env))
+        self.depends = tuple(dict.fromkeys([*depends, *_repository_markers(cwd)]))
+        self.signature = file_signature(self.depends)
+
+
+def _located(cwd: Path, path: str) -> str:
+    """A config file as git names it: absolute, or relative to the top of the work tree (which
+    may be a parent of `cwd`)."""
+    if os.path.isabs(path):
+        return path
+    for folder in (cwd, *cwd.parents):
+        if os.path.lexists(folder / path):
+            return str(folder / path)
+    return str(cwd / path)
+
+
+def _included(value: str, source: str | None, env: Mapping[str, str]) -> str:
+    if value.startswith("~/"):
+        return os.path.join(env.get("HOME", "~"), value[2:])
+    if os.path.isabs(value) or source is None:
+        return value
+    return os.path.join(os.path.dirname(source), value)
+
+
+def _repository_markers(cwd: Path) -> list[str]:
+    """What decides which repository, branch and worktree git finds from `cwd`: a `.git`
+    appearing, or HEAD moving to a branch an `includeIf "onbranch:"` names."""
+    markers = []
+    for folder in (cwd, *cwd.parents):
+        dot = folder / ".git"
+        markers += [str(dot), str(dot / "HEAD")]
+        if os.path.lexists(dot):
+            break
+    return markers
+
+
+def file_signature(paths: Sequence[str]) -> tuple[tuple[int, int, int, int] | None, ...]:
+    """How each path stands: a file by its inode, size and times (git rewrites a config or a ref
+    by renaming a new file over it: a new inode); a folder by its inode alone (its times move with
+    every file git writes in it, `.git` with each commit); None when it is not there."""
+    stats: list[tuple[int, int, int, int] | None] = []
+    for path in paths:
+        try:
+            st = os.lstat(path)
+        except OSError:
+            stats.append(None)
+            continue
+        if stat.S_ISDIR(st.st_mode):
+            stats.append((st.st_ino, -1, 0, 0))
+        else:
+            stats.append((st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
+    return tuple(stats)
+
+
+_listings: dict[tuple[str, frozenset[tuple[str, str]]], _Listing] = {}
+_listings_lock = threading.Lock()
+
+
+def _environment_key(env: Mapping[str, str]) -> frozenset[tuple[str, str]]:
+    """The part of the environment that changes what git's configuration says."""
+    return frozenset((k, v) for k, v in env.items() if k.startswith("GIT_CONFIG") or k in _DISCOVERY)
+
+
+_LIST_CONFIG = ["config", "--list", "--show-scope", "--show-origin", "-z"]
+
+
+def _listing(cwd: Path, env: Mapping[str, str], box: Confinement) -> _Listing:
+    key = (str(cwd), _environment_key(env))
+    with _listings_lock:
+        known = _listings.get(key)
+    if known is not None and file_signature(known.depends) == known.signature:
+        return known
     try:
-        done = subprocess.run([_git(), "config", "--list", "--show-scope", "-z"], cwd=cwd, env=dict(env),
-                              stdin=subprocess.DEVNULL, capture_output=True, timeout=GIT_TIMEOUT_S, check=False)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise GitMissing(f"git cannot be run: {exc}") from None
-    fields = done.stdout.split(b"\0")
-    entries = []
-    for scope, entry in zip(fields[0::2], fields[1::2], strict=False):
-        key, _, value = os.fsdecode(entry).partition("\n")
-        entries.append((os.fsdecode(scope), key, value))
-    return entries
+        [listed] = _batch(cwd, [_LIST_CONFIG], _with_config(env, FIXED), box, GIT_TIMEOUT_S)
+    except subprocess.TimeoutExpired as exc:
+        raise GitMissing(f"git took more than {exc.timeout:g} s") from None
+    return _keep(cwd, env, listed)
 
 
-def neutral_overrides(cwd: Path, base: Mapping[str, str] | None = None) -> list[tuple[str, str]]:
+def _keep(cwd: Path, env: Mapping[str, str], listed: GitResult) -> _Listing:
+    made = _Listing(cwd, listed.out.split(b"\0"), env)
+    with _listings_lock:
+        if len(_listings) >= _CACHE_MAX:
+            _listings.clear()
+        _listings[(str(cwd), _environment_key(env))] = made
+    return made
+
+
+def run_git_questions(cwd: Path, commands: Sequence[Sequence[str]], *, box: Confinement | None = None,
+                      timeout: float = GIT_TIMEOUT_S) -> list[GitResult]:
+    """Questions whose git runs no program, whatever the configuration says (rev-parse,
+    symbolic-ref, config --file), asked in one read-only sandbox together with the listing of
+    the configuration, which is kept for the git calls that follow: a session's first questions
+    cost one sandbox, not two."""
+    box = box or read_only()
+    env = without_secrets(os.environ)
+    listed, *answers = _batch(cwd, [_LIST_CONFIG, *commands], _with_config(env, FIXED), box, timeout)
+    _keep(cwd, env, listed)
+    return answers
+
+
+def neutral_overrides(cwd: Path, base: Mapping[str, str] | None = None,
+                      box: Confinement | None = None) -> list[tuple[str, str]]:
     """The command-line config that turns off every program the repository at `cwd` names."""
-    env = _with_config(os.environ if base is None else base, FIXED)
-    entries = _config_entries(cwd, env)
+    source = without_secrets(os.environ if base is None else base)
+    entries = _listing(cwd, source, box or read_only()).entries
     fixed = {key.lower() for key, _ in FIXED}
     chosen = {key for scope, key, _ in entries if scope in REPOSITORY_SCOPES and names_a_program(key)
               and key.lower() not in fixed}
@@ -123,31 +259,118 @@ def neutral_overrides(cwd: Path, base: Mapping[str, str] | None = None) -> list[
     return pairs
 
 
-def neutral_env(cwd: Path, base: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The environment (`base`, by default scribe's own) to run git in `cwd` with."""
-    source = os.environ if base is None else base
-    return _with_config(source, neutral_overrides(cwd, source))
+def neutral_env(cwd: Path, base: Mapping[str, str] | None = None, box: Confinement | None = None) -> dict[str, str]:
+    """The environment (`base`, by default scribe's own, less its secrets) to run git in `cwd` with."""
+    source = without_secrets(os.environ if base is None else base)
+    return _with_config(source, neutral_overrides(cwd, source, box))
 
 
-def run_git(cwd: Path, *args: str, env: Mapping[str, str] | None = None,
-            timeout: float = GIT_TIMEOUT_S) -> subprocess.CompletedProcess[bytes]:
-    """`git args` in `cwd`, its output captured, with no repository program turned on. `env`
-    adds variables (GIT_INDEX_FILE, GIT_OPTIONAL_LOCKS). Raises GitMissing without git,
-    subprocess.TimeoutExpired past `timeout`; a non-zero exit is the caller's to judge."""
-    full = neutral_env(cwd, {**os.environ, **(env or {})})
+# -- running it ---------------------------------------------------------------------------------
+
+
+def run_git(cwd: Path, *args: str, env: Mapping[str, str] | None = None, timeout: float = GIT_TIMEOUT_S,
+            box: Confinement | None = None, writes: bool = False,
+            binds: Sequence[str] = ()) -> subprocess.CompletedProcess[bytes]:
+    """`git args` in `cwd`, its output captured, confined by `box` (None: the read-only sandbox
+    where bubblewrap works here), with no secret in its environment and no repository program
+    turned on. `env` adds variables (GIT_INDEX_FILE, GIT_OPTIONAL_LOCKS); `writes`: git may write
+    the workspace and its git folders; `binds`: folders of scribe's own it may write (a temporary
+    index). Raises GitMissing without git, subprocess.TimeoutExpired past `timeout`; a non-zero
+    exit is the caller's to judge."""
+    box = box or read_only()
+    full = neutral_env(cwd, {**os.environ, **(env or {})}, box)
+    argv = [git_path(), *args]
+    status, out, err = _run(argv, cwd, full, box, timeout, writes, binds)
+    return subprocess.CompletedProcess(argv, status, out, err)
+
+
+def _run(argv: Sequence[str], cwd: Path, env: Mapping[str, str], box: Confinement, timeout: float, writes: bool,
+         binds: Sequence[str]) -> tuple[int, bytes, bytes]:
+    """One program confined by `box`: in its long-lived sandbox (gitserver.py) when it has one
+    and needs no folder bound for it alone, else in a sandbox (or process) of its own."""
+    box = box if writes else box.questions()
+    if box.sandboxed and not binds:
+        try:
+            return server_for(box, writes).run(argv, cwd, env, timeout)
+        except ServerGone as exc:
+            raise GitMissing(str(exc)) from None
+    _unsandboxed(box)
     try:
-        return subprocess.run([_git(), *args], cwd=cwd, env=full, stdin=subprocess.DEVNULL, capture_output=True,
-                              timeout=timeout, check=False)
+        done = subprocess.run(box.confine(argv, writes=writes, binds=binds), cwd=cwd, env=dict(env),
+                              stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout, check=False)
     except OSError as exc:
         raise GitMissing(f"git cannot be run: {exc}") from None
+    return done.returncode, done.stdout, done.stderr
 
 
+@contextmanager
+def scratch(box: Confinement | None, writes: bool = False) -> Iterator[Path]:
+    """A folder of scribe's own that git confined by `box` may write (a temporary index), removed after."""
+    box = box or read_only()
+    box = box if writes else box.questions()
+    parent = server_for(box, writes).exchange if box.sandboxed else None
+    with tempfile.TemporaryDirectory(prefix="scribe-index-", dir=parent) as folder:
+        yield Path(folder)
 
-def query_in(cwd: Path) -> Callable[[Sequence[str]], tuple[int, bytes]]:
-    """`run_git` in `cwd` as memory's GitQuery: arguments -> (exit status, stdout)."""
+
+@dataclass(frozen=True)
+class GitResult:
+    status: int
+    out: bytes
+    err: bytes
+
+
+def run_git_batch(cwd: Path, commands: Sequence[Sequence[str]], *, env: Mapping[str, str] | None = None,
+                  timeout: float = GIT_TIMEOUT_S, box: Confinement | None = None, writes: bool = False,
+                  binds: Sequence[str] = (), stop: bool = False) -> list[GitResult]:
+    """Several git commands in one sandbox, one after another, as `run_git` runs one: a result
+    each, or, with `stop`, up to the first that fails."""
+    box = box or read_only()
+    full = neutral_env(cwd, {**os.environ, **(env or {})}, box)
+    return _batch(cwd, commands, full, box, timeout, writes=writes, binds=binds, stop=stop)
+
+
+def _batch(cwd: Path, commands: Sequence[Sequence[str]], env: Mapping[str, str], box: Confinement,
+           timeout: float, *, writes: bool = False, binds: Sequence[str] = (), stop: bool = False) -> list[GitResult]:
+    queried = box if writes else box.questions()
+    if queried.sandboxed and not binds:  # the long-lived sandbox runs them one after another itself
+        try:
+            answers = server_for(queried, writes).run_many([[git_path(), *c] for c in commands], cwd, env, timeout,
+                                                           stop=stop)
+        except ServerGone as exc:
+            raise GitMissing(str(exc)) from None
+        return [GitResult(*answer) for answer in answers]
+    token = secrets.token_hex(16)
+    if len(commands) == 1:  # no shell needed to run one
+        argv = [git_path(), *commands[0]]
+    else:
+        argv = ["bash", "-c", _BATCH, "scribe-git", token, git_path(), "1" if stop else "0"]
+        for command in commands:
+            argv += [str(len(command)), *command]
+    status, stdout, stderr = _run(argv, cwd, env, box, timeout, writes, binds)
+    if len(commands) == 1:
+        return [GitResult(status, stdout, stderr)]
+    parts = re.split(b"\0" + token.encode() + rb" (\d+)\0", stdout)
+    errors = stderr.split(b"\0" + token.encode() + b"\0")
+    results = [GitResult(int(status), out, err)
+               for out, status, err in zip(parts[0::2], parts[1::2], errors, strict=False)]
+    if not results or (len(results) != len(commands) and not (stop and results[-1].status)):
+        raise GitMissing(f"git cannot be run here: {stderr.decode('utf-8', errors='replace').strip()[:200]}")
+    return results
+
+
+def _unsandboxed(box: Confinement) -> None:
+    """Outside a sandbox, a program git starts runs as scribe's own user: scribe's environment
+    (the API key) is made unreadable to it first."""
+    if not box.sandboxed:
+        hide_own_process()
+
+
+def query_in(cwd: Path, box: Confinement | None = None) -> Callable[[Sequence[str]], tuple[int, bytes]]:
+    """`run_git` in `cwd` as the watcher's GitQuery: arguments -> (exit status, stdout)."""
     def query(args: Sequence[str]) -> tuple[int, bytes]:
         try:
-            done = run_git(cwd, *args)
+            done = run_git(cwd, *args, box=box)
         except subprocess.TimeoutExpired as exc:
             raise GitMissing(f"git took more than {exc.timeout:g} s") from None
         return done.returncode, done.stdout

@@ -5,9 +5,13 @@ In the sandbox a command gets a PID namespace with its own /proc (scribe's proce
 environment and every other process are out of sight), the workspace, `allowed_paths` and the
 repository's git folders writable (git's own configuration, hooks and pointers in them read-only,
 and `.git` pinned in place: see gitfolders.py), a private /tmp, the state folder (`.scribe/`) hidden and the
-rest of the file system read-only. Network is shared, as without a sandbox. When scribe runs as
-root the sandbox keeps only the capabilities a container runtime grants by default: with
-CAP_SYS_ADMIN a command could unmount the private /proc and read the host's.
+rest of the file system read-only, and limits on its processes and memory (limits.py). Network
+is shared, as without a sandbox. When scribe runs as root the sandbox keeps only the
+capabilities a container runtime grants by default: with CAP_SYS_ADMIN a command could unmount
+the private /proc and read the host's.
+
+scribe's own git runs under the same Protection (`confine`): read-only for a question, with the
+workspace and its git folders writable (their configuration not) for a commit or an undo.
 
 Without bubblewrap (or where it cannot create namespaces, or with `sandbox = false`) commands
 run as before; scribe makes its own process non-dumpable, so a command running as the same
@@ -17,26 +21,30 @@ not cover; the session event records it."""
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
-import functools
 import os
 import shutil
-import subprocess
-import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from scribe.workspace.bwrap import (
+    Confinement,
+    Plain,
+    ReadOnly,
+    base_args,
+    bind_args,
+    cap_args,
+    find_bwrap,
+    probe,
+    read_only,
+)
+from scribe.workspace.environment import can_hide_process, hide_own_process
 from scribe.workspace.gitfolders import git_folders
+from scribe.workspace.limits import DEFAULT_MEMORY_MB, DEFAULT_PROCESSES, Limits, limits_here
 
-# Docker's default capability set, less CAP_MKNOD (a device node in the writable workspace
-# would open the raw disk): enough for chown, setuid tools and binding low ports as root.
-ROOT_CAPS = ("CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FOWNER", "CAP_FSETID", "CAP_KILL", "CAP_SETGID",
-             "CAP_SETUID", "CAP_SETPCAP", "CAP_NET_BIND_SERVICE", "CAP_NET_RAW", "CAP_SYS_CHROOT",
-             "CAP_SETFCAP", "CAP_AUDIT_WRITE")
-PROBE_TIMEOUT_S = 10.0
+__all__ = ["Protection", "command_protection", "hide_own_process"]
+
 # Runs inside the sandbox as its first process (PID 2, after bubblewrap's init): the command
 # itself in a child bash, with the status pipe closed for it and its stderr the real one (the
 # wrapper's own stderr is /dev/null while it waits, so a child killed by a signal does not add
@@ -45,12 +53,11 @@ PROBE_TIMEOUT_S = 10.0
 # result can say so. $1 is the command, $2 the status pipe's fd.
 _WRAPPER = ('eval \'bash -c "$1" 2>&9 9>&- \'"$2"\'>&-\' 9>&2 2>/dev/null; s=$?; '
             'p=(/proc/[0-9]*); n=$((${#p[@]} - 2)); ((n > 0)) && printf "%d\\n" "$n" >&"$2"; exit $s')
-_PR_SET_DUMPABLE = 4
 
 
 @dataclass(frozen=True)
 class Protection:
-    """What protects scribe and the machine from the commands it runs."""
+    """What protects scribe and the machine from the commands it runs (and from its own git)."""
 
     sandbox: str  # "bubblewrap" or "none"
     workspace: str
@@ -69,18 +76,59 @@ class Protection:
     reason: str = ""
     bwrap: str = ""
     as_root: bool = False
+    # Every git folder of the workspace, as git names them: the file tools never write there.
+    git_folders: tuple[str, ...] = ()
+    limits: Limits = field(default_factory=Limits)
 
     @property
     def sandboxed(self) -> bool:
         return self.sandbox == "bubblewrap"
 
-    def argv(self, command: str, status_fd: int) -> list[str]:
+    def argv(self, command: str, status_fd: int, prefix: Sequence[str] = ()) -> list[str]:
         """The command line that runs `command` under this protection. Inside the sandbox the
-        count of processes the command left behind is written to `status_fd`."""
+        count of processes the command left behind is written to `status_fd`. `prefix` starts
+        the sandbox (a pids cgroup's entry, limits.py)."""
         if not self.sandboxed:
             return ["bash", "-c", command]
-        return [*_bwrap_args(self), "--chdir", self.workspace,
-                "--", "bash", "-c", _WRAPPER, "scribe-command", command, str(status_fd)]
+        return [*prefix, *self._args(writes=True, command=True), "--chdir", self.workspace,
+                "--", "bash", "-c", self.limits.shell() + _WRAPPER, "scribe-command", command, str(status_fd)]
+
+    def questions(self) -> Confinement:
+        """Where scribe's git answers a question: the read-only sandbox every question of this
+        process shares (nothing writable, the state folder not hidden), or the plain process."""
+        return ReadOnly(self.bwrap, self.as_root) if self.sandboxed else Plain()
+
+    def confine(self, argv: Sequence[str], *, writes: bool = False, binds: Sequence[str] = ()) -> list[str]:
+        """The command line that runs scribe's own `argv` (git) as a command runs: in the sandbox,
+        where nothing is writable but `binds` for a question, and the workspace and its git
+        folders (not their configuration) for a commit or an undo (`writes`). /tmp is the real
+        one, read-only, not a private one: the workspace or the person's home may be there."""
+        if not self.sandboxed:
+            return list(argv)
+        return [*self._args(writes=writes, binds=binds), "--", *argv]
+
+    def _args(self, *, writes: bool, binds: Sequence[str] = (), command: bool = False) -> list[str]:
+        args = base_args(self.bwrap, private_tmp=command)
+        if writes:
+            args += [a for path in self.writable for a in ("--bind", path, path)]
+            # Checked now, not when the protection was worked out: bubblewrap fails on a missing source.
+            args += bind_args(self.pinned)
+        args += bind_args(binds)
+        for path in self.read_only if writes else ():  # without `writes` all of it is read-only already
+            if os.path.exists(path):
+                args += ["--ro-bind", path, path]
+        for path in self.hidden:
+            if Path(path).is_dir():  # bubblewrap would create a missing one, in the real workspace
+                args += ["--tmpfs", path, "--remount-ro", path]
+        return [*args, *cap_args(self.as_root), *(["--setenv", "TMPDIR", "/tmp"] if command else [])]
+
+    def wrap(self, argv: Sequence[str], cwd: str) -> list[str]:
+        """`argv` run directly (no shell) in `cwd` under this protection, its stdin and stdout
+        passed through: how a program scribe starts because of the workspace (an MCP server it
+        defines) runs as a command does."""
+        if not self.sandboxed:
+            return list(argv)
+        return [*self._args(writes=True, command=True), "--chdir", cwd, "--", *argv]
 
     def sweep(self) -> list[str]:
         """Remove the git configuration entries a sandboxed command created where there were none
@@ -102,20 +150,23 @@ class Protection:
         """What the session event keeps."""
         record: dict[str, Any] = {"sandbox": self.sandbox, "private_proc": self.sandboxed,
                                   "secrets": "stripped from the environment, redacted by value",
-                                  "network": "shared"}
+                                  "network": "shared", "git_folders": list(self.git_folders),
+                                  "scribe_git": "sandboxed" if self.sandboxed else "not sandboxed"}
         if self.sandboxed:
             record.update(writable=[*self.writable, "/tmp (private)"], hidden=list(self.hidden),
-                          read_only="the rest of the file system", git_read_only=list(self.read_only))
+                          read_only="the rest of the file system", git_read_only=list(self.read_only),
+                          limits=self.limits.record())
             if self.refused:
                 record["refused"] = list(self.refused)
         else:
-            record.update(reason=self.reason, process_readable=self.as_root or not _can_hide_process())
+            record.update(reason=self.reason, process_readable=self.as_root or not can_hide_process())
         return record
 
     def lines(self) -> list[str]:
         """What `scribe config` prints: what is in force, what it covers, what it does not."""
         secrets = ("secret-looking variables (by name, or holding credentials in a URL) are not passed to "
                    "commands, and their values and URL credentials are redacted from every tool's output")
+        folders = ", ".join(self.git_folders) or "none here"
         if self.sandboxed:
             writable = ", ".join([*self.writable, "a private /tmp"])
             hidden = f"; {', '.join(self.hidden)} hidden" if self.hidden else ""
@@ -127,35 +178,52 @@ class Protection:
                 "  covers: a private /proc and PID namespace (scribe's process and environment are out of "
                 "sight); every process a command starts ends with it, and with scribe, even on SIGKILL; "
                 f"writable: {writable}; the rest of the file system is read-only{hidden}{git}; {secrets}",
+                f"  limits: {self.limits.describe()}",
+                "  scribe's own git runs in the sandbox too (read-only to answer a question; the workspace "
+                "and its git folders, not their configuration, writable to commit or undo), without secrets "
+                "and with every program the repository's config names turned off",
+                f"  git folders (never written by the file tools): {folders}",
                 "  does not cover: the network (shared); files you can read (shell profiles, ~/.netrc, a "
                 ".env in the workspace: redacted only where they hold a value scribe's environment "
                 "holds too); what the workspace's own scripts do inside it",
                 *(f"  refused: {line}" for line in self.refused),
             ]
         process = ("scribe's own process is not readable by commands (it is made non-dumpable)"
-                   if not self.as_root and _can_hide_process() else
+                   if not self.as_root and can_hide_process() else
                    "nothing keeps a command from reading scribe's process and its environment"
                    + (" (scribe runs as root)" if self.as_root else ""))
         return [
             f"commands: not sandboxed ({self.reason})",
             f"  covers: {secrets}; {process}; processes a command starts are found by a marker in their "
             "environment and ended with it, and with scribe, even on SIGKILL",
+            "  scribe's own git runs outside a sandbox too: without secrets in its environment and with "
+            "every program the repository's config names turned off, but a program git starts anyway "
+            "(a git bug, a nested repository's config) would run with your rights",
+            f"  git folders (never written by the file tools): {folders}",
             "  does not cover: commands write wherever you can, see every process and the network; a "
-            "process that clears its environment (env -i) escapes the marker; files you can read",
+            "process that clears its environment (env -i) escapes the marker; files you can read; no "
+            "limit on a command's processes or memory",
         ]
 
 
 def command_protection(workspace: Path, *, allowed_roots: Sequence[Path] = (), state_dir: Path | None = None,
-                       enabled: bool = True, bwrap: str | None = None) -> Protection:
+                       enabled: bool = True, bwrap: str | None = None, max_processes: int = DEFAULT_PROCESSES,
+                       max_memory_mb: int = DEFAULT_MEMORY_MB) -> Protection:
     """The protection commands of this workspace get: the sandbox when it can be had."""
     root = os.geteuid() == 0
     base = str(workspace.resolve())
+    found = (bwrap or find_bwrap()) if enabled else None
+    probed = probe(found, root) if found else None
+    folders = git_folders(workspace, read_only(probed is not None and probed.problem is None))
+    protected = tuple(map(str, folders.protected))
     if not enabled:
-        return Protection("none", base, reason="turned off: sandbox = false", as_root=root)
-    found = bwrap or shutil.which("bwrap")
-    if not found:
-        return Protection("none", base, reason="bubblewrap (bwrap) is not installed", as_root=root)
-    folders = git_folders(workspace)
+        return Protection("none", base, reason="turned off: sandbox = false", as_root=root, git_folders=protected)
+    if not found or probed is None:
+        return Protection("none", base, reason="bubblewrap (bwrap) is not installed", as_root=root,
+                          git_folders=protected)
+    if probed.problem is not None:
+        return Protection("none", base, reason=f"bubblewrap cannot create its namespaces here: {probed.problem}",
+                          as_root=root, git_folders=protected)
     writable = _writable(workspace.resolve(), allowed_roots, folders.outside)
     hidden = ()
     if state_dir is not None:
@@ -163,14 +231,10 @@ def command_protection(workspace: Path, *, allowed_roots: Sequence[Path] = (), s
         # Never hide a folder that holds what commands must see.
         if not any(Path(p) == state or Path(p).is_relative_to(state) for p in writable):
             hidden = (str(state),)
-    protection = Protection("bubblewrap", base, writable, hidden, tuple(map(str, folders.pinned)),
-                            tuple(map(str, folders.read_only)), folders.refused, tuple(map(str, folders.absent)),
-                            bwrap=found, as_root=root)
-    problem = _probe(found, root)
-    if problem is not None:
-        return Protection("none", base, reason=f"bubblewrap cannot create its namespaces here: {problem}",
-                          as_root=root)
-    return protection
+    limits = limits_here(max_processes, max_memory_mb, own_user_namespace=probed.own_user_namespace, as_root=root)
+    return Protection("bubblewrap", base, writable, hidden, tuple(map(str, folders.pinned)),
+                      tuple(map(str, folders.read_only)), folders.refused, tuple(map(str, folders.absent)),
+                      bwrap=found, as_root=root, git_folders=protected, limits=limits)
 
 
 def _writable(workspace: Path, allowed_roots: Sequence[Path], git_outside: Sequence[Path]) -> tuple[str, ...]:
@@ -180,53 +244,3 @@ def _writable(workspace: Path, allowed_roots: Sequence[Path], git_outside: Seque
         if path.exists() and not any(path == p or path.is_relative_to(p) for p in paths):
             paths.append(path)
     return tuple(str(p) for p in paths)
-
-
-def _bwrap_args(protection: Protection) -> list[str]:
-    args = [protection.bwrap, "--die-with-parent", "--unshare-pid",
-            "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
-    for path in protection.writable:
-        args += ["--bind", path, path]
-    # Checked now, not when the protection was worked out: bubblewrap fails on a missing source.
-    for path in protection.pinned:
-        if Path(path).is_dir():
-            args += ["--bind", path, path]
-    for path in protection.read_only:
-        if os.path.exists(path):
-            args += ["--ro-bind", path, path]
-    for path in protection.hidden:
-        if Path(path).is_dir():  # bubblewrap would create a missing one, in the real workspace
-            args += ["--tmpfs", path, "--remount-ro", path]
-    if protection.as_root:
-        args += ["--cap-drop", "ALL", *(a for cap in ROOT_CAPS for a in ("--cap-add", cap))]
-    return [*args, "--setenv", "TMPDIR", "/tmp"]
-
-
-@functools.cache
-def _probe(bwrap: str, as_root: bool) -> str | None:
-    """None if bubblewrap can set up the sandbox here, else its first line of complaint."""
-    probe = Protection("bubblewrap", "/", bwrap=bwrap, as_root=as_root)
-    try:
-        done = subprocess.run([*_bwrap_args(probe), "--", "true"], stdin=subprocess.DEVNULL,
-                              capture_output=True, timeout=PROBE_TIMEOUT_S)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return str(exc)
-    if done.returncode == 0:
-        return None
-    lines = done.stderr.decode("utf-8", errors="replace").strip().splitlines()
-    return lines[0] if lines else f"exit status {done.returncode}"
-
-
-@functools.cache
-def _can_hide_process() -> bool:
-    return sys.platform.startswith("linux") and ctypes.util.find_library("c") is not None
-
-
-@functools.cache
-def hide_own_process() -> bool:
-    """Make scribe non-dumpable: its /proc files (environ, mem) become unreadable to processes
-    of the same user that lack CAP_SYS_PTRACE, and they cannot attach to it. Once per process."""
-    if not _can_hide_process():
-        return False
-    libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
-    return libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0) == 0

@@ -17,6 +17,7 @@ COMMANDS: dict[str, LazyCommand] = {name: LazyCommand(f"{__name__}.{module}", fu
     "prompt": ("prompt", "prompt"),
     "search": ("search", "search_logs"),
     "verify": ("verify", "verify"),
+    "adopt": ("adopt", "adopt"),
     "html": ("html", "html_page"),
     "serve": ("serve", "serve_page"),
 }.items()}
@@ -31,8 +32,8 @@ class LogCommands(LazyGroup):
 log_app = typer.Typer(
     cls=LogCommands,
     name="log",
-    help="Inspect session logs: list, show, tail, stats, prompt, search, verify; html and serve draw a "
-         "session as a page. "
+    help="Inspect session logs: list, show, tail, stats, prompt, search, verify (and adopt a log scribe did "
+         "not seal); html and serve draw a session as a page. "
          "A session is named by its id or any unique part of it, and defaults to the latest of this workspace.",
     add_completion=False,
     no_args_is_help=True,

@@ -19,7 +19,9 @@ from scribe.log.events import (
     Event,
     FileChangeEvent,
     GitCommitEvent,
+    GitConfigEvent,
     GitUndoEvent,
+    HookEvent,
     InterruptEvent,
     LeftOutEvent,
     ModelSwitchEvent,
@@ -35,6 +37,7 @@ from scribe.log.events import (
     UserEvent,
 )
 from scribe.tools.textio import plural
+from scribe.workspace.gitplanted import describe
 
 from ..visible import visible
 from .common import local_time
@@ -92,6 +95,21 @@ def fold(text: str, full: bool) -> list[str]:
             for line in lines]
 
 
+def command_of(event: UserEvent) -> dict[str, Any] | None:
+    """The slash command a user event's text came from (a custom command, /init), if any."""
+    made = event.extra.get("command")
+    return made if isinstance(made, dict) and isinstance(made.get("name"), str) else None
+
+
+def hook_line(event: HookEvent) -> str:
+    """`hook pre_tool_use run_command · `guard.sh` (yours) · blocked, exit 2 · 12 ms`."""
+    tool = event.extra.get("tool")
+    on = f" {tool}" if isinstance(tool, str) else ""
+    whose = "yours" if event.owner == "person" else f"the {event.owner}'s"
+    code = f", exit {event.exit_code}" if event.exit_code is not None else ""
+    return f"hook {event.hook}{on} · `{event.command}` ({whose}) · {event.outcome}{code} · {event.duration_ms} ms"
+
+
 class EventPrinter:
     """Prints events to a rich console, one header line and an indented body each."""
 
@@ -127,7 +145,9 @@ class EventPrinter:
             return (f"session {event.id} · {event.model} · {event.cwd}{where} · scribe {event.scribe_version} · "
                     f"{local_time(event.created)}", "session", [])
         if isinstance(event, UserEvent):
-            return f"user · {when}", "user", [(t, "") for t in lines_of(event.text) or [""]]
+            made = command_of(event)
+            by = f" · from /{made['name']}" + (f" ({made['file']})" if made.get("file") else "") if made else ""
+            return f"user · {when}{by}", "user", [(t, "") for t in lines_of(event.text) or [""]]
         if isinstance(event, AssistantEvent):
             return self._assistant(event, when)
         if isinstance(event, ToolResultEvent):
@@ -154,6 +174,8 @@ class EventPrinter:
         if isinstance(event, GitUndoEvent):
             return (f"git undo of {event.sha[:10]} · HEAD back at {event.head[:10]} · {', '.join(event.files)}",
                     "session", [])
+        if isinstance(event, GitConfigEvent):
+            return describe(event.changes), "error", []
         if isinstance(event, UndoEvent):
             removed = f" · removed {', '.join(event.removed)}" if event.removed else ""
             return (f"undo of the turn at seq {event.turn} · {', '.join(event.files)}{removed}", "session", [])
@@ -179,6 +201,10 @@ class EventPrinter:
         if isinstance(event, LeftOutEvent):
             return (f"events {event.seq_from}-{event.seq_to} left out of later requests · {event.tokens:,} tokens "
                     f"for a {event.window:,}-token window", "error", [(event.reason, "dim")])
+        if isinstance(event, HookEvent):
+            return hook_line(event), "error" if event.outcome in ("blocked", "failed", "timeout") else "dim", [
+                *((f"stderr: {t}", "dim") for t in fold(event.stderr, self.full) if event.stderr),
+                *((f"shown to the model: {t}", "") for t in fold(event.feedback, self.full) if event.feedback)]
         if isinstance(event, InterruptEvent):
             calls = ", ".join(f"{self.tools.get(i, '?')} {i}" for i in event.tool_use_ids) or "no open tool calls"
             return f"interrupt · {event.reason} · {calls}", "interrupt", []

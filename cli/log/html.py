@@ -10,11 +10,15 @@ from typing import Annotated
 
 import typer
 
+from scribe.log.attachments import ImageStore
 from scribe.log.events import Event, UserEvent
 from scribe.workspace.atomic import WriteRefused, write_atomic
 
 from ..exits import fail
 from .common import SESSION_HELP, log_command, resolve_session, streamed, workspace_prices
+
+# Private to the person, as the session logs are (log/private.py): a page holds the whole transcript.
+PAGE_MODE = 0o600
 
 
 def html_page(
@@ -31,7 +35,8 @@ def html_page(
     compressed, and the timeline of turns: messages, answers, tool calls and their outputs, file
     changes, interrupts, errors. Choosing a call shows the prompt it was sent (as `scribe log
     prompt --at` rebuilds it), the part served from the cache, and what broke the cache.
-    Everything is inline: nothing is fetched, no script from the log runs.
+    Everything is inline: nothing is fetched, no script from the log runs. The file is written
+    readable by you only (0600), as the logs are: it holds the whole transcript.
     """
     from .page import session_page  # here: markdown-it and the page's modules cost `scribe --help` nothing
 
@@ -39,7 +44,8 @@ def html_page(
         found = resolve_session(session)
         with streamed(found) as events:
             recent, left_out = _recent(events)
-        page = session_page(found.id, recent, left_out=left_out, prices=workspace_prices())
+        page = session_page(found.id, recent, left_out=left_out, prices=workspace_prices(),
+                            images=ImageStore.for_log(found.path))
         if output == "-":
             sys.stdout.write(page)
             sys.stdout.flush()
@@ -49,10 +55,12 @@ def html_page(
             target = target / f"{found.id}.html"
         written = page.encode("utf-8")
         try:  # whole or not at all: a page half written would open as a broken one
-            write_atomic(target, written, str(target))
+            # 0600, as the log: the page holds the whole transcript (an existing page's mode is not kept)
+            write_atomic(target, written, str(target), mode=PAGE_MODE)
         except WriteRefused as exc:
             raise fail(str(exc)) from None
-        print(f"wrote {target} ({len(written) / 1024:,.0f} KB): open {target.resolve().as_uri()} in a browser")
+        print(f"wrote {target} ({len(written) / 1024:,.0f} KB, readable by you only): "
+              f"open {target.resolve().as_uri()} in a browser")
 
 
 # The events a page holds at most: past that, a page takes minutes to build and a browser minutes

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from scribe.context.render import canonical_json, render
+from scribe.log.attachments import ImageStore, StrictImages
 from scribe.log.events import AssistantEvent, Event, UnknownEvent, UsageEvent
+from scribe.memory.routes import NotRebuildable, rebuild
 
 from ..exits import fail
 from .common import SESSION_HELP, load, log_command, resolve_session
@@ -18,15 +20,40 @@ from .common import SESSION_HELP, load, log_command, resolve_session
 def prompt(
     session: Annotated[str | None, typer.Argument(help=SESSION_HELP, show_default=False)] = None,
     at: Annotated[int | None, typer.Option("--at", min=0, help="The seq of the call's assistant (or usage) "
-                                           "event. [default: the request the next call would send]")] = None,
+                                           "event; for an observer or reflector call, its usage event. [default: the request the next call would send]")] = None,
 ) -> None:
     """Print the request body of a model call as canonical JSON (sorted keys, no spaces): the
-    same bytes the API received, rebuilt by rendering the events before that call."""
+    same bytes the API received, rebuilt by rendering the events before that call (and the
+    images attached to its messages, from the session's image store)."""
     with log_command():
-        events = load(resolve_session(session)).events
-        cut = len(events) if at is None else _call_index(events, at)
-        request = render(events[:cut])
+        found = resolve_session(session)
+        events = load(found).events
+        images = StrictImages(ImageStore.for_log(found.path))
+        side = _side_call(events, at) if at is not None else None
+        if side is not None:
+            index, record = side
+            try:
+                request = rebuild(events[:index], record, images)
+            except NotRebuildable as exc:
+                raise fail(f"seq {at}: {exc}") from None
+        else:
+            cut = len(events) if at is None else _call_index(events, at)
+            request = render(events[:cut], images=images)
         sys.stdout.write(canonical_json(request.body()) + "\n")
+
+
+def _side_call(events: list[Event], seq: int) -> tuple[int, dict[str, Any] | None] | None:
+    """(index, recorded request) of the side call whose usage event is `seq`, else None. A
+    side call's request is rebuilt from the events before its usage event and what that event
+    recorded of how it was built (memory/routes.py)."""
+    index = next((i for i, e in enumerate(events) if e.seq == seq), None)
+    if index is None:
+        return None
+    event = events[index]
+    if not isinstance(event, UsageEvent) or event.purpose not in ("observer", "reflector"):
+        return None
+    record = event.extra.get("side_call")
+    return index, record if isinstance(record, dict) else None
 
 
 def _call_index(events: list[Event], seq: int) -> int:
@@ -37,8 +64,7 @@ def _call_index(events: list[Event], seq: int) -> int:
     event = events[index]
     if isinstance(event, UsageEvent):
         if event.purpose != "agent":
-            raise fail(f"seq {seq} is a {event.purpose} call; only agent calls can be rebuilt for now "
-                       "(observer and reflector requests are not rendered from the log yet)")
+            raise fail(f"seq {seq} is a {event.purpose} call; agent, observer and reflector calls can be rebuilt")
         index = _assistant_of(events, index)
         event = events[index]
     if not isinstance(event, AssistantEvent):

@@ -14,7 +14,7 @@ from scribe.log.jsonl import LogError
 from scribe.log.search import Hit, search
 from scribe.settings.files import find_workspace
 from scribe.settings.values import load_settings
-from scribe.tools.pattern import BoundedPattern, PatternError, PatternTooSlow
+from scribe.tools.pattern import BoundedPattern, PatternError, PatternTooSlow, cut_note
 
 from ..exits import EXIT_FAILED, EXIT_USAGE, fail
 from ..visible import visible
@@ -84,6 +84,8 @@ def _by_pattern(pattern: str, session: str | None, all_: bool, ignore_case: bool
             print(f"scribe: note: {exc}", file=sys.stderr)
         except PatternTooSlow as exc:
             raise fail(str(exc), EXIT_USAGE) from None
+    if regex.cut:
+        print(f"scribe: note: {cut_note(regex.cut)}", file=sys.stderr)
     return matched
 
 

@@ -1,5 +1,10 @@
 """`scribe log serve`: the session page on 127.0.0.1, following the session as it grows.
 
+It answers only its person: every address it serves starts with a random token (`/TOKEN/`, 192
+bits, new each time it starts) that only the address it prints holds, and a request without it
+gets 403. Anyone else on the machine can reach the port (loopback is shared by every local
+user), not the transcript. The page's own requests are relative, so they carry the token.
+
 The server only serves the page (cli/log/page): on each request it reads the lines appended to
 the log since the last one (complete lines only, log/follow.py), adds them to the page, and
 answers. The open page asks `update` twice a second, saying how much it holds; the answer is
@@ -10,7 +15,9 @@ event costs a long session's page little more than a short one's.
 from __future__ import annotations
 
 import errno
+import hmac
 import json
+import secrets
 import signal
 import sys
 import threading
@@ -20,6 +27,7 @@ from urllib.parse import parse_qs
 
 import typer
 
+from scribe.log.attachments import ImageStore
 from scribe.log.codec import EventFormatError, from_record
 from scribe.log.events import Event
 from scribe.log.follow import LineFollower
@@ -41,7 +49,7 @@ class LivePage:
         from .page import SessionPage  # here: markdown-it and the page's modules cost `scribe --help` nothing
 
         read = load(found)
-        self.page = SessionPage(found.id, workspace_prices())
+        self.page = SessionPage(found.id, workspace_prices(), images=ImageStore.for_log(found.path))
         self.page.extend(read.events)
         self._follower = LineFollower(found.path, read.size - len(read.torn_tail))
         self._lock = threading.Lock()
@@ -82,9 +90,15 @@ class LivePage:
             return self.page.update(events, calls, blocks)
 
 
-def make_server(live: LivePage, port: int) -> ThreadingHTTPServer:
+def new_token() -> str:
+    return secrets.token_urlsafe(24)
+
+
+def make_server(live: LivePage, port: int, token: str) -> ThreadingHTTPServer:
     # Here, not at the top: http.server costs every other `scribe log` command 15 ms to import.
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    prefix = f"/{token}/".encode()
 
     class Handler(BaseHTTPRequestHandler):
         server_version = "scribe"
@@ -98,6 +112,13 @@ def make_server(live: LivePage, port: int) -> ThreadingHTTPServer:
                 self._send(HTTPStatus.FORBIDDEN, "text/plain", b"scribe log serve answers only to 127.0.0.1\n")
                 return
             path, _, query = self.path.partition("?")
+            # The token first, compared in constant time: without it, nothing (not even a 404).
+            given = path.encode("utf-8", errors="replace")[:len(prefix)]
+            if not hmac.compare_digest(given, prefix):
+                self._send(HTTPStatus.FORBIDDEN, "text/plain",
+                           b"scribe log serve answers only at the address it printed (with its token)\n")
+                return
+            path = path[len(prefix) - 1:]
             if path == "/":
                 self._send(HTTPStatus.OK, "text/html; charset=utf-8", live.html().encode("utf-8"))
             elif path == "/update":
@@ -136,12 +157,15 @@ def serve_page(
 ) -> None:
     """Serve a session's page (the one `scribe log html` writes) on 127.0.0.1 and follow the
     session as it grows: an open page shows each new event within a second or so of its
-    append. Prints the address; listens on the loopback address only; Ctrl-C stops it."""
+    append. Prints the address, which holds a random token: a request without it is refused
+    (403), so another user of this machine cannot read the session. Listens on the loopback
+    address only; Ctrl-C stops it."""
     with log_command():
         found = resolve_session(session)
         live = LivePage(found)
-        server = make_server(live, port)
-        url = f"http://{HOST}:{server.server_address[1]}/"
+        token = new_token()
+        server = make_server(live, port, token)
+        url = f"http://{HOST}:{server.server_address[1]}/{token}/"
         print(f"scribe log serve: session {found.id} at {url} (following its log; Ctrl-C stops)", flush=True)
         # Stopping is the normal way out: Ctrl-C (even when started with SIGINT ignored) and
         # SIGTERM both end it cleanly, with exit 0.

@@ -73,7 +73,8 @@ PRICES_NOTE = ("prices: each model's list prices from log/pricing.py (input, 5-m
 
 def cells(f: Figures) -> list[str]:
     """One row of the table after its purpose: the same words wherever the figures are shown."""
-    return [f"{f.calls:,}", f"{f.input:,}", f"{f.cache_read:,}", f"{f.cache_write:,}", f"{f.output:,}",
+    t = f.tokens
+    return [f"{f.calls:,}", f"{t.input:,}", f"{t.cache_read:,}", f"{t.cache_write:,}", f"{t.output:,}",
             percent(f.hit_rate), priced_money(f, f.cost_usd), priced_money(f, f.uncached_cost_usd)]
 
 
@@ -177,8 +178,7 @@ def _grouped(by: str, session: str | None, all_: bool, as_json: bool) -> None:
         groups = list(index.usage_groups(by, ids))
     total = Figures()
     for _, f in groups:
-        for name in ("calls", "input", "cache_read", "cache_write", "output", "cost_usd", "uncached_cost_usd"):
-            setattr(total, name, getattr(total, name) + getattr(f, name))
+        total.merge(f)
     if as_json:
         print_json({"by": by, "groups": [{by: name, **f.as_dict()} for name, f in groups], "total": total.as_dict()})
         return

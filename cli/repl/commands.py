@@ -12,7 +12,8 @@ Which lines are commands (the rule docs/interactive.md states):
 Handlers get the REPL and the rest of the line. Every argument is checked: a command that takes
 none refuses one, and a value that does not fit is refused with one line saying what would.
 Expected failures (a session that is locked or unknown, a bad config value, git missing) become
-one error line too.
+one error line too. A command that sends a message (a custom command from a markdown file,
+settings/commands.py; `/init`) returns it as a `Send`, which the REPL runs as a turn.
 """
 
 from __future__ import annotations
@@ -31,11 +32,24 @@ from scribe.agent.protocol import AgentEvent
 from scribe.agent.session import Session
 from scribe.log.jsonl import LogError
 from scribe.model.errors import ClientSetupError, ModelError
+from scribe.settings.commands import CommandSet
 from scribe.settings.files import ConfigError
 from scribe.settings.values import PERMISSION_MODES, Settings
 from scribe.tools.textio import plural
+from scribe.tools.todo import todos_in
 
 from .excerpts import Hanging, diff_text
+from .habits import (
+    AGENTS_MD,
+    Send,
+    confirm_replace,
+    custom_send,
+    help_lines,
+    init_send,
+    todo_text,
+    untrusted_line,
+)
+from .keys import TurnKeys
 from .records import session_summaries
 from .stats import Numbers, stats_lines, tokens
 from .view import View
@@ -48,6 +62,9 @@ class Repl(Protocol):
     workspace: Path
     settings: Settings
     view: View
+    keys: TurnKeys
+    # The custom commands of this REPL (settings/commands.py).
+    custom: CommandSet
 
     @property
     def agent(self) -> Agent: ...
@@ -62,7 +79,7 @@ class Repl(Protocol):
     def curate(self, agent: Agent) -> None: ...
 
 
-Handler = Callable[[Repl, str], None]
+Handler = Callable[[Repl, str], Send | None]
 _COMMAND = re.compile(r"^/([^/\s]*)(?:\s+(.*))?$", re.DOTALL)
 RESUME_LIST = 10  # sessions /resume lists
 EXPECTED = (LogError, ConfigError, ModelError, ClientSetupError, OSError)
@@ -100,9 +117,12 @@ def command(name: str, help: str, usage: str = "") -> Callable[[Handler], Handle
     return register
 
 
-def command_help() -> dict[str, str]:
-    """name -> help line, for completion."""
-    return {name: c.help for name, c in COMMANDS.items()}
+def command_help(custom: CommandSet | None = None) -> dict[str, str]:
+    """name -> help line, for completion: the built-in commands, then the custom ones."""
+    found = {name: c.help for name, c in COMMANDS.items()}
+    for name, command in sorted((custom.commands if custom else {}).items()):
+        found.setdefault(name, command.help_line())
+    return found
 
 
 def message_of(line: str) -> str | None:
@@ -113,31 +133,53 @@ def message_of(line: str) -> str | None:
     return None if _COMMAND.match(text.rstrip()) else line
 
 
-def nearest(name: str) -> str:
+def nearest(name: str, custom: CommandSet | None = None) -> str:
     """`did you mean /x?`, or where to look."""
-    close = difflib.get_close_matches(name, COMMANDS, n=3, cutoff=0.5)
+    names = [*COMMANDS, *(custom.commands if custom else ())]
+    close = difflib.get_close_matches(name, names, n=3, cutoff=0.5)
     if not close:  # a prefix or a longer spelling: /HELP2, /exit_now
-        close = [c for c in COMMANDS if name.startswith(c) or (name and c.startswith(name))][:3]
+        close = [c for c in names if name.startswith(c) or (name and c.startswith(name))][:3]
     return f"did you mean {', '.join('/' + c for c in close)}?" if close else "/help lists the commands"
 
 
-def dispatch(repl: Repl, line: str) -> None:
-    """Run one slash command. Raises ExitRepl for /exit."""
+def dispatch(repl: Repl, line: str) -> Send | None:
+    """Run one slash command; what it sends to the model, if anything, is the REPL's to run.
+    Raises ExitRepl for /exit."""
     match = _COMMAND.match(line.strip())
     assert match is not None, "dispatch() needs a line that message_of() found to be a command"
     name, arg = match.group(1).lower(), (match.group(2) or "").strip()
     found = COMMANDS.get(name)
     if found is None:
-        repl.view.error(f"unknown command /{name}, not sent to the model; {nearest(name)} "
-                        "(// sends a line starting with /)")
-        return
+        return _custom(repl, name, arg)
     try:
         found.check(arg)
-        found.run(repl, arg)
+        return found.run(repl, arg)
     except Refused as exc:
         repl.view.error(str(exc))
     except EXPECTED as exc:
         repl.view.error(str(exc))
+    return None
+
+
+def _custom(repl: Repl, name: str, arg: str) -> Send | None:
+    """A custom command's message (its model switched to first, if it names one), or one line
+    saying why nothing is sent."""
+    command = repl.custom.commands.get(name)
+    if command is None:
+        ignored = untrusted_line(repl.custom, name)
+        repl.view.error(ignored or f"unknown command /{name}, not sent to the model; {nearest(name, repl.custom)} "
+                        "(// sends a line starting with /)")
+        return None
+    if command.model:
+        from scribe.agent.assembly import switch_model
+
+        before = repl.numbers().model
+        if switch_model(repl.session, command.model):
+            repl.session.sync()
+            repl.refresh()
+            repl.view.note(f"/{name}: model {command.model} from this message on (was {before}); its first call "
+                           "writes the prompt cache anew")
+    return custom_send(command, arg)
 
 
 def compress_now(agent: Agent) -> Iterator[AgentEvent] | None:
@@ -153,12 +195,17 @@ def _help(repl: Repl, arg: str) -> None:
     width = max(len(c.name) + len(c.usage) for c in COMMANDS.values()) + 3
     if arg:
         name = arg.removeprefix("/").lower()
+        if name in repl.custom.commands:
+            repl.view.lines(help_lines(CommandSet({name: repl.custom.commands[name]}), width))
+            return
         if name not in COMMANDS:
-            raise Refused(f"no command /{name}; {nearest(name)}")
+            raise Refused(f"no command /{name}; {nearest(name, repl.custom)}")
         c = COMMANDS[name]
         repl.view.lines([f"  /{(c.name + ' ' + c.usage).strip():<{width}} {c.help}"])
         return
     lines = [f"  /{(c.name + ' ' + c.usage).strip():<{width}} {c.help}" for c in COMMANDS.values()]
+    if repl.custom.commands:
+        lines += ["", "  custom commands (docs/commands.md):", *help_lines(repl.custom, width)]
     lines += ["", "  Enter sends · Alt-Enter (or Esc Enter) adds a line · Tab completes",
               "  @path attaches a file (@mod finds src/models.py) · !command runs a shell command; the model "
               "sees its output",
@@ -171,6 +218,9 @@ def _help(repl: Repl, arg: str) -> None:
 def _stats(repl: Repl, arg: str) -> None:
 
     repl.view.lines(stats_lines(repl.numbers(), repl.session.digest.health))
+
+
+COMMANDS["cost"] = dataclasses.replace(COMMANDS["stats"], name="cost", help="the same as /stats")
 
 
 @command("reflect", "compress memory now, showing the context before and after")
@@ -190,6 +240,27 @@ def _reflect(repl: Repl, arg: str) -> None:
     repl.view.note(f"reflect: context ~{tokens(before.total)} → ~{tokens(after.total)} tokens "
                    f"(observations {tokens(before.observations)} → {tokens(after.observations)}, "
                    f"raw {tokens(before.raw)} → {tokens(after.raw)})")
+
+
+COMMANDS["compact"] = dataclasses.replace(COMMANDS["reflect"], name="compact", help="the same as /reflect")
+
+
+@command("init", "have the model write an AGENTS.md for this repository (asks before replacing one)")
+def _init(repl: Repl, arg: str) -> Send | None:
+    exists = (repl.workspace / AGENTS_MD).exists()
+    if exists and not confirm_replace(repl.keys):
+        repl.view.note(f"{AGENTS_MD} left as it is")
+        return None
+    return init_send(exists)
+
+
+@command("todos", "the model's task list as it stands")
+def _todos(repl: Repl, arg: str) -> None:
+    items = todos_in(repl.session.events)
+    if items is None:
+        repl.view.note("no task list in this session yet (the model keeps one with its todo tool)")
+        return
+    repl.view.console.print(todo_text(items), end="")
 
 
 @command("log", "the log file and its last events", "[N]")
@@ -214,7 +285,8 @@ def _diff(repl: Repl, arg: str) -> None:
     if arg and arg.lower() not in ("--stat", "stat"):
         raise Refused(f"/diff takes --stat or nothing, not {arg!r}")
     try:
-        changes = session_diff(repl.workspace, repl.session.header.git_head, stat=bool(arg))
+        changes = session_diff(repl.workspace, repl.session.header.git_head, stat=bool(arg),
+                               box=repl.agent.context.protection)
     except (GitUnavailable, GitRefused) as exc:
         repl.view.note(f"{exc}; /diff needs a git repository")
         return
@@ -231,7 +303,8 @@ def _undo(repl: Repl, arg: str) -> None:
     from scribe.workspace.git import GitRefused, GitUnavailable
 
     try:
-        result = undo(repl.session, repl.workspace, repl.agent.watcher)
+        result = undo(repl.session, repl.workspace, repl.agent.watcher, box=repl.agent.context.protection,
+                      roots=repl.agent.context.allowed_roots)
     except (GitUnavailable, GitRefused) as exc:
         repl.view.error(str(exc))
         return
@@ -244,7 +317,7 @@ COMMANDS["rewind"] = dataclasses.replace(COMMANDS["undo"], name="rewind", help="
 @command("model", "show the model; /model NAME switches this session to NAME, and the sessions /clear starts in "
                   "this REPL (the config's `model`, which later runs start with, is left as it is)", "[NAME]")
 def _model(repl: Repl, arg: str) -> None:
-    from scribe.agent.runtime import switch_model
+    from scribe.agent.assembly import switch_model
 
     current = repl.numbers().model
     if not arg:

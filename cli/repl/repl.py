@@ -13,39 +13,38 @@ turn cancels it the same way, and then the REPL ends, as Ctrl-D at the prompt en
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import signal
 import time
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Generator, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
 from scribe.agent import driver
-from scribe.agent.ahead import AheadCompression, works_ahead
+from scribe.agent.ahead import AheadCompression, left_unfinished, works_ahead
+from scribe.agent.assembly import PERSON_WAITS_S, Opened, Opening, SessionChoice, open_agent
 from scribe.agent.compress import ContextSize
-from scribe.agent.lifecycle import curating, ending
+from scribe.agent.lifecycle import curating
 from scribe.agent.loop import Agent
-from scribe.agent.mcptools import open_hub
 from scribe.agent.protocol import AgentEvent, LifeEvent, TurnEnded
-from scribe.agent.runtime import SessionChoice, begin, choose
-from scribe.agent.session import Session, notes_path, open_session, store_for
+from scribe.agent.session import Session, notes_path, store_for
 from scribe.log.events import InterruptEvent
 from scribe.log.open_calls import unanswered_tool_uses
 from scribe.log.pricing import PriceBook
 from scribe.log.store import SessionFile, SessionNotFound
 from scribe.model.client import ModelClient, preload_sdk
-from scribe.settings.files import find_workspace, read_config, state_dir, trust_of
-from scribe.settings.prices import price_book
-from scribe.settings.values import REPL_DEFAULTS, Settings, load_settings
-from scribe.tools.mcp.hub import McpHub
+from scribe.settings.commands import CommandSet, load_commands
+from scribe.settings.files import state_dir
+from scribe.settings.values import Settings
+from scribe.workspace.images import PreparedImage
 
-from ..exits import cli_errors, fail
+from ..exits import cli_errors, fail, warn
 from ..signals import Ending, Stopped, ending_signals
-from ..trust import ask
+from ..trust import ask, confirm_servers
 from .approve import PersonApprover
-from .commands import ExitRepl, command_help, dispatch, message_of
+from .commands import COMMANDS, ExitRepl, command_help, dispatch, message_of
 from .input import InputArea
 from .keys import TurnKeys
 from .lifecycle import exit_line, show_life
@@ -104,54 +103,63 @@ def drive(turn: Generator[AgentEvent, None, TurnEnded], show: Callable[[AgentEve
 
 
 class Repl:
-    def __init__(self, workspace: Path, settings: Settings, view: View, *, model: ModelClient | None = None,
-                 area: InputArea | None = None, hub: McpHub | None = None, prices: PriceBook | None = None) -> None:
-        self.workspace, self.settings, self.view = workspace, settings, view
-        self.prices = prices if prices is not None else price_book(read_config(workspace))
-        # The MCP servers of this REPL, shared by its sessions (each pins its own tools).
-        self.hub = hub if hub is not None else McpHub([], workspace)
-        # One client for every session of this REPL: its connections stay open between turns.
-        self.model = model or ModelClient.for_settings(settings)
+    """The interactive session over an opened agent (agent/assembly.py): its sessions come and go
+    (`/clear`, `/resume`), its MCP servers and model client stay."""
+
+    def __init__(self, opened: Opened, view: View, *, area: InputArea | None = None) -> None:
+        self.opened, self.view = opened, view
+        self.workspace = opened.workspace
+        # The person's and (trusted) workspace's own slash commands (settings/commands.py).
+        self.custom: CommandSet = load_commands(self.workspace, opened.config.trust, COMMANDS)
+        for line in self.custom.notes:
+            view.warn(line)
         self.keys = TurnKeys()
         self.memory_notes = MemoryNotes()
-        self.area = area or InputArea(workspace, state_dir(workspace) / "history", command_help, self.toolbar,
-                                      self.keys)
-        self._agent: Agent | None = None
+        self.area = area or InputArea(self.workspace, state_dir(self.workspace) / "history",
+                                      lambda: command_help(self.custom), self.toolbar, self.keys)
         self._numbers: Numbers | None = None
-        self._ahead: AheadCompression | None = None  # a compression running between turns
         # SIGTERM and SIGHUP end the REPL (cli/signals.py); start() installs the handlers.
         self.ending = Ending(())
 
     @property
     def agent(self) -> Agent:
-        assert self._agent is not None, "open() a session first"
-        return self._agent
+        return self.opened.agent
 
     @property
     def session(self) -> Session:
         return self.agent.session
 
+    @property
+    def settings(self) -> Settings:
+        """The settings new sessions of this REPL start with (`/model`, `/mode` change them)."""
+        return self.opened.settings
+
+    @settings.setter
+    def settings(self, settings: Settings) -> None:
+        self.opened.settings = settings
+
+    @property
+    def model(self) -> ModelClient:
+        return self.opened.client
+
+    @property
+    def prices(self) -> PriceBook:
+        return self.opened.prices
+
     # -- sessions -------------------------------------------------------------------------------
 
-    def open(self, session: Session, *, resumed: bool) -> None:
-        """Make `session` the current one (ending the previous first) and greet it."""
-        self._end_current()
+    def open(self, choice: SessionChoice) -> None:
+        """Run in the session `choice` names (ending the current one first), greeted. A wait for a
+        new one's MCP servers is said at once, and Ctrl-C skips it."""
+        self.finish_ahead()
         approver = PersonApprover(self.view, self.area, lambda: self.agent.context, self.keys)
-        self._agent = driver.drive(begin(self.workspace, self.settings, session, resumed=resumed, approver=approver,
-                                         model=self.model, hub=self.hub), self.show_life)
-        self._agent.policy.how_to_allow = MODE_COMMAND
+        agent = self.opened.open(choice, self.show_life, approver)
+        agent.policy.how_to_allow = MODE_COMMAND
+        self.view.task = None  # the task list is the session's
         self.refresh()
 
     def start_new(self) -> None:
-        # The old session ends first, so the new one starts with the notes it just curated.
-        self._end_current()
-        self.open(self.choose(SessionChoice()), resumed=False)
-
-    def choose(self, choice: SessionChoice) -> Session:
-        """The session to run in (agent/runtime.py): a wait for a new one's curation or MCP
-        servers is said at once, and Ctrl-C skips it."""
-        return driver.drive(choose(self.workspace, self.settings, choice, self.hub, model=self.model, skippable=True),
-                            self.show_life)
+        self.open(SessionChoice())
 
     def show_life(self, event: LifeEvent) -> None:
         show_life(self.view, event)
@@ -161,46 +169,43 @@ class Repl:
         if found.id == self.session.id:
             self.view.note(f"already in session {found.id}")
             return
-        self.open(open_session(found), resumed=True)
+        self.open(SessionChoice(session_id=found.id))
 
     def set_mode(self, mode: str) -> None:
-        self.agent.policy.mode = mode
-        self.settings = dataclasses.replace(self.settings, permission_mode=mode)  # and for /clear
+        self.opened.set_mode(mode)  # and for /clear
         self.refresh()
 
     def close(self) -> None:
         self.finish_ahead()
-        if self._agent is not None:
-            session = self._agent.session
-            self._end_current()
+        if self.opened.has_session:
+            session = self.session
+            self.opened.end()
             try:
                 continued: SessionFile | None = store_for(self.workspace).to_continue(self.workspace).found
             except SessionNotFound:
                 continued = None
             self.view.note(exit_line(session, continued))
 
-    def _end_current(self) -> None:
-        """The current session ends: what it taught merged into the project notes, then released."""
-        agent, self._agent = self._agent, None
-        if agent is not None:
-            driver.drive(ending(agent, self.model, self.settings, notes_path(self.workspace), skippable=True),
-                         self.show_life)
-
     def curate(self, agent: Agent) -> None:
         """/notes curate: the session's notes merged now."""
         driver.drive(curating(agent.session, self.model, self.settings, notes_path(self.workspace), skippable=True),
                      self.show_life)
 
+    def say_curated(self) -> None:
+        """What the curation of earlier sessions, running in the background, has finished."""
+        for curated in self.opened.curated():
+            self.show_life(curated)
+
     # -- numbers for the toolbar and /stats -------------------------------------------------------
 
     def context(self) -> ContextSize:
         memory = self.agent.memory
-        assert memory is not None, "build_agent always gives the agent a compressor"
+        assert memory is not None, "the assembly always gives the agent a compressor"
         return memory.context(self.session)
 
     def numbers(self) -> Numbers:
         memory = self.agent.memory
-        assert memory is not None, "build_agent always gives the agent a compressor"
+        assert memory is not None, "the assembly always gives the agent a compressor"
         return numbers(self.session.events, self.agent.policy.mode, self.context(), self.session.chunks,
                        self.session.calls(), self.prices.price_usage, memory.window(self.session),
                        memory.limits(self.session), self.model.server)
@@ -210,7 +215,16 @@ class Repl:
 
     def toolbar(self, width: int | None = None) -> str:
         # The numbers are computed after each turn: prompt-toolkit asks on every redraw.
-        return "" if self._numbers is None else toolbar_text(self._numbers, width)
+        line = "" if self._numbers is None else toolbar_text(self._numbers, width)
+        busy = []
+        curation = self.opened.curation
+        if curation is not None and curation.running:
+            busy.append("curating notes…")
+        if self.opened.has_session and self.agent.ahead is not None and not self.agent.ahead.done:
+            busy.append("compressing memory…")
+        if busy:
+            line = " " + " · ".join(busy) + (" │" + line if line else " ")
+        return line
 
     # -- the loop -------------------------------------------------------------------------------
 
@@ -220,6 +234,7 @@ class Repl:
             # A signal that ends scribe and was recorded where it landed (a turn, a curation that
             # skipped on it): scribe ends now.
             self.ending.raise_if_received()
+            self.say_curated()
             try:
                 line = self.area.read()
             except Stopped:
@@ -253,31 +268,38 @@ class Repl:
 
     def compress_ahead(self) -> None:
         """After a turn, on a slow server: what the next call would compress, compressed now in a
-        thread while the person reads and types (agent/ahead.py)."""
-        memory = self.agent.memory
-        if memory is not None and works_ahead(self.settings.observe_ahead, os.environ.get("ANTHROPIC_BASE_URL"),
-                                              self.session.events):
-            self._ahead = AheadCompression(memory, self.session)
+        thread while the person reads and types (agent/ahead.py). Nobody waits for it."""
+        agent = self.agent
+        self.take_ahead()
+        if agent.ahead is None and agent.memory is not None and works_ahead(
+                self.settings.observe_ahead, os.environ.get("ANTHROPIC_BASE_URL"), self.session.events):
+            agent.ahead = AheadCompression(agent.memory, self.session)
+
+    def take_ahead(self) -> None:
+        """What a compression between turns made, taken into the log once it has ended, and shown."""
+        agent = self.opened.agent if self.opened.has_session else None
+        if agent is None or agent.ahead is None or not agent.ahead.done:
+            return
+        ahead, agent.ahead = agent.ahead, None
+        for event in ahead.take():
+            self.show(event)
+        self.refresh()
 
     def finish_ahead(self) -> None:
-        """Before anything else writes to the log: wait for the compression between turns, then
-        show what it did. The wait is said, since the person asked for something meanwhile."""
-        ahead, self._ahead = self._ahead, None
-        if ahead is None:
+        """The session ends: a compression between turns gets a moment to end, and is taken; one
+        still waiting on its model is left, and the log says so (agent/ahead.py)."""
+        if not self.opened.has_session or self.agent.ahead is None:
             return
-        if ahead.running:
-            self.view.busy("finishing memory compression…  (the log has one writer: it cannot be cancelled)")
-        try:
-            for event in ahead.finish():
-                self.view.handle(event)
-        finally:
-            self.view.pause()
-        self.refresh()
+        if not self.agent.ahead.wait(PERSON_WAITS_S):
+            self.agent.ahead = None
+            left_unfinished(self.session)
+            return
+        self.take_ahead()
 
     def act(self, line: str) -> None:
         """A slash command, a shell command (`!...`), a literal message (`//...`, `!!...`), or a
         message for the model (its `@path` files attached)."""
-        self.finish_ahead()
+        self.take_ahead()
         command = shell_command(line)
         message = message_of(line)
         if command is not None:
@@ -285,14 +307,18 @@ class Repl:
                 run_bang(self.agent, self.view, command, MODE_COMMAND)
         elif message is None:
             with cancellable(), self.keys.running():
-                dispatch(self, line)
+                sent = dispatch(self, line)
+            if sent is not None:  # a custom command's text, /init's instruction: a turn of its own
+                text, images = with_attachments(self.agent, self.view, sent.text)
+                self.run_turn(text, images, sent.command)
         else:
-            self.run_turn(with_attachments(self.agent, self.view, message))
+            self.run_turn(*with_attachments(self.agent, self.view, message))
 
-    def run_turn(self, text: str) -> TurnEnded:
+    def run_turn(self, text: str, images: Sequence[PreparedImage] = (),
+                 command: dict[str, Any] | None = None) -> TurnEnded:
         self.view.busy(THINKING)  # at once: the first model call may be a while in coming
         with cancellable(), self.keys.running():
-            ended = drive(self.agent.turn(text), self.show)
+            ended = drive(self.agent.turn(text, images, command), self.show)
             dangling = unanswered_tool_uses(self.session.events)
             if dangling:  # only if an interrupt escaped the agent's own handler
                 self.session.append(InterruptEvent, tool_use_ids=dangling, reason="cancelled by the user")
@@ -313,26 +339,18 @@ def start(*, continue_: bool, resume: str | None, permission_mode: str | None, m
     with cli_errors():
         if continue_ and resume:
             raise fail("give --continue or --resume, not both")
-        workspace = find_workspace(Path.cwd())
         console = make_console()
-        trust = trust_of(workspace, granted=trust_workspace)
-        if not trust.trusted:
-            trust = ask(console, trust)
-        flags = {"permission_mode": permission_mode, "model": model, "auto_commit": auto_commit}
-        config = read_config(workspace, trust)
-        settings = load_settings(workspace, flags, defaults=REPL_DEFAULTS, config=config)
-        preload_sdk()  # while the person types the first message
-        hub = open_hub(workspace, settings, config)
-        try:
-            repl = Repl(workspace, settings, View(console), hub=hub, prices=price_book(config))
+        opening = Opening(Path.cwd(), SessionChoice(continue_, resume, model), person=True,
+                          trust_workspace=trust_workspace,
+                          flags={"permission_mode": permission_mode, "model": model, "auto_commit": auto_commit})
+        with open_agent(opening, ask_trust=lambda found: ask(console, found), open_session=False, tell=warn,
+                        confirm_servers=lambda workspace, settings, config: confirm_servers(
+                            console, workspace, settings, config)) as opened:
+            preload_sdk()  # while the person types the first message
+            repl = Repl(opened, View(console))
             with repl.keys.session(), ending_signals(resume="scribe -c") as repl.ending:
-                session = repl.choose(SessionChoice(continue_, resume, model))
                 try:
-                    repl.open(session, resumed=continue_ or bool(resume))
+                    repl.open(opening.choice)
                     repl.loop()
                 finally:
-                    if repl.ending.received is not None:  # ending on a signal: no model call for the notes
-                        repl.settings = dataclasses.replace(repl.settings, curate_notes=False)
                     repl.close()
-        finally:
-            hub.close()  # stops the MCP servers

@@ -9,6 +9,7 @@ from rich.text import Text
 from scribe.agent.attach import attach
 from scribe.agent.loop import Agent
 from scribe.agent.shell import ShellRefused, run_shell
+from scribe.workspace.images import PreparedImage
 
 from ..visible import visible
 from .excerpts import fold
@@ -49,11 +50,14 @@ def run_bang(agent: Agent, view: View, command: str, how_to_allow: str) -> None:
     view.note("(the command and its output go to the model with your next message)")
 
 
-def with_attachments(agent: Agent, view: View, message: str) -> str:
-    """`message` with the files its `@path` words name attached; each is named on screen."""
+def with_attachments(agent: Agent, view: View, message: str) -> tuple[str, list[PreparedImage]]:
+    """`message` with the files its `@path` words name attached, and the images it attaches;
+    each is named on screen."""
     attached = attach(message, agent.context)
     for file in attached.files:
         view.note(file.describe())
+    for image in attached.images:
+        view.note(image.describe())
     for refusal in attached.refused:
         view.warn(refusal)
-    return attached.text
+    return attached.text, attached.images

@@ -165,8 +165,8 @@ def stats_lines(n: Numbers, health: MemoryHealth | None = None) -> list[str]:
     return [
         f"model        {n.model}   permission mode {n.mode}",
         f"calls        {t.calls}{by_purpose}",
-        f"tokens       {t.prompt_tokens:,} prompt = {t.cache_read:,} cache read + {t.cache_write:,} cache write "
-        f"+ {t.input:,} uncached; {t.output:,} output",
+        f"tokens       {t.prompt_tokens:,} prompt = {t.tokens.cache_read:,} cache read + {t.tokens.cache_write:,} "
+        f"cache write + {t.tokens.input:,} uncached; {t.tokens.output:,} output",
         f"cache        {percent(n.session_hit)} of prompt tokens read from the cache "
         f"(last call {percent(n.last_hit)})",
         f"context      ~{n.context.total:,} tokens next call: {n.context.fixed:,} instructions and tools, "

@@ -48,9 +48,12 @@ from scribe.agent.protocol import (
 )
 from scribe.tools.mcp.spec import PREFIX as MCP_PREFIX
 from scribe.tools.textio import plural
+from scribe.tools.todo import NAME as TODO
+from scribe.tools.todo import current_todos
 
 from ..visible import VisibleConsole, VisibleStream, visible
 from .excerpts import Hanging, MarkdownTail, complete_blocks, diff_text, first_line, fold, message_excerpt
+from .habits import todo_text, working_on
 from .live import Unpadded, fitted_live
 
 END_NOTES = {
@@ -133,6 +136,8 @@ class View:
         self._stream = VisibleStream()  # plain mode: the streamed text as written
         # Tool calls whose effect was already shown in an approval preview.
         self.previewed: set[str] = set()
+        # The item of the model's task list in progress (todo tool), named while it thinks.
+        self.task: str | None = None
         # Plain mode: the status line a wait will print if it lasts (see `busy`).
         self._status: threading.Timer | None = None
         self._status_lock = threading.Lock()
@@ -141,7 +146,10 @@ class View:
 
     def busy(self, label: str) -> None:
         """Say what is being waited for until the next output: a spinner with `label` on a real
-        terminal; elsewhere the label as one line, if the wait lasts STATUS_AFTER_S."""
+        terminal; elsewhere the label as one line, if the wait lasts STATUS_AFTER_S. While the
+        model thinks, the task it said it is working on (its todo list) is named."""
+        if label == THINKING and self.task:
+            label = f"{visible(self.task)}…  (Esc or Ctrl-C cancels)"
         if self.live_ok:
             self._show(_Waiting(label))
             return
@@ -300,6 +308,11 @@ class View:
 
     def _tool_result(self, done: ToolDone) -> None:
         result, name = done.result, done.call.name
+        items = current_todos([(done.call.args, result.is_error)]) if name == TODO and not done.denied else None
+        if items is not None:  # the task list, whole, each time the model changes it
+            self.task = working_on(items)
+            self.console.print(todo_text(items), end="")
+            return
         if done.denied or (result.is_error and name != "run_command"):
             self.console.print(Text("  ✗ " + first_line(result.output), style="red"))
         elif name == "edit_file" and done.call.id in self.previewed:

@@ -1,11 +1,11 @@
-"""One session life cycle for both front ends: `scribe run` and the REPL start, continue, curate,
-pin MCP tools and greet through the agent's one driver (agent/driver.py), and each says what
-the same events tell it. Both run in this process, so the driver can be watched: a front end
-that started a session its own way would show up here as a different event sequence."""
+"""One session life cycle for both front ends: `scribe run` and the REPL start, continue, pin MCP
+tools and greet through the one assembly (agent/assembly.py), and each says what the same
+events tell it. Both run in this process, so the assembly can be watched: a front end that
+started a session its own way would show up here as a different event sequence."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -14,18 +14,10 @@ from prompt_toolkit.input import create_pipe_input
 from prompt_toolkit.output import DummyOutput
 from typer.testing import CliRunner
 
-from helpers import as_a_person, trust_here
+from helpers import as_a_person, new_session, trust_here
 from mcp_servers.launch import notes_table
-from scribe.agent import driver
-from scribe.agent.protocol import (
-    Curated,
-    CurationEnded,
-    CurationStarted,
-    ServersStarting,
-    ServersWaited,
-    SessionOpened,
-)
-from scribe.agent.runtime import SessionChoice, choose_session
+from scribe.agent import assembly
+from scribe.agent.protocol import Curated, ServersStarting, ServersWaited, SessionOpened
 from scribe.cli.app import app
 from scribe.cli.repl.repl import start
 from scribe.fakeapi import FakeMessagesServer, Reply, SideCallModel
@@ -33,13 +25,13 @@ from scribe.log.events import UserEvent
 from scribe.settings.values import Settings, load_settings
 
 CTRL_D = "\x04"
-LIFE = (CurationStarted, Curated, CurationEnded, ServersStarting, ServersWaited, SessionOpened)
+LIFE = (Curated, ServersStarting, ServersWaited, SessionOpened)
 
 
 @pytest.fixture
 def driven(monkeypatch: pytest.MonkeyPatch, workspace: Path, home: Path) -> Iterator[list[object]]:
     """A person in `workspace`, whose notes are curated and whose one MCP server fails as it
-    starts; and every event the agent's driver hands a front end to show, in order."""
+    starts; and every event the assembly hands a front end to show as it opens a session."""
     as_a_person(monkeypatch, workspace, home, curate_notes=True)
     monkeypatch.setenv("SCRIBE_WATCH_FILES", "0")
     monkeypatch.setenv("COLUMNS", "400")  # the REPL's lines unwrapped, to be found whole
@@ -48,15 +40,16 @@ def driven(monkeypatch: pytest.MonkeyPatch, workspace: Path, home: Path) -> Iter
     config.write_text(notes_table(NOTES_MODE="fail"))
     trust_here(workspace)
     seen: list[object] = []
-    real = driver.drive
+    real = assembly.Opened.open
 
-    def watched(events: Generator[object, None, object], show: Callable[[object], None]) -> object:
+    def watched(self: assembly.Opened, choice: assembly.SessionChoice, show: Callable[[object], None],
+                approver: object = None) -> object:
         def showing(event: object) -> None:
             seen.append(event)
             show(event)
-        return real(events, showing)
+        return real(self, choice, showing, approver)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(driver, "drive", watched)
+    monkeypatch.setattr(assembly.Opened, "open", watched)
     yield seen
 
 
@@ -92,36 +85,38 @@ def shape(event: object) -> tuple[object, ...]:
     return (type(event).__name__, *vars(event).values())
 
 
-def test_run_and_the_repl_start_and_continue_a_session_through_the_one_driver(
+def test_run_and_the_repl_start_and_continue_a_session_through_the_one_assembly(
         driven: list[object], workspace: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
-    earlier = choose_session(workspace, load_settings(workspace, {}), SessionChoice())
+    earlier = new_session(workspace, load_settings(workspace, {}))
     earlier.append(UserEvent, text="Remember: the tests run with make check.")
     earlier.close()
+    del driven[:]  # what opening the earlier session showed
     with FakeMessagesServer(SideCallModel(lambda request: Reply.text("Done."))) as server:
         monkeypatch.setenv("ANTHROPIC_BASE_URL", server.base_url)
         run_said = scribe_run("Remember: releases are tagged by hand.")
         by_run = taken(driven)
-        repl_said = repl(capsys, continue_=False)  # curates the run's session
+        repl_said = repl(capsys, continue_=False)
         by_repl = taken(driven)
         run_again = scribe_run("-c", "and again")
         continued_by_run = taken(driven)
         repl_again = repl(capsys, continue_=True)
         continued_by_repl = taken(driven)
 
+    # a new session: the earlier ones curated (while the servers start), the servers waited for,
+    # then the greeting
     assert [shape(e) for e in by_run] == [shape(e) for e in by_repl]
-    assert [type(e) for e in by_run] == [CurationStarted, Curated, CurationEnded, ServersStarting, ServersWaited,
-                                         SessionOpened]
-    assert by_run[0] == CurationStarted(earlier=True)
-    assert by_run[3] == ServersStarting(("notes",), Settings().mcp_start_timeout_s)
+    assert [type(e) for e in by_run] == [Curated, ServersStarting, ServersWaited, SessionOpened]
+    assert by_run[1] == ServersStarting(("notes",), Settings().mcp_start_timeout_s)
     run_opened, repl_opened = by_run[-1], by_repl[-1]
     assert isinstance(run_opened, SessionOpened) and isinstance(repl_opened, SessionOpened)
     assert not run_opened.resumed and run_opened.mcp and run_opened.mcp[0].startswith("mcp: server 'notes' failed")
     # each front end says what the events told it
-    for curated, said, prefix in ((by_run[1], run_said, "scribe: "), (by_repl[1], repl_said, "")):
+    for curated, said, prefix in ((by_run[0], run_said, "scribe: "), (by_repl[0], repl_said, "")):
         assert isinstance(curated, Curated) and curated.noteworthy and prefix + curated.text in said
     assert f"scribe: {run_opened.mcp[0]}" in run_said and repl_opened.mcp[0] in repl_said
     assert f"new session {repl_opened.session.id}" in repl_said
+    assert "make check" in run_opened.session.header.system  # the run's session began with the fact
 
     # continuing: no curation and no wait, the same session greeted as continued
     assert [shape(e) for e in continued_by_run] == [shape(e) for e in continued_by_repl] == [

@@ -16,8 +16,8 @@ from rich.console import Console
 
 from conftest import CORRUPT_ON_PURPOSE
 from helpers import events_of, run_scribe, scribe_env, session_logs
-from scribe.agent.runtime import SessionChoice, choose_session
-from scribe.cli.repl.repl import Repl
+from repl_driver import open_repl
+from scribe.agent.assembly import SessionChoice
 from scribe.cli.repl.view import View
 from scribe.fakeapi import FakeMessagesServer, Reply
 from scribe.log.events import UserEvent
@@ -64,12 +64,8 @@ def repl_session(workspace: Path, keys: str, choice: SessionChoice | None = None
     with create_pipe_input() as pipe, create_app_session(input=pipe, output=DummyOutput()):
         pipe.send_text(keys + "\x04")
         settings = load_settings(workspace, {"permission_mode": "ask", "curate_notes": False})
-        repl = Repl(workspace, settings, View(Console(file=out, width=200)))
-        try:
-            repl.open(choose_session(workspace, settings, choice or SessionChoice()), resumed=choice is not None)
+        with open_repl(workspace, settings, View(Console(file=out, width=200)), choice) as repl:
             repl.loop()
-        finally:
-            repl.close()
     return out.getvalue()
 
 

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from builders import header_fields
-from helpers import SCRIBE, Ran, events_of, run_scribe, scribe_env, session_logs
+from helpers import SCRIBE, Ran, adopt, events_of, run_scribe, scribe_env, session_logs
 from scribe.context.render import canonical_json, prefix_blocks, render
 from scribe.context.tokens import event_tokens
 from scribe.fakeapi import FakeMessagesServer, RecordedRequest, Reply, text_block, tool_use_block
@@ -157,6 +157,7 @@ def test_observations_and_reflections_written_by_hand_are_rendered_counted_and_s
         recorded: Recorded, tmp_path: Path) -> None:
     log = tmp_path / "compressed.jsonl"
     shutil.copy(recorded.log, log)
+    adopt(log)  # a copy: its seal stayed with the original
     events = events_of(log)
     users = [e.seq for e in events if isinstance(e, UserEvent)]
     first_to, second_to = users[1] - 1, users[2] - 1
@@ -182,7 +183,8 @@ def test_observations_and_reflections_written_by_hand_are_rendered_counted_and_s
     assert PROMPTS[2] in shown and PROMPTS[0] not in shown and PROMPTS[1] not in shown
 
     ran = run_scribe(["log", "prompt", str(log), "--at", str(observer.seq)], recorded.workspace, recorded.env)
-    assert ran.code == 2 and "observer call; only agent calls can be rebuilt" in ran.err
+    # written by hand, it records nothing of its request (scribe's own side calls do)
+    assert ran.code == 2 and "this side call recorded nothing to rebuild its request from" in ran.err
 
     stats = run_scribe(["log", "stats", "--json", str(log)], recorded.workspace, recorded.env).json()
     assert list(stats["by_purpose"]) == ["agent", "observer"] and stats["by_purpose"]["observer"]["calls"] == 1
@@ -251,10 +253,12 @@ def test_list_shows_the_workspace_sessions_and_all_of_them_with_all(recorded: Re
     assert len(rows) == 1
     row, events, bills = rows[0], recorded.events, [billed(r) for r in recorded.requests]
     assert row["id"] == recorded.log.stem and row["turns"] == 3 and row["calls"] == 8
-    assert row["input_tokens"] == sum(b["input"] + b["cache_read"] + b["cache_write"] for b in bills)
+    assert row["prompt_tokens"] == sum(b["input"] + b["cache_read"] + b["cache_write"] for b in bills)
+    assert row["input"] == sum(b["input"] for b in bills)  # uncached, as everywhere
     assert row["started"] == events[0].created and row["last_activity"] == events[-1].ts  # type: ignore[attr-defined]
     assert row["cost_usd"] == pytest.approx(sum(call_cost("claude-sonnet-5-5", **b) for b in bills), abs=1e-6)
-    assert set(row) >= {"id", "started", "last_activity", "turns", "calls", "input_tokens", "hit_rate", "cost_usd"}
+    assert set(row) >= {"id", "started", "last_activity", "turns", "calls", "input", "prompt_tokens", "hit_rate",
+                        "cost_usd"}
 
     # two workspaces sharing one state folder (SCRIBE_HOME): the default lists this one's only
     state = tmp_path / "state"
@@ -267,7 +271,7 @@ def test_list_shows_the_workspace_sessions_and_all_of_them_with_all(recorded: Re
     env = scribe_env(NO_API, recorded.home, SCRIBE_HOME=str(state))
     mine = run_scribe(["log", "list", "--json"], here, env).json()
     assert [r["id"] for r in mine] == ["20260101-000000-aaaaaa"]
-    assert mine[0]["turns"] == 2 and mine[0]["calls"] == 2 and mine[0]["input_tokens"] == 4115
+    assert mine[0]["turns"] == 2 and mine[0]["calls"] == 2 and mine[0]["prompt_tokens"] == 4115
     assert mine[0]["hit_rate"] == pytest.approx(2000 / 4115, abs=1e-6)
     expected = (call_cost("claude-sonnet-5-5", input=10, cache_read=0, cache_write=2000, output=50)
                 + call_cost("claude-haiku-5-5", input=5, cache_read=2000, cache_write=100, output=70))
@@ -537,6 +541,7 @@ def corrupt(recorded: Recorded, tmp_path: Path, name: str, change: Callable[[lis
     lines = recorded.log.read_bytes().split(b"\n")[:-1]
     path = tmp_path / f"{name}.jsonl"
     path.write_bytes(b"".join(line + b"\n" for line in change(lines)))
+    adopt(path)  # sealed: only its structure is in question here
     return recorded.log_cmd("verify", str(path))
 
 
@@ -585,6 +590,7 @@ def test_verify_warns_but_passes_on_a_torn_line_and_an_open_call_at_the_end(reco
     last_call = max(i for i, line in enumerate(lines) if b'"type":"tool_use"' in line and b'"assistant"' in line)
     path = tmp_path / "stopped.jsonl"
     path.write_bytes(b"".join(line + b"\n" for line in lines[: last_call + 2]) + lines[last_call + 2][:30])
+    adopt(path)  # its whole lines sealed, as a writer killed mid-line leaves them
     ran = recorded.log_cmd("verify", str(path))
     assert ran.code == 0, ran.out
     warnings = ran.out.splitlines()[:-1]

@@ -15,6 +15,7 @@ import socket
 import stat
 import subprocess
 import tempfile
+import urllib.parse
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,9 +25,9 @@ import pytest
 
 from builders import header_fields
 from conftest import make_repository
-from helpers import SCRIBE, Ran, run_scribe, scribe_env
+from helpers import SCRIBE, Ran, adopt, agent_for, run_scribe, scribe_env
+from scribe.agent.assembly import switch_model
 from scribe.agent.protocol import TurnEnded
-from scribe.agent.runtime import build_agent, switch_model
 from scribe.agent.session import start_session
 from scribe.cli.log.common import money
 from scribe.context.chunks import active_chunks
@@ -115,7 +116,7 @@ def compressed(tmp_path_factory: pytest.TempPathFactory) -> Built:
         mp.setenv("ANTHROPIC_API_KEY", "sk-test")
         mp.setenv("SCRIBE_HOME", str(workspace / ".scribe"))
         session = start_session(workspace, settings, tool_definitions(builtin_tools()))
-        agent = build_agent(workspace, settings, session)
+        agent = agent_for(workspace, settings, session)
         for k in range(TURNS):
             if k == TURNS - 1:
                 switch_model(session, "claude-opus-5")
@@ -491,7 +492,9 @@ def serve(built: Built, *args: str) -> Served:
     line = proc.stdout.readline()
     assert " at http://127.0.0.1:" in line, line
     url = line.split(" at ", 1)[1].split()[0]
-    return Served(proc, url, int(url.rsplit(":", 1)[1].strip("/")))
+    port = urllib.parse.urlsplit(url).port
+    assert port is not None, url
+    return Served(proc, url, port)
 
 
 def stop(served: Served) -> tuple[int, str]:
@@ -503,6 +506,7 @@ def stop(served: Served) -> tuple[int, str]:
 def test_serve_shows_an_appended_event_and_stops_on_ctrl_c(browser: Any, compressed: Built, tmp_path: Path) -> None:
     log = tmp_path / "live.jsonl"  # a copy: the other tests read the session as it was built
     log.write_bytes(compressed.log.read_bytes())
+    adopt(log)  # a copy: its seal stayed with the original
     live = Built(compressed.workspace, compressed.home, log)
     served = serve(live)
     try:
@@ -536,7 +540,8 @@ def test_serve_shows_an_appended_event_and_stops_on_ctrl_c(browser: Any, compres
         assert listening.getsockname()[0] == "127.0.0.1"
         listening.close()
         connection = http.client.HTTPConnection("127.0.0.1", served.port, timeout=10)
-        connection.request("GET", "/update", headers={"Host": f"evil.example:{served.port}"})
+        connection.request("GET", urllib.parse.urlsplit(served.url).path + "update",
+                           headers={"Host": f"evil.example:{served.port}"})
         assert connection.getresponse().status == 403
         connection.close()
         page.close()
@@ -568,7 +573,7 @@ def test_html_writes_one_self_contained_file(compressed: Built) -> None:
     page = written.read_text()
     umask = os.umask(0)
     os.umask(umask)
-    assert stat.S_IMODE(written.stat().st_mode) == 0o666 & ~umask  # as any new file, not private
+    assert umask != 0o077 and stat.S_IMODE(written.stat().st_mode) == 0o600  # private, as the log
     written.unlink()
     assert ran.out.startswith(f"wrote {session_id}.html (") and "file://" in ran.out
     # nothing to fetch: no external script, style sheet, image or font

@@ -3,7 +3,6 @@ Messages API, tools act on a real git workspace, and what rich prints is capture
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import re
@@ -18,15 +17,22 @@ import pytest
 from prompt_toolkit.application import create_app_session
 from prompt_toolkit.input import create_pipe_input
 from prompt_toolkit.output import DummyOutput
-from rich.console import Console
 
-from helpers import events_of, run_scribe, running, scribe_env, session_logs, sleep_argv, wait_for
+from helpers import (
+    events_of,
+    new_session,
+    run_scribe,
+    running,
+    scribe_env,
+    session_logs,
+    sleep_argv,
+    wait_for,
+)
 from repl_driver import Ran, person, run_repl  # noqa: F401 - person: the autouse fixture of these tests
-from scribe.agent.runtime import SessionChoice, choose_session
-from scribe.cli.repl.repl import Repl, start
-from scribe.cli.repl.view import STATUS_AFTER_S, View
+from scribe.cli.repl.repl import start
+from scribe.cli.repl.view import STATUS_AFTER_S
 from scribe.fakeapi import FakeMessagesServer, Reply, text_block, tool_use_block
-from scribe.log.events import FileChangeEvent, InterruptEvent, ToolResultEvent, UserEvent
+from scribe.log.events import FileChangeEvent, InterruptEvent, ToolResultEvent, UsageEvent, UserEvent
 from scribe.settings.values import load_settings
 
 UP, ESC, CTRL_C, CTRL_D = "\x1b[A", "\x1b", "\x03", "\x04"
@@ -52,8 +58,9 @@ def test_approvals_yes_no_always(workspace: Path) -> None:
         Reply.text("All done."),
     ]
     # y for the write, n for the edit, the word "always" for the first command (`a` alone is
-    # not an answer: it asks again); the second command must not ask
-    ran = run_repl(workspace, script, "make notes\rYna\ralways\r")
+    # not an answer: it asks again); the second command must not ask. A script's keys come at
+    # once: a letter with another close behind it is the start of a word, so each is sent.
+    ran = run_repl(workspace, script, "make notes\rY\rn\ra\ralways\r")
     assert (workspace / "notes.txt").read_text() == "one\ntwo\n"  # the edit was declined
     assert (workspace / "ran.txt").read_text() == "first\nsecond\n"
     assert "creates notes.txt: 2 lines, 8 bytes" in ran.out
@@ -85,7 +92,7 @@ def test_slash_commands(workspace: Path) -> None:
     assert "claude-opus-5 │" in ran.toolbar
     assert "permission mode ask  (modes:" in out and "permission mode full-auto" in out
     assert "unknown mode 'sideways'" in out
-    assert "unknown command /stat, not sent to the model; did you mean /stats?" in out
+    assert "unknown command /stat, not sent to the model; did you mean /stats, /cost?" in out
     assert "unknown command /xyzzy, not sent to the model; /help lists the commands" in out
     assert ran.texts == ["hello", "/usr/bin/env is odd"]  # a path is a message, not a command
 
@@ -203,7 +210,7 @@ def test_an_interrupt_that_escapes_the_agent_still_closes_its_tool_call(
     from scribe.agent.loop import Agent
     from scribe.log.events import AssistantEvent
 
-    def turn(self: Agent, prompt: str) -> Iterator[object]:
+    def turn(self: Agent, prompt: str, images: object = (), command: object = None) -> Iterator[object]:
         self.session.append(UserEvent, text=prompt)
         self.session.append(AssistantEvent, content=[tool_use_block("run_command", {"command": "true"}, id="toolu_x")],
                             stop_reason="tool_use")
@@ -286,18 +293,31 @@ def test_undo_is_not_reported_to_the_model_as_an_outside_change(workspace: Path,
     assert not any(isinstance(e, FileChangeEvent) for e in events)
 
 
-def test_leaving_while_notes_are_curated_says_so_at_once(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_curation_never_keeps_the_person_waiting_and_what_it_misses_is_picked_up(
+        workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Leaving curates nothing; the next start curates in the background. The curator's answer
+    here waits until the person's own message has reached the model: a REPL that waited for the
+    curation before taking that message would never get there."""
     monkeypatch.setenv("SCRIBE_CURATE_NOTES", "true")
+    asked = threading.Event()
 
     def answer(request: dict) -> Reply:  # type: ignore[type-arg]
         if "tool_choice" not in request:  # the agent's call (a side call forces its tool)
+            asked.set()
             return Reply.text("Noted.")
-        time.sleep(STATUS_AFTER_S + 0.5)  # a slow curation, as when the API is slow or unreachable
+        assert asked.wait(30), "the person's message never reached the model while notes were curated"
         return Reply.text("## Conventions\n- tests run with make check [from x#1]")
 
-    ran = run_repl(workspace, FakeMessagesServer(answer), "tests run with make check\r")
-    assert "curating notes…  (Ctrl-C skips)" in ran.out
-    assert ran.out.index("curating notes…") < ran.out.index("saved; `scribe -c` continues it")
+    with FakeMessagesServer(answer) as server:
+        first = run_repl(workspace, server, "tests run with make check\r")
+        assert "curating notes" not in first.out and len(server.requests) == 1  # leaving curated nothing
+        asked.clear()
+        second = run_repl(workspace, server, "hello again\r")
+        assert second.texts[1] == "hello again"
+        notes = workspace / ".scribe" / "notes.md"
+        assert wait_for(lambda: notes.is_file() and "make check" in notes.read_text())
+    first_log = events_of(session_logs(workspace)[0])
+    assert [e.purpose for e in first_log if isinstance(e, UsageEvent)] == ["agent", "curator"]
 
 
 def test_a_slow_answer_says_what_it_waits_for(workspace: Path) -> None:
@@ -314,11 +334,11 @@ def test_resume_lists_dates_how_many_more_and_no_empty_sessions(workspace: Path)
     settings = load_settings(workspace, {})
     made = []
     for n in range(12):
-        session = choose_session(workspace, settings, SessionChoice())
+        session = new_session(workspace, settings)
         session.append(UserEvent, text=f"question {n}")
         session.close()
         made.append(session.id)
-    empty = choose_session(workspace, settings, SessionChoice())  # header only: never used
+    empty = new_session(workspace, settings)  # header only: never used
     empty.close()
     ran = run_repl(workspace, [], "/resume\r")
     listed = [line for line in ran.out.splitlines() if re.match(r" [ *] \d{8}-", line)]
@@ -328,26 +348,6 @@ def test_resume_lists_dates_how_many_more_and_no_empty_sessions(workspace: Path)
     assert "question 3" in ran.out and "question 2" not in ran.out
     assert "… and 3 older sessions (`scribe log list` shows them all)" in ran.out
 
-
-def test_a_new_session_says_it_curates_the_earlier_ones_first(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("SCRIBE_CURATE_NOTES", "true")
-    settings = load_settings(workspace, {"max_retries": 0})
-    earlier = choose_session(workspace, settings, SessionChoice())
-    earlier.append(UserEvent, text="tests run with make check")
-    earlier.close()
-
-    def answer(request: dict) -> Reply:  # type: ignore[type-arg]
-        time.sleep(STATUS_AFTER_S + 0.5)  # a slow curation, as when the API is slow or unreachable
-        return Reply.text("## Conventions\n- tests run with make check [from x#1]")
-
-    out = io.StringIO()
-    with FakeMessagesServer(answer) as server, create_pipe_input() as pipe, \
-            create_app_session(input=pipe, output=DummyOutput()):
-        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.base_url)
-        repl = Repl(workspace, settings, View(Console(file=out, width=110)))
-        repl.choose(SessionChoice()).close()
-    assert "curating notes from earlier sessions…  (Ctrl-C skips)" in out.getvalue()
-    assert len(server.requests) == 1  # the earlier session was curated before the new one began
 
 
 def test_reflect_says_truly_why_a_long_message_is_not_summarised_yet(workspace: Path, home: Path) -> None:

@@ -18,7 +18,7 @@ from helpers import events_of, session_logs
 from repl_driver import person, run_repl  # noqa: F401  (person: the autouse fixture of those tests)
 from scribe.cli.repl.input import InputArea, ReplCompleter
 from scribe.fakeapi import FakeMessagesServer, Reply, tool_use_block
-from scribe.log.events import ObservationEvent, ToolResultEvent, UndoEvent, UserEvent
+from scribe.log.events import GitConfigEvent, ObservationEvent, ToolResultEvent, UndoEvent, UserEvent
 
 
 def _log(workspace: Path) -> list:  # type: ignore[type-arg]
@@ -164,10 +164,12 @@ def test_an_at_path_attaches_the_file_to_the_message(workspace: Path, monkeypatc
     ("full-auto", "", True),
 ])
 def test_a_bang_command_runs_under_the_permission_mode(workspace: Path, mode: str, answer: str, runs: bool) -> None:
-    # Where the mode asks, `answer` answers the question; where it does not, a question would
-    # take the first letters of the next message instead (its `a` answers "always"), and the
-    # message the model gets shows whether one was asked.
-    keys = f"!echo from-the-shell > shell.txt; cat shell.txt; exit 3\r{answer}what did it say?\r"
+    # Where the mode asks, `answer` and Enter answer the question (a script's keys come at once:
+    # a letter with more close behind it is the start of a word); where it does not, a question
+    # would take the next message as what was typed at it instead, and the message the model
+    # gets shows whether one was asked.
+    answered = f"{answer}\r" if answer else ""
+    keys = f"!echo from-the-shell > shell.txt; cat shell.txt; exit 3\r{answered}what did it say?\r"
     ran = run_repl(workspace, [Reply.text("It said from-the-shell.")], keys, mode=mode)
     assert (workspace / "shell.txt").exists() == runs
     users = [e for e in _log(workspace) if isinstance(e, UserEvent)]
@@ -184,6 +186,17 @@ def test_a_bang_command_runs_under_the_permission_mode(workspace: Path, mode: st
         assert "✗ !command runs nothing in permission mode read-only; /mode ask asks before each command" in ran.out
     if answer == "n":
         assert "✗ not run (declined)" in ran.out
+
+
+def test_git_configuration_a_bang_command_planted_is_shown_and_logged(tmp_path: Path) -> None:
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    keys = "!git init -q nested && git -C nested config core.sshCommand /bin/true\rlooked?\r"
+    ran = run_repl(plain, [Reply.text("Yes.")], keys, mode="full-auto")
+    shown = " ".join(ran.out.split())  # the terminal wraps the line
+    assert "a new git repository at nested/.git" in shown and "core.sshcommand = /bin/true" in shown, ran.out
+    [event] = [e for e in _log(plain) if isinstance(e, GitConfigEvent)]
+    assert event.changes[0]["folder"] == "nested/.git" and event.changes[0]["new"]
 
 
 def test_bang_bang_sends_a_message_and_a_lone_bang_says_what_it_takes(workspace: Path) -> None:

@@ -232,7 +232,7 @@ def test_the_repl_and_the_agent_load_without_the_sdk_until_a_call_needs_it() -> 
     is loaded imports it on its first call."""
     code = (
         "import sys\n"
-        "import scribe.cli.repl.repl, scribe.agent.loop, scribe.agent.runtime\n"
+        "import scribe.cli.repl.repl, scribe.agent.loop, scribe.agent.assembly\n"
         "from scribe.model.client import ModelClient\n"
         "client = ModelClient()\n"
         "print('anthropic' in sys.modules)\n"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import signal
 import subprocess
+import threading
 from pathlib import Path
 
 import pexpect
@@ -51,6 +52,40 @@ def all_gone(*commands: tuple[str, str]) -> bool:
     return wait_for(lambda: not any(running(*c) for c in commands))
 
 
+def test_a_run_stopped_before_its_prompt_was_recorded_says_so(workspace: Path, home: Path) -> None:
+    """SIGTERM while the new session waits for the curation of an earlier one: nothing of the
+    prompt is in any log, and the closing line says so instead of offering to continue."""
+    earlier = session_logs  # the workspace gets one session with something to curate first
+    curating, release = threading.Event(), threading.Event()
+
+    def answer(request: dict) -> Reply:  # type: ignore[type-arg]
+        if "tool_choice" in request:  # the curator's call: it does not answer in time
+            curating.set()
+            release.wait(30)
+        return Reply.text("Noted.")
+
+    with FakeMessagesServer(answer) as server:
+        env = scribe_env(server.base_url, home)
+        first = subprocess.run([SCRIBE, "run", "remember: tests run with make check"], cwd=workspace, env=env,
+                               capture_output=True, text=True, timeout=60)
+        assert first.returncode == 0, first.stderr
+        proc = subprocess.Popen([SCRIBE, "run", "the prompt that was never sent"], cwd=workspace,
+                                env={**env, "SCRIBE_CURATE_NOTES": "true"}, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        try:
+            assert curating.wait(30), proc.stderr
+            proc.send_signal(signal.SIGTERM)
+            out, err = proc.communicate(timeout=60)
+        finally:
+            proc.kill()
+            release.set()
+    assert proc.returncode == 128 + signal.SIGTERM, err
+    assert err.splitlines()[-1] == ("scribe: stopped by SIGTERM before the prompt was recorded; nothing was sent: "
+                                    "run it again")
+    texts = [getattr(e, "text", "") for log in earlier(workspace) for e in events_of(log)]
+    assert "the prompt that was never sent" not in texts
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize(("sig", "sandbox"), [(signal.SIGTERM, True), (signal.SIGHUP, True), (signal.SIGTERM, False)],
                          ids=["TERM-sandbox", "HUP-sandbox", "TERM-no-sandbox"])
@@ -66,11 +101,11 @@ def test_a_signal_ends_the_running_command_records_it_and_says_so(
         finally:
             proc.kill()
     assert proc.returncode == 128 + sig.value, err
-    assert err.splitlines()[-1] == (f"scribe: stopped by {sig.name}; what it was running was ended and recorded; "
-                                    "`scribe run -c` continues the session")
+    [log] = session_logs(workspace)
+    assert err.splitlines()[-1] == (f"scribe: stopped by {sig.name}; what it was running was ended and recorded "
+                                    f"in session {log.stem}; `scribe run -c` continues it")
     assert out == "Starting.\n"
     assert all_gone(background, foreground)
-    [log] = session_logs(workspace)
     *_, result, interrupt = events_of(log)
     assert isinstance(result, ToolResultEvent) and result.is_error
     assert result.output == f"begun\n[cancelled (stopped by {sig.name}); {ENDED}]"

@@ -18,8 +18,7 @@ from rich.markdown import Markdown
 from rich.text import Text
 
 from helpers import events_of, run_scribe, scribe_env, session_logs
-from scribe.agent.runtime import SessionChoice, choose_session
-from scribe.cli.repl.repl import Repl
+from repl_driver import open_repl
 from scribe.cli.repl.view import View
 from scribe.cli.visible import VisibleConsole, VisibleStream, visible
 from scribe.fakeapi import FakeMessagesServer, Reply, text_block, tool_use_block
@@ -106,12 +105,8 @@ def test_the_repl_shows_control_characters_visibly(workspace: Path, home: Path, 
         monkeypatch.setenv("ANTHROPIC_BASE_URL", server.base_url)
         pipe.send_text("go\r/log 4\r\x04")
         settings = load_settings(workspace, {"permission_mode": "full-auto", "max_retries": 0})
-        repl = Repl(workspace, settings, View(console))
-        repl.open(choose_session(workspace, settings, SessionChoice()), resumed=False)
-        try:
+        with open_repl(workspace, settings, View(console)) as repl:
             repl.loop()
-        finally:
-            repl.close()
     screen = out.getvalue()
     if terminal:  # the live area's own cursor movements are escapes too, and not from outside
         screen = re.sub(r"\x1b\[(?:\?25[lh]|[0-9]*A|2K)", "", screen).replace("\r", "")

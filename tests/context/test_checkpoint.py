@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from conftest import CORRUPT_ON_PURPOSE
+from helpers import adopt
 from scribe.agent.session import Session, open_session, start_session
 from scribe.context.checkpoint import checkpoint_path, load_checkpoint, reopen
 from scribe.context.chunks import ChunkIndex, tail_after
@@ -186,6 +187,8 @@ def damage_checkpoint(path: Path, how: str, other: Path) -> None:
         shutil.copy(other, path)
     else:
         raise AssertionError(how)
+    if how.startswith("log "):
+        adopt(path)  # changed by hand: the person vouches for it, or scribe would not reopen it
 
 
 @pytest.mark.parametrize("how", ["garbage", "truncated", "empty", "foreign", "wrong shape", "log rewritten",
@@ -231,6 +234,7 @@ def test_damaged_lines_and_a_torn_tail_read_the_same_through_a_checkpoint(worksp
     session.close()
     with path.open("ab") as fh:  # a bad line, a blank line, then a writer killed mid-line
         fh.write(b'{"v":1,"seq":99999,"ts":"t","type":"user","text":5}\n\n{"v":1,"seq":')
+    adopt(path)  # lines written by hand (the torn tail is not a line: it is cut off either way)
     first = reopened(path)  # cuts the torn tail; keeps the bad lines' problems in the checkpoint
     problems = list(first.problems)
     add_turns(first, random.Random(11), 3)

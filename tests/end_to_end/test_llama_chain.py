@@ -33,6 +33,7 @@ from llama_server import Exchange, LlamaServer, RecordingProxy
 from scribe.agent.compress import ContextSize
 from scribe.cli.repl.stats import numbers, toolbar_text
 from scribe.context.render import canonical_json
+from scribe.fakeapi import side_call_kind
 from scribe.log.events import (
     ErrorEvent,
     Event,
@@ -66,7 +67,6 @@ SETTINGS = {
     "SCRIBE_OBSERVE_ON_PAYBACK": "false", "SCRIBE_COMPRESS_WHEN_COLD": "false",
     "SCRIBE_WATCH_FILES": "0", "SCRIBE_REQUEST_TIMEOUT_S": "900", "SCRIBE_MAX_RETRIES": "1",
 }
-SIDE = ("You are the Observer", "You are the Reflector", "You are the Curator")
 
 
 def prompt(k: int) -> str:
@@ -162,9 +162,7 @@ def table(chain: Chain) -> str:
 
 
 def _kind(exchange: Exchange) -> str:
-    system = exchange.request.get("system")
-    text = system[0]["text"] if isinstance(system, list) and system else str(system or "")
-    return next((start.split()[-1].lower() for start in SIDE if text.startswith(start)), "agent")
+    return side_call_kind(exchange.request)  # by its instructions, on either route (memory/routes.py)
 
 
 def test_every_turn_exits_0_and_the_log_verifies(chain: Chain) -> None:
@@ -222,3 +220,20 @@ def test_the_server_dropping_tools_is_learned_once(chain: Chain) -> None:
     learned = [e for e in chain.events if isinstance(e, NoToolsEvent)]
     assert [(e.model, e.source) for e in learned] == [("smollm2-135m", "server")]
     assert all("tools: the server gives smollm2-135m no tools" in turn.out for turn in chain.turns)
+
+
+def test_side_calls_read_the_agents_prefix_from_the_slot_and_are_rebuilt_from_the_log(chain: Chain) -> None:
+    # The same model observes: through the cache, the server serves the agent's prompt from the
+    # slot that holds it and evaluates only what is new and the instruction.
+    side = [x for x in chain.exchanges if _kind(x) in ("observer", "reflector") and x.status == 200]
+    rows = [e for e in chain.events if isinstance(e, UsageEvent) and e.purpose in ("observer", "reflector")]
+    assert side and len(side) == len(rows)
+    through = [(x, row) for x, row in zip(side, rows, strict=True) if row.extra["side_call"]["route"] == "cache"]
+    assert through, [row.extra["side_call"] for row in rows]
+    for exchange, row in through:
+        assert row.cache_read > row.input, (row.cache_read, row.input)  # most of it came from the slot
+        assert exchange.usage.get("cache_read_input_tokens") == row.cache_read
+        assert row.output <= row.extra["side_call"]["max_tokens"]  # sized to its job
+    for exchange, row in zip(side, rows, strict=True):
+        ran = run_scribe(["log", "prompt", "--at", str(row.seq)], chain.workspace, chain.env)
+        assert ran.code == 0 and ran.out == canonical_json(exchange.request) + "\n"

@@ -108,7 +108,8 @@ def test_words_search_finds_every_word_in_any_case_and_stats_by_sum_each_call(se
     for group in by_session["groups"]:
         path = sessions / ".scribe" / "sessions" / f"{group['session']}.jsonl"
         truth = summarize(path.stem, read_log(path).events, price_usage).figures
-        assert (group["calls"], group["input"], group["output"]) == (truth.calls, truth.input, truth.output)
+        assert (group["calls"], group["input"], group["output"]) == (truth.calls, truth.tokens.input,
+                                                                     truth.tokens.output)
         assert group["cost_usd"] == pytest.approx(truth.cost_usd, abs=1e-6)  # as --json rounds it
     assert by_session["total"]["calls"] == sum(g["calls"] for g in by_session["groups"]) == 2 + 1 + 3 + 2
 
@@ -144,7 +145,7 @@ def test_a_stale_index_is_rebuilt_from_the_log(workspace: Path, home: Path) -> N
     path.unlink()
     hand_written(path, cwd=str(workspace), calls=2, text="rewritten")
     row = listed(workspace, home)[path.stem]
-    assert (row["calls"], row["turns"], row["input_tokens"]) == (2, 2, (100 + 1010) + (101 + 1010))
+    assert (row["calls"], row["turns"], row["prompt_tokens"]) == (2, 2, (100 + 1010) + (101 + 1010))
     assert min(texts_rowids()) > max(before), "the session's rows were made anew"
     # the same size, its last line changed: the hash of the last covered line sees it
     data = path.read_bytes()

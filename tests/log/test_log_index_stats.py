@@ -13,7 +13,7 @@ import pytest
 
 from builders import header_fields
 from conftest import CORRUPT_ON_PURPOSE
-from helpers import Ran, run_scribe, scribe_env
+from helpers import Ran, adopt, run_scribe, scribe_env
 from scribe.context.stats import session_stats
 from scribe.log.events import (
     EXTRACTIVE_MODEL,
@@ -75,6 +75,7 @@ def again(path: Path, seq: int, words: int) -> None:
     with path.open("ab") as fh:
         fh.write(b'{"v":1,"seq":%d,"ts":"2026-01-02T03:05:00.000Z","type":"user","text":"%s"}\n'
                  % (seq, b"long " * words))
+    adopt(path)  # a line written by hand: sealed, so that the writer below may append after it
 
 
 def test_stats_from_the_index_print_what_reading_the_log_whole_prints(workspace: Path, home: Path,

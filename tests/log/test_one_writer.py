@@ -8,12 +8,13 @@ before the session is read, so the second process is refused and the log stays w
 from __future__ import annotations
 
 import subprocess
+import threading
 import time
 from pathlib import Path
 
 import pytest
 
-from helpers import SCRIBE, Ran, run_scribe, scribe_env, session_logs
+from helpers import SCRIBE, Ran, scribe_env, session_logs, wait_for
 from scribe.agent.session import start_session
 from scribe.fakeapi import FakeMessagesServer, Reply
 from scribe.log.events import AssistantEvent, ObservationEvent, ToolResultEvent, UsageEvent, UserEvent
@@ -62,9 +63,18 @@ def test_two_continues_racing_on_a_long_log_one_is_refused_and_the_log_verifies(
     # the lock and is about to call the model); a little after that. Before the fix, a second
     # process that read the log around the first one's turn appended after it with stale seqs.
     starts = ["together", "on_first_append", "after_first_append"]
-    with FakeMessagesServer(lambda request: Reply.text("answered")) as server:
+    # The model answers only once one of the two has ended: whichever holds the lock is still
+    # in its turn when the other tries (however fast a run starts), so the race is real.
+    release = threading.Event()
+
+    def answer(request: dict) -> Reply:  # type: ignore[type-arg]
+        release.wait(60)
+        return Reply.text("answered")
+
+    with FakeMessagesServer(answer) as server:
         env = scribe_env(server.base_url, home)
         for start in starts:
+            release.clear()
             size = log.stat().st_size
             first = subprocess.Popen([SCRIBE, "run", "-c", f"first ({start})"], cwd=workspace, env=env,
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -72,9 +82,13 @@ def test_two_continues_racing_on_a_long_log_one_is_refused_and_the_log_verifies(
                 wait_for_growth(log, size, first)
             if start == "after_first_append":
                 time.sleep(0.3)
-            second = run_scribe(["run", "-c", f"second ({start})"], workspace, env, process=True)
-            out, err = first.communicate(timeout=120)
-            ran = [Ran(first.returncode, out, err), second]
+            second = subprocess.Popen([SCRIBE, "run", "-c", f"second ({start})"], cwd=workspace, env=env,
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            pair = (first, second)
+            assert wait_for(lambda pair=pair: any(proc.poll() is not None for proc in pair), 60), start
+            release.set()
+            outputs = [proc.communicate(timeout=120) for proc in pair]
+            ran = [Ran(proc.returncode, *output) for proc, output in zip(pair, outputs, strict=True)]
             refused = [r for r in ran if r.code == 2]
             assert len(refused) == 1, (start, ran)
             assert [r.code for r in ran if r is not refused[0]] == [0], (start, ran)

@@ -9,7 +9,10 @@ upgraded between two runs would. NOTES_MODE makes it misbehave on purpose:
     slow:S      wait S seconds before serving
     chatty      print lines that are not JSON-RPC on stdout, then exit
 Its tools `crash`, `exit_soon`, `hang` and `garble` fail mid-session: exit during the call, exit
-just after answering, never answer, or answer with a result that is not an MCP result.
+just after answering, never answer, or answer with a result that is not an MCP result. With
+NOTES_FAULTS=1, three more answer in ways no client should wait out: `malformed` (JSON that is not
+JSON-RPC, for its id), `junk` (a line that is not JSON at all, and no answer) and `huge` (an
+answer of 50 MB).
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from mcp_types import ToolAnnotations
 from tiny_png import png_bytes  # beside this file
 
 VARIANT = os.environ.get("NOTES_VARIANT", "v1")
+FAULTS = os.environ.get("NOTES_FAULTS") == "1"
 MODE = os.environ.get("NOTES_MODE", "")
 server = MCPServer("notes", log_level="WARNING")
 # The SDK points fd 1 at stderr while it serves (stray prints must not corrupt the protocol), so
@@ -98,6 +102,40 @@ def garble(ctx: Context) -> str:
     request_id = int(ctx.request_id) if ctx.request_id.isdigit() else ctx.request_id
     line = json.dumps({"jsonrpc": "2.0", "id": request_id, "result": {"content": "not a list of blocks"}})
     os.write(WIRE, (line + "\n").encode())
+    return "too late: the answer above came first"
+
+
+def _request_id(ctx: Context) -> int | str:
+    return int(ctx.request_id) if ctx.request_id.isdigit() else ctx.request_id
+
+
+def _faulty(tool):  # type: ignore[no-untyped-def]
+    return server.tool()(tool) if FAULTS else tool
+
+
+@_faulty
+def malformed(ctx: Context) -> str:
+    """Answer the call with JSON that is not JSON-RPC (a result that is not an object)."""
+    line = json.dumps({"jsonrpc": "2.0", "id": _request_id(ctx), "result": "not an object"})
+    os.write(WIRE, (line + "\n").encode())
+    return "too late: the answer above came first"
+
+
+@_faulty
+def junk() -> str:
+    """Write a line that is not JSON-RPC where the answer should be, and never answer."""
+    os.write(WIRE, b"oops: the server printed this instead\n")
+    time.sleep(3600)
+    return "unreachable"
+
+
+@_faulty
+def huge(ctx: Context) -> str:
+    """Answer the call with 50 MB of text in one JSON-RPC line."""
+    body = {"content": [{"type": "text", "text": "x" * 50_000_000}]}
+    data = memoryview((json.dumps({"jsonrpc": "2.0", "id": _request_id(ctx), "result": body}) + "\n").encode())
+    while data:
+        data = data[os.write(WIRE, data):]
     return "too late: the answer above came first"
 
 

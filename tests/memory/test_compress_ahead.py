@@ -4,15 +4,19 @@ writer and stays valid; headless runs and Anthropic's API keep compressing at th
 
 from __future__ import annotations
 
+import os
+import threading
 from pathlib import Path
 
 import pytest
 
-from helpers import events_of, session_logs
+from helpers import events_of, run_scribe, session_logs, wait_for
 from repl_driver import person, run_repl  # noqa: F401 - `person` is the REPL tests' environment
 from scribe.agent.ahead import SLOW_CALL_MS, works_ahead
-from scribe.fakeapi import FakeMessagesServer, Reply, SideCallModel
-from scribe.log.events import AssistantEvent, Event, ObservationEvent, UsageEvent, UserEvent
+from scribe.context.render import canonical_json
+from scribe.fakeapi import FakeMessagesServer, Reply, SideCallModel, side_call_kind
+from scribe.log.events import AssistantEvent, ErrorEvent, Event, ObservationEvent, UsageEvent, UserEvent
+from scribe.log.verify import verify_bytes
 
 
 def message(k: int) -> str:
@@ -66,3 +70,71 @@ def test_the_repl_compresses_between_turns_when_working_ahead(
     assert ahead == "always" or set(observed) == {"at the call"}
     assert "memory: observation of events" in ran.out  # what the thread did is shown, once joined
     assert len([e for e in events if isinstance(e, UserEvent)]) == 6
+
+
+class HeldSideCalls:
+    """A SideCallModel whose observer and reflector answers wait until `release` is set: a
+    server whose side calls take long. `agent_while_held` counts agent calls answered meanwhile."""
+
+    def __init__(self, model: SideCallModel) -> None:
+        self.model, self.release, self.held = model, threading.Event(), threading.Event()
+        self.agent_while_held = 0
+
+    def __call__(self, request: dict) -> object:  # type: ignore[type-arg]
+        kind = side_call_kind(request)
+        if kind in ("observer", "reflector"):
+            self.held.set()
+            assert self.release.wait(60), "never released"
+        elif self.held.is_set() and not self.release.is_set():
+            self.agent_while_held += 1
+        return self.model(request)
+
+
+def test_nobody_waits_for_a_compression_between_turns_and_the_log_rebuilds_it(
+        workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The side call between turns is held until the person's next turn has had its answer: a
+    REPL that waited for it (as it once did, "finishing memory compression…") would never get
+    there. Once it ends it is taken into the log, which verifies, and `log prompt --at` rebuilds
+    its request byte for byte although the session grew while it ran."""
+    monkeypatch.setenv("SCRIBE_OBSERVE_AHEAD", "always")
+    monkeypatch.setenv("SCRIBE_OBSERVE_TOKENS", "800")
+    monkeypatch.setenv("SCRIBE_OBSERVE_ON_PAYBACK", "false")
+    held = HeldSideCalls(SideCallModel([Reply.text(f"Noted {k}.") for k in range(8)]))
+
+    def release_after_the_turn() -> None:
+        assert wait_for(lambda: held.agent_while_held >= 1, 60)
+        held.release.set()
+
+    releaser = threading.Thread(target=release_after_the_turn, daemon=True)
+    with FakeMessagesServer(held) as server:
+        ran = run_repl(workspace, server, "".join(f"{message(k)}\r" for k in range(5)), during=releaser)
+        releaser.join(60)
+        assert all(r.error is None for r in server.requests)
+    assert held.agent_while_held >= 1  # a turn was answered while the compression waited on its model
+    [log] = session_logs(workspace)
+    events = events_of(log)
+    assert len([e for e in events if isinstance(e, UserEvent)]) == 5
+    assert verify_bytes(log.read_bytes()).ok
+    grown = [e for e in events if isinstance(e, UsageEvent) and e.purpose == "observer" and "skip" in
+             (e.extra.get("side_call") or {})]
+    assert grown, "no side call was taken after the session grew"
+    sent = {canonical_json(r.json) for r in server.requests if side_call_kind(r.json) == "observer"}
+    for usage_event in grown:
+        rebuilt = run_scribe(["log", "prompt", "--at", str(usage_event.seq)], workspace, dict(os.environ))
+        assert rebuilt.code == 0 and rebuilt.out.strip() in sent, rebuilt.err
+    assert "memory: observation of events" in ran.out
+
+
+def test_a_session_that_ends_while_a_compression_waits_says_so_in_its_log(
+        workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SCRIBE_OBSERVE_AHEAD", "always")
+    monkeypatch.setenv("SCRIBE_OBSERVE_TOKENS", "800")
+    monkeypatch.setenv("SCRIBE_OBSERVE_ON_PAYBACK", "false")
+    held = HeldSideCalls(SideCallModel([Reply.text(f"Noted {k}.") for k in range(8)]))
+    with FakeMessagesServer(held) as server:
+        run_repl(workspace, server, "".join(f"{message(k)}\r" for k in range(4)))  # then Ctrl-D
+        assert held.held.is_set()  # the REPL left while the side call was still held
+        held.release.set()
+    events = events_of(session_logs(workspace)[0])
+    [left] = [e for e in events if isinstance(e, ErrorEvent) and e.kind == "compression_left"]
+    assert left.seq == events[-1].seq

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from helpers import as_a_person, events_of, session_logs
-from scribe.agent.curator import curate_earlier
-from scribe.agent.runtime import SessionChoice, choose_session
+from helpers import as_a_person, events_of, new_session, session_logs
+from scribe.agent.assembly import SessionChoice
+from scribe.agent.housekeeping import BackgroundCuration, uncurated
 from scribe.cli.app import app
 from scribe.fakeapi import FakeMessagesServer, Reply, SideCallModel, side_call_kind
 from scribe.log.events import NotesEvent, UsageEvent
@@ -69,12 +69,19 @@ def test_a_session_in_use_is_skipped_not_waited_for(env: None, workspace: Path, 
         scribe("run", fact(1))
         settings = Settings(curate_notes=True, watch_files=False)
         client = ModelClient()
-        held = choose_session(workspace, settings, SessionChoice(continue_latest=True))  # another writer
+        held = new_session(workspace, settings, SessionChoice(continue_latest=True))  # another writer
         try:
-            outcomes = curate_earlier(workspace, settings, client)
+            outcomes = curated(workspace, settings, client)
         finally:
             held.close()
         assert [o.written for o in outcomes] == [False] and "in use by another process" in outcomes[0].message
         assert model.calls["curator"] == 0 and needs_curation(held.path)
-        assert [o.written for o in curate_earlier(workspace, settings, client)] == [True]
+        assert [o.written for o in curated(workspace, settings, client)] == [True]
     assert not needs_curation(held.path)
+
+
+def curated(workspace: Path, settings: Settings, client: ModelClient) -> list:  # type: ignore[type-arg]
+    """What the curation of earlier sessions, as a new session starts it, does."""
+    curation = BackgroundCuration(workspace, settings, client, uncurated(workspace, settings)).start()
+    assert curation.wait(30)
+    return curation.finished()

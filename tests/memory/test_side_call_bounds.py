@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from builders import session_header
-from helpers import events_of, run_scribe, scribe_env
+from helpers import adopt, events_of, run_scribe, scribe_env
 from scribe.fakeapi import FakeMessagesServer, Reply, SideCallModel, side_call_kind
 from scribe.log.events import (
     AssistantEvent,
@@ -68,6 +68,7 @@ def long_log(workspace: Path, events: int) -> Path:
         add(AssistantEvent, content=[{"type": "text", "text": f"Noted v{turn}; " + "acknowledged " * 15}],
             stop_reason="end_turn", message_id=f"msg_{turn}", model="claude-sonnet-5-5")
     path.write_bytes(b"".join(lines))
+    adopt(path)  # written here, not by a scribe session: sealed as the person's
     return path
 
 

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from helpers import agent_for
 from mcp_servers.launch import NOTES, START_S, free_port, notes_over_http
 from scribe.agent.loop import Agent
-from scribe.agent.runtime import SessionChoice, build_agent, choose_session
 from scribe.fakeapi import FakeMessagesServer, Reply, tool_use_block
 from scribe.log.events import ToolResultEvent
 from scribe.settings.values import Settings
@@ -164,7 +164,7 @@ def agent_with(hub: McpHub, server: FakeMessagesServer, workspace: Path, mode: s
     monkeypatch.setenv("ANTHROPIC_BASE_URL", server.base_url)
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
     settings = Settings(permission_mode=mode, watch_files=False, curate_notes=False, mcp_start_timeout_s=START_S)
-    return build_agent(workspace, settings, choose_session(workspace, settings, SessionChoice(), hub), hub=hub)
+    return agent_for(workspace, settings, hub=hub)
 
 
 def results_of(agent: Agent) -> dict[str, ToolResultEvent]:

@@ -124,3 +124,32 @@ def test_resolve_and_display_helpers(ctx: ToolContext, workspace: Path) -> None:
         resolve_path(ctx, "../../etc/passwd")
     empty = call(ctx, "read_file", path="  ")
     assert empty.is_error and empty.text == "path is empty"
+
+
+def test_a_git_folder_of_any_name_is_read_only_to_the_file_tools(workspace: Path, tmp_path: Path) -> None:
+    """`.git` is a file pointing at `.bare/`, and a submodule's folder sits in `.git/modules/`:
+    git names them, the protection carries them, and their shape gives them away anyway."""
+    from conftest import git, make_repository
+    from scribe.workspace.sandbox import command_protection
+
+    origin = make_repository(tmp_path / "origin")
+    bare = tmp_path / "bare-clone"
+    bare.mkdir()
+    git(bare, "clone", "-q", "--bare", str(origin), ".bare")
+    (bare / ".git").write_text("gitdir: ./.bare\n")
+    git(bare, "config", "core.bare", "false")
+    git(workspace, "-c", "protocol.file.allow=always", "submodule", "--quiet", "add", str(origin), "lib")
+    config = (bare / ".bare" / "config").read_text()
+    for root, target in ((bare, ".bare/config"), (bare, ".bare/hooks/post-checkout"),
+                         (workspace, ".git/modules/lib/config"), (workspace, "lib/.git")):
+        for protection in (command_protection(root), None):  # asked of git, and by shape alone
+            ctx = ToolContext(workspace=root, protection=protection)
+            out = call(ctx, "write_file", path=target, content="[core]\n\tfsmonitor = /tmp/evil\n")
+            assert out.is_error and "writing there is refused (use git via run_command)" in out.text, out.text
+            assert "a git folder" in out.text or ".git/" in out.text, out.text
+    assert command_protection(bare).git_folders == (str((bare / ".bare").resolve()),)
+    assert (bare / ".bare" / "config").read_text() == config
+    assert not (bare / ".bare" / "hooks" / "post-checkout").exists()
+    # A folder that only looks like a repository's because of its name is an ordinary folder.
+    ctx = ToolContext(workspace=bare)
+    assert not call(ctx, "write_file", path="docs/.bare-notes/config", content="fine\n").is_error

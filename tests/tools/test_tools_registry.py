@@ -29,6 +29,7 @@ def test_builtin_tools_order_and_kinds() -> None:
         ("list_files", "read"),
         ("search_files", "read"),
         ("recall", "read"),
+        ("todo", "read"),
     ]
     assert isinstance(tools[3], RunCommand)  # the REPL finds it here to cancel()
 
@@ -70,7 +71,7 @@ def test_unknown_tool_and_bad_arguments_are_one_line_errors(ctx: ToolContext) ->
             "delete_file",
             '{"path": "x"}',
         ): "unknown tool 'delete_file'; available tools: read_file, write_file, "
-        "edit_file, run_command, list_files, search_files, recall",
+        "edit_file, run_command, list_files, search_files, recall, todo",
         ("read_file", "{}"): "read_file: missing required argument 'path'",
         (
             "read_file",

@@ -147,6 +147,11 @@ def test_the_protection_is_recorded_in_the_session_and_shown_by_config(
     assert "commands: sandboxed with bubblewrap" in shown.out
     assert "  covers: a private /proc and PID namespace" in shown.out
     assert "  does not cover: the network (shared)" in shown.out
+    assert "  scribe's own git runs in the sandbox too" in shown.out
+    assert f"  git folders (never written by the file tools): {workspace.resolve() / '.git'}" in shown.out
+    assert "  limits: at most 4096 processes and threads per command" in shown.out
     off = run_scribe(["config"], workspace, {**env, "SCRIBE_SANDBOX": "false"})
     assert "commands: not sandboxed (turned off: sandbox = false)" in off.out
+    assert ("  scribe's own git runs outside a sandbox too: without secrets in its environment and with every "
+            "program the repository's config names turned off") in off.out
 

@@ -17,9 +17,10 @@ from typing import Any
 
 from scribe.tools.textio import human_bytes
 
-# What the Messages API takes inside a tool_result (images up to 5 MB each).
+# What the Messages API takes inside a tool_result: images up to 5 MB each, counted in base64 (a
+# 4 MB PNG is 5.3 MB of base64, and refused).
 IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
-MAX_IMAGE_BYTES = 5 * 1024 * 1024
+MAX_IMAGE_BASE64 = 5 * 1024 * 1024
 MAX_PDF_BYTES = 10 * 1024 * 1024
 # Binary data beyond this is not kept in the log either (a runaway server must not fill it).
 MAX_KEPT_BASE64 = 16 * 1024 * 1024
@@ -97,9 +98,9 @@ def _image(item: Block, blocks: list[Block], attachments: list[Block]) -> str:
     if mime not in IMAGE_TYPES:
         attachments.append(_kept(item))
         return f"[image {mime}, {size}: not shown (the API takes png, jpeg, gif and webp); the log keeps it]"
-    if decoded > MAX_IMAGE_BYTES:
+    if len(data) > MAX_IMAGE_BASE64:
         attachments.append(_kept(item))
-        return f"[image {mime}, {size}: too large to show (the API takes up to 5 MB); the log keeps it]"
+        return f"[image {mime}, {size}: too large to show (the API takes up to 5 MB of base64); the log keeps it]"
     blocks.append({"type": "image", "source": {"type": "base64", "media_type": mime, "data": data}})
     return f"[image {mime}, {size}]"
 

@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from scribe.workspace.sandbox import Protection
+
 from .catalog import ListedTool
 from .link import Link, McpCallError, State
 from .spec import ServerSpec
@@ -50,9 +52,11 @@ class ServerState:
 
 class McpHub:
     def __init__(self, specs: Sequence[ServerSpec], workspace: Path, *, log_dir: Path | None = None,
-                 start_timeout_s: float = 5.0, call_timeout_s: float = 120.0) -> None:
+                 start_timeout_s: float = 5.0, call_timeout_s: float = 120.0,
+                 protection: Protection | None = None) -> None:
+        """`protection`: the command sandbox, which the workspace's stdio servers start in."""
         self.specs = {spec.name: spec for spec in sorted(specs, key=lambda s: s.name)}
-        self.workspace, self.log_dir = workspace, log_dir
+        self.workspace, self.log_dir, self.protection = workspace, log_dir, protection
         self.start_timeout_s, self.call_timeout_s = start_timeout_s, call_timeout_s
         self._links: dict[str, Link] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -164,7 +168,7 @@ class McpHub:
         with self._lock:
             link = self._links.get(name)
             if link is None:
-                link = self._links[name] = Link(self.specs[name], self.workspace, self.log_dir)
+                link = self._links[name] = Link(self.specs[name], self.workspace, self.log_dir, self.protection)
             return link
 
     def _ensure_loop(self) -> asyncio.AbstractEventLoop:

@@ -3,14 +3,21 @@ notice when it has gone, and stop it.
 
 A link's owner task holds the SDK client open (`async with`) until told to stop or until the
 connection dies; calls run as their own tasks on the same loop. Every way a server can go wrong
-(cannot start, exits, hangs, writes what is not JSON-RPC, answers nonsense) ends here as one
-line in `error` or a `McpCallError`, never as an exception out of the hub.
+(cannot start, exits, hangs, writes what is not JSON-RPC, answers nonsense or too much) ends here
+as one line in `error` or a `McpCallError`, never as an exception out of the hub.
+
+How a stdio server starts is decided here, each time it starts (a restart after a crash too):
+a server the workspace defines runs in the command sandbox (workspace/sandbox.py), without the
+secrets of scribe's environment; one that runs outside it (its `sandbox = false`, or no sandbox
+on this machine) starts only while the files it runs are the ones the person confirmed
+(tools/mcp/pins.py). A server of the person's own config runs as configured.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import os
 import threading
 from collections.abc import AsyncIterator, Callable
@@ -18,9 +25,12 @@ from pathlib import Path
 from typing import IO, Any, Literal
 
 from scribe.tools.base import ToolError
+from scribe.tools.secrets import command_env, is_secret
 from scribe.tools.textio import one_line, plural
+from scribe.workspace.sandbox import Protection
 
 from .catalog import ListedTool, listed_tools
+from .pins import content_pin, program_of, server_cwd, what_changed
 from .spec import ServerSpec, safe
 
 State = Literal["not started", "starting", "ready", "failed", "stopped"]
@@ -34,13 +44,19 @@ class McpCallError(ToolError):
     something that is not an MCP result. The text is the one line the model and person read."""
 
 
+class NotConfirmed(Exception):
+    """A workspace's server would run outside the sandbox on files the person has not confirmed."""
+
+
 class Link:
     """Owned by the hub; every method but the thread-safe `settled` runs on the hub's loop."""
 
-    def __init__(self, spec: ServerSpec, workspace: Path, log_dir: Path | None) -> None:
+    def __init__(self, spec: ServerSpec, workspace: Path, log_dir: Path | None,
+                 protection: Protection | None = None) -> None:
         self.spec = spec
         self.workspace = workspace
         self.log_dir = log_dir
+        self.protection = protection
         self.state: State = "not started"
         self.error: str | None = None
         self.tools: list[ListedTool] = []
@@ -112,21 +128,45 @@ class Link:
                 http = await stack.enter_async_context(create_mcp_http_client(headers=self.spec.headers or None))
                 transport: Any = streamable_http_client(self.spec.url, http_client=http)
             else:
-                from mcp import StdioServerParameters
-                from mcp.client.stdio import stdio_client
+                from .stdio import bounded_stdio
 
-                params = StdioServerParameters(command=self.spec.command, args=list(self.spec.args),
-                                               env=self.spec.env or None,
-                                               cwd=self._cwd())
-                transport = stdio_client(params, errlog=stack.enter_context(self._errlog()))
+                errlog = stack.enter_context(self._errlog())
+                argv, env = await self._launch(errlog)
+                transport = bounded_stdio(argv, env, str(server_cwd(self.spec, self.workspace)), errlog)
             client = Client(_watched(transport, self._on_end), message_handler=self._on_message)
             yield await stack.enter_async_context(client)
 
-    def _cwd(self) -> str:
-        if not self.spec.cwd:
-            return str(self.workspace)
-        path = Path(self.spec.cwd).expanduser()
-        return str(path if path.is_absolute() else self.workspace / path)
+    @property
+    def sandboxed(self) -> bool:
+        """Whether this stdio server starts in the command sandbox."""
+        return self.spec.wants_sandbox and self.protection is not None and self.protection.sandboxed
+
+    async def _launch(self, errlog: IO[str]) -> tuple[list[str], dict[str, str]]:
+        """The command line and environment this start uses. Raises NotConfirmed."""
+        argv = [self.spec.command, *self.spec.args]
+        if self.sandboxed:
+            assert self.protection is not None
+            if program_of(self.spec, server_cwd(self.spec, self.workspace), os.environ) is None:
+                # said as an unsandboxed start says it, not as the sandbox's complaint on stderr
+                raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), self.spec.command)
+            env, withheld = sandbox_env(self.spec.env)
+            if withheld:
+                errlog.write(f"scribe: not passed to the sandboxed server: {', '.join(withheld)} (each holds a "
+                             "secret of scribe's environment; `sandbox = false` runs it outside, confirmed)\n")
+                errlog.flush()
+            return self.protection.wrap(argv, str(server_cwd(self.spec, self.workspace))), env
+        if self.spec.owner == "workspace":
+            import anyio.to_thread
+
+            pin = await anyio.to_thread.run_sync(content_pin, self.spec, self.workspace)
+            confirmed = dict(self.spec.confirmed) if self.spec.confirmed is not None else None
+            changed = what_changed(confirmed, pin)
+            if changed is not None:
+                raise NotConfirmed(f"not started: the workspace defines it and it runs outside the sandbox, with "
+                                   f"your environment; {changed} (`scribe trust` confirms it)")
+        from mcp.client.stdio import get_default_environment
+
+        return argv, get_default_environment() | self.spec.env
 
     def _errlog(self) -> IO[str]:
         """Where the server's stderr goes: a file per server (the terminal belongs to scribe)."""
@@ -188,6 +228,8 @@ class Link:
         from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
         from pydantic import ValidationError
 
+        from .stdio import MALFORMED, TOO_LARGE
+
         client = self._client
         if client is None:
             raise McpCallError(f"MCP server '{self.spec.name}' is not connected")
@@ -202,6 +244,8 @@ class Link:
             if exc.code == REQUEST_TIMEOUT:
                 raise McpCallError(f"MCP server '{name}' did not answer within {timeout_s:g} s "
                                    "(mcp_call_timeout_s); the call was cancelled") from None
+            if exc.code in (TOO_LARGE, MALFORMED):  # the transport's own verdict on the answer
+                raise McpCallError(f"MCP server '{name}': {one_line(exc.message, 300)}") from None
             raise McpCallError(f"MCP server '{name}' refused the call: {exc}") from None
         except (ValidationError, RuntimeError) as exc:
             raise McpCallError(f"MCP server '{name}' answered with something that is not a valid tool "
@@ -227,6 +271,8 @@ class Link:
         where = self.spec.where()
         if isinstance(leaf, FileNotFoundError | PermissionError) and self.spec.transport == "stdio":
             return f"cannot start `{self.spec.command}`: {leaf.strerror}"
+        if isinstance(leaf, NotConfirmed):
+            return str(leaf)
         kind = type(leaf).__name__
         if kind in ("ConnectError", "ConnectTimeout"):
             return f"cannot connect to {where} ({one_line(str(leaf), 120) or kind})"
@@ -262,6 +308,15 @@ class Link:
             return ""
         lines = [line for line in tail.splitlines() if line.strip()]
         return f"; its stderr ends: {one_line(lines[-1], 200)}" if lines else ""
+
+
+def sandbox_env(configured: dict[str, str]) -> tuple[dict[str, str], list[str]]:
+    """A sandboxed server's environment, as a command's (secrets stripped), with its configured
+    `env` except the entries that carry a secret of scribe's environment (a `${TOKEN}` of the
+    config expands to one); and the names of those left out."""
+    secrets = [v for k, v in os.environ.items() if is_secret(k, v) and len(v) >= 8]
+    withheld = sorted(name for name, value in configured.items() if any(secret in value for secret in secrets))
+    return {**command_env(), **{k: v for k, v in configured.items() if k not in withheld}}, withheld
 
 
 def _leaf(exc: BaseException) -> BaseException:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 Transport = Literal["stdio", "http"]
+Owner = Literal["person", "workspace"]
 
 PREFIX = "mcp__"
 MAX_NAME = 64
@@ -41,6 +42,19 @@ class ServerSpec:
     allow: tuple[str, ...] = ()
     # Overrides mcp_call_timeout_s for this server's calls.
     timeout_s: float | None = None
+    # Whose the definition is: the person's own config file, or the workspace's (`.mcp.json`,
+    # its `.scribe/config.toml`), which the agent or the repository may have written.
+    owner: Owner = "person"
+    # `sandbox = true|false` as configured; None: the default for its owner (the workspace's run
+    # in the sandbox, the person's as configured, outside it).
+    sandbox: bool | None = None
+    # For a workspace's server that runs outside the sandbox: the files it runs, by hash, as the
+    # person confirmed them (tools/mcp/pins.py); None: never confirmed.
+    confirmed: tuple[tuple[str, str], ...] | None = None
+
+    @property
+    def wants_sandbox(self) -> bool:
+        return self.sandbox if self.sandbox is not None else self.owner == "workspace"
 
     def where(self) -> str:
         """What the server is, in a few words: its command line or its URL."""

@@ -19,6 +19,7 @@ from importlib.resources import files
 from typing import Any
 
 from scribe.context.stats import SessionStats, session_stats
+from scribe.log.attachments import ImageStore
 from scribe.log.events import Event, SessionEvent, UsageEvent
 from scribe.log.pricing import LIST_PRICES, PriceBook
 
@@ -29,6 +30,7 @@ from .figures import figures_html, headline
 from .memory_map import memory_html
 from .prompts import BlockStore, PromptTrack
 from .text import inline, patterns
+from .thumbnails import Thumbnails
 from .timeline import Timeline
 
 POLL_MS = 500  # how often a served page asks what the log added
@@ -50,19 +52,21 @@ def script_json(value: Any) -> str:
 def _csp(script: str, live: bool) -> str:
     digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode("ascii")
     connect = "'self'" if live else "'none'"
-    return (f"default-src 'none'; script-src 'sha256-{digest}'; style-src 'unsafe-inline'; img-src 'none'; "
+    # img-src data: the thumbnails of attached images, inline; nothing is fetched.
+    return (f"default-src 'none'; script-src 'sha256-{digest}'; style-src 'unsafe-inline'; img-src data:; "
             f"connect-src {connect}; base-uri 'none'; form-action 'none'")
 
 
 class SessionPage:
     """The page of one session, fed its events in log order."""
 
-    def __init__(self, session_id: str, prices: PriceBook = LIST_PRICES, left_out: int = 0) -> None:
+    def __init__(self, session_id: str, prices: PriceBook = LIST_PRICES, left_out: int = 0,
+                 images: ImageStore | None = None) -> None:
         self.session_id = session_id
         self.prices = prices
         self.left_out = left_out
         self.events: list[Event] = []
-        self.timeline = Timeline(prices)
+        self.timeline = Timeline(prices, Thumbnails(images))
         self.store = BlockStore()
         self.prompts = PromptTrack(self.store)
 
@@ -186,9 +190,10 @@ class SessionPage:
 
 
 def session_page(session_id: str, events: Iterable[Event], *, live: bool = False, left_out: int = 0,
-                 prices: PriceBook = LIST_PRICES) -> str:
+                 prices: PriceBook = LIST_PRICES, images: ImageStore | None = None) -> str:
     """The page of `events`; `left_out`: how many events of the log, after its session event and
-    before the rest, the caller passed over (the page says so)."""
-    page = SessionPage(session_id, prices, left_out)
+    before the rest, the caller passed over (the page says so); `images`: the session's image
+    store, for the thumbnails."""
+    page = SessionPage(session_id, prices, left_out, images)
     page.extend(events)
     return page.html(live=live)

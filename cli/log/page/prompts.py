@@ -22,8 +22,21 @@ from typing import Any
 from scribe.context.chunks import ChunkIndex
 from scribe.context.render import CACHE_TTL_S, Request, block_key, breakpoints, cache_view, render
 from scribe.log.events import Event, UsageEvent
+from scribe.log.images import ImageRef
 
 LOOKBACK_BLOCKS = 20  # how far before a breakpoint the cache looks for an entry
+
+
+class ImageNames:
+    """An attached image as the page's prompts hold it: a line naming it and its sha256, not its
+    base64 (a page would otherwise carry every image whole; two images are the same block
+    exactly when their hashes are, so the cache is modelled the same)."""
+
+    def base64(self, ref: ImageRef) -> str | None:
+        return f"[{ref.describe()}, sha256 {ref.sha256}: `scribe log prompt --at` gives its base64]"
+
+
+IMAGE_NAMES = ImageNames()
 
 
 @dataclass(frozen=True)
@@ -75,7 +88,7 @@ class PromptTrack:
 
     def add(self, events: Sequence[Event], assistant_index: int, usage: UsageEvent) -> CallPrompt:
         """The call answered by `events[assistant_index]` and billed by `usage`."""
-        request = render(events[:assistant_index], self._index)
+        request = render(events[:assistant_index], self._index, IMAGE_NAMES)
         view = cache_view(request)
         # The prompt mostly repeats the previous one: compare blocks as they are, and make the
         # canonical strings (prefix_blocks's) only of those that differ.

@@ -23,13 +23,17 @@ from scribe.log.events import (
     UsageEvent,
     UserEvent,
 )
+from scribe.log.images import image_refs
 from scribe.log.pricing import LIST_PRICES, PriceBook
+from scribe.tools.todo import NAME as TODO
+from scribe.tools.todo import current_todos, progress
 
 from ..common import local_time, money_or_unpriced, percent
-from ..format import EventPrinter, main_argument
+from ..format import EventPrinter, command_of, main_argument
 from .markdown import markdown_html
 from .memory_map import ChunkSpans
 from .text import inline, marked, marked_html
+from .thumbnails import Thumbnails
 
 # The page shows this much of one tool output; the rest is counted (the log keeps it whole).
 OUTPUT_CHARS = 20_000
@@ -39,7 +43,9 @@ GIST_CHARS = 120
 MAIN_KEYS = ("command", "path", "pattern")  # what format.main_argument puts in a call's heading
 
 KIND = {"file_change": "file", "interrupt": "interrupt", "error": "error", "model_switch": "model",
-        "git_commit": "git", "git_undo": "git", "notes": "notes"}
+        "git_commit": "git", "git_undo": "git", "notes": "notes", "hook": "hook"}
+# The task list's marks on the page (the todo tool's items).
+TODO_MARKS = {"pending": "☐", "in_progress": "▶", "done": "✔"}
 
 
 def esc(text: object) -> str:
@@ -83,11 +89,13 @@ class Turn:
 
 
 class Timeline:
-    def __init__(self, prices: PriceBook = LIST_PRICES) -> None:
+    def __init__(self, prices: PriceBook = LIST_PRICES, thumbnails: Thumbnails | None = None) -> None:
         self.prices = prices
+        self.thumbnails = thumbnails or Thumbnails(None)
         self.turns: list[Turn] = [Turn(0, 0, "", "before the first message")]
         self._printer = EventPrinter(None)
         self._calls: dict[str, tuple[str, str]] = {}  # tool_use id -> (tool name, main argument)
+        self._todo_args: dict[str, dict[str, Any]] = {}  # tool_use id -> a todo call's input
         self._turn_of: dict[int, int] = {}  # seq -> turn number
         self._spans = ChunkSpans()
         self.added = 0  # events taken in
@@ -111,7 +119,11 @@ class Timeline:
 
     def item(self, event: Event) -> str:
         if isinstance(event, UserEvent):
-            return self._box(event, "user", "you", f'<div class="plain" dir="auto">{marked(event.text)}</div>')
+            pictures = "".join(self.thumbnails.figure(ref) for ref in image_refs(event.images))
+            made = command_of(event)
+            by = f' <span class="command">from <code>/{inline(made["name"])}</code></span>' if made else ""
+            return self._box(event, "user", "you", f'<div class="plain" dir="auto">{marked(event.text)}</div>'
+                                                   f'{pictures}', by)
         if isinstance(event, AssistantEvent):
             return self._assistant(event)
         if isinstance(event, ToolResultEvent):
@@ -157,6 +169,8 @@ class Timeline:
         args = block.get("input")
         argument = main_argument(name, args)
         self._calls[str(block.get("id"))] = (name, argument)
+        if name == TODO and isinstance(args, dict):
+            self._todo_args[str(block.get("id"))] = args
         rows: list[str] = []
         for key, value in (args.items() if isinstance(args, dict) else [("input", args)]):
             text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, indent=1)
@@ -172,6 +186,10 @@ class Timeline:
 
     def _result(self, event: ToolResultEvent) -> str:
         name, argument = self._calls.get(event.tool_use_id, (event.tool, ""))
+        todo = self._todo_args.pop(event.tool_use_id, None)
+        items = current_todos([(todo, event.is_error)]) if todo is not None else None
+        if items is not None:
+            return self._todo(event, items)
         outcome = "error" if event.is_error else "ok"
         if event.exit_code is not None:
             outcome += f", exit {event.exit_code}"
@@ -181,6 +199,15 @@ class Timeline:
                 f'<code>{inline(argument)}</code> · {esc(outcome)} · {event.duration_ms:,} ms · {lines_word(event.output)}'
                 f'{dropped} {seq_link(event.seq)}</summary>'
                 f'<pre class="out">{marked(shown_output(event.output, event.seq)) or "(no output)"}</pre></details>')
+
+    def _todo(self, event: ToolResultEvent, items: list[Any]) -> str:
+        """A todo call's list as a checklist (the log keeps its text too)."""
+        rows = "".join(f'<li class="todo-{esc(i.status)}"><span class="mark">{TODO_MARKS[i.status]}</span> '
+                       f'{inline(i.text)}</li>' for i in items)
+        head = f"tasks · {inline(progress(items))}" if items else "tasks · cleared"
+        return (f'<div class="ev result todo" id="e-{event.seq}"><div class="meta"><span class="kind">← todo</span> '
+                f'{seq_link(event.seq)} {time_tag(event.ts)}</div><div class="what">{head}</div>'
+                f'<ul class="todo-list">{rows}</ul></div>')
 
     def _usage(self, event: UsageEvent) -> str:
         prompt, hit = event.tokens.prompt_tokens, event.tokens.hit_rate

@@ -1,0 +1,31 @@
+"""Which built-in tools a session has. The fixed seven always; the task list when `todo_tool`
+and web_fetch when `web_fetch` were on at the session's start. The session event records the
+definitions it sends (`tools`), so a continued session has exactly the tools it began with,
+whatever the settings say now, and one started by an older scribe lacks a tool added since: the
+tools layer of the cached prefix never changes inside a session. web_fetch's limits
+(`web_fetch_max_bytes`, `web_fetch_timeout_s`, `web_fetch_domains`) are not part of the prompt,
+and follow the settings of the run."""
+
+from __future__ import annotations
+
+from scribe.log.events import SessionEvent
+from scribe.settings.values import Settings
+from scribe.tools.base import Tool
+from scribe.tools.registry import builtin_tools
+from scribe.tools.web import WebLimits
+
+
+def web_limits(settings: Settings) -> WebLimits:
+    return WebLimits(max_bytes=settings.web_fetch_max_bytes, timeout_s=settings.web_fetch_timeout_s,
+                     domains=settings.web_fetch_domains)
+
+
+def new_session_tools(settings: Settings) -> list[Tool]:
+    """The built-in tools a new session starts with."""
+    return builtin_tools(todo=settings.todo_tool, web=web_limits(settings) if settings.web_fetch else None)
+
+
+def session_builtins(header: SessionEvent, settings: Settings) -> list[Tool]:
+    """The built-in tools of a session, as its session event recorded them, in that order."""
+    every = {t.name: t for t in builtin_tools(todo=True, web=web_limits(settings))}
+    return [every[name] for name in (str(d.get("name")) for d in header.tools) if name in every]

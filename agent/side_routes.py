@@ -1,0 +1,102 @@
+"""Which route each of the Compressor's side calls takes (memory/routes.py), with this session's
+figures: the cached prefix the agent's last call left, the next request's estimated size, the
+window, and each route's request size. A base of agent/compress.Compressor."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+from scribe.context.budget import InputBudget
+from scribe.context.chunks import Chunk
+from scribe.context.tokens import TokenEstimator, estimate_text
+from scribe.log.events import Event, ObservationEvent, ReflectionEvent, UsageEvent
+from scribe.memory.observer import OBSERVATIONS_SHOWN, OBSERVER_SYSTEM, Span, clip_span
+from scribe.memory.payback import OBSERVATION_YIELD
+from scribe.memory.reflector import chunk_size
+from scribe.memory.routes import RouteChoice, SideCall, choose_route
+from scribe.memory.sizing import observer_max_tokens
+from scribe.model.window import Limits
+from scribe.settings.values import Settings
+
+from .session import Session
+
+if TYPE_CHECKING:
+    from .compress import ContextSize
+
+OBSERVER_OVERHEAD = estimate_text(OBSERVER_SYSTEM) + 40  # instructions and framing of its input
+
+
+class SideRoutes:
+    """The route methods; the Compressor provides the rest."""
+
+    settings: Settings
+    estimator: TokenEstimator
+
+    def context(self, session: Session) -> ContextSize:
+        raise NotImplementedError
+
+    limits: Callable[[Session], Limits]  # window_room.WindowRoom's
+
+    def _budget(self, session: Session) -> InputBudget:
+        raise NotImplementedError
+
+    def _observer_view(self, event: Event) -> int:
+        raise NotImplementedError
+
+    def _agent_model(self, session: Session) -> str:
+        raise NotImplementedError
+
+    def _cache_is_cold(self, events: Sequence[Event]) -> bool:
+        raise NotImplementedError
+
+    def _observer_call(self, session: Session, chunks: Sequence[Chunk], raw: Sequence[Event], whole: Span) -> SideCall:
+        """How the observation of `whole` is asked for: through the agent's cached prefix (all of
+        `whole`) or as a separate request within the side-call limit (its oldest part that fits),
+        whichever the numbers say costs less (memory/routes.py)."""
+        factor = self.estimator.factor
+        room = self._budget(session).room(OBSERVER_SYSTEM)
+        shown = min(OBSERVATIONS_SHOWN, room // 4)
+        clipped = clip_span(raw, whole, room - shown - 40, self._observer_view, self.estimator)
+        viewed = sum(self._observer_view(e) for e in raw if clipped.seq_from <= e.seq <= clipped.seq_to)
+        earlier = min(sum(chunk_size(c) for c in chunks), shown)
+        max_tokens = observer_max_tokens(whole.tokens, self.settings.side_call_max_tokens)
+        choice = self._route(session, OBSERVER_OVERHEAD, int((OBSERVER_OVERHEAD + viewed + earlier) * factor),
+                             max_tokens, whole.tokens)
+        if choice.route == "cache":
+            return SideCall("observer", "cache", self._agent_model(session), max_tokens, seq_from=whole.seq_from,
+                            seq_to=whole.seq_to, quote=choice.recorded())
+        separate_max = observer_max_tokens(clipped.tokens, self.settings.side_call_max_tokens)
+        return SideCall("observer", "separate", self.settings.observer_model, separate_max,
+                        tool=self.settings.side_call_tools, seq_from=clipped.seq_from, seq_to=clipped.seq_to,
+                        room=room, shown=shown, quote=choice.recorded())
+
+    def _route(self, session: Session, instruction: int, separate_input: int, max_tokens: int,
+               compressed: int) -> RouteChoice:
+        """`choose_route` with this session's figures: what the agent's last call says the cache
+        holds, the next agent request's estimated size, and the window it must fit in."""
+        size = self.context(session)
+        cached = self._cached_prefix(session, size)
+        through = size.total + int(instruction * self.estimator.factor)
+        prompt_limit = self.limits(session).prompt
+        if prompt_limit is not None and through + max_tokens > prompt_limit:
+            cached = 0  # the agent's prompt and an instruction would not fit: nothing to read through
+        return choose_route(self._agent_model(session), self.settings.observer_model, cached=cached,
+                            uncached=max(0, through - cached), separate_input=separate_input,
+                            answer=int(compressed * OBSERVATION_YIELD))
+
+    def _cached_prefix(self, session: Session, size: ContextSize) -> int:
+        """Tokens of the agent's next request the server holds in its cache now, by what its last
+        agent call reported: its whole prompt when that call was served or written (a server with
+        no prefix cache, or a prompt under the model's cache minimum, reports neither), only the
+        instructions when a chunk has changed the prompt since, nothing once the cache is cold."""
+        if self._cache_is_cold(session.events):
+            return 0
+        for event in reversed(session.events):
+            if isinstance(event, ObservationEvent | ReflectionEvent):
+                return int(size.fixed * self.estimator.factor)
+            if isinstance(event, UsageEvent) and event.purpose == "agent":
+                if event.cache_read + event.cache_write == 0:
+                    return 0
+                return min(event.input + event.cache_read + event.cache_write, size.total)
+        return 0

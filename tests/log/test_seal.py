@@ -1,0 +1,158 @@
+"""Only logs scribe wrote drive actions (log/seal.py): every log is sealed with a key of the
+person's as it is written; a log committed to a repository, copied, or changed since is read and
+shown but never continued, undone or curated from, until the person adopts it. Through the real
+executable, with real git."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from helpers import NO_API, events_of, run_scribe, scribe_env, session_logs
+from hostile import HostileRepository
+from scribe.fakeapi import FakeMessagesServer, Reply, tool_use_block
+from scribe.log.events import UserEvent
+from scribe.log.jsonl import LogWriter, NotSealed, read_log
+from scribe.log.seal import authenticate_file, key_path, read_seal, seal_path
+
+COMMITTED = "20260101-000000-c0ffee"
+
+
+def test_a_log_committed_to_a_repository_is_shown_but_drives_no_undo_continue_or_curation(
+        tmp_path: Path, home: Path) -> None:
+    """Row 4: a clone ships `.scribe/sessions/ID.jsonl` whose restore records name files outside
+    the workspace; `scribe undo` would overwrite one and delete the other."""
+    hostile = HostileRepository.create(tmp_path)
+    kept, made = hostile.outside / "notes.txt", hostile.outside / "todo.txt"
+    kept.write_text("the person's own notes\n")
+    made.write_text("the person's list\n")
+    clone_path = tmp_path / "clone"
+    hostile.with_session_log(clone_path, COMMITTED, {kept: ("the person's own notes\n", "overwritten by the repository\n"),
+                                                     made: ("the person's list\n", None)})
+    clone = hostile.clone(clone_path)
+    env = scribe_env(NO_API, home)
+
+    verified = run_scribe(["log", "verify"], clone, env)
+    assert verified.code == 1, verified.out
+    assert "not sealed by scribe on this account: it has no seal" in verified.out
+    undone = run_scribe(["undo"], clone, env, process=True)
+    assert undone.code == 2 and undone.err.count("\n") == 1, undone.err
+    assert f"session {COMMITTED} was not sealed by scribe on this account" in undone.err
+    assert f"`scribe log adopt {COMMITTED}`" in undone.err and "Traceback" not in undone.err
+    assert kept.read_text() == "the person's own notes\n" and made.read_text() == "the person's list\n"
+    # reading it stays possible
+    shown = run_scribe(["log", "show", COMMITTED], clone, env)
+    assert shown.code == 0 and "tidy the notes" in shown.out
+    assert COMMITTED in run_scribe(["log", "list"], clone, env).out
+    # -c passes over it, saying why; --session names it and is refused
+    assert run_scribe(["run", "-c", "go on"], clone, env).err.startswith(
+        f"scribe: no session to continue in {clone / '.scribe' / 'sessions'}: every log is damaged or unsealed "
+        f"({COMMITTED}: it has no seal")
+    resumed = run_scribe(["run", "--session", COMMITTED, "go on"], clone, env)
+    assert resumed.code == 2 and "was not sealed by scribe" in resumed.err
+    # a new session's notes are not curated from it (it says something the notes have not taken)
+    with FakeMessagesServer([Reply.text("hello")]) as server:
+        ran = run_scribe(["run", "hi"], clone, scribe_env(server.base_url, home, SCRIBE_CURATE_NOTES="true"),
+                         process=True)
+    assert ran.code == 0, ran.err
+    assert f"notes: session {COMMITTED} skipped: session {COMMITTED} was not sealed" in ran.err
+    assert len(server.requests) == 1  # the agent's call; no curator call read the stranger's log
+    assert kept.read_text() == "the person's own notes\n" and made.read_text() == "the person's list\n"
+
+
+def undoable_session(workspace: Path, home: Path) -> Path:
+    """A real session whose one turn wrote `notes.txt`: undo would put back what it held."""
+    (workspace / "notes.txt").write_text("before\n")
+    write = tool_use_block("write_file", {"path": "notes.txt", "content": "after\n"})
+    with FakeMessagesServer([Reply([write]), Reply.text("done")]) as server:
+        ran = run_scribe(["run", "rewrite notes"], workspace, scribe_env(server.base_url, home))
+    assert ran.code == 0, ran.err
+    return session_logs(workspace)[-1]
+
+
+def test_a_log_changed_after_scribe_sealed_it_is_refused_until_the_person_adopts_it(workspace: Path,
+                                                                                      home: Path) -> None:
+    log = undoable_session(workspace, home)
+    env = scribe_env(NO_API, home)
+    assert run_scribe(["log", "verify"], workspace, env).code == 0
+    # the person's words changed, as a stranger with the file would change them
+    log.write_bytes(log.read_bytes().replace(b'"text":"rewrite notes"', b'"text":"REWRITE notes"'))
+    verified = run_scribe(["log", "verify", "--json"], workspace, env)
+    assert verified.code == 1 and verified.json()["sealed"] is False
+    assert "does not match its content" in verified.json()["seal"]
+    undone = run_scribe(["undo"], workspace, env)
+    assert undone.code == 2 and "its seal does not match its content" in undone.err
+    assert (workspace / "notes.txt").read_text() == "after\n"
+    # the person vouches for it: from then on it is scribe's own
+    adopted = run_scribe(["log", "adopt", log.stem], workspace, env)
+    assert adopted.code == 0 and adopted.out.startswith(f"adopted session {log.stem}: its seal does not match")
+    assert run_scribe(["log", "adopt", log.stem], workspace, env).out.startswith(f"session {log.stem} is sealed already")
+    undone = run_scribe(["undo"], workspace, env)
+    assert undone.code == 0, undone.err
+    assert (workspace / "notes.txt").read_text() == "before\n"
+
+
+def test_lines_appended_after_the_seal_make_the_log_unsealed_and_a_torn_tail_does_not(workspace: Path,
+                                                                                       home: Path) -> None:
+    log = undoable_session(workspace, home)
+    whole = log.read_bytes()
+    env = scribe_env(NO_API, home)
+    # a writer killed mid-line leaves a torn tail: not a line, cut off on -c, and the log goes on
+    log.write_bytes(whole + b'{"v":1,"seq":9,"ts":"2026-01-01T00:00:00.000Z","type":"us')
+    with FakeMessagesServer([Reply.text("again")]) as server:
+        ran = run_scribe(["run", "-c", "and now?"], workspace, scribe_env(server.base_url, home))
+    assert ran.code == 0, ran.err
+    assert authenticate_file(log).ok
+    # a whole line added by something without the key: the log as a whole is not scribe's
+    grown = log.read_bytes()
+    line = {"v": 1, "seq": len(grown.splitlines()), "ts": "2026-01-01T00:00:00.000Z", "type": "user", "text": "x"}
+    log.write_bytes(grown + json.dumps(line).encode() + b"\n")
+    verdict = authenticate_file(log)
+    assert not verdict.ok and verdict.sealed == len(grown) and "after its last seal" in verdict.why
+    ran = run_scribe(["run", "--session", log.stem, "more"], workspace, env)
+    assert ran.code == 2 and "after its last seal were not written by scribe" in ran.err
+
+
+def test_the_key_is_the_persons_private_and_in_no_log_or_request(workspace: Path, home: Path) -> None:
+    with FakeMessagesServer([Reply.text("hello")]) as server:
+        assert run_scribe(["run", "hi"], workspace, scribe_env(server.base_url, home)).code == 0
+    log = session_logs(workspace)[-1]
+    key = key_path()
+    assert not key.resolve().is_relative_to(workspace.resolve())
+    assert stat.S_IMODE(key.stat().st_mode) == 0o600 and stat.S_IMODE(key.parent.stat().st_mode) == 0o700
+    secret = key.read_text().strip()
+    assert len(secret) == 64
+    assert secret not in log.read_text() and secret not in seal_path(log).read_text()
+    assert all(secret not in json.dumps(r.json) for r in server.requests)
+    assert stat.S_IMODE(seal_path(log).stat().st_mode) == 0o600
+
+
+def test_a_log_sealed_with_another_persons_key_is_not_this_persons(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    log = tmp_path / "20260101-000000-aaaaaa.jsonl"
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "someone-else"))
+    with LogWriter.create(log) as writer:
+        writer.append(UserEvent, text="sealed by someone else")
+    assert authenticate_file(log).ok
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "the-person"))
+    assert not authenticate_file(log).ok
+    with pytest.raises(NotSealed):
+        LogWriter.resume(log, read_log(log))
+    assert events_of(log)[0].text == "sealed by someone else"  # type: ignore[attr-defined]
+
+
+def test_each_append_moves_the_seal_with_the_log(tmp_path: Path) -> None:
+    log = tmp_path / "s.jsonl"
+    with LogWriter.create(log) as writer:
+        for n in range(5):
+            writer.append(UserEvent, text=f"line {n}")
+            seal = read_seal(log)
+            assert seal is not None and seal.offset == os.path.getsize(log) == writer.size
+            assert authenticate_file(log).ok
+    with LogWriter.resume(log, read_log(log)) as again:
+        again.append(UserEvent, text="after a reopen")
+    assert authenticate_file(log).ok and len(read_log(log).events) == 6
