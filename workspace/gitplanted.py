@@ -1,8 +1,11 @@
-"""Noticing git configuration a command planted: a repository it created (`git init`, a nested
-repository, a submodule, a `gitdir:` file pointing somewhere new), or a config file, hook or
-attributes file it changed, anywhere in the workspace. The sandbox keeps scribe's own git from
-running what such a file names, but the person's own `git status` would run it; so the person is
-told, in the command's result and in the log, naming every key and hook that runs a program.
+"""Noticing git configuration a command (or a workspace's hook, which runs as one) planted: a
+repository it created (`git init`, a nested repository, a submodule, a `gitdir:` file pointing
+somewhere new), or a config file, hook or attributes file it changed, anywhere in the workspace.
+The sandbox keeps scribe's own git from running what such a file names, but the person's own
+`git status` would run it; so the person is told, in the command's result (or that turn's
+output) and in the log, naming every key and hook that runs a program. One watch serves a
+session (`ToolContext.git_watch`), so what one of them planted is never taken in silently as the
+next one's starting point.
 
 How, cheaply: the first command of a session walks the workspace once (never into a git
 folder's objects, never through a link, never into the state folder); later ones look again
@@ -61,11 +64,13 @@ class Planted:
                 **({"points": self.points} if self.points is not None else {})}
 
 
-def describe(changes: Sequence[Mapping[str, Any]]) -> str:
-    """One line for the person (and the log's readers) from a `git_config` event's changes."""
+def describe(changes: Sequence[Mapping[str, Any]], hook: str | None = None) -> str:
+    """One line for the person (and the log's readers) from a `git_config` event's changes, made
+    by a command or by the workspace's `hook` (its event and command)."""
     lines = [Planted(str(c.get("folder", "?")), bool(c.get("new")), tuple(c.get("changed", ())),
                      tuple(c.get("programs", ())), c.get("points")).line() for c in changes]
-    return "a command changed git configuration in the workspace: " + " | ".join(lines)
+    by = f"the workspace's hook {hook}" if hook else "a command"
+    return f"{by} changed git configuration in the workspace: " + " | ".join(lines)
 
 
 @dataclass
