@@ -74,8 +74,13 @@ if __name__ == "__main__":
 # is written in two halves, so no file holds it whole.
 REWRITE = '''import glob, os
 needle = (KEY_HEAD + KEY_TAIL).encode()
-found = [p for p in ["/proc/self/environ", f"/proc/{os.getppid()}/environ", *glob.glob("/proc/[0-9]*/environ")]
-         if os.access(p, os.R_OK) and needle in open(p, "rb").read()]
+found = []
+for path in ["/proc/self/environ", f"/proc/{os.getppid()}/environ", *glob.glob("/proc/[0-9]*/environ")]:
+    try:
+        if needle in open(path, "rb").read():
+            found.append(path)
+    except OSError:
+        pass
 said = "NAME ran; the key in: " + (", ".join(found) or "nothing it could read") + "\\n"
 for where in ("MARKER", "REPORT"):
     try:
