@@ -44,6 +44,12 @@ class SideRoutes:
     def _observer_view(self, event: Event) -> int:
         raise NotImplementedError
 
+    def _update(self, session: Session) -> tuple[list[Chunk], int]:
+        raise NotImplementedError
+
+    def _raw(self, session: Session, observed_to: int) -> Sequence[Event]:
+        raise NotImplementedError
+
     def _agent_model(self, session: Session) -> str:
         raise NotImplementedError
 
@@ -68,9 +74,7 @@ class SideRoutes:
             keep_from = None  # mid-turn: the cache holds the turn's request already, up to its last breakpoint
         prefix = None
         if keep_from is not None:
-            prefix = self._reported_prefix(session)
-            if prefix is None:
-                prefix = self.context(session).total - self.estimator.total([e for e in raw if e.seq >= keep_from])
+            prefix = self._prompt_size(session, before=keep_from)
         separate_input = int((OBSERVER_OVERHEAD + viewed + earlier) * factor)
         if 0 < clipped.tokens < whole.tokens:
             # The separate route covers only its oldest part per call: weighed for all of it, as
@@ -92,7 +96,7 @@ class SideRoutes:
         before the current turn's request; by default the next agent request's estimated size),
         and the window it must fit in."""
         size = self.context(session)
-        prefix = size.total if prefix is None else prefix
+        prefix = self._prompt_size(session) if prefix is None else prefix
         cached = self._cached_prefix(session, size, prefix)
         through = prefix + int(instruction * self.estimator.factor)
         prompt_limit = self.limits(session).prompt
@@ -102,17 +106,23 @@ class SideRoutes:
                             uncached=max(0, through - cached), separate_input=separate_input,
                             answer=int(compressed * OBSERVATION_YIELD))
 
-    @staticmethod
-    def _reported_prefix(session: Session) -> int | None:
-        """Tokens of the conversation up to the current turn's request as the server counted them:
-        the agent's last call's prompt and answer, when nothing has changed the prompt since
-        (an estimate in a process that has not yet calibrated its own would be far off)."""
+    def _prompt_size(self, session: Session, before: int | None = None) -> int:
+        """Tokens of the agent's prompt for the events before seq `before` (all by default): as
+        the server counted the agent's last call (its prompt and answer) and estimated for what
+        came after it, when no chunk has changed the prompt since; else estimated throughout.
+        (The estimate alone, in a process that has not yet calibrated it on a call of its own,
+        can be far off: a headless `-c` run is such a process.)"""
+        size = self.context(session)
+        _, observed_to = self._update(session)
+        raw = self._raw(session, observed_to)
+        later = [e for e in raw if before is not None and e.seq >= before]
         for event in reversed(session.events):
             if isinstance(event, ObservationEvent | ReflectionEvent):
-                return None
+                break
             if isinstance(event, UsageEvent) and event.purpose == "agent":
-                return event.input + event.cache_read + event.cache_write + event.output
-        return None
+                since = [e for e in raw if e.seq > event.seq and (before is None or e.seq < before)]
+                return event.input + event.cache_read + event.cache_write + event.output + self.estimator.total(since)
+        return size.total - self.estimator.total(later)
 
     @staticmethod
     def _answered_since(session: Session, seq: int) -> bool:
