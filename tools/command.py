@@ -309,7 +309,12 @@ def _pump(run: _Running, output: _CappedOutput, timeout: float) -> tuple[str | N
             if hard_killed and now - killed_at >= TERM_GRACE_S + DRAIN_GRACE_S:
                 break  # whatever still holds the pipe escaped us; stop waiting for it
             if eof:
-                time.sleep(_POLL_S)  # bash closed its output but is still running
+                # bash closed its output but has not been seen to exit: wait for its exit, which
+                # is usually a moment away (a fixed sleep here cost every command 50 ms)
+                try:
+                    proc.wait(timeout=_POLL_S)
+                except subprocess.TimeoutExpired:
+                    pass
                 continue
             for _key, _events in selector.select(timeout=_POLL_S):
                 try:
