@@ -136,6 +136,10 @@ class Opened:
         # The hooks the config files that apply name (settings/hooks.py): every agent runs them.
         self.hooks = read_hooks(workspace, config)
         self.curation: BackgroundCuration | None = None
+        # A person's first session: curated from when the front end calls `start_curation` (the
+        # REPL, once its prompt is drawn: a thread started sooner takes the interpreter's lock
+        # from the start-up).
+        self._curate_later = opening.person
         self._agent: Agent | None = None
 
     @property
@@ -232,7 +236,9 @@ class Opened:
             self.hub.start()
         if self.curation is None or not self.curation.running:
             self.curation = BackgroundCuration(self.workspace, self.settings, self.client,
-                                               uncurated(self.workspace, self.settings)).start()
+                                               uncurated(self.workspace, self.settings))
+            if not self._curate_later:
+                self.curation.start()
         if not self.opening.person:  # the REPL says what the curation did at a later prompt
             self.curation.wait()
             for curated in self.curated():
@@ -295,6 +301,13 @@ class Opened:
         return agent
 
     # -- what the background curation did, for the front end to say -------------------------
+
+    def start_curation(self) -> None:
+        """Start the curation a person's session left waiting for this call, and every later one
+        at once."""
+        self._curate_later = False
+        if self.curation is not None:
+            self.curation.start()
 
     def curated(self) -> list[Curated]:
         """What the background curation finished since last asked, as life events."""

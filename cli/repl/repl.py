@@ -347,10 +347,10 @@ def start(*, continue_: bool, resume: str | None, permission_mode: str | None, m
                         confirm_servers=lambda workspace, settings, config: confirm_servers(
                             console, workspace, settings, config)) as opened:
             repl = Repl(opened, View(console))
-            # The SDK is imported while the person types the first message, from when the prompt
-            # is drawn: a thread importing it sooner takes the interpreter's lock from the start-up
-            # half the time, and the prompt comes later.
-            repl.area.once_drawn(preload_sdk)
+            # The SDK is imported, and the earlier sessions curated, while the person types the
+            # first message, from when the prompt is drawn: a thread started sooner takes the
+            # interpreter's lock from the start-up half the time, and the prompt comes later.
+            repl.area.once_drawn(lambda: (preload_sdk(), opened.start_curation()))
             with repl.keys.session(), ending_signals(resume="scribe -c") as repl.ending:
                 try:
                     repl.open(opening.choice)

@@ -5,6 +5,7 @@ started a session its own way would show up here as a different event sequence."
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -65,6 +66,11 @@ def repl(capsys: pytest.CaptureFixture[str], *, continue_: bool) -> str:
     with create_pipe_input() as pipe, create_app_session(input=pipe, output=DummyOutput()):
         pipe.send_text(CTRL_D)
         start(continue_=continue_, resume=None, permission_mode=None, model=None)
+    # The curation it started when its prompt was drawn ends with the process (a daemon thread);
+    # in this process, it is waited for, as the next `scribe` would find it ended.
+    for thread in threading.enumerate():
+        if thread.name == "scribe-curation":
+            thread.join(30)
     return capsys.readouterr().out
 
 
