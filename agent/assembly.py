@@ -10,8 +10,8 @@
 
 Earlier sessions are curated into the project notes in the background (agent/housekeeping.py)
 as a new session is prepared; a headless run starts its session with every earlier fact, a person
-waits for the curation at most a second (what it adds then reaches the next session), and nobody
-waits for a curation as scribe ends. The REPL switches sessions (`/clear`, `/resume`) inside one
+never waits for it (what it adds reaches the next session), and nobody waits for a curation as
+scribe ends. The REPL switches sessions (`/clear`, `/resume`) inside one
 opening: the servers and the client stay.
 """
 
@@ -83,7 +83,10 @@ from .session import Session, notes_path, open_session, start_session, store_for
 
 Show = Callable[[LifeEvent], None]
 ConfirmServers = Callable[[Path, Settings, ConfigFiles], None]
-# The most a person waits, as a new session starts, for the curation of earlier sessions.
+# The most a person waits for housekeeping as a session ends (the REPL gives a compression between
+# turns this long to finish). A person does not wait for the curation of earlier sessions as a
+# session starts: it needs the SDK, whose import alone takes about a second on a cold start, and
+# a model's answer, so a wait there seldom brought the notes in and always put the prompt off.
 PERSON_WAITS_S = 1.0
 
 
@@ -135,6 +138,10 @@ class Opened:
         # The hooks the config files that apply name (settings/hooks.py): every agent runs them.
         self.hooks = read_hooks(workspace, config)
         self.curation: BackgroundCuration | None = None
+        # A person's first session: curated from when the front end calls `start_curation` (the
+        # REPL, once its prompt is drawn: a thread started sooner takes the interpreter's lock
+        # from the start-up).
+        self._curate_later = opening.person
         self._agent: Agent | None = None
 
     @property
@@ -223,18 +230,21 @@ class Opened:
 
     def _new(self, show: Show, protection: Protection) -> Session:
         """A new session. Its MCP servers start and the earlier sessions are curated in the
-        background meanwhile; the session's instructions take the notes once that curation is
-        done: a headless run waits for it, a person at most `PERSON_WAITS_S` (then the curation
-        goes on in the background, and what it adds reaches the next session). Then it waits for
-        the servers at most `mcp_start_timeout_s` and pins what they offer."""
+        background meanwhile. A headless run waits for that curation, so its instructions take
+        every earlier fact; a person does not (the session starts with the notes as they are, the
+        curation goes on in the background, and what it adds reaches the next session). Then it
+        waits for the servers at most `mcp_start_timeout_s` and pins what they offer."""
         if self.opening.turns:
             self.hub.start()
         if self.curation is None or not self.curation.running:
             self.curation = BackgroundCuration(self.workspace, self.settings, self.client,
-                                               uncurated(self.workspace, self.settings)).start()
-        self.curation.wait(PERSON_WAITS_S if self.opening.person else None)
-        for curated in self.curated():
-            show(curated)
+                                               uncurated(self.workspace, self.settings))
+            if not self._curate_later:
+                self.curation.start()
+        if not self.opening.person:  # the REPL says what the curation did at a later prompt
+            self.curation.wait()
+            for curated in self.curated():
+                show(curated)
         mcp_definitions: list[dict[str, Any]] = []
         record: list[dict[str, Any]] = []
         if self.opening.turns and self.hub.specs:
@@ -293,6 +303,13 @@ class Opened:
         return agent
 
     # -- what the background curation did, for the front end to say -------------------------
+
+    def start_curation(self) -> None:
+        """Start the curation a person's session left waiting for this call, and every later one
+        at once."""
+        self._curate_later = False
+        if self.curation is not None:
+            self.curation.start()
 
     def curated(self) -> list[Curated]:
         """What the background curation finished since last asked, as life events."""

@@ -189,7 +189,7 @@ class Compressor(SideRoutes, WindowRoom):
         if needed and model_resting_now(session.digest):  # from the digest: no scan back
             yield from self._extract(session, whole, raw, "the observer's last answers were unusable")
             return
-        call = self._observer_call(session, chunks, raw, whole)
+        call = self._observer_call(session, chunks, raw, whole, keep_from)
         span = Span(call.seq_from, call.seq_to, whole.tokens if call.seq_to == whole.seq_to else
                     self.estimator.total([e for e in raw if e.seq <= call.seq_to]))
         chosen = [e for e in raw if span.seq_from <= e.seq <= span.seq_to]

@@ -12,7 +12,9 @@ how long it took, what it said on stderr and what of it the model is shown.
 
 Any other exit code, a timeout or a hook that cannot start is a failure the person is told of
 in one line, and the turn goes on as if the hook had said nothing (as Claude Code does: a hook
-that fails does not block). What the model is shown is the event's `feedback`, rendered from the
+that fails does not block). A workspace's hook runs as a command does, and like a command's,
+the git configuration it creates or changes is reported: one line for the person and a
+`git_config` event naming the hook (workspace/gitplanted.py). What the model is shown is the event's `feedback`, rendered from the
 log (context/render.py), so `scribe log prompt --at` rebuilds it and the cached prefix before it
 never moves.
 """
@@ -25,9 +27,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from scribe.log.events import HookEvent
+from scribe.log.events import GitConfigEvent, HookEvent
 from scribe.settings.hooks import HookName, Hooks, HookSpec
 from scribe.tools.secrets import Redactor
+from scribe.workspace.gitplanted import GitConfigWatch, describe
 from scribe.workspace.sandbox import Protection
 
 from .hook_process import HookProcess, hook_env, run_hook_process
@@ -45,22 +48,26 @@ NO_SANDBOX = "not run: a workspace's hooks run only in the sandbox, and commands
 @dataclass(frozen=True)
 class HookVerdict:
     """What the hooks of one point said: `blocked` with the reason (its stderr), one line each
-    for the person about hooks that failed, and the `hook` events to log (`HookRunner.log`)."""
+    for the person about hooks that failed or planted git configuration, and the `hook` and
+    `git_config` events to log (`HookRunner.log`)."""
 
     blocked: bool = False
     reason: str = ""
     notices: list[str] = field(default_factory=list)
     records: list[dict[str, Any]] = field(default_factory=list)
+    planted: list[dict[str, Any]] = field(default_factory=list)
 
 
 class HookRunner:
     def __init__(self, hooks: Hooks, workspace: Path, protection: Callable[[], Protection], redact: Redactor,
-                 *, permission_mode: Callable[[], str] = lambda: "") -> None:
+                 *, permission_mode: Callable[[], str] = lambda: "",
+                 git_watch: Callable[[], GitConfigWatch] | None = None) -> None:
         self.hooks = hooks
         self.workspace = workspace
         self.protection = protection  # the session's, found when a workspace hook first runs
         self.redact = redact
         self.permission_mode = permission_mode
+        self.git_watch = git_watch  # the session's, shared with its commands
 
     def wanted(self, event: HookName, tool: str | None = None) -> bool:
         return bool(self.hooks.for_event(event, tool))
@@ -78,8 +85,14 @@ class HookRunner:
                           ensure_ascii=False).encode("utf-8")
         notices: list[str] = []
         records: list[dict[str, Any]] = []
+        planted: list[dict[str, Any]] = []
         for spec in specs:
+            watch = self._watch_for(spec)
+            if watch is not None:
+                watch.settle()  # what changed before this hook is not its doing
             ran = self._start(spec, data)
+            if watch is not None and ran is not None:
+                self._planted(watch, spec, tool_use_id, notices, planted)
             stderr = self.redact(ran.stderr.strip()) if ran is not None else ""
             outcome, line = _outcome(spec, ran, stderr)
             records.append(dict(
@@ -91,12 +104,35 @@ class HookRunner:
             if line:
                 notices.append(line)
             if outcome == "blocked":
-                return HookVerdict(True, stderr, notices, records)
-        return HookVerdict(False, "", notices, records)
+                return HookVerdict(True, stderr, notices, records, planted)
+        return HookVerdict(False, "", notices, records, planted)
 
     @staticmethod
     def log(session: Session, verdict: HookVerdict) -> list[HookEvent]:
-        return [session.append(HookEvent, **record) for record in verdict.records]
+        events = [session.append(HookEvent, **record) for record in verdict.records]
+        for record in verdict.planted:
+            session.append(GitConfigEvent, **record)
+        return events
+
+    def _watch_for(self, spec: HookSpec) -> GitConfigWatch | None:
+        """The session's git configuration watch, for a workspace hook that will run (sandboxed)."""
+        if spec.owner != "workspace" or self.git_watch is None or not self.protection().sandboxed:
+            return None
+        return self.git_watch()
+
+    @staticmethod
+    def _planted(watch: GitConfigWatch, spec: HookSpec, tool_use_id: str | None, notices: list[str],
+                 planted: list[dict[str, Any]]) -> None:
+        """What the hook that just ran planted: a line for the person, and a `git_config` record."""
+        hook = f"{spec.event} `{_cut(spec.command, 60)}`"
+        try:
+            changes = [p.record() for p in watch.changes()]
+        except OSError as exc:
+            notices.append(f"hook {hook}: could not check the workspace's git configuration: {exc}")
+            return
+        if changes:
+            notices.append(describe(changes, hook))
+            planted.append(dict(changes=changes, hook=hook, **({"tool_use_id": tool_use_id} if tool_use_id else {})))
 
     def _start(self, spec: HookSpec, data: bytes) -> HookProcess | None:
         """The hook run, or None when it may not run (a workspace's hook without a sandbox)."""

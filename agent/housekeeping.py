@@ -48,9 +48,12 @@ class BackgroundCuration:
         self._stop = threading.Event()
         self._failure: BaseException | None = None
         self._thread = threading.Thread(target=self._run, name="scribe-curation", daemon=True)
+        self._started = False
 
     def start(self) -> BackgroundCuration:
-        if self.sessions:
+        """Start curating, once (a second call does nothing)."""
+        if self.sessions and not self._started:
+            self._started = True
             self._thread.start()
         return self
 

@@ -31,6 +31,7 @@ from scribe.model.client import CallResult, ModelClient
 from scribe.model.errors import ContextOverflow, ModelError
 from scribe.settings.hooks import NO_HOOKS, HookName, Hooks
 from scribe.tools.base import CommandInterrupted, Tool, ToolContext, ToolOutput, kind_of
+from scribe.tools.command import git_watch
 from scribe.tools.registry import run_tool
 from scribe.workspace.changes import ChangeSource
 from scribe.workspace.gitplanted import describe
@@ -290,7 +291,8 @@ class Agent:
 
     def hook_runner(self) -> HookRunner:
         return HookRunner(self.hooks, self.context.workspace, self._protection, self.context.redact,
-                          permission_mode=lambda: self.policy.mode)
+                          permission_mode=lambda: self.policy.mode,
+                          git_watch=lambda: git_watch(self.context, self._protection()))
 
     def _protection(self) -> Protection:
         if self.context.protection is None:

@@ -44,16 +44,25 @@ class SideRoutes:
     def _observer_view(self, event: Event) -> int:
         raise NotImplementedError
 
+    def _update(self, session: Session) -> tuple[list[Chunk], int]:
+        raise NotImplementedError
+
+    def _raw(self, session: Session, observed_to: int) -> Sequence[Event]:
+        raise NotImplementedError
+
     def _agent_model(self, session: Session) -> str:
         raise NotImplementedError
 
     def _cache_is_cold(self, events: Sequence[Event]) -> bool:
         raise NotImplementedError
 
-    def _observer_call(self, session: Session, chunks: Sequence[Chunk], raw: Sequence[Event], whole: Span) -> SideCall:
+    def _observer_call(self, session: Session, chunks: Sequence[Chunk], raw: Sequence[Event], whole: Span,
+                       keep_from: int | None = None) -> SideCall:
         """How the observation of `whole` is asked for: through the agent's cached prefix (all of
         `whole`) or as a separate request within the side-call limit (its oldest part that fits),
-        whichever the numbers say costs less (memory/routes.py)."""
+        whichever the numbers say costs less (memory/routes.py). `keep_from`: the current turn's
+        request, which the cache route then leaves out (it is never observed, and it is not in
+        the cache yet)."""
         factor = self.estimator.factor
         room = self._budget(session).room(OBSERVER_SYSTEM)
         shown = min(OBSERVATIONS_SHOWN, room // 4)
@@ -61,23 +70,35 @@ class SideRoutes:
         viewed = sum(self._observer_view(e) for e in raw if clipped.seq_from <= e.seq <= clipped.seq_to)
         earlier = min(sum(chunk_size(c) for c in chunks), shown)
         max_tokens = observer_max_tokens(whole.tokens, self.settings.side_call_max_tokens)
-        choice = self._route(session, OBSERVER_OVERHEAD, int((OBSERVER_OVERHEAD + viewed + earlier) * factor),
-                             max_tokens, whole.tokens)
+        if keep_from is not None and self._answered_since(session, keep_from):
+            keep_from = None  # mid-turn: the cache holds the turn's request already, up to its last breakpoint
+        prefix = None
+        if keep_from is not None:
+            prefix = self._prompt_size(session, before=keep_from)
+        separate_input = int((OBSERVER_OVERHEAD + viewed + earlier) * factor)
+        if 0 < clipped.tokens < whole.tokens:
+            # The separate route covers only its oldest part per call: weighed for all of it, as
+            # the cache route is, it takes as many calls as that part goes into the stretch.
+            separate_input = int(separate_input * whole.tokens / clipped.tokens)
+        choice = self._route(session, OBSERVER_OVERHEAD, separate_input, max_tokens, whole.tokens, prefix=prefix)
         if choice.route == "cache":
             return SideCall("observer", "cache", self._agent_model(session), max_tokens, seq_from=whole.seq_from,
-                            seq_to=whole.seq_to, quote=choice.recorded())
+                            seq_to=whole.seq_to, quote=choice.recorded(), prefix_to=keep_from)
         separate_max = observer_max_tokens(clipped.tokens, self.settings.side_call_max_tokens)
         return SideCall("observer", "separate", self.settings.observer_model, separate_max,
                         tool=self.settings.side_call_tools, seq_from=clipped.seq_from, seq_to=clipped.seq_to,
                         room=room, shown=shown, quote=choice.recorded())
 
     def _route(self, session: Session, instruction: int, separate_input: int, max_tokens: int,
-               compressed: int) -> RouteChoice:
+               compressed: int, prefix: int | None = None) -> RouteChoice:
         """`choose_route` with this session's figures: what the agent's last call says the cache
-        holds, the next agent request's estimated size, and the window it must fit in."""
+        holds, the size of the agent prompt the cache route sends (`prefix`: the conversation
+        before the current turn's request; by default the next agent request's estimated size),
+        and the window it must fit in."""
         size = self.context(session)
-        cached = self._cached_prefix(session, size)
-        through = size.total + int(instruction * self.estimator.factor)
+        prefix = self._prompt_size(session) if prefix is None else prefix
+        cached = self._cached_prefix(session, size, prefix)
+        through = prefix + int(instruction * self.estimator.factor)
         prompt_limit = self.limits(session).prompt
         if prompt_limit is not None and through + max_tokens > prompt_limit:
             cached = 0  # the agent's prompt and an instruction would not fit: nothing to read through
@@ -85,7 +106,35 @@ class SideRoutes:
                             uncached=max(0, through - cached), separate_input=separate_input,
                             answer=int(compressed * OBSERVATION_YIELD))
 
-    def _cached_prefix(self, session: Session, size: ContextSize) -> int:
+    def _prompt_size(self, session: Session, before: int | None = None) -> int:
+        """Tokens of the agent's prompt for the events before seq `before` (all by default): as
+        the server counted the agent's last call (its prompt and answer) and estimated for what
+        came after it, when no chunk has changed the prompt since; else estimated throughout.
+        (The estimate alone, in a process that has not yet calibrated it on a call of its own,
+        can be far off: a headless `-c` run is such a process.)"""
+        size = self.context(session)
+        _, observed_to = self._update(session)
+        raw = self._raw(session, observed_to)
+        later = [e for e in raw if before is not None and e.seq >= before]
+        for event in reversed(session.events):
+            if isinstance(event, ObservationEvent | ReflectionEvent):
+                break
+            if isinstance(event, UsageEvent) and event.purpose == "agent":
+                since = [e for e in raw if e.seq > event.seq and (before is None or e.seq < before)]
+                return event.input + event.cache_read + event.cache_write + event.output + self.estimator.total(since)
+        return size.total - self.estimator.total(later)
+
+    @staticmethod
+    def _answered_since(session: Session, seq: int) -> bool:
+        """Whether an agent call has been made since event `seq` (the log's tail, read back to it)."""
+        for event in reversed(session.events):
+            if event.seq < seq:
+                return False
+            if isinstance(event, UsageEvent) and event.purpose == "agent":
+                return True
+        return False
+
+    def _cached_prefix(self, session: Session, size: ContextSize, prefix: int) -> int:
         """Tokens of the agent's next request the server holds in its cache now, by what its last
         agent call reported: its whole prompt when that call was served or written (a server with
         no prefix cache, or a prompt under the model's cache minimum, reports neither), only the
@@ -98,5 +147,5 @@ class SideRoutes:
             if isinstance(event, UsageEvent) and event.purpose == "agent":
                 if event.cache_read + event.cache_write == 0:
                     return 0
-                return min(event.input + event.cache_read + event.cache_write, size.total)
+                return min(event.input + event.cache_read + event.cache_write, prefix)
         return 0

@@ -1,4 +1,4 @@
-"""`python -m benchmarks [costs|chain|llama|memory-paths|memory|overhead|watcher|all] [--before REV] [--docs]`: run the
+"""`python -m benchmarks [costs|chain|llama|memory-paths|memory|overhead|startup|watcher|all] [--before REV] [--docs]`: run the
 benchmarks, print a markdown report, and write it with the raw figures to benchmarks/results/
 (latest.md, latest.json); `--docs` also puts it in docs/performance.md.
 
@@ -20,7 +20,7 @@ from typing import Any
 
 from scribe import __version__
 
-from . import cost_report, llama, memory_figures, memory_paths, overhead, watcher
+from . import cost_report, llama, memory_figures, memory_paths, overhead, startup, watcher
 
 RESULTS = Path(__file__).parent / "results"
 
@@ -103,8 +103,13 @@ def run_memory_paths() -> tuple[dict[str, Any], str]:
     return data, memory_paths.section(data)
 
 
+def run_startup() -> tuple[dict[str, Any], str]:
+    data = startup.measure()
+    return data, startup.section(data)
+
+
 SUITES = {"chain": run_chain, "llama": run_llama, "memory-paths": run_memory_paths, "costs": run_costs,
-          "memory": run_memory, "overhead": run_overhead, "watcher": run_watcher}
+          "memory": run_memory, "overhead": run_overhead, "startup": run_startup, "watcher": run_watcher}
 PAGE = Path(__file__).resolve().parent.parent / "docs" / "performance.md"
 BEGIN, END = "<!-- benchmarks:begin -->", "<!-- benchmarks:end -->"
 
@@ -125,30 +130,49 @@ def main() -> None:
     machine = f"{platform.system()} {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
     when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     data: dict[str, Any] = {"date": when, "machine": machine, "scribe": __version__}
-    texts = []
+    texts: dict[str, str] = {}
     for name in chosen:
-        data[name], text = SUITES[name](before) if name == "costs" else SUITES[name]()
-        texts.append(text)
+        data[name], texts[name] = SUITES[name](before) if name == "costs" else SUITES[name]()
     command = " ".join(["python -m benchmarks", *(args.suites or ["all"]), *(["--docs"] if args.docs else [])])
     header = (f"Measured {when} on {machine}, scribe {__version__}, with `{command}` "
               f"({time.monotonic() - started:.0f} s; the machine's other work moves the timings).")
-    report = header + "\n\n" + "\n\n".join(texts) + "\n"
+    report = header + "\n\n" + "\n\n".join(texts.values()) + "\n"
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "latest.md").write_text(report, encoding="utf-8")
     (RESULTS / "latest.json").write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     if args.docs:
-        write_page(report)
+        write_page(header, texts)
     print(report)
 
 
-def write_page(report: str) -> None:
-    """Replace what stands between the markers in docs/performance.md with `report`."""
-    text = PAGE.read_text(encoding="utf-8")
-    if BEGIN not in text or END not in text:
-        raise SystemExit(f"docs/performance.md has no {BEGIN} ... {END} block to replace")
-    head, rest = text.split(BEGIN, 1)
-    _, tail = rest.split(END, 1)
-    PAGE.write_text(f"{head}{BEGIN}\n{report.strip()}\n{END}{tail}", encoding="utf-8")
+def markers(suite: str | None = None) -> tuple[str, str]:
+    """The comments around a block of docs/performance.md: the main one, or a suite's own."""
+    if suite is None:
+        return BEGIN, END
+    return f"<!-- benchmarks:{suite}:begin -->", f"<!-- benchmarks:{suite}:end -->"
+
+
+def write_page(header: str, texts: dict[str, str]) -> None:
+    """Put each suite's report in docs/performance.md under `header`: in the suite's own block
+    where the page has one (so running that suite alone leaves the other figures standing), the
+    rest together in the main block."""
+    page = PAGE.read_text(encoding="utf-8")
+    rest = {name: text for name, text in texts.items() if markers(name)[0] not in page}
+    for name, text in texts.items():
+        if name not in rest:
+            page = _replace_block(page, markers(name), f"{header}\n\n{text}")
+    if rest:
+        page = _replace_block(page, markers(), f"{header}\n\n" + "\n\n".join(rest.values()))
+    PAGE.write_text(page, encoding="utf-8")
+
+
+def _replace_block(page: str, block: tuple[str, str], report: str) -> str:
+    begin, end = block
+    if begin not in page or end not in page:
+        raise SystemExit(f"docs/performance.md has no {begin} ... {end} block to replace")
+    head, rest = page.split(begin, 1)
+    _, tail = rest.split(end, 1)
+    return f"{head}{begin}\n{report.strip()}\n{end}{tail}"
 
 
 if __name__ == "__main__":

@@ -1,10 +1,12 @@
 """Which scribe modules a prompt passes through on its way to the first request.
 
-    python -m benchmarks.flow
+    python -m benchmarks.flow            # from the command line's start
+    python -m benchmarks.flow --turn     # from `Agent.turn` only
 
 Runs `scribe run hello` in process against the fake API in a temporary git workspace, with a
-profiler hook that records the file of every scribe function called from `Agent.turn` until the
-SDK's `messages.create`; prints the count, the folders and the files in the order first met.
+profiler hook that records every scribe function called from the start of the command (or of
+`Agent.turn`) until the SDK's `messages.create`; prints how many functions in how many files,
+the folders, and the files in the order first met with their functions and lines.
 """
 
 from __future__ import annotations
@@ -32,6 +34,16 @@ def workspace(root: Path) -> Path:
     return path
 
 
+def importing(frame: FrameType | None) -> bool:
+    """Whether this call runs as part of an import: what a module does when loaded is not the
+    path a run takes (`python -X importtime` measures that)."""
+    while frame is not None:
+        if frame.f_code.co_filename.startswith("<frozen importlib"):
+            return True
+        frame = frame.f_back
+    return False
+
+
 def main() -> None:
     root = Path(tempfile.mkdtemp(prefix="scribe-flow-"))
     home = root / "home"
@@ -40,8 +52,10 @@ def main() -> None:
     os.environ.update(HOME=str(home), ANTHROPIC_BASE_URL=server.start(), ANTHROPIC_API_KEY="flow",
                       SCRIBE_WATCH_FILES="0")
     os.chdir(workspace(root))
-    seen: dict[str, None] = {}
+    seen: dict[str, set[str]] = {}
     began, done = threading.Event(), threading.Event()
+    if "--turn" not in sys.argv[1:]:
+        began.set()
 
     def hook(frame: FrameType, event: str, arg: Any) -> None:
         if event != "call" or done.is_set():
@@ -53,8 +67,9 @@ def main() -> None:
             return
         if code.co_name == "create" and "anthropic/resources/messages" in code.co_filename:
             done.set()
-        elif code.co_filename.startswith(PACKAGE) and code.co_name != "<module>" and "/fakeapi/" not in code.co_filename:
-            seen.setdefault(code.co_filename[len(PACKAGE):], None)
+        elif (code.co_filename.startswith(PACKAGE) and code.co_name != "<module>" and "/fakeapi/" not in code.co_filename
+              and not importing(frame)):
+            seen.setdefault(code.co_filename[len(PACKAGE):], set()).add(f"{code.co_name}:{code.co_firstlineno}")
 
     from scribe.cli.app import app
 
@@ -66,10 +81,13 @@ def main() -> None:
         sys.setprofile(None)
         threading.setprofile(None)
         server.stop()
-    folders = sorted({f.split("/")[0] for f in seen})
-    print(f"{len(seen)} files in {len(folders)} folders ({', '.join(folders)}):", file=sys.stderr)
-    for name in seen:
-        print(f"  {name}", file=sys.stderr)
+    folders = sorted({f.split("/")[0] for f in seen if "/" in f})
+    functions = sum(len(names) for names in seen.values())
+    print(f"{functions} functions in {len(seen)} files in {len(folders)} folders ({', '.join(folders)}):",
+          file=sys.stderr)
+    for name, names in seen.items():
+        lines = sum(1 for _ in (Path(PACKAGE) / name).open(encoding="utf-8"))
+        print(f"  {name:<32} {len(names):>3} functions  {lines:>4} lines", file=sys.stderr)
 
 
 if __name__ == "__main__":

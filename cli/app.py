@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import inspect
 import sys
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from typer._click import Command
@@ -100,15 +101,36 @@ def interactive(
                   f"(scribe {ctx.invoked_subcommand} --help)", file=sys.stderr)
             raise typer.Exit(2)
         return
+    open_repl(continue_=continue_, resume=resume, permission_mode=permission_mode, model=model,
+              auto_commit=auto_commit, trust_workspace=trust_workspace)
+
+
+def open_repl(**options: Any) -> None:
+    """The interactive session, with the options of the callback above."""
     if not sys.stdin.isatty() or not sys.stdout.isatty():
         print("scribe: no terminal here; use `scribe run PROMPT` (or `scribe run -` to read stdin)", file=sys.stderr)
         raise typer.Exit(2)
     # Imported here: the SDK and prompt-toolkit take over a second, and `scribe --help` needn't pay.
     from .repl.repl import start
 
-    start(continue_=continue_, resume=resume, permission_mode=permission_mode, model=model, auto_commit=auto_commit,
-          trust_workspace=trust_workspace)
+    start(**options)
+
+
+# `scribe` alone: the REPL with each option at the default the callback declares.
+REPL_DEFAULTS = {name: p.default for name, p in inspect.signature(interactive).parameters.items()
+                 if name not in ("ctx", "version")}
 
 
 def main() -> None:
-    app()
+    if sys.argv[1:]:
+        app()
+        return
+    # `scribe` alone skips typer's parsing, which builds a pydantic validator for every option
+    # above, given or not: pydantic's import and schema code, about 0.1 s before the first prompt.
+    try:
+        open_repl(**REPL_DEFAULTS)
+    except typer.Exit as done:
+        sys.exit(done.exit_code)
+    except KeyboardInterrupt:  # before the REPL takes Ctrl-C over: what typer would say
+        print("\nAborted!", file=sys.stderr)
+        sys.exit(1)

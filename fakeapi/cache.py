@@ -1,7 +1,8 @@
 """Prompt-cache accounting that mirrors Anthropic's documented prompt caching.
 
 A request is flattened into an ordered list of blocks: tool definitions, then
-system blocks, then every message's content blocks. A block carrying
+system blocks, then every message's content blocks (a mid-conversation system
+message's too, where it stands). A block carrying
 `cache_control` is a breakpoint. The cache maps the hash of a prefix (model +
 blocks up to a breakpoint) to that prefix's size and expiry.
 
@@ -29,7 +30,8 @@ ONE_HOUR_S = 3600.0
 
 @dataclass(frozen=True)
 class FlatBlock:
-    """One cacheable unit: `kind` is "tool", "system", "user" or "assistant"."""
+    """One cacheable unit: `kind` is "tool", "system" (the top-level field), "user", "assistant"
+    or "system message" (a message of role "system", part of the conversation like any other)."""
 
     kind: str
     block: dict[str, Any]
@@ -105,7 +107,9 @@ def flatten_request(request: dict[str, Any]) -> list[FlatBlock]:
             blocks = [{"type": "text", "text": content}] if content else []
         else:
             blocks = content or []
-        flat.extend(_flat(message.get("role", "user"), block) for block in blocks)
+        role = message.get("role", "user")
+        kind = "system message" if role == "system" else role
+        flat.extend(_flat(kind, block) for block in blocks)
     top_level = request.get("cache_control")
     if isinstance(top_level, dict) and flat and not flat[-1].is_breakpoint:
         # Automatic caching: the API places the marker on the last cacheable block.

@@ -26,8 +26,12 @@ class _Turn:
 
 
 def _turns(messages: list[dict[str, Any]]) -> list[_Turn]:
+    """The user and assistant turns; a system message (it sits between a user message and an
+    assistant one, validate.py holds that) is no part of the pairing."""
     turns: list[_Turn] = []
     for i, message in enumerate(messages):
+        if message["role"] == "system":
+            continue
         if not turns or turns[-1].role != message["role"]:
             turns.append(_Turn(message["role"], i))
         content = message["content"]

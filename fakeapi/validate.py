@@ -31,6 +31,7 @@ KNOWN_FIELDS = frozenset(
         "fallback_credit_token", "fallbacks", "thread",
     }
 )  # fmt: skip
+ROLES = ("user", "assistant", "system")
 BLOCK_TYPES = ("text", "image", "document", "tool_use", "tool_result", "thinking", "redacted_thinking")
 TOOL_RESULT_CONTENT_TYPES = ("text", "image", "document")
 _TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,128}$")
@@ -185,8 +186,8 @@ def _check_messages(messages: list[Any]) -> int:
         if not isinstance(message, dict):
             raise InvalidRequest(f"messages.{i}: Input should be a valid dictionary")
         role = message.get("role")
-        if role not in ("user", "assistant"):
-            raise InvalidRequest(f"messages.{i}.role: Input should be 'user' or 'assistant'")
+        if role not in ROLES:
+            raise InvalidRequest(f"messages.{i}.role: Input should be 'user', 'assistant' or 'system'")
         if i == 0 and role != "user":
             raise InvalidRequest('messages: first message must use the "user" role')
         content = message.get("content")
@@ -197,12 +198,37 @@ def _check_messages(messages: list[Any]) -> int:
                 f"messages.{i}: all messages must have non-empty content except for the optional "
                 "final assistant message"
             )
-        if isinstance(content, list):
+        if role == "system":
+            count += _check_system_message(messages, i)
+        elif isinstance(content, list):
             for j, block in enumerate(content):
                 count += _check_block(block, role, f"messages.{i}.content.{j}")
     final = messages[last]
     if final.get("role") == "assistant":
         _check_prefill(final["content"])
+    return count
+
+
+def _check_system_message(messages: list[Any], i: int) -> int:
+    """A mid-conversation system message, as the API places it: right after a user message (so
+    never first, never two in a row, never between a tool_use and its tool_result) and followed
+    by an assistant message or nothing; text only, as a string or text blocks that may carry
+    cache_control. Returns its breakpoints."""
+    if not isinstance(messages[i - 1], dict) or messages[i - 1].get("role") != "user":
+        raise InvalidRequest(f"messages.{i}: role 'system' must follow a 'user' message")
+    following = messages[i + 1] if i + 1 < len(messages) else None
+    if following is not None and (not isinstance(following, dict) or following.get("role") != "assistant"):
+        raise InvalidRequest(f"messages.{i}: role 'system' must precede an 'assistant' message or end the array")
+    content = messages[i]["content"]
+    if isinstance(content, str):
+        return 0
+    count = 0
+    for j, block in enumerate(content):
+        path = f"messages.{i}.content.{j}"
+        if not isinstance(block, dict) or block.get("type") != "text":
+            raise InvalidRequest(f"{path}.type: Input should be 'text'")
+        _check_text(block, path)
+        count += _marker(block, path)
     return count
 
 

@@ -234,14 +234,16 @@ class GitUndoEvent(Event):
 
 @dataclass(frozen=True)
 class GitConfigEvent(Event):
-    """A command (`tool_use_id`'s) created or changed git configuration in the workspace: a new
-    repository, a config file, a hook, attributes, a `.git` file. Each of `changes` names the git
-    folder (workspace-relative), whether it is new, what of it changed, and the keys and hooks
-    among it that run a program (`programs`), which the person's own git would run."""
+    """A command (`tool_use_id`'s), or a workspace's hook (`hook`: its event and command), created
+    or changed git configuration in the workspace: a new repository, a config file, a hook,
+    attributes, a `.git` file. Each of `changes` names the git folder (workspace-relative),
+    whether it is new, what of it changed, and the keys and hooks among it that run a program
+    (`programs`), which the person's own git would run."""
 
     type: ClassVar[str] = "git_config"
     changes: list[dict[str, Any]]
     tool_use_id: str | None = None
+    hook: str | None = None
 
 
 @dataclass(frozen=True)

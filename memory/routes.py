@@ -9,7 +9,11 @@ Two routes:
   call sent, so the provider serves it from the prompt cache (a local llama.cpp server from the
   slot that holds it) and only the new tail and the instruction are read at full price. It adds
   no tool and no `tool_choice` (either would change what the cache keys on), so the answer is
-  text, read by the same tolerant readers.
+  text, read by the same tolerant readers. An observation made before a turn's first call never
+  takes the turn's request, so its request is the conversation up to that request
+  (`SideCall.prefix_to`): the prefix the server holds and the instruction, without the new
+  message (a long paste would otherwise be evaluated for the side call and again for the agent,
+  and may not fit the window beside the prefix at all).
 
 `choose_route` weighs both by the numbers: list prices per model (log/pricing.py) where both
 models are priced, else the tokens a server must evaluate; and what the agent's last call
@@ -88,6 +92,7 @@ class SideCall:
     supersedes: tuple[int, ...] = ()  # reflector: the chunks condensed
     attempt: int = 0  # reflector: which retry
     quote: Mapping[str, Any] = field(default_factory=dict)
+    prefix_to: int | None = None  # cache route: only the events before this seq (the current turn's request)
 
     def recorded(self) -> dict[str, Any]:
         out: dict[str, Any] = {"kind": self.kind, "route": self.route, "model": self.model,
@@ -100,6 +105,8 @@ class SideCall:
             out |= {"supersedes": list(self.supersedes), "attempt": self.attempt}
             if self.route == "separate":
                 out["tool"] = self.tool
+        if self.prefix_to is not None:
+            out["prefix_to"] = self.prefix_to
         return out
 
     @classmethod
@@ -109,7 +116,8 @@ class SideCall:
                    seq_from=int(record.get("seq_from", 0)), seq_to=int(record.get("seq_to", 0)),
                    room=record.get("room"), shown=int(record.get("shown", 0)),
                    supersedes=tuple(int(s) for s in record.get("supersedes", ())),
-                   attempt=int(record.get("attempt", 0)), quote=dict(record.get("quote", {})))
+                   attempt=int(record.get("attempt", 0)), quote=dict(record.get("quote", {})),
+                   prefix_to=None if record.get("prefix_to") is None else int(record["prefix_to"]))
 
 
 class NotRebuildable(ValueError):
@@ -121,6 +129,9 @@ def build(events: Sequence[Event], call: SideCall, index: ChunkIndex | None = No
     """The request of side call `call`, made when the log held `events`. `index`: the session's
     ChunkIndex for these events (saves a scan; the result is the same without it); `images`: the
     session's image store, as render takes it (the cache route's request is the agent's)."""
+    if call.route == "cache" and call.prefix_to is not None:
+        events = [e for e in events if e.seq < call.prefix_to]
+        index = None  # the session's index holds the events cut here
     index = index or ChunkIndex()
     chunks, observed_to = index.update(events)
     if call.kind == "observer":

@@ -75,6 +75,7 @@ def open_repl(workspace: Path, settings: Settings, view: View, choice: SessionCh
     with open_agent(opening, open_session=False) as opened:
         repl = Repl(opened, view)
         repl.open(opening.choice)
+        opened.start_curation()  # as `scribe` does once its prompt is drawn
         try:
             yield repl
         finally:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 from scribe.tools.secrets import Redactor
 
 if TYPE_CHECKING:
+    from scribe.workspace.gitplanted import GitConfigWatch
     from scribe.workspace.sandbox import Protection
 
 # "mcp" and "mcp-read": a tool of an MCP server, and one its server marks read-only. "web": a
@@ -74,6 +75,9 @@ class ToolContext:
     seen_hashes: dict[str, str] = field(default_factory=dict)
     # Where commands run (the sandbox, or what stands in for it); None: detect it on first use.
     protection: Protection | None = None
+    # The workspace's git folders and their configuration as last looked at, compared before and
+    # after each command and each workspace hook (tools/command.py `git_watch`); None: not yet.
+    git_watch: GitConfigWatch | None = None
     # Replaces secret values in every tool's output before it is logged.
     redact: Redactor = field(default_factory=Redactor.from_environ)
     # Seconds of regular-expression matching one search may spend (search_files, recall).

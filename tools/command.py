@@ -152,8 +152,6 @@ class RunCommand:
         # Runs in progress, keyed by id. A plain dict, not a lock: cancel() may be called from a
         # signal handler that interrupted run() on the same thread.
         self._running: dict[int, _Running] = {}
-        # Per workspace: its git folders and their configuration, to tell what a command planted.
-        self._git_watches: dict[Path, GitConfigWatch] = {}
 
     def summary(self, args: dict[str, Any]) -> str:
         command = str(args.get("command", "")).strip()
@@ -180,17 +178,11 @@ class RunCommand:
             raise ToolError("timeout_s must be a positive number of seconds")
         timeout = min(timeout, MAX_TIMEOUT_S)
         protection = ctx.protection or _default_protection(ctx.workspace.resolve(), tuple(ctx.allowed_roots))
-        watch = self._git_watch(ctx, protection)
-        watch.settle()  # what changed since the last command is not this one's doing
+        watch = git_watch(ctx, protection)
+        watch.settle()  # what changed since the last command or hook is not this one's doing
         with protection.limits.cgroup_for_command() as cgroup:
             out = self._run(command, ctx, timeout, _start(command, ctx, protection, cgroup))
         return _with_planted(out, watch)
-
-    def _git_watch(self, ctx: ToolContext, protection: Protection) -> GitConfigWatch:
-        root = ctx.workspace.resolve()
-        if root not in self._git_watches:
-            self._git_watches[root] = GitConfigWatch(root, skip=ctx.scribe_folders, box=protection)
-        return self._git_watches[root]
 
     def _run(self, command: str, ctx: ToolContext, timeout: float, run: _Running) -> ToolOutput:
         self._running[id(run)] = run
@@ -243,6 +235,14 @@ def _start(command: str, ctx: ToolContext, protection: Protection, cgroup: Comma
     if status_r >= 0:
         os.set_blocking(status_r, False)
     return _Running(proc, protection, command_id, status_r, cgroup)
+
+
+def git_watch(ctx: ToolContext, protection: Protection) -> GitConfigWatch:
+    """The session's watch of the workspace's git configuration (made on first use: it walks the
+    workspace once), shared by its commands and its workspace hooks."""
+    if ctx.git_watch is None:
+        ctx.git_watch = GitConfigWatch(ctx.workspace.resolve(), skip=ctx.scribe_folders, box=protection)
+    return ctx.git_watch
 
 
 def _with_planted(out: ToolOutput, watch: GitConfigWatch) -> ToolOutput:
@@ -309,7 +309,12 @@ def _pump(run: _Running, output: _CappedOutput, timeout: float) -> tuple[str | N
             if hard_killed and now - killed_at >= TERM_GRACE_S + DRAIN_GRACE_S:
                 break  # whatever still holds the pipe escaped us; stop waiting for it
             if eof:
-                time.sleep(_POLL_S)  # bash closed its output but is still running
+                # bash closed its output but has not been seen to exit: wait for its exit, which
+                # is usually a moment away (a fixed sleep here cost every command 50 ms)
+                try:
+                    proc.wait(timeout=_POLL_S)
+                except subprocess.TimeoutExpired:
+                    pass
                 continue
             for _key, _events in selector.select(timeout=_POLL_S):
                 try:

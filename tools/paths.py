@@ -7,8 +7,9 @@ or written, nor is any path that resolves into scribe's own folders (a state fol
 moved, the person's config and trust file); git folders may be read but never written (git
 itself, via run_command, owns them): `.git` at any depth, every folder git names for this
 workspace whatever its name (`.bare/`, `.git/modules/...`, a worktree's admin folder: see
-workspace/gitfolders.py, asked once per session), and any folder shaped like one, as git
-recognises one (a repository a command made since). The write itself then goes through the
+workspace/gitfolders.py, asked once per session), any folder shaped like one, as git
+recognises one (a repository a command made since), and any write that would complete that
+shape, so a git folder cannot be assembled piece by piece. The write itself then goes through the
 confined writer (`confined`): resolved again below its root without following a link, so a
 link swapped in after this check is refused, not followed."""
 
@@ -19,7 +20,7 @@ from pathlib import Path
 
 from scribe.tools.base import PathRefused, ToolContext, ToolError
 from scribe.workspace.confined import ConfinedRoot
-from scribe.workspace.gitfolders import looks_like_git_folder
+from scribe.workspace.gitfolders import git_folder_written
 
 # Directory names refused at any depth: a nested `.git` is a submodule's or vendored repo's.
 _NO_WRITE = (".git", ".scribe")
@@ -56,10 +57,10 @@ def resolve_path(ctx: ToolContext, path: str, *, write: bool = False) -> Path:
         if name in parts:
             raise PathRefused(_refusal(path, name, write))
     if write:
-        folder = _git_folder_holding(ctx, resolved, root)
-        if folder is not None:
-            raise PathRefused(f"path '{path}' is inside {folder}, a git folder (git runs what its config and hooks "
-                              "name); writing there is refused (use git via run_command)")
+        why = _git_folder_holding(ctx, resolved, root)
+        if why is not None:
+            raise PathRefused(f"path '{path}' {why} (git runs what its config and hooks name); writing there is "
+                              "refused (use git via run_command)")
     own = next((f for f in ctx.scribe_folders if _inside(resolved, Path(f).resolve())), None)
     if own is not None:
         raise PathRefused(f"path '{path}' is inside {own}, scribe's own state or config; it cannot be read or written")
@@ -67,17 +68,21 @@ def resolve_path(ctx: ToolContext, path: str, *, write: bool = False) -> Path:
 
 
 def _git_folder_holding(ctx: ToolContext, resolved: Path, root: Path) -> str | None:
-    """The git folder `resolved` lies in (as the model would name it), or None."""
+    """How writing `resolved` touches a git folder (naming it as the model would), or None."""
     named = ctx.protection.git_folders if ctx.protection is not None else ()
     for folder in map(Path, named):
         if _inside(resolved, folder):
-            return display_path(ctx, folder)
-    for folder in (resolved, *resolved.parents):
-        if not _inside(folder, root):
-            break
-        if folder.is_dir() and looks_like_git_folder(folder):
-            return display_path(ctx, folder)
-    return None
+            return f"is inside {display_path(ctx, folder)}, a git folder"
+    found = git_folder_written(root, resolved)
+    if found is None:
+        return None
+    folder, how = found
+    shown = display_path(ctx, folder)
+    if how == "makes":
+        return f"would make {shown} a git folder"
+    if how == "common":
+        return f"is inside {shown}, which holds objects and refs, so git would read it as a git folder's common folder"
+    return f"is inside {shown}, a git folder"
 
 
 def confined(ctx: ToolContext, resolved: Path) -> tuple[ConfinedRoot, str]:

@@ -20,6 +20,10 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+# The ending of the temporary file a write goes through before it is renamed over its target (the
+# workspace watcher never reports one).
+TEMPORARY_SUFFIX = ".scribe-tmp"
+
 _SPECIAL = (
     (stat.S_ISFIFO, "a named pipe (FIFO)"),
     (stat.S_ISSOCK, "a socket"),
@@ -128,7 +132,7 @@ def _stat(target: Path) -> os.stat_result | None:
 
 def _temporary_path(target: Path) -> Path:
     # Hidden, named after its target, and marked as scribe's, should a crash leave it behind.
-    return target.with_name(f".{target.name}.{secrets.token_hex(4)}.scribe-tmp")
+    return target.with_name(f".{target.name}.{secrets.token_hex(4)}{TEMPORARY_SUFFIX}")
 
 
 def keep_owner(fd: int, existing: os.stat_result) -> None:

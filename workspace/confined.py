@@ -30,7 +30,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from scribe.workspace.atomic import WriteFailed, WriteRefused, failure_line, keep_owner
+from scribe.workspace.atomic import TEMPORARY_SUFFIX, WriteFailed, WriteRefused, failure_line, keep_owner
 
 _SYS_OPENAT2 = 437  # the same number on every architecture Linux added it for (5.6)
 _RESOLVE_NO_MAGICLINKS = 0x02
@@ -275,7 +275,7 @@ class ConfinedRoot:
                 if kind is not None:
                     raise (Outside if kind == "a link" else WriteRefused)(
                         f"{name} is {kind}, not a regular file; only regular files are written")
-            temporary = f".{leaf}.{secrets.token_hex(4)}.scribe-tmp"
+            temporary = f".{leaf}.{secrets.token_hex(4)}{TEMPORARY_SUFFIX}"
             create_mode = 0o777 if executable else 0o666
             try:
                 handle = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,

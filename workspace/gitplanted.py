@@ -1,14 +1,19 @@
-"""Noticing git configuration a command planted: a repository it created (`git init`, a nested
-repository, a submodule, a `gitdir:` file pointing somewhere new), or a config file, hook or
-attributes file it changed, anywhere in the workspace. The sandbox keeps scribe's own git from
-running what such a file names, but the person's own `git status` would run it; so the person is
-told, in the command's result and in the log, naming every key and hook that runs a program.
+"""Noticing git configuration a command (or a workspace's hook, which runs as one) planted: a
+repository it created (`git init`, a nested repository, a submodule, a `gitdir:` file pointing
+somewhere new), or a config file, hook or attributes file it changed, anywhere in the workspace.
+The sandbox keeps scribe's own git from running what such a file names, but the person's own
+`git status` would run it; so the person is told, in the command's result (or that turn's
+output) and in the log, naming every key and hook that runs a program. One watch serves a
+session (`ToolContext.git_watch`), so what one of them planted is never taken in silently as the
+next one's starting point.
 
 How, cheaply: the first command of a session walks the workspace once (never into a git
 folder's objects, never through a link, never into the state folder); later ones look again
 only at folders whose own entries changed (one `lstat` per folder: a new entry anywhere changes
-its folder's mtime) and at the configuration entries of every git folder found. A workspace of
-more than MAX_FOLDERS folders is watched as far as that, and the result says so.
+its folder's mtime) and at the configuration entries of every git folder found. A folder found
+to be a git folder by its shape alone (any name but `.git`) is looked into as well, all but its
+objects, refs and logs: being shaped like one must not hide a repository made below it. A
+workspace of more than MAX_FOLDERS folders is watched as far as that, and the result says so.
 
 What names a program is read with `git config --file F --list` (includes not followed: an
 `include.path` is itself reported), in the read-only sandbox, only for files that changed."""
@@ -30,6 +35,8 @@ from scribe.workspace.gitrun import GitMissing, names_a_program, run_git_batch
 MAX_FOLDERS = 200_000
 # What a git folder holds that git reads as configuration, or runs.
 _FILES = ("config", "config.worktree", "commondir", "gitdir", "info/attributes")
+# What of a git folder found by its shape is not looked into: no configuration, and maybe large.
+_GIT_DATA = ("objects", "refs", "logs")
 _INCLUDES = ("include.path",)
 
 Signature = tuple[int, int, int, int] | None
@@ -61,11 +68,13 @@ class Planted:
                 **({"points": self.points} if self.points is not None else {})}
 
 
-def describe(changes: Sequence[Mapping[str, Any]]) -> str:
-    """One line for the person (and the log's readers) from a `git_config` event's changes."""
+def describe(changes: Sequence[Mapping[str, Any]], hook: str | None = None) -> str:
+    """One line for the person (and the log's readers) from a `git_config` event's changes, made
+    by a command or by the workspace's `hook` (its event and command)."""
     lines = [Planted(str(c.get("folder", "?")), bool(c.get("new")), tuple(c.get("changed", ())),
                      tuple(c.get("programs", ())), c.get("points")).line() for c in changes]
-    return "a command changed git configuration in the workspace: " + " | ".join(lines)
+    by = f"the workspace's hook {hook}" if hook else "a command"
+    return f"{by} changed git configuration in the workspace: " + " | ".join(lines)
 
 
 @dataclass
@@ -148,12 +157,19 @@ class GitConfigWatch:
             entries = list(os.scandir(self._path(rel)))
         except OSError:
             entries = []
+        shaped = rel in self._gits  # a git folder by its shape (the walk never enters a `.git`)
         for entry in entries:
             child = f"{rel}/{entry.name}" if rel else entry.name
-            if child in self._skip:
+            if child in self._skip or (shaped and entry.name in _GIT_DATA):
                 continue
             if entry.is_dir(follow_symlinks=False):
-                (gits if entry.name == ".git" or looks_like_git_folder(entry.path) else children).append(child)
+                if entry.name == ".git":
+                    gits.append(child)
+                elif looks_like_git_folder(entry.path):
+                    gits.append(child)
+                    children.append(child)  # and looked into: its shape must hide nothing below it
+                else:
+                    children.append(child)
             elif entry.name == ".git" and entry.is_file(follow_symlinks=False):
                 pointers.append(child)
         return children, gits, pointers
@@ -173,11 +189,11 @@ class GitConfigWatch:
     def _relist(self, rel: str) -> None:
         """Folder `rel` changed: what left it is forgotten, what came is taken in."""
         folder = self._folders[rel]
-        if not _is_folder(self._path(rel)) or (rel and looks_like_git_folder(self._path(rel))):
+        if not _is_folder(self._path(rel)):
             self._drop(rel)
-            if rel and looks_like_git_folder(self._path(rel)):
-                self._gits[rel] = self._entries(rel)  # a folder made a bare repository in place
             return
+        if rel and rel not in self._gits and looks_like_git_folder(self._path(rel)):
+            self._gits[rel] = self._entries(rel)  # a folder made a bare repository in place
         children, gits, pointers = self._list(rel)
         for gone in set(folder.children) - set(children):
             self._drop(gone)

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from scribe.workspace.atomic import TEMPORARY_SUFFIX
 from scribe.workspace.changes import FileChange, Pending, PendingChanges, file_hash
 from scribe.workspace.gitignore import GitIgnore, GitQuery
 
@@ -278,7 +279,13 @@ class WorkspaceWatcher:
         consumed: set[str] = set()
         unknown: list[str] = []
         exists = {p: (self.root / p).is_file() for p in entries}
+        # scribe's own atomic writes (workspace/atomic.py, confined.py) go through a temporary
+        # file renamed over the target: never a change of its own, whichever drain sees which
+        # half of it. The target's own entry says what happened to it.
+        consumed.update(p for p in entries if p.rsplit("/", 1)[-1].endswith(TEMPORARY_SUFFIX))
         for path, entry in sorted(entries.items()):
+            if path in consumed:
+                continue
             dest = entry.moved_to
             partner = entries.get(dest) if dest else None
             # a rename: the old name is gone, the new one holds it (a temporary file renamed over

@@ -175,7 +175,7 @@ class EventPrinter:
             return (f"git undo of {event.sha[:10]} · HEAD back at {event.head[:10]} · {', '.join(event.files)}",
                     "session", [])
         if isinstance(event, GitConfigEvent):
-            return describe(event.changes), "error", []
+            return describe(event.changes, event.hook), "error", []
         if isinstance(event, UndoEvent):
             removed = f" · removed {', '.join(event.removed)}" if event.removed else ""
             return (f"undo of the turn at seq {event.turn} · {', '.join(event.files)}{removed}", "session", [])

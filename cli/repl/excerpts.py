@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import re
 
-from rich.console import Console, ConsoleOptions, RenderResult
-from rich.markdown import Markdown
+from rich.console import Console, ConsoleOptions, ConsoleRenderable, RenderResult
 from rich.segment import Segment
 from rich.text import Text
 
@@ -59,6 +58,14 @@ def complete_blocks(text: str, start: int = 0) -> int:
     return end
 
 
+def markdown_of(text: str) -> ConsoleRenderable:
+    """rich's rendering of markdown `text`. Imported at the first answer shown, not as the REPL
+    starts: it brings markdown-it and pygments, a tenth of a second before the first prompt."""
+    from rich.markdown import Markdown  # noqa: PLC0415 - see above
+
+    return Markdown(text)
+
+
 class MarkdownTail:
     """The last `max_lines` lines of a markdown text as rendered: what fits in the live area."""
 
@@ -68,7 +75,7 @@ class MarkdownTail:
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         # Twice the characters the area can hold is plenty to fill it after wrapping.
         source = tail_source(self.text, 2 * self.max_lines * options.max_width)
-        lines = console.render_lines(Markdown(visible(source)), options, pad=False)
+        lines = console.render_lines(markdown_of(visible(source)), options, pad=False)
         for line in lines[-self.max_lines:]:
             yield from line
             yield Segment.line()

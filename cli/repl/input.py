@@ -187,6 +187,16 @@ class InputArea:
         # an answer (approve.py), for the person to send or change.
         self.draft = ""
 
+    def once_drawn(self, callback: Callable[[], None]) -> None:
+        """Call `callback` once, when the prompt has first been drawn."""
+        app = self.session.app
+
+        def drawn(_: object) -> None:
+            app.after_render -= drawn
+            callback()
+
+        app.after_render += drawn
+
     def read(self) -> str:
         """One message (a long paste in it whole: the box showed it short, see pastes.py). Raises
         KeyboardInterrupt (Ctrl-C on an empty line) or EOFError (Ctrl-D)."""

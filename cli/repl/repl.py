@@ -346,8 +346,11 @@ def start(*, continue_: bool, resume: str | None, permission_mode: str | None, m
         with open_agent(opening, ask_trust=lambda found: ask(console, found), open_session=False, tell=warn,
                         confirm_servers=lambda workspace, settings, config: confirm_servers(
                             console, workspace, settings, config)) as opened:
-            preload_sdk()  # while the person types the first message
             repl = Repl(opened, View(console))
+            # The SDK is imported, and the earlier sessions curated, while the person types the
+            # first message, from when the prompt is drawn: a thread started sooner takes the
+            # interpreter's lock from the start-up half the time, and the prompt comes later.
+            repl.area.once_drawn(lambda: (preload_sdk(), opened.start_curation()))
             with repl.keys.session(), ending_signals(resume="scribe -c") as repl.ending:
                 try:
                     repl.open(opening.choice)

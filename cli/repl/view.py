@@ -28,7 +28,6 @@ from typing import Any
 
 from rich.console import Console, ConsoleDimensions, ConsoleOptions, RenderResult
 from rich.live import Live
-from rich.markdown import Markdown
 from rich.spinner import Spinner
 from rich.text import Text
 
@@ -52,7 +51,16 @@ from scribe.tools.todo import NAME as TODO
 from scribe.tools.todo import current_todos
 
 from ..visible import VisibleConsole, VisibleStream, visible
-from .excerpts import Hanging, MarkdownTail, complete_blocks, diff_text, first_line, fold, message_excerpt
+from .excerpts import (
+    Hanging,
+    MarkdownTail,
+    complete_blocks,
+    diff_text,
+    first_line,
+    fold,
+    markdown_of,
+    message_excerpt,
+)
 from .habits import todo_text, working_on
 from .live import Unpadded, fitted_live
 
@@ -184,7 +192,7 @@ class View:
         if self._text:
             if self.live_ok:
                 if self._text[self._shown:].strip():
-                    self.console.print(Unpadded(Markdown(visible(self._text[self._shown:]))))
+                    self.console.print(Unpadded(markdown_of(visible(self._text[self._shown:]))))
             else:
                 rest = self._stream.flush()
                 if self._midline or rest:
@@ -265,7 +273,7 @@ class View:
         done = complete_blocks(self._text, self._shown)
         if done > self._shown:
             block, self._shown = self._text[self._shown:done], done
-            self.console.print(Unpadded(Markdown(visible(block))))
+            self.console.print(Unpadded(markdown_of(visible(block))))
             self.console.print()  # the blank line between this block and the next
         self._show(MarkdownTail(self._text[self._shown:], live_lines(self.console.height)))
 
@@ -370,7 +378,7 @@ class View:
     def markdown(self, text: str) -> None:
         self.pause()
         if self.live_ok:
-            self.console.print(Unpadded(Markdown(visible(text))))
+            self.console.print(Unpadded(markdown_of(visible(text))))
         else:
             self.console.print(Text(visible(text)))
 

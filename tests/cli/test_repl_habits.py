@@ -114,6 +114,19 @@ def _typed(workspace: Path, keys: str) -> str:
         return area.read()
 
 
+def test_once_drawn_is_called_once_the_prompt_is_first_drawn(workspace: Path) -> None:
+    """The REPL starts the SDK's import from here: after the prompt is drawn, never before, once."""
+    calls: list[str] = []
+    with create_pipe_input() as pipe, create_app_session(input=pipe, output=DummyOutput()):
+        area = InputArea(workspace, workspace / ".scribe" / "history", dict, lambda width: "")
+        area.once_drawn(lambda: calls.append("drawn"))
+        assert calls == []
+        pipe.send_text("first\r")
+        assert area.read() == "first" and calls == ["drawn"]
+        pipe.send_text("second\r")
+        assert area.read() == "second" and calls == ["drawn"]
+
+
 def test_tab_completes_the_same_way_every_time(workspace: Path) -> None:
     _project(workspace)
     assert _typed(workspace, "@sr\t") == "@src/"

@@ -1,18 +1,19 @@
-"""A real server and a real model: a 20-turn headless chain (`scribe run`, then `scribe run
---continue` x19) against llama.cpp's `llama-server` with SmolLM2-135M-Instruct in a 4,096-token
-context, whose prompts outgrow that window several times over.
+"""A real server and a real model: a 12-turn headless chain (`scribe run`, then `scribe run
+--continue` x11) against llama.cpp's `llama-server` with SmolLM2-135M-Instruct in a 4,096-token
+context, whose prompts outgrow that window nearly twice over.
 
 What this shows that no fake can: the server's own prefix cache (`cache_read_input_tokens`)
 serves most agent prompt tokens across the chain; compression keeps every prompt inside the
 window although this model never writes the observation format (its answers are prose, so each
 needed compression ends as a model-free summary); every turn exits 0; the log verifies; and
 `scribe log prompt --at SEQ` rebuilds, byte for byte, the body the server received (a recording
-proxy between scribe and the server keeps what was sent).
+proxy between scribe and the server keeps what was sent); and `scribe reflect` afterwards reads
+the stretch it observes from the slot that holds the agent's prompt.
 
 Every third prompt carries ~1,900 tokens of pasted text; the ones between are short follow-ups.
 A paste in *every* prompt would cap the cached share of a call at (4,096 - 1,900) / 4,096, about
 54%, below the 60% asked for, whatever scribe did; with a paste every third turn the prompts
-still hold over three windows' worth of new text across the chain.
+still hold nearly two windows' worth of new text across the chain, so compression must run.
 
 The table of turns is printed with `pytest -s` and written to `turns.txt` in the test's folder.
 """
@@ -50,7 +51,7 @@ from scribe.memory.extract import EXTRACTIVE_MODEL
 pytestmark = [pytest.mark.slow, pytest.mark.first]
 
 CONTEXT = 4096
-TURNS = 20
+TURNS = 12
 PASTE_EVERY = 3
 PASTE_LINES = 68  # ~1,900 SmolLM2 tokens of the text below (1,669 for 60 lines, by the server's /tokenize)
 WORDS = ("the server reads each request and the model writes an answer while the cache keeps the prefix of every "
@@ -119,6 +120,12 @@ def chain(tmp_path_factory: pytest.TempPathFactory) -> Chain:
             events = events_of(logs[0]) if logs else []
             turns.append(Turn(ran.code, time.monotonic() - began, ran.out + ran.err, events[seen:]))
             seen = len(events)
+        # Then what a person does on demand: `scribe reflect` compresses now, with the agent's
+        # prompt of the last turn still in the server's slot.
+        began = time.monotonic()
+        ran = run_scribe(["reflect"], workspace, env, timeout=900)
+        events = events_of(session_logs(workspace)[0])
+        turns.append(Turn(ran.code, time.monotonic() - began, ran.out + ran.err, events[seen:]))
     chain = Chain(workspace, env, turns, proxy.exchanges, events, time.monotonic() - started)
     print(table(chain))
     (root / "turns.txt").write_text(table(chain) + "\n")  # readable after a run under xdist too
@@ -143,7 +150,7 @@ def compression(turn: Turn) -> str:
 
 
 def table(chain: Chain) -> str:
-    rows = [f"chain: {len(chain.turns)} turns in {chain.seconds:.0f} s",
+    rows = [f"chain: {TURNS} turns and `scribe reflect` in {chain.seconds:.0f} s",
             "turn  exit  seconds  prompt  evaluated  cached  share  compression"]
     for k, turn in enumerate(chain.turns, start=1):
         usage = agent_usage(turn.events)
@@ -158,6 +165,10 @@ def table(chain: Chain) -> str:
                 f"{sum(u.cache_read for u in usage) / max(total, 1):.1%}")
     for n, exchange in enumerate(e for e in chain.exchanges if _kind(e) != "agent"):
         rows.append(f"side call {n + 1} ({_kind(exchange)}, tool_use {exchange.tool_use}): {exchange.text[:160]!r}")
+    for row in (e for e in chain.events if isinstance(e, UsageEvent) and e.purpose != "agent"):
+        call = row.extra.get("side_call", {})
+        rows.append(f"side call at {row.seq}: {call.get('kind')} by the {call.get('route')} route, "
+                    f"quoted {call.get('quote')}, read {row.cache_read} from the cache, evaluated {row.input}")
     return "\n".join(rows)
 
 
@@ -166,14 +177,14 @@ def _kind(exchange: Exchange) -> str:
 
 
 def test_every_turn_exits_0_and_the_log_verifies(chain: Chain) -> None:
-    assert [t.code for t in chain.turns] == [0] * TURNS, [t.out[-400:] for t in chain.turns if t.code]
+    assert [t.code for t in chain.turns] == [0] * (TURNS + 1), [t.out[-400:] for t in chain.turns if t.code]
     assert run_scribe(["log", "verify"], chain.workspace, chain.env).code == 0
     assert len(session_logs(chain.workspace)) == 1 and len([e for e in chain.events if isinstance(e, UserEvent)]) == TURNS
 
 
 def test_the_prompts_outgrew_the_window_and_every_call_fit_it(chain: Chain) -> None:
     said = sum(len(e.text) for e in chain.events if isinstance(e, UserEvent)) / 4.6  # SmolLM2's chars per token here
-    assert said > 3 * CONTEXT  # the person alone said more than three windows' worth
+    assert said > 1.5 * CONTEXT  # the person alone said more than a window and a half
     usage = agent_usage(chain.events)
     assert len(usage) == TURNS and all(u.input + u.cache_read + u.output <= CONTEXT for u in usage)
     assert any(isinstance(e, ObservationEvent) for e in chain.events)
@@ -207,7 +218,7 @@ def test_log_prompt_at_each_call_is_the_body_the_server_received(chain: Chain) -
 def test_the_local_model_is_shown_unpriced(chain: Chain) -> None:
     stats = run_scribe(["log", "stats"], chain.workspace, chain.env).out
     assert "unpriced" in stats and "$" not in stats
-    for turn in chain.turns:  # every run's --output json
+    for turn in chain.turns[:TURNS]:  # every `scribe run`'s --output json (the last turn is `scribe reflect`)
         assert json.loads(turn.out.splitlines()[0])["usage"].get("cost_usd") is None
     usage = [e for e in chain.events if isinstance(e, UsageEvent)]
     assert usage and all(u.server for u in usage)  # none was answered by Anthropic's API: no list price
@@ -219,7 +230,7 @@ def test_the_server_dropping_tools_is_learned_once(chain: Chain) -> None:
     """SmolLM2's chat template has no tools: /props says so, and the first run records it."""
     learned = [e for e in chain.events if isinstance(e, NoToolsEvent)]
     assert [(e.model, e.source) for e in learned] == [("smollm2-135m", "server")]
-    assert all("tools: the server gives smollm2-135m no tools" in turn.out for turn in chain.turns)
+    assert all("tools: the server gives smollm2-135m no tools" in turn.out for turn in chain.turns[:TURNS])
 
 
 def test_side_calls_read_the_agents_prefix_from_the_slot_and_are_rebuilt_from_the_log(chain: Chain) -> None:
@@ -228,8 +239,12 @@ def test_side_calls_read_the_agents_prefix_from_the_slot_and_are_rebuilt_from_th
     side = [x for x in chain.exchanges if _kind(x) in ("observer", "reflector") and x.status == 200]
     rows = [e for e in chain.events if isinstance(e, UsageEvent) and e.purpose in ("observer", "reflector")]
     assert side and len(side) == len(rows)
-    through = [(x, row) for x, row in zip(side, rows, strict=True) if row.extra["side_call"]["route"] == "cache"]
-    assert through, [row.extra["side_call"] for row in rows]
+    # A stream this llama.cpp build sent without its `message_start` (an answer opening with an
+    # emoji, docs/local-models.md) carries no input figures: those calls are counted as 0 and
+    # logged with no message id, and say nothing of the cache either way.
+    through = [(x, row) for x, row in zip(side, rows, strict=True)
+               if row.extra["side_call"]["route"] == "cache" and row.message_id]
+    assert through, [(row.extra["side_call"], row.message_id) for row in rows]
     for exchange, row in through:
         assert row.cache_read > row.input, (row.cache_read, row.input)  # most of it came from the slot
         assert exchange.usage.get("cache_read_input_tokens") == row.cache_read

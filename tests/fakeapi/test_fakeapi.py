@@ -232,6 +232,31 @@ RESULT = {"type": "tool_result", "tool_use_id": "toolu_x", "content": "print(1)"
         ),
         pytest.param({"messages": []}, "at least one message is required", id="no-messages"),
         pytest.param(
+            {"messages": [{"role": "system", "content": "be brief"}, user("hi")]},
+            'first message must use the "user" role',
+            id="system-message-first",
+        ),
+        pytest.param(
+            {"messages": [user("go"), {"role": "assistant", "content": "ok"}, {"role": "system", "content": "be brief"}]},
+            "messages.2: role 'system' must follow a 'user' message",
+            id="system-message-after-assistant",
+        ),
+        pytest.param(
+            {"messages": [user("go"), {"role": "system", "content": "be brief"}, user("and then?")]},
+            "messages.1: role 'system' must precede an 'assistant' message or end the array",
+            id="system-message-before-user",
+        ),
+        pytest.param(
+            {"messages": [user("go"), {"role": "system", "content": [RESULT]}]},
+            "messages.1.content.0.type: Input should be 'text'",
+            id="system-message-not-text",
+        ),
+        pytest.param(
+            {"messages": [user("go"), {"role": "developer", "content": "be brief"}]},
+            "messages.1.role: Input should be 'user', 'assistant' or 'system'",
+            id="unknown-role",
+        ),
+        pytest.param(
             {"messages": [user("x")], "extra_body": {"max_tokenz": 5}},
             "max_tokenz: Extra inputs",
             id="unknown-field",
@@ -259,6 +284,23 @@ def test_valid_tool_round_trip_with_merged_user_turn_is_accepted() -> None:
         message = client_for(server).messages.create(model=MODEL, max_tokens=10, messages=messages)
     assert message.content[0].text == "done"
     assert server.requests[0].error is None
+
+
+def test_a_system_message_in_the_conversation_is_accepted_and_billed_where_it_stands() -> None:
+    """Claude Code sends its context as a message of role "system" right after the person's first
+    message; the API takes it as part of the conversation, so its cache breakpoint counts and the
+    prefix it closes is cached."""
+    note = {"role": "system", "content": [{"type": "text", "text": SYSTEM_TEXT, "cache_control": CC}]}
+    first = [user("go"), note]
+    later = [user("go"), note, TOOL_USE, {"role": "user", "content": [RESULT]}]
+    with serve() as server:
+        client = client_for(server)
+        written = ask(client, messages=first)
+        read = ask(client, messages=later)
+    prefix = tokens_of(user("go")["content"][0]) + tokens_of(note["content"][0])
+    assert written["cache_creation_input_tokens"] == prefix
+    assert read["cache_read_input_tokens"] == prefix
+    assert [r.status for r in server.requests] == [200, 200]
 
 
 # -- prompt cache ----------------------------------------------------------------

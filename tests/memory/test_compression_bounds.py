@@ -161,3 +161,34 @@ def test_a_side_call_through_the_cache_reads_its_stretch_from_the_cache_and_is_r
         rebuilt = run_scribe(["log", "prompt", "--at", str(row.seq)], workspace, env)
         assert rebuilt.code == 0 and rebuilt.out == canonical_json(sent.json) + "\n"
     assert any(isinstance(e, ObservationEvent) and e.model == "claude-sonnet-5-5" for e in events)
+
+
+def test_an_observation_before_a_paste_reads_the_conversation_before_it_from_the_cache(
+        workspace: Path, home: Path) -> None:
+    # A small window: the agent's prompt and the new paste do not fit beside an instruction, the
+    # conversation before the paste does. The observation made before the paste's call reads that
+    # conversation from the cache, and the paste reaches the model only in the agent's own call.
+    model = Model(lambda body: "🔴 the person pasted texts\nCurrent task: reading texts\nNext step: go on")
+    with FakeMessagesServer(model) as server:
+        env = scribe_env(server.base_url, home, SCRIBE_MODEL="claude-sonnet-5-5",
+                         SCRIBE_OBSERVER_MODEL="claude-sonnet-5-5", SCRIBE_CONTEXT_TOKENS="9000",
+                         SCRIBE_OBSERVE_TOKENS="3000", SCRIBE_OBSERVE_ON_PAYBACK="false",
+                         SCRIBE_COMPRESS_WHEN_COLD="false", SCRIBE_CURATE_NOTES="false", SCRIBE_WATCH_FILES="0")
+        for k in range(6):
+            ran = run_scribe(["run", *(["-c"] if k else []), "-p", "read-only", "-o", "json", "-"], workspace, env,
+                             stdin=paste(k, lines=150))
+            assert ran.code == 0, ran.err
+        observer = [r for r in server.requests if side_call_kind(r.json) == "observer"]
+    events = events_of(session_logs(workspace)[-1])
+    usage = [e for e in events if isinstance(e, UsageEvent) and e.purpose == "observer"]
+    assert usage and len(usage) == len(observer)
+    for row, sent in zip(usage, observer, strict=True):
+        call = row.extra["side_call"]
+        assert call["route"] == "cache", call["quote"]
+        current = next(e for e in reversed(events) if isinstance(e, UserEvent) and e.seq < row.seq)
+        assert call["prefix_to"] == current.seq
+        assert current.text[:40] not in canonical_json(sent.json)  # the new paste is not in the side call
+        prompt = sent.usage["input_tokens"] + sent.usage["cache_read_input_tokens"]
+        assert sent.usage["cache_read_input_tokens"] > 0.7 * prompt, sent.usage
+        rebuilt = run_scribe(["log", "prompt", "--at", str(row.seq)], workspace, env)
+        assert rebuilt.code == 0 and rebuilt.out == canonical_json(sent.json) + "\n"

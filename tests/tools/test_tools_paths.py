@@ -3,6 +3,7 @@ read-only and .scribe is off limits; allowed roots widen the reach."""
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -153,3 +154,64 @@ def test_a_git_folder_of_any_name_is_read_only_to_the_file_tools(workspace: Path
     # A folder that only looks like a repository's because of its name is an ordinary folder.
     ctx = ToolContext(workspace=bare)
     assert not call(ctx, "write_file", path="docs/.bare-notes/config", content="fine\n").is_error
+
+
+
+HEAD_LAST = [("d/config", None), ("d/objects/info/packs", "\n"), ("d/refs/heads/main", "0" * 40 + "\n"),
+             ("d/HEAD", "ref: refs/heads/main\n")]
+
+
+@pytest.mark.parametrize("steps", [
+    HEAD_LAST,  # the folder becomes a git folder only when HEAD lands
+    [("d/HEAD", "ref: refs/heads/main\n"), ("d/config", None), ("d/objects/x", "x\n"), ("d/refs/x", "x\n")],
+    [(f"a/b/{path}", content) for path, content in HEAD_LAST],  # nested further down
+    # a git folder whose common folder (`commondir`) is another: git reads the config there
+    [("e/objects/x", "x\n"), ("e/refs/x", "x\n"), ("d/commondir", "../e\n"), ("d/HEAD", "ref: refs/heads/main\n"),
+     ("e/config", None)],
+    [("e/config", None), ("e/objects/x", "x\n"), ("e/refs/x", "x\n"), ("d/HEAD", "ref: refs/heads/main\n"),
+     ("d/commondir", "../e\n")],
+    # objects/ and refs/ as links (a command can make those): git follows them, so must the guard
+    [("d/HEAD", "ref: refs/heads/main\n"), ("link d/objects", "../o"), ("link d/refs", "../r"), ("d/config", None)],
+    [("d/config", "[core]\n"), ("d/HEAD", "ref: refs/heads/main\n"), ("link d/objects", "../o"),
+     ("link d/refs", "../r"), ("edit d/config", None)],
+], ids=["HEAD-last", "HEAD-first", "nested", "common-folder", "common-folder-config-first", "links", "links-edit"])
+def test_the_file_tools_cannot_assemble_a_git_folder_piece_by_piece(workspace: Path, tmp_path: Path,
+                                                                   steps: list[tuple[str, str | None]]) -> None:
+    """A folder is a git folder once git would take it for one (a HEAD, and objects/ and refs/ in
+    its common folder, links followed); write_file adding the last piece, or writing into a folder
+    git would read as one, is refused, in any order. Were it written, the person's own git in that
+    folder would run what the planted config names (`git status` its fsmonitor, `git config -l`
+    on a terminal its pager)."""
+    import pexpect
+
+    from scribe.workspace.sandbox import command_protection
+
+    marker = tmp_path / "outside" / "planted-program-ran"
+    config = (f'[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tworktree = ..\n\tfsmonitor = "echo fsmonitor >> {marker}; true"\n'
+              f'\tpager = "echo pager >> {marker}; cat"\n')
+    ctx = ToolContext(workspace=workspace, protection=command_protection(workspace))
+    refused = []
+    for step, content in steps:
+        kind, _, path = step.rpartition(" ")
+        if kind == "link":  # what a command did (it may): the guard must see it as git does
+            link = workspace / path
+            link.parent.mkdir(parents=True, exist_ok=True)
+            link.symlink_to(content or "")
+            (link.parent / (content or "")).mkdir()
+            continue
+        if kind == "edit":
+            call(ctx, "read_file", path=path)
+            out = call(ctx, "edit_file", path=path, old_text="[core]\n", new_text=config)
+        else:
+            out = call(ctx, "write_file", path=path, content=config if content is None else content)
+        if out.is_error:
+            assert "a git folder" in out.text and out.text.endswith("writing there is refused (use git via run_command)"), \
+                out.text
+            refused.append(path)
+    assert refused, "every piece was written"
+    marker.parent.mkdir()
+    for folder in ("d", "a/b/d"):
+        if (workspace / folder).is_dir():
+            subprocess.run(["git", "status"], cwd=workspace / folder, capture_output=True)
+            pexpect.run("git config -l", cwd=str(workspace / folder))  # on a terminal: its pager
+    assert not marker.exists(), marker.read_text()

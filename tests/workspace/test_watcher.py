@@ -115,6 +115,22 @@ def test_an_editors_save_by_rename_is_one_modification_and_a_temp_file_is_nothin
     assert watcher.drain(seen) == [FileChange("notes.md", "modified", sha(b"saved\n"), stale=True)]
 
 
+def test_scribes_own_write_is_nothing_when_its_temporary_file_settles_before_the_rename(
+        manual: tuple[WorkspaceWatcher, Clock], tmp_path: Path) -> None:
+    # On a busy machine the temporary file of an atomic write can settle in one drain and be
+    # renamed over its target in the next: the rename is the write, never a move of its own.
+    watcher, clock = manual
+    temporary = ".draft.txt.f70002ee.scribe-tmp"
+    (tmp_path / temporary).write_text("by the agent\n")
+    watcher.pending.note("created", temporary)
+    clock.now += 0.2
+    watcher.drain({})
+    (tmp_path / temporary).rename(tmp_path / "draft.txt")
+    watcher.pending.note("moved", temporary, "draft.txt")
+    clock.now += 0.2
+    assert watcher.drain({"draft.txt": sha(b"by the agent\n")}) == []
+
+
 def test_a_rename_is_one_moved_change_and_a_deletion_of_a_seen_file_is_stale(
         manual: tuple[WorkspaceWatcher, Clock], tmp_path: Path) -> None:
     watcher, clock = manual
