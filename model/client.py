@@ -41,6 +41,7 @@ from .window import anthropic_url, read_overflow
 CallEvent = TextDelta | TextWithdrawn | Retrying | Waiting | Notice
 CONNECT_TIMEOUT_S = 10.0  # a server that takes longer to accept a connection is not answering
 SLOW_AFTER_S = 3.0  # silence worth a word to the person (a Waiting event)
+SDK_BASE_URL = "https://api.anthropic.com"  # the SDK's own, when ANTHROPIC_BASE_URL is unset
 
 
 @dataclass(frozen=True)
@@ -118,7 +119,7 @@ class ModelClient:
     def on_anthropic(self) -> bool:
         """Whether the calls go to Anthropic's own API (not a compatible server: llama.cpp,
         Ollama, a proxy), as far as the base URL tells."""
-        return anthropic_url(str(self.client.base_url))
+        return anthropic_url(self._base_url())
 
     @property
     def server(self) -> str | None:
@@ -239,8 +240,16 @@ class ModelClient:
         return f"connection lost ({_reason(_root(exc))})"
 
     def _server(self) -> str:
-        url = urlsplit(str(self.client.base_url))
-        return url.netloc or str(self.client.base_url)
+        base_url = self._base_url()
+        return urlsplit(base_url).netloc or base_url
+
+    def _base_url(self) -> str:
+        """The client's base URL; before the client is made, the one it will take (the SDK reads
+        ANTHROPIC_BASE_URL then), so the REPL's bar can say where calls go without the SDK's
+        import, which takes seconds, ahead of the prompt."""
+        if self._client is not None:
+            return str(self._client.base_url)
+        return os.environ.get("ANTHROPIC_BASE_URL") or SDK_BASE_URL
 
 
 def _result(message: Any, started: float, server: str | None) -> CallResult:

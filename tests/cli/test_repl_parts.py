@@ -235,6 +235,7 @@ def test_the_repl_and_the_agent_load_without_the_sdk_until_a_call_needs_it() -> 
         "import scribe.cli.repl.repl, scribe.agent.loop, scribe.agent.assembly\n"
         "from scribe.model.client import ModelClient\n"
         "client = ModelClient()\n"
+        "print(client.server, client.on_anthropic)\n"  # where calls go, as the bar asks at the start
         "print('anthropic' in sys.modules)\n"
         "client.client\n"
         "print('anthropic' in sys.modules)\n"
@@ -242,7 +243,7 @@ def test_the_repl_and_the_agent_load_without_the_sdk_until_a_call_needs_it() -> 
     env = {**os.environ, "ANTHROPIC_API_KEY": "sk-test", "ANTHROPIC_BASE_URL": "http://127.0.0.1:9"}
     ran = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
     assert ran.returncode == 0, ran.stderr
-    assert ran.stdout.split() == ["False", "True"]
+    assert ran.stdout.split() == ["127.0.0.1:9", "False", "False", "True"]
 
 
 def _usage(seq: int, purpose: str, read: int, written: int) -> UsageEvent:
