@@ -94,6 +94,8 @@ def test_a_clone_of_every_hostile_file_runs_nothing_of_its_own_and_sends_nothing
             child.expect("looked around")
             child.expect("›")
             child.send("/diff\r")
+            # its output first: a line typed while a command runs is kept for the person to send
+            child.expect("changes since")
             child.expect("›")
             child.send("/exit\r")
             child.expect(pexpect.EOF)
