@@ -14,6 +14,10 @@ fits the model's window (only a request that would not fit waits for it); a sess
 while it runs gives it a second, then records that a side call was left unfinished. Headless
 `scribe run` never works ahead: a compression the window needs happens before the call that
 needs it, as always.
+
+Where a person waits (the REPL, `Agent.compress_off_path`), a compression a turn's call would
+make before it (a threshold passed, not the window) is started the same way instead, whatever
+the server, and the call goes ahead at once; it is taken before a later call or between turns.
 """
 
 from __future__ import annotations
@@ -46,9 +50,12 @@ def works_ahead(mode: str, base_url: str | None, events: Sequence[Event]) -> boo
 
 
 class AheadCompression:
-    """One compression between turns, run in a thread on a draft of the session."""
+    """One compression between turns, run in a thread on a draft of the session. `in_turn`: one
+    a turn's call would have made before it, started instead as the call goes ahead (the window
+    does not need it), so the turn's own request stays raw as it would have then."""
 
-    def __init__(self, memory: Compressor, session: Session) -> None:
+    def __init__(self, memory: Compressor, session: Session, *, in_turn: bool = False) -> None:
+        self.in_turn = in_turn
         self.draft = Draft(session)
         self._memory = memory.detached()
         self._events: list[AgentEvent] = []
@@ -77,7 +84,7 @@ class AheadCompression:
 
     def _run(self) -> None:
         try:
-            self._events.extend(self._memory.before_call(self.draft, ahead=True))  # type: ignore[arg-type]
+            self._events.extend(self._memory.before_call(self.draft, ahead=not self.in_turn))  # type: ignore[arg-type]
         except BaseException as exc:  # handed to the main thread by take(), which raises it
             self._error = exc
 

@@ -116,10 +116,7 @@ class Compressor(SideRoutes, WindowRoom):
         compressed too, since the next message will most likely take it over."""
         events = session.events
         size = self.context(session)
-        threshold = int(self.limits(session).observe * (AHEAD_SHARE if ahead else 1))
-        cold = self.settings.compress_when_cold and self._cache_is_cold(events)
-        if cold:
-            threshold //= 2  # nothing cached to lose: compressing now costs nothing extra
+        threshold, cold = self._observe_threshold(session, ahead)
         # In a turn, the turn's own request and all after it stay raw: the model is answering it.
         keep_from = None if ahead else current_turn_start(events)
         if size.raw > session.digest.backoff(OBSERVE_FAILED_KIND, ObservationEvent):  # as backoff_until reads it
@@ -130,6 +127,28 @@ class Compressor(SideRoutes, WindowRoom):
                 if self.settings.reflect_on_payback:
                     yield from self.reflect(session, plan=self.paid_off_reflection(session))
         yield from self.reflect(session)
+
+    def due(self, session: Session) -> bool:
+        """Whether `before_call` would compress anything now, by the same tests and without a
+        model call: so a front end where a person waits can have it done off their path."""
+        size = self.context(session)
+        threshold, cold = self._observe_threshold(session, ahead=False)
+        if size.raw > session.digest.backoff(OBSERVE_FAILED_KIND, ObservationEvent):
+            if size.raw > threshold or (self.settings.observe_on_payback
+                                        and self.paid_off_span(session, cold=cold) is not None):
+                return True
+        chunks, _ = self._update(session)
+        plan = plan_reflection(chunks, self.limits(session).reflect, room=self._budget(session).room(REFLECTOR_SYSTEM))
+        waiting = session.digest.backoff(BACKOFF_KIND, ReflectionEvent)
+        return plan is not None and not (waiting and sum(chunk_size(c) for c in chunks) <= waiting)
+
+    def _observe_threshold(self, session: Session, ahead: bool) -> tuple[int, bool]:
+        """The raw tokens past which the tail is observed now, and whether the cache is cold."""
+        threshold = int(self.limits(session).observe * (AHEAD_SHARE if ahead else 1))
+        cold = self.settings.compress_when_cold and self._cache_is_cold(session.events)
+        if cold:
+            threshold //= 2  # nothing cached to lose: compressing now costs nothing extra
+        return threshold, cold
 
     def _observe_below(self, session: Session, threshold: int, keep_from: int | None) -> Iterator[AgentEvent]:
         """Observe until the raw tail is under `threshold` or nothing more can be observed. One

@@ -68,6 +68,9 @@ class Agent:
     committer: TurnCommitter | None = None
     # A compression started between turns, still running or not yet taken (agent/ahead.py).
     ahead: AheadCompression | None = None
+    # A person waits on each call (the REPL): a compression the window does not need is started
+    # in the background as the call goes ahead, instead of before it (agent/ahead.py).
+    compress_off_path: bool = False
     # The configured hooks (settings/hooks.py), run by agent/hooks.py at their points of a turn.
     hooks: Hooks = NO_HOOKS
 
@@ -112,7 +115,7 @@ class Agent:
                 calls += 1
                 yield from self._outside_changes()
                 if self.memory is not None and (yield from self._settle_ahead()):
-                    yield from self.memory.before_call(self.session)
+                    yield from self._compress()
                 yield ModelCallStarted(calls)
                 try:
                     result = yield from self._call()
@@ -174,6 +177,16 @@ class Agent:
         self.ahead = None
         yield from ahead.take()
         return True
+
+    def _compress(self) -> Generator[AgentEvent, None, None]:
+        """What memory compresses before a call: now, or, where a person waits and the request
+        fits the window anyway, in the background while the call goes ahead."""
+        assert self.memory is not None
+        if self.compress_off_path and self.memory.fits(self.session):
+            if self.memory.due(self.session):
+                self.ahead = AheadCompression(self.memory, self.session, in_turn=True)
+            return
+        yield from self.memory.before_call(self.session)
 
     def _call(self) -> Generator[AgentEvent, None, CallResult]:
         """One model call on the log as it stands, its text passed on as it arrives."""

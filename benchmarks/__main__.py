@@ -1,4 +1,4 @@
-"""`python -m benchmarks [costs|chain|llama|memory-paths|memory|overhead|startup|watcher|all] [--before REV] [--docs]`: run the
+"""`python -m benchmarks [costs|chain|llama|memory-paths|memory|overhead|startup|housekeeping|watcher|all] [--before REV] [--docs]`: run the
 benchmarks, print a markdown report, and write it with the raw figures to benchmarks/results/
 (latest.md, latest.json); `--docs` also puts it in docs/performance.md.
 
@@ -20,7 +20,7 @@ from typing import Any
 
 from scribe import __version__
 
-from . import cost_report, llama, memory_figures, memory_paths, overhead, startup, watcher
+from . import cost_report, housekeeping, llama, memory_figures, memory_paths, overhead, startup, watcher
 
 RESULTS = Path(__file__).parent / "results"
 
@@ -108,8 +108,14 @@ def run_startup() -> tuple[dict[str, Any], str]:
     return data, startup.section(data)
 
 
+def run_housekeeping() -> tuple[dict[str, Any], str]:
+    data = housekeeping.measure()
+    return data, housekeeping.section(data)
+
+
 SUITES = {"chain": run_chain, "llama": run_llama, "memory-paths": run_memory_paths, "costs": run_costs,
-          "memory": run_memory, "overhead": run_overhead, "startup": run_startup, "watcher": run_watcher}
+          "memory": run_memory, "overhead": run_overhead, "startup": run_startup, "housekeeping": run_housekeeping,
+          "watcher": run_watcher}
 PAGE = Path(__file__).resolve().parent.parent / "docs" / "performance.md"
 BEGIN, END = "<!-- benchmarks:begin -->", "<!-- benchmarks:end -->"
 

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from scribe.context.stats import PURPOSES, Compression, Figures, SessionStats, session_stats
+from scribe.log.pricing import price_for
 from scribe.log.store import SessionFile
 
 from .common import (
@@ -92,10 +93,8 @@ def summary_lines(figures: SessionStats) -> list[str]:
     lines: list[str] = []
     total = figures.total
     if total.calls and not total.priced:
-        models = sorted(figures.unpriced_models)
         lines.append(f"prompt tokens: {total.prompt_tokens:,}, {percent(total.hit_rate)} read from the cache; "
-                     f"{', '.join(models)} {'has' if len(models) == 1 else 'have'} no price: its calls are "
-                     f"{UNPRICED_NOTE}")
+                     f"{why_unpriced(figures.unpriced_models)}: its calls are {UNPRICED_NOTE}")
     elif total.calls:
         saved = total.uncached_cost_usd - total.cost_usd
         share = saved / total.uncached_cost_usd if total.uncached_cost_usd else 0.0
@@ -116,6 +115,20 @@ def summary_lines(figures: SessionStats) -> list[str]:
 
 
 UNPRICED_NOTE = "shown as tokens and time, cost unpriced ([prices.MODEL] in the config prices it)"
+
+
+def why_unpriced(models: set[str]) -> str:
+    """Why calls of `models` have no price: a model with no list price, or one that has one, whose
+    calls a server that is not Anthropic's answered (log/pricing.py)."""
+    listed = sorted(m for m in models if price_for(m) is not None)
+    others = sorted(m for m in models if price_for(m) is None)
+    said = []
+    if others:
+        said.append(f"{', '.join(others)} {'has' if len(others) == 1 else 'have'} no price")
+    if listed:
+        said.append(f"{', '.join(listed)} answered by a server that is not Anthropic's "
+                    f"{'has' if len(listed) == 1 else 'have'} no Claude price")
+    return "; ".join(said)
 
 
 # How readily a column is left out of a narrow terminal's table (0: never); see table.py.

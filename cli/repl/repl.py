@@ -155,6 +155,8 @@ class Repl:
         approver = PersonApprover(self.view, self.area, lambda: self.agent.context, self.keys)
         agent = self.opened.open(choice, self.show_life, approver)
         agent.policy.how_to_allow = MODE_COMMAND
+        # A person waits on each call: compression the window does not need goes on beside it.
+        agent.compress_off_path = self.settings.observe_ahead != "never"
         self.view.task = None  # the task list is the session's
         self.refresh()
 

@@ -186,6 +186,9 @@ def test_a_session_on_a_server_that_is_not_anthropics_shows_no_dollar_figure(wor
     for shown in (stats, listed):
         assert shown.code == 0 and "unpriced" in shown.out and not re.search(r"\$\d", shown.out), shown.out
     assert stats_json.json()["total"]["cost_usd"] is None, stats_json.out
+    # why, truly: the model has a list price, but no call of it was Anthropic's to bill
+    assert "claude-sonnet-5-5 answered by a server that is not Anthropic's has no Claude price" in " ".join(
+        stats.out.split()), stats.out
     assert page.code == 0 and not re.search(r"\$\d", (workspace / "page.html").read_text()), page.err
     [log] = session_logs(workspace)
     events = events_of(log)

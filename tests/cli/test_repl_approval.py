@@ -98,6 +98,14 @@ def users_and_results(workspace: Path) -> tuple[list[str], list[str]]:
             [e.output for e in events if isinstance(e, ToolResultEvent)])
 
 
+def sent_texts(server: FakeMessagesServer) -> set[str]:
+    """Every text of the person's side the fake API received in an agent call, less the lines
+    scribe writes itself (`[outside scribe: ...]`, `[while your command ran: ...]`)."""
+    return {block["text"] for request in server.requests if request.json.get("tools")
+            for message in request.json["messages"] if message["role"] == "user" and isinstance(message["content"], list)
+            for block in message["content"] if block.get("type") == "text" and not block["text"].startswith("[")}
+
+
 def in_tmux(server: FakeMessagesServer, workspace: Path, home: Path, tmp_path: Path) -> TmuxPane:
     env = scribe_env(server.base_url, home, TERM="xterm-256color")
     term = TmuxPane(tmp_path / "tmux.sock")
@@ -211,6 +219,7 @@ def test_typed_text_answers_only_as_a_whole_word_and_a_sentence_allows_nothing(
     users, results = users_and_results(workspace)
     assert users == ["turn-sentence", SENTENCE, "turn-yse", "turn-please", "turn-no", "turn-a", "turn-always",
                      "turn-after"]
+    assert sent_texts(server) == set(users)  # what the model received: nothing typed at a question unsent
     assert results[:3] == ["run_command was declined by the user"] * 3, results
     assert len(results) == 5
     interrupts = [e for e in events_of(session_logs(workspace)[0]) if isinstance(e, InterruptEvent)]
@@ -269,6 +278,7 @@ def test_what_is_typed_during_a_turn_is_never_sent_by_itself_and_a_cancel_is_tol
     assert not (workspace / "ran-slow").exists()
     users, results = users_and_results(workspace)
     assert users == ["turn-slow", "turn-busy", "list the tests now", "turn-hang", "actually, just list them"], users
+    assert sent_texts(server) == set(users)  # the words typed on across the question never reached the model
     assert results[1] == "run_command was declined by the user"
     request = run_scribe(["log", "prompt"], workspace, scribe_env(NO_API, home)).json()
     roles = [(m["role"], [b.get("text") for b in m["content"]]) for m in request["messages"]]

@@ -138,3 +138,41 @@ def test_a_session_that_ends_while_a_compression_waits_says_so_in_its_log(
     events = events_of(session_logs(workspace)[0])
     [left] = [e for e in events if isinstance(e, ErrorEvent) and e.kind == "compression_left"]
     assert left.seq == events[-1].seq
+
+
+def test_a_turn_that_passes_the_threshold_is_answered_while_its_compression_waits(
+        workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """As shipped (`observe_ahead = auto`) on a fast server nothing works ahead between turns, so
+    the compression a turn's threshold asks for is due at its call. The REPL starts it in the
+    background and the call goes ahead: the observer is held until a turn has been answered
+    meanwhile (a REPL that waited for it would never get there). It still observes only what
+    came before that turn, and is taken into the log, which rebuilds its request."""
+    monkeypatch.setenv("SCRIBE_OBSERVE_TOKENS", "800")
+    monkeypatch.setenv("SCRIBE_OBSERVE_ON_PAYBACK", "false")
+    monkeypatch.setenv("SCRIBE_CURATE_NOTES", "false")
+    held = HeldSideCalls(SideCallModel([Reply.text(f"Noted {k}.") for k in range(8)]))
+
+    def release_after_the_turn() -> None:
+        assert wait_for(lambda: held.agent_while_held >= 1, 60)
+        held.release.set()
+
+    releaser = threading.Thread(target=release_after_the_turn, daemon=True)
+    with FakeMessagesServer(held) as server:
+        ran = run_repl(workspace, server, "".join(f"{message(k)}\r" for k in range(5)), during=releaser)
+        releaser.join(60)
+        assert all(r.error is None for r in server.requests)
+    assert held.agent_while_held >= 1  # answered while the compression waited on its model
+    [log] = session_logs(workspace)
+    events = events_of(log)
+    assert verify_bytes(log.read_bytes()).ok
+    [observer] = [e for e in events if isinstance(e, UsageEvent) and e.purpose == "observer"]
+    observation = next(e for e in events if isinstance(e, ObservationEvent))
+    skip = observer.extra["side_call"].get("skip")
+    assert skip  # the session grew while it ran (the turn's answer): it was taken later
+    asked_at = max(e.seq for e in events if isinstance(e, UserEvent) and e.seq < skip[0])  # the turn it was due at
+    assert observation.seq_to < asked_at  # that turn's own request stayed raw
+    sent = {canonical_json(r.json) for r in server.requests if side_call_kind(r.json) == "observer"}
+    rebuilt = run_scribe(["log", "prompt", "--at", str(observer.seq)], workspace, dict(os.environ))
+    assert rebuilt.code == 0 and rebuilt.out.strip() in sent, rebuilt.err
+    assert [e.text for e in events if isinstance(e, UserEvent)] == [message(k) for k in range(5)]
+    assert "memory: observation of events" in ran.out

@@ -1,0 +1,163 @@
+"""Housekeeping and the person's time: the REPL against a fake Messages API whose side calls
+(observer, reflector, curator) each take SIDE_S seconds to answer, the agent's calls none.
+
+One REPL, in a pseudo-terminal, as a person meets it:
+- start: `scribe` in a workspace with an earlier session the notes have not taken (its curation
+  is a side call), from the process's start to its prompt drawn;
+- a turn that triggers compression: a long paste, then a shorter one that takes the session
+  over the observe threshold (the long one before it is to be observed), from Enter to the
+  answer on screen;
+- exit: `/exit` from Enter to the process's end, while what was begun in the background runs.
+
+Each is measured twice: with `observe_ahead` as shipped (`auto`: the fake API's agent calls are
+fast, so nothing works ahead between turns) and `always` (compression between turns, off the
+main thread). The fake model answers the agent at once, so every second measured is scribe's.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from scribe.fakeapi import FakeMessagesServer, Reply, SideCallModel, side_call_kind
+
+SIDE_S = 10.0  # each side call's answer takes this long
+RUNS = 3
+SCRIBE = str(Path(sys.executable).parent / "scribe")
+TIMEOUT_S = 120
+PASTE_LINES = 120  # ~3,000 tokens: the next message, of 25 such lines (over the 400 kept raw), has it observed
+SETTINGS = {
+    "SCRIBE_OBSERVE_TOKENS": "2000", "SCRIBE_REFLECT_TOKENS": "40000",
+    "SCRIBE_OBSERVE_ON_PAYBACK": "false", "SCRIBE_COMPRESS_WHEN_COLD": "false", "SCRIBE_WATCH_FILES": "0",
+    "SCRIBE_PERMISSION_MODE": "read-only",
+}
+_TURN = re.compile(r"turn-(\d+)")
+PASTE_START, PASTE_END = "\x1b[200~", "\x1b[201~"
+
+
+class SlowSideCalls:
+    """A responder: the agent answered at once (`answer N` for a message naming `turn-N`), every
+    side call after SIDE_S seconds, as a summariser that reads carefully would answer it."""
+
+    def __init__(self, side_s: float = SIDE_S) -> None:
+        self.side_s = side_s
+        self.model = SideCallModel(self._agent)
+        self.side_calls: list[str] = []
+
+    def __call__(self, request: dict[str, Any]) -> Any:
+        kind = side_call_kind(request)
+        if kind != "agent":
+            self.side_calls.append(kind)
+            time.sleep(self.side_s)
+        return self.model(request)
+
+    @staticmethod
+    def _agent(request: dict[str, Any]) -> Reply:
+        content = request["messages"][-1]["content"]
+        text = content if isinstance(content, str) else " ".join(b.get("text", "") for b in content)
+        found = _TURN.search(text)
+        return Reply.text(f"answer {found.group(1) if found else '?'}.")
+
+
+def paste(n: int, count: int = PASTE_LINES) -> str:
+    lines = [f"line {i}: the build writes each artefact to its own folder and the cache keeps every layer"
+             for i in range(count)]
+    return f"turn-{n} summarise this log in one line: " + " ".join(lines)
+
+
+def _env(home: Path, runtime: Path, base_url: str, ahead: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("SCRIBE_", "ANTHROPIC_")) and k not in ("COLUMNS", "LINES")}
+    return env | SETTINGS | {
+        "HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"), "XDG_RUNTIME_DIR": str(runtime),
+        "ANTHROPIC_BASE_URL": base_url, "ANTHROPIC_API_KEY": "benchmark-no-key",
+        "SCRIBE_OBSERVE_AHEAD": ahead, "TERM": "xterm-256color", "PROMPT_TOOLKIT_NO_CPR": "1",
+        "SCRIBE_WARM_START": "0",  # no warm server left behind; the REPL never uses one
+    }
+
+
+def one_session(root: Path, ahead: str) -> dict[str, Any]:
+    """One REPL from start to exit; the person's seconds at each point, and the side calls made."""
+    import pexpect  # noqa: PLC0415 - a test dependency, needed by this benchmark only
+
+    home, runtime, workspace = root / "home", root / "runtime", root / "workspace"
+    home.mkdir()
+    runtime.mkdir(mode=0o700)
+    workspace.mkdir()
+    subprocess.run(["git", "init", "-q", str(workspace)], check=True)
+    responder = SlowSideCalls()
+    with FakeMessagesServer(responder) as server:
+        env = _env(home, runtime, server.base_url, ahead)
+        # An earlier session the notes have not taken: the REPL's start has it to curate.
+        subprocess.run([SCRIBE, "run", "turn-0 note that the tests run with make check"], cwd=workspace, env=env,
+                       capture_output=True, check=True, timeout=TIMEOUT_S)
+        before = len(responder.side_calls)
+        started = time.perf_counter()
+        child = pexpect.spawn(SCRIBE, [], cwd=str(workspace), env=env, dimensions=(40, 120), encoding="utf-8",
+                              timeout=TIMEOUT_S)
+        try:
+            child.expect("›")
+            start_s = time.perf_counter() - started
+            turns = []
+            # the paste as a terminal sends one (bracketed), then a line typed
+            for n, message in ((1, paste(1)), (2, paste(2, 25))):
+                child.send(f"{PASTE_START}{message}{PASTE_END}")
+                time.sleep(0.5)  # the person reads what they typed
+                began = time.perf_counter()
+                child.send("\r")
+                child.expect(f"answer {n}\\.")
+                turns.append(time.perf_counter() - began)
+                child.expect("›")  # the next prompt
+            time.sleep(0.5)
+            began = time.perf_counter()
+            child.send("/exit\r")
+            child.expect(pexpect.EOF)
+            exit_s = time.perf_counter() - began
+        finally:
+            child.close(force=True)
+        side = responder.side_calls[before:]
+    return {"start_s": round(start_s, 3), "paste_s": round(turns[0], 3), "compressing_turn_s": round(turns[1], 3),
+            "exit_s": round(exit_s, 3), "side_calls": side}
+
+
+def measure(runs: int = RUNS) -> dict[str, Any]:
+    out: dict[str, Any] = {"side_s": SIDE_S, "runs": runs, "load": [round(os.getloadavg()[0], 2)]}
+    for ahead in ("auto", "always"):
+        samples = []
+        for _ in range(runs):
+            with tempfile.TemporaryDirectory(prefix="scribe-housekeeping-") as tmp:
+                samples.append(one_session(Path(tmp), ahead))
+        out[ahead] = {key: statistics.median(s[key] for s in samples)
+                      for key in ("start_s", "paste_s", "compressing_turn_s", "exit_s")}
+        out[ahead]["samples"] = samples
+    out["load"].append(round(os.getloadavg()[0], 2))
+    return out
+
+
+def section(data: dict[str, Any]) -> str:
+    rows = ["| the person waits for | `observe_ahead = auto` | `observe_ahead = always` |", "|---|---|---|"]
+    for key, label in (("start_s", "`scribe` to its prompt (an earlier session to curate)"),
+                       ("paste_s", "the answer to a long paste"),
+                       ("compressing_turn_s", "the answer of the next turn, which passes the observe threshold"),
+                       ("exit_s", "`/exit` to the process's end")):
+        rows.append(f"| {label} | {data['auto'][key]:.2f} s | {data['always'][key]:.2f} s |")
+    calls = {ahead: ", ".join(sorted({k for s in data[ahead]["samples"] for k in s["side_calls"]})) or "none"
+             for ahead in ("auto", "always")}
+    return (f"### Housekeeping and the person's time (side calls answered after {data['side_s']:g} s)\n\n"
+            + "\n".join(rows)
+            + f"\n\nMedian of {data['runs']} REPL sessions each (load average {data['load'][0]} → "
+              f"{data['load'][1]}); side calls made: {calls['auto']} (auto), {calls['always']} (always). "
+              "The fake model answers the agent at once: every second here is scribe's.")
+
+
+if __name__ == "__main__":
+    result = measure(int(sys.argv[1]) if len(sys.argv) > 1 else RUNS)
+    print(section(result))
+    print(result)
