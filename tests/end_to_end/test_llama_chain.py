@@ -47,7 +47,7 @@ from scribe.log.events import (
 from scribe.memory.extract import EXTRACTIVE_MODEL
 
 # One chain for the module: `--dist loadfile` keeps a file's tests on one worker (with plain
-# `-n 3` each worker would build its own chain, twice the machine's longest test).
+# `-n 3` each worker would build its own chain, three times the machine's longest test).
 pytestmark = [pytest.mark.slow, pytest.mark.first]
 
 CONTEXT = 4096
