@@ -12,6 +12,10 @@ One REPL, in a pseudo-terminal, as a person meets it:
 Each is measured twice: with `observe_ahead` as shipped (`auto`: the fake API's agent calls are
 fast, so nothing works ahead between turns) and `always` (compression between turns, off the
 main thread). The fake model answers the agent at once, so every second measured is scribe's.
+
+`python -m benchmarks.housekeeping --llama`: one such session against llama.cpp's server with
+SmolLM2 (`llama_session`), whose side calls are slow by nature; there each turn's wait is given
+beside the agent calls' own time.
 """
 
 from __future__ import annotations
@@ -127,6 +131,93 @@ def one_session(root: Path, ahead: str) -> dict[str, Any]:
             "exit_s": round(exit_s, 3), "side_calls": side}
 
 
+def drain(child: Any) -> None:
+    """Read what the pseudo-terminal holds for 20 ms."""
+    import pexpect  # noqa: PLC0415
+
+    try:
+        child.read_nonblocking(1 << 16, timeout=0.02)
+    except pexpect.TIMEOUT:
+        pass
+
+
+LLAMA_SETTINGS = {
+    "SCRIBE_MODEL": "smollm2-135m", "SCRIBE_OBSERVER_MODEL": "smollm2-135m", "SCRIBE_MAX_TOKENS": "48",
+    "SCRIBE_OBSERVE_TOKENS": "600", "SCRIBE_REQUEST_TIMEOUT_S": "900", "SCRIBE_MAX_RETRIES": "1",
+}
+
+
+def llama_session(root: Path) -> dict[str, Any]:
+    """The same session against llama.cpp's server with SmolLM2 (two slots of 4,096 tokens, one
+    thread), whose side calls are slow by nature. Its answers are the model's own, so a turn is
+    timed from Enter to its answer in the log, and the agent calls' own time (their latency as
+    logged) is given beside it: the rest is what scribe made the person wait."""
+    import pexpect  # noqa: PLC0415
+
+    from scribe.log.events import AssistantEvent, UsageEvent, UserEvent  # noqa: PLC0415
+    from scribe.log.jsonl import read_log  # noqa: PLC0415
+
+    from .llama import Server  # noqa: PLC0415
+
+    home, runtime, workspace = root / "home", root / "runtime", root / "workspace"
+    home.mkdir()
+    runtime.mkdir(mode=0o700)
+    workspace.mkdir()
+    subprocess.run(["git", "init", "-q", str(workspace)], check=True)
+    with Server(8192, slots=2) as server:
+        env = _env(home, runtime, server.base_url, "auto") | LLAMA_SETTINGS
+        subprocess.run([SCRIBE, "run", "turn-0 note that the tests run with make check"], cwd=workspace, env=env,
+                       capture_output=True, check=True, timeout=900)
+        sessions = workspace / ".scribe" / "sessions"
+        earlier = set(sessions.glob("*.jsonl"))
+
+        def answered(n: int) -> list[Any]:
+            """The log's events once the REPL's session holds n answered messages (or [])."""
+            logs = set(sessions.glob("*.jsonl")) - earlier
+            if not logs:
+                return []
+            events = read_log(next(iter(logs))).events
+            users = [e.seq for e in events if isinstance(e, UserEvent)]
+            done = len(users) >= n and any(isinstance(e, AssistantEvent) and e.stop_reason != "tool_use"
+                                           and e.seq > users[n - 1] for e in events)
+            return events if done else []
+
+        started = time.perf_counter()
+        child = pexpect.spawn(SCRIBE, [], cwd=str(workspace), env=env, dimensions=(40, 120), encoding="utf-8",
+                              timeout=900)
+        turns, model_s = [], []
+        try:
+            child.expect("›")
+            start_s = time.perf_counter() - started
+            for n, message in ((1, paste(1, 40)), (2, paste(2, 25))):
+                time.sleep(1)
+                child.send(f"{PASTE_START}{message}{PASTE_END}")
+                time.sleep(0.5)
+                began = time.perf_counter()
+                child.send("\r")
+                deadline = began + 900
+                while not (events := answered(n)) and time.perf_counter() < deadline:
+                    drain(child)  # the screen's output read, or scribe's writes to it would block
+                turns.append(time.perf_counter() - began)
+                users = [e.seq for e in events if isinstance(e, UserEvent)]
+                model_s.append(sum(e.latency_ms for e in events if isinstance(e, UsageEvent) and e.purpose == "agent"
+                                   and e.seq > users[n - 1] and (n == len(users) or e.seq < users[n])) / 1000)
+            child.expect("›")
+            time.sleep(1)
+            began = time.perf_counter()
+            child.send("/exit\r")
+            child.expect(pexpect.EOF)
+            exit_s = time.perf_counter() - began
+        finally:
+            child.close(force=True)
+        logs = set(sessions.glob("*.jsonl")) - earlier
+        side = [e.purpose for e in read_log(next(iter(logs))).events
+                if isinstance(e, UsageEvent) and e.purpose != "agent"]
+    return {"start_s": round(start_s, 3), "paste_s": round(turns[0], 3), "paste_model_s": model_s[0],
+            "compressing_turn_s": round(turns[1], 3), "compressing_turn_model_s": model_s[1],
+            "exit_s": round(exit_s, 3), "side_calls_logged": side}
+
+
 def measure(runs: int = RUNS) -> dict[str, Any]:
     out: dict[str, Any] = {"side_s": SIDE_S, "runs": runs, "load": [round(os.getloadavg()[0], 2)]}
     for ahead in ("auto", "always"):
@@ -158,6 +249,10 @@ def section(data: dict[str, Any]) -> str:
 
 
 if __name__ == "__main__":
-    result = measure(int(sys.argv[1]) if len(sys.argv) > 1 else RUNS)
-    print(section(result))
-    print(result)
+    if sys.argv[1:2] == ["--llama"]:
+        with tempfile.TemporaryDirectory(prefix="scribe-housekeeping-llama-") as tmp:
+            print(llama_session(Path(tmp)))
+    else:
+        result = measure(int(sys.argv[1]) if len(sys.argv) > 1 else RUNS)
+        print(section(result))
+        print(result)

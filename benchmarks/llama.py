@@ -75,10 +75,10 @@ def _free_port() -> int:
 
 
 class Server:
-    """llama-server on a loopback port: one slot of `context` tokens, one thread."""
+    """llama-server on a loopback port: `slots` slots sharing `context` tokens, one thread."""
 
-    def __init__(self, context: int) -> None:
-        self.context = context
+    def __init__(self, context: int, slots: int = 1) -> None:
+        self.context, self.slots = context, slots
         self.port = _free_port()
         self.proc: subprocess.Popen[bytes] | None = None
 
@@ -89,7 +89,7 @@ class Server:
     def __enter__(self) -> Server:
         self.proc = subprocess.Popen(
             [str(server_binary()), "-m", str(smollm2()), "--host", "127.0.0.1", "--port", str(self.port), "--jinja",
-             "-c", str(self.context), "-np", "1", "-t", "1", "--no-webui"],
+             "-c", str(self.context), "-np", str(self.slots), "-t", "1", "--no-webui"],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + READY_S
         while time.monotonic() < deadline:
