@@ -112,17 +112,25 @@ class SideRoutes:
         came after it, when no chunk has changed the prompt since; else estimated throughout.
         (The estimate alone, in a process that has not yet calibrated it on a call of its own,
         can be far off: a headless `-c` run is such a process.)"""
-        size = self.context(session)
         _, observed_to = self._update(session)
         raw = self._raw(session, observed_to)
+        last, changed = self._last_agent_call(session)
+        if last is not None and not changed:
+            since = [e for e in raw if e.seq > last.seq and (before is None or e.seq < before)]
+            return last.input + last.cache_read + last.cache_write + last.output + self.estimator.total(since)
         later = [e for e in raw if before is not None and e.seq >= before]
+        return self.context(session).total - self.estimator.total(later)
+
+    @staticmethod
+    def _last_agent_call(session: Session) -> tuple[UsageEvent | None, bool]:
+        """The agent's last call, read back from the log's end, and whether a chunk (an
+        observation or a reflection) has changed the prompt since; (None, True) past a chunk."""
         for event in reversed(session.events):
             if isinstance(event, ObservationEvent | ReflectionEvent):
-                break
+                return None, True
             if isinstance(event, UsageEvent) and event.purpose == "agent":
-                since = [e for e in raw if e.seq > event.seq and (before is None or e.seq < before)]
-                return event.input + event.cache_read + event.cache_write + event.output + self.estimator.total(since)
-        return size.total - self.estimator.total(later)
+                return event, False
+        return None, False
 
     @staticmethod
     def _answered_since(session: Session, seq: int) -> bool:
@@ -141,11 +149,9 @@ class SideRoutes:
         instructions when a chunk has changed the prompt since, nothing once the cache is cold."""
         if self._cache_is_cold(session.events):
             return 0
-        for event in reversed(session.events):
-            if isinstance(event, ObservationEvent | ReflectionEvent):
-                return int(size.fixed * self.estimator.factor)
-            if isinstance(event, UsageEvent) and event.purpose == "agent":
-                if event.cache_read + event.cache_write == 0:
-                    return 0
-                return min(event.input + event.cache_read + event.cache_write, prefix)
-        return 0
+        last, changed = self._last_agent_call(session)
+        if changed:
+            return int(size.fixed * self.estimator.factor)
+        if last is None or last.cache_read + last.cache_write == 0:
+            return 0
+        return min(last.input + last.cache_read + last.cache_write, prefix)
