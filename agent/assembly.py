@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import date
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from scribe.context.render import current_model
 from scribe.context.tokens import TokenEstimator, estimate_text
@@ -54,10 +54,10 @@ from scribe.settings.files import (
     user_config_dir,
 )
 from scribe.settings.hooks import read_hooks
+from scribe.settings.mcp_servers import mcp_config
 from scribe.settings.prices import price_book
 from scribe.settings.trust import WorkspaceTrust
 from scribe.settings.values import HEADLESS_FOR_ASK, REPL_DEFAULTS, Settings, load_settings
-from scribe.telemetry.export import Telemetry, open_telemetry
 from scribe.tools.base import Tool, ToolContext
 from scribe.tools.mcp.hub import McpHub
 from scribe.tools.registry import tool_definitions
@@ -80,6 +80,9 @@ from .permissions import PermissionPolicy
 from .protection import protection_for
 from .protocol import Curated, LifeEvent
 from .session import Session, notes_path, open_session, start_session, store_for
+
+if TYPE_CHECKING:
+    from scribe.telemetry.export import Telemetry
 
 Show = Callable[[LifeEvent], None]
 ConfirmServers = Callable[[Path, Settings, ConfigFiles], None]
@@ -128,12 +131,15 @@ class Opened:
     """An open agent and what it was assembled from; the REPL may move it to another session."""
 
     def __init__(self, opening: Opening, workspace: Path, trust: WorkspaceTrust, config: ConfigFiles,
-                 settings: Settings, prices: PriceBook, client: ModelClient, hub: McpHub,
+                 settings: Settings, prices: PriceBook, client: ModelClient, hub: McpHub | None,
                  telemetry: Telemetry | None = None, tell: Callable[[str], None] = lambda line: None) -> None:
         self.opening = opening
         self.workspace, self.trust, self.config = workspace, trust, config
-        self.settings, self.prices, self.client, self.hub = settings, prices, client, hub
-        self.telemetry = telemetry or Telemetry()
+        self.settings, self.prices, self.client = settings, prices, client
+        # None: no MCP server is configured (nor was one started for this opening).
+        self.hub = hub
+        # None: telemetry is off, and its module is never loaded.
+        self.telemetry = telemetry
         self.tell = tell
         # The hooks the config files that apply name (settings/hooks.py): every agent runs them.
         self.hooks = read_hooks(workspace, config)
@@ -167,7 +173,8 @@ class Opened:
         session = self._continued(choice) if choice.continues else self._new(show, protection)
         try:
             agent = self._build(session, approver, protection, continued=choice.continues)
-            self.telemetry.follow(session, new=not choice.continues)
+            if self.telemetry is not None:
+                self.telemetry.follow(session, new=not choice.continues)
             show(greeting(session, agent.policy.mode, resumed=choice.continues))
         except BaseException:
             session.close()
@@ -180,7 +187,8 @@ class Opened:
         continued one; ending the current session first. Not greeted."""
         self.end()
         self._agent = self._build(session, approver, protection_for(self.workspace, self.settings), continued=True)
-        self.telemetry.follow(session, new=False)
+        if self.telemetry is not None:
+            self.telemetry.follow(session, new=False)
         return self._agent
 
     def end(self) -> None:
@@ -209,9 +217,10 @@ class Opened:
                     self.curation.stop()
             finally:
                 try:
-                    self.hub.close()
+                    if self.hub is not None:
+                        self.hub.close()
                 finally:
-                    for line in self.telemetry.close():
+                    for line in self.telemetry.close() if self.telemetry is not None else ():
                         self.tell(line)
 
     def _continued(self, choice: SessionChoice) -> Session:
@@ -234,7 +243,7 @@ class Opened:
         every earlier fact; a person does not (the session starts with the notes as they are, the
         curation goes on in the background, and what it adds reaches the next session). Then it
         waits for the servers at most `mcp_start_timeout_s` and pins what they offer."""
-        if self.opening.turns:
+        if self.opening.turns and self.hub is not None:
             self.hub.start()
         if self.curation is None or not self.curation.running:
             self.curation = BackgroundCuration(self.workspace, self.settings, self.client,
@@ -247,7 +256,7 @@ class Opened:
                 show(curated)
         mcp_definitions: list[dict[str, Any]] = []
         record: list[dict[str, Any]] = []
-        if self.opening.turns and self.hub.specs:
+        if self.opening.turns and self.hub is not None and self.hub.specs:
             mcp_definitions, record = drive(pinning(self.hub, self.settings.mcp_start_timeout_s,
                                                     skippable=self.opening.person), show)
         return start_session(self.workspace, self.settings,
@@ -257,8 +266,8 @@ class Opened:
     def _build(self, session: Session, approver: Approver | None, protection: Protection, *,
                continued: bool) -> Agent:
         settings = self.settings
-        mcp_tools = session_tools(session.header, self.hub)
-        if self.opening.turns and continued:
+        mcp_tools = session_tools(session.header, self._hub()) if session.header.mcp else []
+        if self.opening.turns and continued and self.hub is not None:
             # In the background: a continued session waits for nothing. (A new one started them all.)
             self.hub.start(pinned_servers(session.header))
         tools: list[Tool] = [*session_builtins(session.header, settings), *mcp_tools]
@@ -289,7 +298,8 @@ class Opened:
             model=self.client,
             tools=tools,
             context=context,
-            policy=PermissionPolicy(settings.permission_mode, allowed=allowed_without_asking(mcp_tools, self.hub)),
+            policy=PermissionPolicy(settings.permission_mode,
+                                    allowed=allowed_without_asking(mcp_tools, self._hub()) if mcp_tools else frozenset()),
             max_turns=settings.max_turns,
             approver=approver,
             memory=memory,
@@ -301,6 +311,13 @@ class Opened:
         if watcher is not None:
             weakref.finalize(agent, watcher.stop)
         return agent
+
+    def _hub(self) -> McpHub:
+        """The servers, or none: a session that pinned tools from servers no longer configured
+        keeps them, and a call to one says its server is not there."""
+        if self.hub is None:
+            self.hub = McpHub([], self.workspace)
+        return self.hub
 
     # -- what the background curation did, for the front end to say -------------------------
 
@@ -362,10 +379,15 @@ def assemble(opening: Opening, *, ask_trust: Callable[[WorkspaceTrust], Workspac
     client = client or ModelClient.for_settings(settings)
     if confirm_servers is not None and opening.turns and opening.servers:
         confirm_servers(workspace, settings, config)
-    if hub is None:
-        hub = open_hub(workspace, settings, config) if opening.turns and opening.servers else McpHub([], workspace)
+    if hub is None and opening.turns and opening.servers:
+        servers = mcp_config(workspace, settings, config=config)
+        # None configured: no hub, and nothing of MCP is on the run's way.
+        hub = open_hub(workspace, settings, found=servers) if servers.servers else None
     prices = price_book(config)
-    telemetry = open_telemetry(settings, prices.price_usage) if opening.turns else Telemetry()
+    telemetry = None
+    if opening.turns and settings.enable_telemetry:  # off: its module is not even loaded
+        from scribe.telemetry.export import open_telemetry
+        telemetry = open_telemetry(settings, prices.price_usage)
     return Opened(opening, workspace, trust, config, settings, prices, client, hub, telemetry, tell)
 
 

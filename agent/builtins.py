@@ -27,5 +27,7 @@ def new_session_tools(settings: Settings) -> list[Tool]:
 
 def session_builtins(header: SessionEvent, settings: Settings) -> list[Tool]:
     """The built-in tools of a session, as its session event recorded them, in that order."""
-    every = {t.name: t for t in builtin_tools(todo=True, web=web_limits(settings))}
-    return [every[name] for name in (str(d.get("name")) for d in header.tools) if name in every]
+    names = [str(d.get("name")) for d in header.tools]
+    every = {t.name: t for t in builtin_tools(todo="todo" in names,
+                                              web=web_limits(settings) if "web_fetch" in names else None)}
+    return [every[name] for name in names if name in every]

@@ -117,10 +117,10 @@ class Compressor(SideRoutes, WindowRoom):
         events = session.events
         size = self.context(session)
         threshold, cold = self._observe_threshold(session, ahead)
-        # In a turn, the turn's own request and all after it stay raw: the model is answering it.
-        keep_from = None if ahead else current_turn_start(events)
         if size.raw > session.digest.backoff(OBSERVE_FAILED_KIND, ObservationEvent):  # as backoff_until reads it
             if size.raw > threshold:
+                # In a turn, the turn's own request and all after it stay raw: the model is answering it.
+                keep_from = None if ahead else current_turn_start(events)
                 yield from self._observe_below(session, threshold, keep_from)
             elif self.settings.observe_on_payback and (span := self.paid_off_span(session, cold=cold)) is not None:
                 yield from self.observe(session, span=span)
@@ -280,6 +280,8 @@ class Compressor(SideRoutes, WindowRoom):
 
     def paid_off_span(self, session: Session, *, cold: bool = False) -> Span | None:
         """At a turn start: the finished turns whose cache reads have paid for observing them."""
+        if not session.digest.agent_calls:  # nothing sent yet, so nothing read from the cache
+            return None
         chunks, observed_to = self._update(session)
         raw = self._raw(session, max(observed_to, 0))
         if turn_start(raw) is None:
@@ -329,8 +331,11 @@ class Compressor(SideRoutes, WindowRoom):
         chunks, _ = self._update(session)
         total = sum(chunk_size(c) for c in chunks)
         given = plan is not None
-        room = self._budget(session).room(REFLECTOR_SYSTEM)
-        plan = plan or plan_reflection(chunks, self.limits(session).reflect, force=force, room=room)
+        # Fewer than two summaries: nothing to merge, whatever the budget (the common case: asked
+        # before every call, so it is answered before any budget is worked out).
+        if plan is None and len(chunks) >= 2:
+            room = self._budget(session).room(REFLECTOR_SYSTEM)
+            plan = plan_reflection(chunks, self.limits(session).reflect, force=force, room=room)
         if plan is None:
             if force:
                 yield Notice("nothing to condense: memory holds fewer than two summaries to merge")

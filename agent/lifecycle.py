@@ -42,4 +42,4 @@ def greeting(session: Session, mode: str, *, resumed: bool) -> SessionOpened:
     as it starts."""
     return SessionOpened(session, current_model(session.events, session.chunks), mode, resumed,
                          tuple(session.problems), tuple(session.notices),
-                         () if resumed else tuple(start_notes(session.header)))
+                         () if resumed or not session.header.mcp else tuple(start_notes(session.header)))

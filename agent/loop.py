@@ -104,11 +104,12 @@ class Agent:
         try:
             verdict = yield from self._hooks("user_prompt_submit", {"prompt": prompt}, log=False)
             if verdict.blocked:
-                self.hook_runner().log(self.session, verdict)
+                HookRunner.log(self.session, verdict)
                 return TurnEnded("error", "", 0, error=f"not sent: a user_prompt_submit hook blocked it: "
                                                        f"{verdict.reason or '(it gave no reason)'}")
             user = self.session.append_message(prompt, images, **({"command": command} if command else {}))
-            self.hook_runner().log(self.session, verdict)  # its added context follows the message
+            if verdict.records or verdict.planted:  # what a hook added follows the message
+                HookRunner.log(self.session, verdict)
             while True:
                 if calls >= self.max_turns:
                     return TurnEnded("max_turns", final_text, calls)

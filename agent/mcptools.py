@@ -20,7 +20,7 @@ from typing import Any
 from scribe.log.events import SessionEvent
 from scribe.log.private import make_private_folder
 from scribe.settings.files import ConfigFiles, state_dir
-from scribe.settings.mcp_servers import mcp_config
+from scribe.settings.mcp_servers import McpConfig, mcp_config
 from scribe.settings.values import Settings
 from scribe.tools.mcp.catalog import ListedTool
 from scribe.tools.mcp.hub import McpHub, ServerState
@@ -32,10 +32,11 @@ from .protection import protection_for
 from .protocol import LifeEvent, ServersStarting, ServersWaited
 
 
-def open_hub(workspace: Path, settings: Settings, files: ConfigFiles | None = None) -> McpHub:
-    """The hub for this workspace's configured servers (none started yet; may be empty), from
-    the config files as read already, else as they are now."""
-    config = mcp_config(workspace, settings, config=files)
+def open_hub(workspace: Path, settings: Settings, files: ConfigFiles | None = None, *,
+             found: McpConfig | None = None) -> McpHub:
+    """The hub for this workspace's configured servers (none started yet; may be empty): those
+    `found` already, else from the config files as read already, else as they are now."""
+    config = found or mcp_config(workspace, settings, config=files)
     log_dir = state_dir(workspace) / "mcp"
     if config.servers:
         make_private_folder(log_dir)  # before a server's stderr file is made in it (tools/mcp/link.py)

@@ -90,7 +90,7 @@ def run(
             raise fail("give --continue or --session, not both")
         if permission_mode == "ask":
             raise fail("permission mode 'ask' needs a person; headless runs use read-only, accept-edits or full-auto")
-        images = image_files(image or [])
+        images = image_files(image) if image else []
         opening = Opening(Path.cwd(), SessionChoice(continue_, session, model), trust_workspace=trust_workspace,
                           flags={"permission_mode": permission_mode, "max_turns": max_turns, "model": model,
                                  "auto_commit": auto_commit})

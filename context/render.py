@@ -271,7 +271,8 @@ def render_messages(events: Sequence[Event], output_chars: int, settled: Settled
             turn = _TurnCalls()
         elif isinstance(event, UserEvent):
             turn = _TurnCalls()
-            texts += [image_block(ref, images) for ref in image_refs(event.images)]
+            if event.images:
+                texts += [image_block(ref, images) for ref in image_refs(event.images)]
             if event.text.strip():
                 texts.append({"type": "text", "text": event.text})
         elif isinstance(event, FileChangeEvent):

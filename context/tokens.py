@@ -42,7 +42,7 @@ def event_tokens(event: Event, output_chars: int | None = None) -> int:
     With `output_chars`, a tool output counts only as much as the renderer shows of it."""
     if isinstance(event, UserEvent):
         # An attached image is billed by its pixels (log/images.py), whatever its bytes.
-        pictures = sum(ref.tokens + BLOCK_OVERHEAD for ref in image_refs(event.images))
+        pictures = sum(ref.tokens + BLOCK_OVERHEAD for ref in image_refs(event.images)) if event.images else 0
         return estimate_text(event.text) + BLOCK_OVERHEAD + pictures
     if isinstance(event, AssistantEvent):
         return sum(estimate_text(b.get("text") or json.dumps(b.get("input", b), ensure_ascii=False))
