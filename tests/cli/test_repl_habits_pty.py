@@ -1,6 +1,7 @@
 """The habits of test_repl_habits.py through the real `scribe` executable in a pseudo-terminal:
 `@mod` and Tab attach src/scribe/models.py, `!command` runs a command the model then reads,
-and `/undo` takes back the model's edit without git."""
+and `/undo` takes back the model's edit without git; a trusted workspace's own `/review`, the
+model's task list on screen, and `/init` writing AGENTS.md."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from typing import Any
 import pexpect
 import pytest
 
-from helpers import events_of, scribe_env, session_logs, spawn
+from helpers import events_of, scribe_env, session_logs, spawn, trust
+from scribe.cli.repl.habits import INIT_PROMPT
 from scribe.fakeapi import FakeMessagesServer, Reply, ScriptItem, tool_use_block
 from scribe.log.events import UndoEvent, UserEvent
 
@@ -72,3 +74,65 @@ def test_at_path_bang_and_undo_in_a_real_terminal(workspace: Path, home: Path) -
     users = [e.text for e in events if isinstance(e, UserEvent)]
     assert users[0].startswith("explain @src/scribe/models.py please\n\n<attached file=")
     assert any(isinstance(e, UndoEvent) for e in events)
+
+
+REVIEW = """---
+description: review a file for bugs
+---
+Review $1 for bugs and unclear names.
+"""
+PLAN = [{"text": "Read src/a.py", "status": "done"},
+        {"text": "Check the names", "status": "in_progress"},
+        {"text": "Say what to change", "status": "pending"}]
+
+
+def habits_responder() -> Any:
+    replies = iter([
+        Reply([tool_use_block("todo", {"items": PLAN})]),
+        Reply.text("Looks fine, one unclear name."),
+        Reply([tool_use_block("write_file", {"path": "AGENTS.md", "content": "# Agents\n\nRun `make test`.\n"})]),
+        Reply.text("Wrote AGENTS.md."),
+    ])
+
+    def answer(request: dict[str, Any]) -> ScriptItem:
+        if not request.get("tools"):  # memory compression calls carry no tools
+            return Reply.text("🔴 the user asked for a review")
+        return next(replies)
+    return answer
+
+
+@pytest.mark.slow
+def test_a_workspace_command_the_task_list_and_init_in_a_real_terminal(workspace: Path, home: Path) -> None:
+    (workspace / "src").mkdir()
+    (workspace / "src" / "a.py").write_text("x = 1\n")
+    command = workspace / ".scribe" / "commands" / "review.md"
+    command.parent.mkdir(parents=True)
+    command.write_text(REVIEW)
+    trust(workspace, home)
+    with FakeMessagesServer(habits_responder()) as server:
+        env = scribe_env(server.base_url, home, TERM="xterm-256color", PROMPT_TOOLKIT_NO_CPR="1")
+        child = spawn(["-p", "accept-edits"], workspace, env)
+        try:
+            child.expect("permission mode accept-edits")
+            child.expect("›")
+            child.send("/review src/a.py\r")
+            child.expect(r"tasks \(1 of 3 done; now: Check the names\)")
+            child.expect("▶ Check the names")
+            child.expect("Looks fine, one unclear name.")
+            child.expect("›")
+            child.send("/init\r")
+            child.expect("Wrote AGENTS.md.")
+            child.expect("›")
+            child.send("/exit\r")
+            child.expect(pexpect.EOF)
+        finally:
+            child.close()
+    agent_calls = [r.json for r in server.requests if r.json.get("tools")]
+    first = agent_calls[0]["messages"][-1]["content"]
+    assert [b["text"] for b in first if b["type"] == "text"] == ["Review src/a.py for bugs and unclear names."]
+    assert "todo" in [t["name"] for t in agent_calls[0]["tools"]]
+    assert (workspace / "AGENTS.md").read_text() == "# Agents\n\nRun `make test`.\n"
+    [log] = session_logs(workspace)
+    users = [e for e in events_of(log) if isinstance(e, UserEvent)]
+    assert [u.extra.get("command", {}).get("name") for u in users] == ["review", "init"]
+    assert users[1].text == INIT_PROMPT
