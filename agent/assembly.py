@@ -286,6 +286,7 @@ class Opened:
         recorded = session.header.recorded
         estimator = TokenEstimator(output_chars=recorded.render_output_chars,
                                    settled_chars=recorded.settled_output_chars)
+        estimator.learn(session.digest.calibration)
         memory = Compressor(self.client, settings, estimator)
         if self.opening.turns:
             ask_window(session, settings, memory)

@@ -131,7 +131,7 @@ class Agent:
                     except ContextOverflow as again:
                         return TurnEnded("error", final_text, calls, error=self._leave_out(user.seq, again))
                 estimate = self.memory.request_estimate(self.session) if self.memory else 0
-                assistant, usage = self._record_call(result)
+                assistant, usage = self._record_call(result, estimate)
                 if self.memory is not None:
                     self.memory.calibrate(estimate, usage)
                 yield AssistantMessage(assistant, usage)
@@ -245,12 +245,14 @@ class Agent:
             self.session.append(ErrorEvent, kind="watcher", message=f"watching the workspace: {failure}")
             yield Notice(f"watcher: {failure}; some outside changes may go unreported")
 
-    def _record_call(self, result: CallResult) -> tuple[AssistantEvent, UsageEvent]:
+    def _record_call(self, result: CallResult, estimate: int = 0) -> tuple[AssistantEvent, UsageEvent]:
+        """The answer and its usage; with the request's own estimate (uncalibrated), which a
+        reopened session calibrates from (log/digest.py)."""
         assistant = self.session.append(
             AssistantEvent, content=result.content, stop_reason=result.stop_reason,
             message_id=result.message_id, model=result.model,
         )
-        usage = self.session.record_call(result, "agent")
+        usage = self.session.record_call(result, "agent", **({"estimate": estimate} if estimate > 0 else {}))
         return assistant, usage
 
     def _run_tool_call(self, block: dict) -> Iterator[AgentEvent]:

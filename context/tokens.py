@@ -8,7 +8,7 @@ the estimate for this model's tokenizer and this session's kind of text.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from scribe.log.events import (
@@ -98,6 +98,12 @@ class TokenEstimator:
 
     def total(self, events: Iterable[Event]) -> int:
         return int(sum(self.of(e) for e in events) * self.factor)
+
+    def learn(self, calls: Iterable[Sequence[int]]) -> None:
+        """Calibrate from earlier calls' (estimated, reported) tokens, oldest first: a reopened
+        session's estimator starts where the process that made them had got to."""
+        for estimated_raw, reported in calls:
+            self.calibrate(estimated_raw, reported)
 
     def calibrate(self, estimated_raw: int, reported: int) -> None:
         """Move the factor toward reported/estimated (an average, so one odd call can't swing it)."""

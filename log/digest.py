@@ -32,6 +32,10 @@ from scribe.log.health import MemoryHealth, SideCalls, count
 # Positions kept of the latest errors of a kind and of the latest extractive chunks: more than
 # the longest streak memory/extract.py asks about.
 RECENT = 8
+# The agent calls whose (estimate, reported) tokens are kept to calibrate a reopened session's
+# estimates: the average the estimator keeps (context/tokens.py) weighs older calls by 0.7 a
+# call, so what came before these is under 2% of it.
+CALIBRATION_CALLS = 12
 
 
 @dataclass
@@ -58,6 +62,9 @@ class LogDigest:
     recent_errors: dict[str, list[int]] = field(default_factory=dict)
     last_modelled: dict[str, int] = field(default_factory=dict)
     recent_extractive: dict[str, list[int]] = field(default_factory=dict)
+    # The latest agent calls' [estimated, reported] prompt tokens, oldest first: a reopened
+    # session's estimator learns from them what the process that made them had learnt.
+    calibration: list[list[int]] = field(default_factory=list)
 
     def add(self, event: Event) -> None:
         position = self.events
@@ -86,6 +93,9 @@ class LogDigest:
             self.calls += 1
             if event.purpose == "agent":
                 self.agent_calls += 1
+                estimate = event.extra.get("estimate")
+                if type(estimate) is int and estimate > 0:
+                    self.calibration = [*self.calibration, [estimate, event.tokens.prompt_tokens]][-CALIBRATION_CALLS:]
         elif isinstance(event, NotesEvent):
             self.notes_upto = max(self.notes_upto, event.upto)
         elif isinstance(event, GitCommitEvent):
@@ -121,7 +131,7 @@ class LogDigest:
                 "agent_calls_before": [[seq, n] for seq, n in self.agent_calls_before.items()],
                 "notes_upto": self.notes_upto, "commits": self.commits, "last_of": self.last_of, "errors": self.errors,
                 "recent_errors": self.recent_errors, "last_modelled": self.last_modelled,
-                "recent_extractive": self.recent_extractive,
+                "recent_extractive": self.recent_extractive, "calibration": self.calibration,
                 "health": [[c.made, c.failed, c.last_failure] for c in _side_calls(self.health)]
                 + [self.health.last_failure], "model_free": self.health.model_free}
 
@@ -138,7 +148,9 @@ class LogDigest:
                      list(state["commits"]), health, {str(k): int(v) for k, v in state["last_of"].items()},
                      {str(k): [int(v[0]), int(v[1])] for k, v in state["errors"].items()},
                      _positions(state["recent_errors"]), {str(k): int(v) for k, v in state["last_modelled"].items()},
-                     _positions(state["recent_extractive"]))
+                     _positions(state["recent_extractive"]),
+                     # a checkpoint written before calibrations were kept has none
+                     [[int(e), int(r)] for e, r in state.get("calibration", [])][-CALIBRATION_CALLS:])
         if not (digest.last_ts is None or isinstance(digest.last_ts, str)):
             raise ValueError("last_ts")
         return digest
