@@ -17,34 +17,20 @@ opening: the servers and the client stay.
 
 from __future__ import annotations
 
-import json
 import os
 import weakref
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
-from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from scribe.context.render import current_model
-from scribe.context.tokens import TokenEstimator, estimate_text
+from scribe.context.tokens import TokenEstimator
 from scribe.log.codec import to_record
-from scribe.log.events import ContextWindowEvent, ModelSwitchEvent
-from scribe.log.jsonl import read_log
 from scribe.log.pricing import PriceBook
-from scribe.log.store import SessionFile, SessionNotFound
+from scribe.log.store import SessionFile
 from scribe.model.client import ModelClient
-from scribe.model.window import (
-    PROBE_TIMEOUT_S,
-    ContextWindow,
-    Limits,
-    anthropic_url,
-    ask_server,
-    effective_window,
-    limits,
-    read_props,
-)
+from scribe.model.window import PROBE_TIMEOUT_S, anthropic_url, read_props
 from scribe.settings.files import (
     ConfigFiles,
     find_workspace,
@@ -72,14 +58,13 @@ from .builtins import new_session_tools, session_builtins
 from .compress import Compressor
 from .driver import drive
 from .housekeeping import BackgroundCuration, uncurated
-from .instructions import Environment, read_project_texts, system_text
-from .lifecycle import greeting
+from .lifecycle import greeting, skipped_note, switch_model
 from .loop import Agent, Approver
 from .mcptools import allowed_without_asking, open_hub, pinned_servers, pinning, session_tools
 from .permissions import PermissionPolicy
 from .protection import protection_for
 from .protocol import Curated, LifeEvent
-from .session import Session, notes_path, open_session, start_session, store_for
+from .session import Session, open_session, start_session, store_for
 
 if TYPE_CHECKING:
     from scribe.telemetry.export import Telemetry
@@ -402,21 +387,6 @@ def _settings(workspace: Path, opening: Opening, config: ConfigFiles) -> Setting
     return settings
 
 
-# -- one session's facts ------------------------------------------------------------------------
-
-def skipped_note(session: SessionFile) -> str:
-    return (f"skipped session {session.id}, written after this one: {session.damaged}; "
-            f"`scribe log verify {session.id}` says more")
-
-
-def switch_model(session: Session, model: str) -> bool:
-    """Make `model` the session's model from its next call on; False if it already is."""
-    if current_model(session.events, session.chunks) == model:
-        return False
-    session.append(ModelSwitchEvent, model=model)
-    return True
-
-
 def ask_window(session: Session, settings: Settings, memory: Compressor) -> None:
     """Ask a server that is not Anthropic's for its context window and whether its model takes
     tools, once as an agent opens (a short wait at most: model/window.read_props), and record
@@ -427,32 +397,3 @@ def ask_window(session: Session, settings: Settings, memory: Compressor) -> None
     if report is not None and report.window is not None and not settings.context_tokens:
         memory.learn_window(session, report.window, "server")
     abilities.at_start(session, report)
-
-
-def window_here(workspace: Path, settings: Settings) -> tuple[ContextWindow | None, Limits]:
-    """The window a new session of this workspace would start with, and the thresholds it sets
-    (`scribe config`): from the config, the server's report (asked now) or the table."""
-    base_url = os.environ.get("ANTHROPIC_BASE_URL")
-    reported = None
-    if not settings.context_tokens and not anthropic_url(base_url):
-        assert base_url is not None
-        tokens = ask_server(base_url, min(PROBE_TIMEOUT_S, settings.request_timeout_s))
-        reported = ContextWindow(tokens, "server") if tokens is not None else None
-    window = effective_window(settings.model, settings.context_tokens, reported)
-    system = system_text(Environment(str(workspace), None, None, date.today()),
-                         read_project_texts(workspace, notes_path(workspace)).texts)
-    fixed = estimate_text(system) + estimate_text(json.dumps(tool_definitions(new_session_tools(settings)),
-                                                             ensure_ascii=False))
-    return window, limits(window, observe=settings.observe_tokens, reflect=settings.reflect_tokens,
-                          side_call=settings.side_call_tokens, max_tokens=settings.max_tokens, fixed=fixed)
-
-
-def learned_window(workspace: Path) -> tuple[str, ContextWindow] | None:
-    """The window the workspace's latest session learned (from its server or a refusal), with
-    the session's id; None when it learned none (`scribe config`)."""
-    try:
-        found = store_for(workspace).latest(workspace)
-    except SessionNotFound:
-        return None
-    learned = [e for e in read_log(found.path).events if isinstance(e, ContextWindowEvent)]
-    return (found.id, ContextWindow(learned[-1].tokens, learned[-1].source)) if learned else None

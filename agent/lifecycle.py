@@ -1,6 +1,7 @@
 """A session's life around its turns, as events a front end shows (agent/protocol.py, run through
-agent/driver.py): the greeting once a front end runs in a session, and a curation the person
-asked for (`/notes curate`). Which session to run in, and the agent for it, are
+agent/driver.py): the greeting once a front end runs in a session (with a note of each later
+session a continuation skipped), a switch of model, and a curation the person asked for
+(`/notes curate`). Which session to run in, and the agent for it, are
 agent/assembly.py's; the curation nobody asked for runs in the background
 (agent/housekeeping.py); the MCP servers' start is agent/mcptools.py's.
 
@@ -13,6 +14,8 @@ from collections.abc import Generator
 from pathlib import Path
 
 from scribe.context.render import current_model
+from scribe.log.events import ModelSwitchEvent
+from scribe.log.store import SessionFile
 from scribe.model.client import ModelClient
 from scribe.settings.values import Settings
 
@@ -43,3 +46,16 @@ def greeting(session: Session, mode: str, *, resumed: bool) -> SessionOpened:
     return SessionOpened(session, current_model(session.events, session.chunks), mode, resumed,
                          tuple(session.problems), tuple(session.notices),
                          () if resumed or not session.header.mcp else tuple(start_notes(session.header)))
+
+
+def skipped_note(session: SessionFile) -> str:
+    return (f"skipped session {session.id}, written after this one: {session.damaged}; "
+            f"`scribe log verify {session.id}` says more")
+
+
+def switch_model(session: Session, model: str) -> bool:
+    """Make `model` the session's model from its next call on; False if it already is."""
+    if current_model(session.events, session.chunks) == model:
+        return False
+    session.append(ModelSwitchEvent, model=model)
+    return True

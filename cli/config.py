@@ -26,8 +26,8 @@ def config(
     own is ignored, the model's context window, and what protects scribe from the commands it
     runs: the sandbox in force on this machine, what it covers and what it does not.
     """
-    from scribe.agent.assembly import learned_window, window_here
     from scribe.agent.protection import protection_for
+    from scribe.agent.window_facts import learned_window, window_here
     from scribe.settings.files import find_workspace, read_config, trust_of
     from scribe.settings.hooks import describe, read_hooks
     from scribe.settings.prices import read_prices

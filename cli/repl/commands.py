@@ -171,7 +171,7 @@ def _custom(repl: Repl, name: str, arg: str) -> Send | None:
                         "(// sends a line starting with /)")
         return None
     if command.model:
-        from scribe.agent.assembly import switch_model
+        from scribe.agent.lifecycle import switch_model
 
         before = repl.numbers().model
         if switch_model(repl.session, command.model):
@@ -317,7 +317,7 @@ COMMANDS["rewind"] = dataclasses.replace(COMMANDS["undo"], name="rewind", help="
 @command("model", "show the model; /model NAME switches this session to NAME, and the sessions /clear starts in "
                   "this REPL (the config's `model`, which later runs start with, is left as it is)", "[NAME]")
 def _model(repl: Repl, arg: str) -> None:
-    from scribe.agent.assembly import switch_model
+    from scribe.agent.lifecycle import switch_model
 
     current = repl.numbers().model
     if not arg:

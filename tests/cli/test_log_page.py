@@ -26,7 +26,7 @@ import pytest
 from builders import header_fields
 from conftest import make_repository
 from helpers import SCRIBE, Ran, adopt, agent_for, run_scribe, scribe_env
-from scribe.agent.assembly import switch_model
+from scribe.agent.lifecycle import switch_model
 from scribe.agent.protocol import TurnEnded
 from scribe.agent.session import start_session
 from scribe.cli.log.common import money
