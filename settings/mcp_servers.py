@@ -38,7 +38,8 @@ from .values import Settings
 KEYS = ("type", "command", "args", "env", "cwd", "url", "headers", "allow", "timeout_s", "enabled", "sandbox")
 _TRANSPORTS: dict[str, Transport] = {"stdio": "stdio", "http": "http", "streamable-http": "http",
                                      "streamable_http": "http"}
-_VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+# `${NAME}` or `${NAME:-default}` in a server's settings: the value of the environment variable.
+VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 
 @dataclass(frozen=True)
@@ -191,4 +192,4 @@ def _expand(value: str, environ: Mapping[str, str], where: str) -> str:
             return default
         raise ConfigError(f"{where}: ${{{name}}} is not set (give it a value, or write ${{{name}:-default}})")
 
-    return _VARIABLE.sub(one, value)
+    return VARIABLE.sub(one, value)

@@ -9,12 +9,16 @@ checking them: a file that does not parse is named as such, and asked about like
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from scribe.workspace.environment import is_secret
+
 from .files import WORKSPACE_COMMANDS
+from .mcp_servers import VARIABLE
 from .trust import MCP_JSON, WorkspaceTrust
 
 SHOWN_CHARS = 80
@@ -30,6 +34,9 @@ class OwnFile:
     unreadable: str | None = None
     # A custom command file (settings/commands.py): the command it adds, `/review`.
     command: str | None = None
+    # name -> the secret variables of the person's environment its settings name (`${GITHUB_TOKEN}`
+    # in its env, headers, URL or arguments): given to the server as it starts, in or out of the sandbox.
+    secrets: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     def change(self) -> str:
         """`.scribe/config.toml sets sandbox = false and starts MCP server x (`cmd`)`."""
@@ -43,7 +50,8 @@ class OwnFile:
         if self.servers:
             names = ", ".join(f"{name} (`{what}`)" for name, what in self.servers.items())
             parts.append(f"starts MCP server{'s' if len(self.servers) > 1 else ''} {names}")
-        return f"{self.name} " + (" and ".join(parts) if parts else "sets nothing")
+        given = "; ".join(f"gives server {name} your {', '.join(names)}" for name, names in self.secrets.items())
+        return f"{self.name} " + (" and ".join(parts) if parts else "sets nothing") + (f"; {given}" if given else "")
 
     def summary(self) -> str:
         """`.mcp.json (2 servers)`: what the one line names."""
@@ -94,11 +102,12 @@ def _read(name: str, data: bytes) -> OwnFile:
         return OwnFile(name, {}, {}, unreadable="not a table of settings")
     if name == MCP_JSON:
         servers = parsed.get("mcpServers")
-        return OwnFile(name, {}, _servers(servers if isinstance(servers, dict) else {}))
-    table = parsed.get("mcp")
-    servers = table.get("servers") if isinstance(table, dict) else None
-    settings = {k: _shown(v) for k, v in parsed.items() if k != "mcp"}
-    return OwnFile(name, settings, _servers(servers if isinstance(servers, dict) else {}))
+    else:
+        table = parsed.get("mcp")
+        servers = table.get("servers") if isinstance(table, dict) else None
+    servers = servers if isinstance(servers, dict) else {}
+    settings = {k: _shown(v) for k, v in parsed.items() if k != "mcp"} if name != MCP_JSON else {}
+    return OwnFile(name, settings, _servers(servers), secrets=_secrets(servers))
 
 
 def _servers(table: dict[str, Any]) -> dict[str, str]:
@@ -114,6 +123,31 @@ def _servers(table: dict[str, Any]) -> dict[str, str]:
         words = [str(entry.get("command", "")), *map(str, args)]
         found[str(name)] = _cut(shlex.join(words))
     return found
+
+
+def _secrets(table: dict[str, Any]) -> dict[str, tuple[str, ...]]:
+    """For each server that would start, the secret variables its settings name, by the rules
+    the sandbox strips them by (workspace/environment.py): whatever the sandbox strips, a
+    `${NAME}` in the config hands to the server all the same."""
+    found = {}
+    for name, entry in table.items():
+        if not isinstance(entry, dict) or entry.get("enabled", True) is False:
+            continue
+        names = sorted({match.group(1) for text in _strings(entry) for match in VARIABLE.finditer(text)
+                        if is_secret(match.group(1), os.environ.get(match.group(1), ""))})
+        if names:
+            found[str(name)] = tuple(names)
+    return found
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return []
 
 
 def _shown(value: Any) -> str:

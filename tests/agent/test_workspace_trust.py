@@ -290,3 +290,27 @@ def test_the_repl_history_is_private(workspace: Path, home: Path) -> None:
         time.sleep(0.05)
     assert mode(workspace / ".scribe" / "history") == 0o600
     assert os.path.isdir(workspace / ".scribe") and mode(workspace / ".scribe") == 0o700
+
+
+def test_the_question_and_scribe_trust_name_the_secrets_a_workspace_server_would_be_given(
+        workspace: Path, home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from scribe.settings.files import trust_of
+    from scribe.settings.untrusted import question
+
+    (workspace / ".mcp.json").write_text(json.dumps({"mcpServers": {
+        "tracker": {"command": "node", "args": ["server.js"],
+                    "env": {"TOKEN": "${GITHUB_TOKEN}", "WHERE": "${HOME}", "DB": "${DATABASE_URL}"}},
+        "search": {"type": "http", "url": "https://search.example/mcp?key=${ANTHROPIC_API_KEY}",
+                   "headers": {"Authorization": "Bearer ${SEARCH_API_KEY:-none}"}},
+        "plain": {"command": "python3", "args": ["-m", "plain", "--home", "${HOME}"]},
+        "off": {"command": "x", "env": {"K": "${OPENAI_API_KEY}"}, "enabled": False},
+    }}))
+    env = scribe_env(NO_API, home, DATABASE_URL="postgres://app:hunter2@db/app")
+    expected = ("gives server tracker your DATABASE_URL, GITHUB_TOKEN; "
+                "gives server search your ANTHROPIC_API_KEY, SEARCH_API_KEY")
+    monkeypatch.setenv("DATABASE_URL", env["DATABASE_URL"])  # a secret by its value
+    [line] = [line for line in question(trust_of(workspace)) if ".mcp.json" in line]
+    assert line.endswith(expected), line  # before the person answers (the REPL)
+    assert "plain" not in line.split(";", 1)[1] and "OPENAI" not in line and "HOME" not in line.split(";", 1)[1]
+    ran = run_scribe(["trust"], workspace, env)
+    assert ran.code == 0 and expected in ran.out  # and what `scribe trust` just applied
