@@ -57,6 +57,9 @@ class GitRefused(Exception):
 class GitState:
     head: str | None
     branch: str | None
+    # The git folder a linked worktree, a submodule or a `.bare` layout shares with its
+    # repository (info/exclude is read there), as git names it; None: not a repository.
+    common_dir: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -135,7 +138,7 @@ def git_state(workspace: Path, box: Confinement | None = None) -> GitState:
     asked = ask_git(root, box)
     if asked.top is None or asked.top.resolve() != root:
         return GitState(None, None)
-    return GitState(asked.head, asked.branch)
+    return GitState(asked.head, asked.branch, asked.common_dir)
 
 
 def is_repository(workspace: Path, box: Confinement | None = None) -> bool:

@@ -91,6 +91,36 @@ def test_state_folder_is_excluded_through_info_exclude_once(workspace: Path) -> 
     assert not (workspace / ".gitignore").exists()
 
 
+@pytest.mark.parametrize("layout", ["worktree", "bare"])
+def test_a_session_in_a_linked_worktree_keeps_its_state_folder_out_of_git(tmp_path: Path, home: Path,
+                                                                           layout: str) -> None:
+    from helpers import run_scribe, scribe_env
+    from scribe.fakeapi import FakeMessagesServer, Reply
+
+    def git(cwd: Path, *args: str) -> str:
+        return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout
+
+    origin = tmp_path / "origin"
+    origin.mkdir()
+    git(origin, "init", "-q", "-b", "main")
+    git(origin, "-c", "user.name=t", "-c", "user.email=t@example.invalid", "commit", "-q", "--allow-empty", "-m", "one")
+    if layout == "bare":  # `git clone --bare x .bare`, then a worktree beside it: a common habit
+        project = tmp_path / "project"
+        project.mkdir()
+        git(project, "clone", "-q", "--bare", str(origin), ".bare")
+        git(project / ".bare", "worktree", "add", "-q", str(project / "main"), "main")
+        tree = project / "main"
+    else:
+        git(origin, "worktree", "add", "-q", "-b", "feature", str(tmp_path / "feature"))
+        tree = tmp_path / "feature"
+    assert (tree / ".git").is_file()
+    with FakeMessagesServer([Reply.text("hi")]) as server:
+        ran = run_scribe(["run", "hello"], tree, scribe_env(server.base_url, home))
+    assert ran.code == 0, ran.err
+    assert (tree / ".scribe").is_dir()
+    assert ".scribe" not in git(tree, "status", "--porcelain", "--untracked-files=all")
+
+
 def test_latest_follows_creation_time_within_one_second(tmp_path: Path) -> None:
     """Ids carry seconds and a random part: the later of two sessions started within one second
     can have the smaller id; the recorded creation time decides."""
