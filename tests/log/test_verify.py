@@ -6,7 +6,6 @@ import copy
 import dataclasses
 import functools
 import json
-import time
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
@@ -180,7 +179,8 @@ def test_a_torn_last_line_and_an_open_call_at_the_end_are_warnings() -> None:
     ]
 
 
-def test_ten_thousand_lines_verify_fast() -> None:
+def test_ten_thousand_lines_of_a_long_session_verify_with_warnings_only() -> None:
+    """How fast is benchmarks/scale.py's to measure (`log verify` of a 1 GB log), not a test's."""
     recs = records()
     big = [recs[0]]
     while len(big) < 10_000:
@@ -192,12 +192,8 @@ def test_ten_thousand_lines_verify_fast() -> None:
     big = big[:10_000]
     for i, r in enumerate(big):
         r["seq"] = i
-    data = log_bytes(big)
-    started = time.monotonic()
-    verdict = verify_bytes(data)
-    elapsed = time.monotonic() - started
+    verdict = verify_bytes(log_bytes(big))
     assert verdict.lines == 10_000 and all(f.severity == "warning" for f in verdict.findings)
-    assert elapsed < 1.5, f"{elapsed:.2f} s"
 
 
 json_leaf = st.one_of(st.none(), st.booleans(), st.integers(-3, 3), st.floats(-2, 2, allow_nan=False),
