@@ -20,18 +20,22 @@ from scribe.log.events import UndoEvent, UserEvent
 MODELS = "class Model:\n    name = 'm'\n"
 
 
+def agent_replies(*replies: Reply, observation: str) -> Any:
+    """The agent's calls answered by `replies` in turn; a memory compression call (it carries no
+    tools) by `observation`, whenever one comes."""
+    script = iter(replies)
+
+    def answer(request: dict[str, Any]) -> ScriptItem:
+        return next(script) if request.get("tools") else Reply.text(observation)
+    return answer
+
+
 def responder() -> Any:
-    replies = iter([
+    return agent_replies(
         Reply.text("It defines one class, Model."),
         Reply([tool_use_block("edit_file", {"path": "src/scribe/models.py", "old_text": "'m'", "new_text": "'n'"})]),
         Reply.text("Renamed it, as the shell output suggested."),
-    ])
-
-    def answer(request: dict[str, Any]) -> ScriptItem:
-        if not request.get("tools"):  # memory compression calls carry no tools
-            return Reply.text("🔴 the user asked about models.py")
-        return next(replies)
-    return answer
+        observation="🔴 the user asked about models.py")
 
 
 @pytest.mark.slow
@@ -87,18 +91,12 @@ PLAN = [{"text": "Read src/a.py", "status": "done"},
 
 
 def habits_responder() -> Any:
-    replies = iter([
+    return agent_replies(
         Reply([tool_use_block("todo", {"items": PLAN})]),
         Reply.text("Looks fine, one unclear name."),
         Reply([tool_use_block("write_file", {"path": "AGENTS.md", "content": "# Agents\n\nRun `make test`.\n"})]),
         Reply.text("Wrote AGENTS.md."),
-    ])
-
-    def answer(request: dict[str, Any]) -> ScriptItem:
-        if not request.get("tools"):  # memory compression calls carry no tools
-            return Reply.text("🔴 the user asked for a review")
-        return next(replies)
-    return answer
+        observation="🔴 the user asked for a review")
 
 
 @pytest.mark.slow
