@@ -100,6 +100,7 @@ class Tool(Protocol):
     name: str
     kind: ToolKind
     description: str
+    # A constant of the tool's class, shared by its instances: tool_definitions hands the API copies.
     input_schema: dict[str, Any]
 
     def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput: ...

@@ -138,17 +138,17 @@ class RunCommand:
         "middle."
     )
 
+    input_schema: dict[str, Any] = {
+        "type": "object",
+        "properties": {
+            "command": {"type": "string", "description": "The bash command line to run."},
+            "timeout_s": {"type": "number", "description": "Seconds before the command is killed."},
+        },
+        "required": ["command"],
+        "additionalProperties": False,
+    }
+
     def __init__(self) -> None:
-        # Built per instance: a class-level dict would be shared, mutable state.
-        self.input_schema: dict[str, Any] = {
-            "type": "object",
-            "properties": {
-                "command": {"type": "string", "description": "The bash command line to run."},
-                "timeout_s": {"type": "number", "description": "Seconds before the command is killed."},
-            },
-            "required": ["command"],
-            "additionalProperties": False,
-        }
         # Runs in progress, keyed by id. A plain dict, not a lock: cancel() may be called from a
         # signal handler that interrupted run() on the same thread.
         self._running: dict[int, _Running] = {}

@@ -64,22 +64,20 @@ class ReadFile:
         f"files; at most {DEFAULT_LIMIT} lines per call. Binary files are summarised, not shown."
     )
 
-    def __init__(self) -> None:
-        # Built per instance: a class-level dict would be shared, mutable state.
-        self.input_schema: dict[str, Any] = {
-            "type": "object",
-            "properties": {
-                "path": {"type": "string", "description": "File path, relative to the workspace root."},
-                "offset": {"type": "integer", "minimum": 1, "description": "First line to show (default 1)."},
-                "limit": {
-                    "type": "integer",
-                    "minimum": 1,
-                    "description": f"Lines to show (default {DEFAULT_LIMIT}).",
-                },
+    input_schema: dict[str, Any] = {
+        "type": "object",
+        "properties": {
+            "path": {"type": "string", "description": "File path, relative to the workspace root."},
+            "offset": {"type": "integer", "minimum": 1, "description": "First line to show (default 1)."},
+            "limit": {
+                "type": "integer",
+                "minimum": 1,
+                "description": f"Lines to show (default {DEFAULT_LIMIT}).",
             },
-            "required": ["path"],
-            "additionalProperties": False,
-        }
+        },
+        "required": ["path"],
+        "additionalProperties": False,
+    }
 
     def summary(self, args: dict[str, Any]) -> str:
         path, first, limit = _path_arg(args), args.get("offset") or 1, args.get("limit")
@@ -122,17 +120,15 @@ class WriteFile:
         "are created. To change part of an existing file, prefer edit_file."
     )
 
-    def __init__(self) -> None:
-        # Built per instance: a class-level dict would be shared, mutable state.
-        self.input_schema: dict[str, Any] = {
-            "type": "object",
-            "properties": {
-                "path": {"type": "string", "description": "File path, relative to the workspace root."},
-                "content": {"type": "string", "description": "The complete new content of the file."},
-            },
-            "required": ["path", "content"],
-            "additionalProperties": False,
-        }
+    input_schema: dict[str, Any] = {
+        "type": "object",
+        "properties": {
+            "path": {"type": "string", "description": "File path, relative to the workspace root."},
+            "content": {"type": "string", "description": "The complete new content of the file."},
+        },
+        "required": ["path", "content"],
+        "additionalProperties": False,
+    }
 
     def summary(self, args: dict[str, Any]) -> str:
         return _path_arg(args)
@@ -191,18 +187,16 @@ class EditFile:
         "to make it unique. Refused if the file changed since you last read it. Returns the diff."
     )
 
-    def __init__(self) -> None:
-        # Built per instance: a class-level dict would be shared, mutable state.
-        self.input_schema: dict[str, Any] = {
-            "type": "object",
-            "properties": {
-                "path": {"type": "string", "description": "File path, relative to the workspace root."},
-                "old_text": {"type": "string", "description": "Exact text to replace; must occur once."},
-                "new_text": {"type": "string", "description": "Replacement text (may be empty to delete)."},
-            },
-            "required": ["path", "old_text", "new_text"],
-            "additionalProperties": False,
-        }
+    input_schema: dict[str, Any] = {
+        "type": "object",
+        "properties": {
+            "path": {"type": "string", "description": "File path, relative to the workspace root."},
+            "old_text": {"type": "string", "description": "Exact text to replace; must occur once."},
+            "new_text": {"type": "string", "description": "Replacement text (may be empty to delete)."},
+        },
+        "required": ["path", "old_text", "new_text"],
+        "additionalProperties": False,
+    }
 
     def summary(self, args: dict[str, Any]) -> str:
         return _path_arg(args)

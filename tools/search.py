@@ -47,17 +47,15 @@ class ListFiles:
         f"Sorted; at most {MAX_FILES} entries."
     )
 
-    def __init__(self) -> None:
-        # Built per instance: a class-level dict would be shared, mutable state.
-        self.input_schema: dict[str, Any] = {
-            "type": "object",
-            "properties": {
-                "path": {"type": "string", "description": "Directory to list (default: the workspace root)."},
-                "pattern": {"type": "string", "description": "Glob the file paths must match."},
-            },
-            "required": [],
-            "additionalProperties": False,
-        }
+    input_schema: dict[str, Any] = {
+        "type": "object",
+        "properties": {
+            "path": {"type": "string", "description": "Directory to list (default: the workspace root)."},
+            "pattern": {"type": "string", "description": "Glob the file paths must match."},
+        },
+        "required": [],
+        "additionalProperties": False,
+    }
 
     def summary(self, args: dict[str, Any]) -> str:
         where = str(args.get("path") or ".")
@@ -95,20 +93,18 @@ class SearchFiles:
         f"at most {MAX_MATCHES} matches. Case-sensitive unless the pattern starts with (?i)."
     )
 
-    def __init__(self) -> None:
-        # Built per instance: a class-level dict would be shared, mutable state.
-        self.input_schema: dict[str, Any] = {
-            "type": "object",
-            "properties": {
-                "pattern": {"type": "string", "description": "Regular expression to search for."},
-                "path": {
-                    "type": "string",
-                    "description": "File or directory to search (default: the workspace).",
-                },
+    input_schema: dict[str, Any] = {
+        "type": "object",
+        "properties": {
+            "pattern": {"type": "string", "description": "Regular expression to search for."},
+            "path": {
+                "type": "string",
+                "description": "File or directory to search (default: the workspace).",
             },
-            "required": ["pattern"],
-            "additionalProperties": False,
-        }
+        },
+        "required": ["pattern"],
+        "additionalProperties": False,
+    }
 
     def summary(self, args: dict[str, Any]) -> str:
         where = f" in {args['path']}" if args.get("path") else ""

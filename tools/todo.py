@@ -42,17 +42,15 @@ class Todo:
         "replaces the last); keep one item in_progress and mark each done as soon as it is."
     )
 
-    def __init__(self) -> None:
-        # Built per instance: a class-level dict would be shared, mutable state.
-        self.input_schema: dict[str, Any] = {
+    input_schema: dict[str, Any] = {
+        "type": "object",
+        "properties": {"items": {"type": "array", "items": {
             "type": "object",
-            "properties": {"items": {"type": "array", "items": {
-                "type": "object",
-                "properties": {"text": {"type": "string"}, "status": {"type": "string", "enum": list(STATUSES)}},
-                "required": ["text", "status"]}}},
-            "required": ["items"],
-            "additionalProperties": False,
-        }
+            "properties": {"text": {"type": "string"}, "status": {"type": "string", "enum": list(STATUSES)}},
+            "required": ["text", "status"]}}},
+        "required": ["items"],
+        "additionalProperties": False,
+    }
 
     def summary(self, args: dict[str, Any]) -> str:
         items = args.get("items")
