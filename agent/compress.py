@@ -24,15 +24,12 @@ from scribe.log.events import (
     ObservationEvent,
     ReflectionEvent,
     UsageEvent,
-    UserEvent,
 )
-from scribe.log.health import refusals_in_a_row
 from scribe.memory.answer_tools import OBSERVATIONS_TOOL_NAME, observations_text
 from scribe.memory.extract import (
     EXTRACTIVE_MODEL,
     NothingToExtract,
     extractive_reflection,
-    extractive_stub,
     model_resting_now,
 )
 from scribe.memory.observer import (
@@ -67,12 +64,10 @@ from .protocol import AgentEvent, Compressed, Notice
 from .session import Session
 from .side_routes import OBSERVER_OVERHEAD, SideRoutes
 from .window_room import SHRINK_ROUNDS, WindowRoom
+from .without_model import OBSERVE_FAILED_KIND, WithoutModel
 
-OBSERVE_FAILED_KIND = "observe_backoff"
 # Between turns, the share of observe_tokens past which the raw tail is compressed ahead.
 AHEAD_SHARE = 0.75
-# After this many observer answers refused in a row, the person is told plainly, once.
-STALLED_AFTER = 3
 REFLECTOR_OVERHEAD = estimate_text(REFLECTOR_SYSTEM) + 40
 
 
@@ -90,7 +85,7 @@ class ContextSize:
 
 
 @dataclass
-class Compressor(SideRoutes, WindowRoom):
+class Compressor(SideRoutes, WindowRoom, WithoutModel):
     model: ModelClient
     settings: Settings
     estimator: TokenEstimator
@@ -226,57 +221,6 @@ class Compressor(SideRoutes, WindowRoom):
         session.append(ObservationEvent, text=reading.text, seq_from=span.seq_from, seq_to=span.seq_to,
                        tokens=estimate_text(reading.text), model=result.model, via=via)
         yield Compressed("observation", span.tokens, int(size * self.estimator.factor), span.seq_from, span.seq_to)
-
-    def _observer_failed(self, session: Session, exc: Exception, whole: Span, raw: Sequence[Event],
-                         needed: bool) -> Iterator[AgentEvent]:
-        size = self.estimator.total(raw)
-        session.append(ErrorEvent, kind=OBSERVE_FAILED_KIND, message=f"observation failed: {exc}",
-                       until_tokens=int(size * BACKOFF_GROWTH), purpose="observer")
-        stalled = refusals_in_a_row(session.events, OBSERVE_FAILED_KIND, ObservationEvent) == STALLED_AFTER
-        if needed:
-            yield from self._extract(session, whole, raw, f"the observer's answer was unusable ({exc})")
-            size_now = (f"the prompt is now ~{self.context(session).total:,} tokens, kept in bounds by "
-                        "model-free summaries")
-        else:
-            yield Notice(f"memory: observation not used ({exc}); the events stay raw, and observing is tried "
-                         "again when the log has grown")
-            size_now = (f"the prompt is now ~{self.context(session).total:,} tokens and grows with every "
-                        "call until an observation is kept")
-        if stalled:
-            yield Notice(f"memory: observer answers refused {STALLED_AFTER} times in a row (last: {exc}); "
-                         f"{size_now} (`scribe log stats` shows each reason)")
-
-    def compress_model_free(self, session: Session) -> Iterator[AgentEvent]:
-        """Compress now without a model: every raw event before the current turn's message
-        becomes one extractive observation. For a request already
-        refused for its size (overflow recovery), where asking a model first would cost a call
-        the window may not even hold. Nothing is appended when nothing can be compressed."""
-        chunks, observed_to = self._update(session)
-        raw = tail_after(session.events, max(observed_to, 0))
-        last_user = max((i for i, e in enumerate(raw) if isinstance(e, UserEvent)), default=0)
-        # No floor: the request did not fit, so everything before the current message may go.
-        span = choose_span(raw[:last_user], self.estimator, keep_tokens=0) if last_user else None
-        if span is None:
-            return
-        yield from self._extract(session, span, raw, "asked for without a model")
-
-    def _extract(self, session: Session, span: Span, raw: Sequence[Event], why: str) -> Iterator[AgentEvent]:
-        """The model-free observation of `span` (of the raw events `raw`), logged like any other
-        (model "extractive")."""
-        chosen = [e for e in raw if span.seq_from <= e.seq <= span.seq_to]
-        replaced = sum(self.estimator.of(e) for e in chosen)  # uncalibrated, as chunk sizes are
-        try:
-            text = extractive_stub(chosen, replaced)
-            size = require_smaller(text, replaced, "model-free summary")
-        except (NothingToExtract, UnusableAnswer) as exc:
-            yield Notice(f"memory: {why}; {exc}, so it stays raw")
-            return
-        session.append(ObservationEvent, text=text, seq_from=span.seq_from, seq_to=span.seq_to,
-                       tokens=estimate_text(text), model=EXTRACTIVE_MODEL, via="extractive")
-        yield Notice(f"memory: {why}; seq {span.seq_from}-{span.seq_to} summarised without a model "
-                     f"(`recall` reads them back)")
-        yield Compressed("observation", span.tokens, int(size * self.estimator.factor), span.seq_from, span.seq_to,
-                         model_free=True)
 
     def paid_off_span(self, session: Session, *, cold: bool = False) -> Span | None:
         """At a turn start: the finished turns whose cache reads have paid for observing them."""
