@@ -159,16 +159,19 @@ def markers(suite: str | None = None) -> tuple[str, str]:
 
 
 def write_page(header: str, texts: dict[str, str]) -> None:
-    """Put each suite's report in docs/performance.md under `header`: in the suite's own block
-    where the page has one (so running that suite alone leaves the other figures standing), the
-    rest together in the main block."""
+    """Put each suite's report in docs/performance.md under `header`, in the suite's own block:
+    running one suite leaves every other figure standing. A suite the page has no block for yet
+    gets one at the end of the main block."""
     page = PAGE.read_text(encoding="utf-8")
-    rest = {name: text for name, text in texts.items() if markers(name)[0] not in page}
     for name, text in texts.items():
-        if name not in rest:
-            page = _replace_block(page, markers(name), f"{header}\n\n{text}")
-    if rest:
-        page = _replace_block(page, markers(), f"{header}\n\n" + "\n\n".join(rest.values()))
+        report = f"{header}\n\n{text}"
+        if markers(name)[0] in page:
+            page = _replace_block(page, markers(name), report)
+        else:
+            begin, end = markers(name)
+            if END not in page:
+                raise SystemExit(f"docs/performance.md has no {BEGIN} ... {END} block to add {name} to")
+            page = page.replace(END, f"{begin}\n{report.strip()}\n{end}\n{END}", 1)
     PAGE.write_text(page, encoding="utf-8")
 
 

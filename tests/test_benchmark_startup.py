@@ -88,16 +88,23 @@ def test_scribe_memory_side_calls_are_answered_as_side_calls_even_with_the_agent
     assert model.calls == {"scribe curator": 1}
 
 
-def test_a_suite_with_its_own_block_on_the_page_leaves_the_others_standing(
+def test_each_suite_writes_its_own_block_and_leaves_every_other_figure_standing(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     page = tmp_path / "performance.md"
-    page.write_text("# P\n<!-- benchmarks:begin -->\nold main\n<!-- benchmarks:end -->\n"
+    page.write_text("# P\n<!-- benchmarks:begin -->\n<!-- benchmarks:costs:begin -->\nold costs\n"
+                    "<!-- benchmarks:costs:end -->\n<!-- benchmarks:end -->\n"
                     "## Start-up\n<!-- benchmarks:startup:begin -->\nold start-up\n<!-- benchmarks:startup:end -->\n")
     monkeypatch.setattr(runner, "PAGE", page)
     runner.write_page("Measured now.", {"startup": "new start-up"})
     text = page.read_text()
-    assert "old main" in text and "old start-up" not in text and "Measured now.\n\nnew start-up" in text
+    assert "old costs" in text and "old start-up" not in text and "Measured now.\n\nnew start-up" in text
+    # a suite the page has no block for gets one inside the main block; the others stay
     runner.write_page("Measured later.", {"watcher": "new watcher", "startup": "newer start-up"})
     text = page.read_text()
-    assert "old main" not in text and "Measured later.\n\nnew watcher\n<!-- benchmarks:end -->" in text
+    assert "old costs" in text
+    assert ("<!-- benchmarks:watcher:begin -->\nMeasured later.\n\nnew watcher\n<!-- benchmarks:watcher:end -->\n"
+            "<!-- benchmarks:end -->") in text
     assert "Measured later.\n\nnewer start-up\n<!-- benchmarks:startup:end -->" in text
+    runner.write_page("Measured last.", {"watcher": "newest watcher"})
+    text = page.read_text()
+    assert text.count("benchmarks:watcher:begin") == 1 and "new watcher" not in text and "old costs" in text
