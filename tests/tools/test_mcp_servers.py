@@ -140,6 +140,40 @@ def test_a_server_that_has_not_finished_starting_is_not_waited_for_past_the_limi
                                  "(mcp_start_timeout_s)")
 
 
+def _running_in(folder: Path) -> list[int]:
+    """The processes whose working folder is `folder`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and Path(os.readlink(entry / "cwd")) == folder:
+                found.append(int(entry.name))
+        except OSError:
+            continue  # gone meanwhile, or not ours to read
+    return found
+
+
+@pytest.mark.parametrize("after_s", [0.05, 0.2])
+def test_a_sandboxed_server_still_starting_when_scribe_closes_is_stopped(tmp_path: Path, after_s: float) -> None:
+    """Closed while the sandbox starts it (a person's /exit right after Ctrl-C stopped the wait),
+    the server used to be left running after scribe had gone: asyncio's clean-up of a start cut
+    short waited on it forever."""
+    from scribe.workspace.sandbox import command_protection
+
+    protection = command_protection(tmp_path)
+    if not protection.sandboxed:
+        pytest.skip(f"no sandbox here: {protection.reason}")
+    spec = ServerSpec("slow", "stdio", "test", command=sys.executable, args=(NOTES,),
+                      env={"NOTES_MODE": "slow:600"}, owner="workspace")
+    hub = McpHub([spec], tmp_path, log_dir=tmp_path / "logs", protection=protection)
+    hub.start()
+    time.sleep(after_s)
+    hub.close()
+    deadline = time.monotonic() + 5
+    while _running_in(tmp_path) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _running_in(tmp_path) == []
+
+
 @pytest.fixture
 def http_server() -> Iterator[str]:
     with notes_over_http() as url:

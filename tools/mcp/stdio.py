@@ -21,6 +21,7 @@ tell the person what happened rather than that the server refused.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import re
@@ -233,7 +234,7 @@ def _excerpt(text: str) -> str:
 async def bounded_stdio(argv: Sequence[str], env: Mapping[str, str], cwd: str,
                         errlog: IO[str]) -> AsyncIterator[tuple[Any, Any]]:
     """Start `argv` (a new process group) and connect to it over its stdin and stdout."""
-    process = await anyio.open_process(list(argv), env=dict(env), stderr=errlog, cwd=cwd, start_new_session=True)
+    process = await _started(argv, env, cwd, errlog)
     read_in, read_out = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_in, write_out = anyio.create_memory_object_stream[SessionMessage](0)
     flight = InFlight()
@@ -293,6 +294,21 @@ async def bounded_stdio(argv: Sequence[str], env: Mapping[str, str], cwd: str,
                 for stream in (read_out, write_in, read_in, write_out):
                     await stream.aclose()
             tasks.cancel_scope.cancel()
+
+
+async def _started(argv: Sequence[str], env: Mapping[str, str], cwd: str, errlog: IO[str]) -> anyio.abc.Process:
+    """The server's process, started whole even when the start is cancelled (scribe closing while
+    a server starts): asyncio's own clean-up of a cancelled start could wait forever on a
+    sandboxed one and leave it running after scribe had gone. A cancelled start is stopped here,
+    then the cancel goes on."""
+    spawn = asyncio.ensure_future(anyio.open_process(list(argv), env=dict(env), stderr=errlog, cwd=cwd,
+                                                     start_new_session=True))
+    try:
+        return await asyncio.shield(spawn)
+    except asyncio.CancelledError:
+        with contextlib.suppress(Exception):
+            await _stop(await spawn)
+        raise
 
 
 async def _drain(process: anyio.abc.Process) -> None:
