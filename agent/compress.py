@@ -61,7 +61,7 @@ from scribe.model.sidecall import side_answer, side_deadline
 from scribe.settings.values import Settings
 
 from .protocol import AgentEvent, Compressed, Notice
-from .session import Session
+from .session import Session, side_model
 from .side_routes import OBSERVER_OVERHEAD, SideRoutes
 from .window_room import SHRINK_ROUNDS, WindowRoom
 from .without_model import OBSERVE_FAILED_KIND, WithoutModel
@@ -235,7 +235,7 @@ class Compressor(SideRoutes, WindowRoom, WithoutModel):
         kept = [self.estimator.settled(e) * factor for e in raw]  # behind the new chunk, all are settled
         observer = [self._observer_view(e) * factor for e in raw]
         overhead = OBSERVER_OVERHEAD + min(sum(chunk_size(c) for c in chunks), OBSERVATIONS_SHOWN)
-        rates = Rates.of(current_model(session.events, session.chunks), self.settings.observer_model)
+        rates = Rates.of(current_model(session.events, session.chunks), side_model(session, self.settings))
         quote = paid_off(raw, prompt, observer, overhead * factor, rates, kept, cold=cold)
         if quote is None:
             return None
@@ -258,7 +258,7 @@ class Compressor(SideRoutes, WindowRoom, WithoutModel):
         digest = session.digest  # from the digest: older events stay on disk
         calls = [digest.agent_calls - digest.agent_calls_before.get(c.seq, digest.agent_calls) for c in chunks]
         factor = self.estimator.factor
-        rates = Rates.of(current_model(session.events, session.chunks), self.settings.observer_model)
+        rates = Rates.of(current_model(session.events, session.chunks), side_model(session, self.settings))
         n = reflection_paid_off([chunk_size(c) * factor for c in chunks], calls, REFLECTOR_OVERHEAD * factor, rates)
         room = self._budget(session).room(REFLECTOR_SYSTEM)  # the side-call limit holds here too
         if n is not None:
@@ -301,7 +301,7 @@ class Compressor(SideRoutes, WindowRoom, WithoutModel):
                                                                * factor), budget, int(plan.tokens * factor))
         for attempt in range(REFLECT_ATTEMPTS):
             cache = choice.route == "cache"
-            call = SideCall("reflector", choice.route, self._agent_model(session) if cache else self.settings.observer_model,
+            call = SideCall("reflector", choice.route, self._agent_model(session) if cache else side_model(session, self.settings),
                             budget, tool=self.settings.side_call_tools and not cache,
                             supersedes=tuple(c.seq for c in plan.condense), attempt=attempt, quote=choice.recorded())
             try:

@@ -41,7 +41,7 @@ from scribe.tools.secrets import Redactor
 from scribe.tools.textio import plural
 
 from .instructions import InstructionFileRefused, notes_text
-from .session import Session, session_window
+from .session import Session, session_window, side_model
 
 # The curator's input around the notes and the facts: its headings and closing line.
 INPUT_FRAMING_TOKENS = 60
@@ -83,7 +83,7 @@ def curate(session: Session, model: ModelClient, settings: Settings, path: Path)
         return Curation(False, f"notes: {message.removeprefix('notes curation ')}")
     chosen, left_out = facts_within(facts.newest, room)
     skipped = left_out + facts.count - len(facts.newest)
-    request = side_request(settings.observer_model, system,
+    request = side_request(side_model(session, settings), system,
                            curator_input(current, session.id, chosen, settings.notes_tokens),
                            settings.side_call_max_tokens, NOTES_TOOL if settings.side_call_tools else None)
     try:

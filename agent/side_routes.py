@@ -19,7 +19,7 @@ from scribe.memory.sizing import observer_max_tokens
 from scribe.model.window import Limits
 from scribe.settings.values import Settings
 
-from .session import Session
+from .session import Session, side_model
 
 if TYPE_CHECKING:
     from .compress import ContextSize
@@ -85,7 +85,7 @@ class SideRoutes:
             return SideCall("observer", "cache", self._agent_model(session), max_tokens, seq_from=whole.seq_from,
                             seq_to=whole.seq_to, quote=choice.recorded(), prefix_to=keep_from)
         separate_max = observer_max_tokens(clipped.tokens, self.settings.side_call_max_tokens)
-        return SideCall("observer", "separate", self.settings.observer_model, separate_max,
+        return SideCall("observer", "separate", side_model(session, self.settings), separate_max,
                         tool=self.settings.side_call_tools, seq_from=clipped.seq_from, seq_to=clipped.seq_to,
                         room=room, shown=shown, quote=choice.recorded())
 
@@ -102,7 +102,7 @@ class SideRoutes:
         prompt_limit = self.limits(session).prompt
         if prompt_limit is not None and through + max_tokens > prompt_limit:
             cached = 0  # the agent's prompt and an instruction would not fit: nothing to read through
-        return choose_route(self._agent_model(session), self.settings.observer_model, cached=cached,
+        return choose_route(self._agent_model(session), side_model(session, self.settings), cached=cached,
                             uncached=max(0, through - cached), separate_input=separate_input,
                             answer=int(compressed * OBSERVATION_YIELD))
 

@@ -24,7 +24,6 @@ from pathlib import Path
 from scribe.fakeapi import FakeMessagesServer, RecordedRequest
 from scribe.log.events import Event
 from scribe.log.jsonl import read_log
-from scribe.settings.values import DEFAULT_OBSERVER_MODEL
 
 from .bills import purpose_of
 from .replay import temporary_repository
@@ -60,11 +59,8 @@ def run_chain(session: ScriptedSession, executable: Executable, settings: dict[s
     with temporary_repository() as workspace, tempfile.TemporaryDirectory(prefix="scribe-bench-home-") as home, \
             FakeMessagesServer(model) as server:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("SCRIBE_", "ANTHROPIC_", "FAKETIME"))}
-        # The fake API stands in for Anthropic's, whose default observer model a person there gets;
-        # at 127.0.0.1 scribe would take it for another server and observe with the agent's model.
         env |= {"ANTHROPIC_BASE_URL": server.base_url, "ANTHROPIC_API_KEY": "benchmark-no-key", "HOME": home,
-                "XDG_CONFIG_HOME": str(Path(home) / ".config"), "SCRIBE_PERMISSION_MODE": "full-auto",
-                "SCRIBE_OBSERVER_MODEL": DEFAULT_OBSERVER_MODEL, **settings}
+                "XDG_CONFIG_HOME": str(Path(home) / ".config"), "SCRIBE_PERMISSION_MODE": "full-auto", **settings}
         away = 0.0
         log_path = ""
         seconds = 0.0

@@ -135,9 +135,21 @@ def anthropic_url(base_url: str | None) -> bool:
     return host == "anthropic.com" or host.endswith(".anthropic.com")
 
 
-# Where `observer_model` comes from when nothing sets it and the server is not Anthropic's: the
-# side calls go to the same server as the agent's, whose model is the one it serves.
-OBSERVER_FOLLOWS = "model (the server is not Anthropic's)"
+# `observer_model` when nothing sets it and the base URL is not Anthropic's: the side calls go to
+# the same server as the agent's, which may serve only its own model (llama.cpp answers a Claude
+# name with it, and it would be logged as Claude), or pass Anthropic's answers on (a proxy).
+OBSERVER_AUTO = "auto"
+OBSERVER_FOLLOWS = (f"default: {OBSERVER_AUTO}, the server is not Anthropic's (the agent's model; "
+                    f"{DEFAULT_OBSERVER_MODEL} once Anthropic's API is seen answering through it)")
+
+
+def observer_for(observer_model: str, anthropic_answers: bool, agent_model: str) -> str:
+    """The model an observer, reflector or curator call asks for: `observer_model` as set, or for
+    `auto` the default observer where Anthropic's API answers the agent (its own URL, or a proxy
+    passing its answers on: they carry its header), else the agent's own model."""
+    if observer_model != OBSERVER_AUTO:
+        return observer_model
+    return DEFAULT_OBSERVER_MODEL if anthropic_answers else agent_model
 
 
 def modes_by_front_end(settings: Settings, origin: Mapping[str, str]) -> dict[str, str]:
@@ -182,7 +194,7 @@ def explain_settings(workspace: Path, flags: Mapping[str, Any] | None = None,
     if origin["observer_model"] == "default" and not anthropic_url(environ.get("ANTHROPIC_BASE_URL")):
         # A Claude name asked of a local server is answered by its own model, and logged as
         # Claude: the default there is the model the agent uses.
-        values["observer_model"] = values.get("model", DEFAULT_MODEL)
+        values["observer_model"] = OBSERVER_AUTO
         origin["observer_model"] = OBSERVER_FOLLOWS
     settings = Settings(**values)
     if settings.permission_mode not in PERMISSION_MODES:

@@ -166,6 +166,30 @@ def _paste(tag: str, words: int) -> str:
     return "Keep this text in mind:\n" + " ".join(f"{tag}{n}" for n in range(words))
 
 
+def test_side_calls_through_a_proxy_that_passes_anthropics_answers_on_ask_for_the_observer_model(
+        workspace: Path, home: Path) -> None:
+    """A base URL that is not Anthropic's, answered with Anthropic's header (a proxy passing its
+    answers on; the fake API sends it): `observer_model` left unset observes with Haiku, as on
+    Anthropic's own URL, once an agent call shows who answers. A llama.cpp server's observer is
+    the agent's model (the test below)."""
+    agent = SideCallModel([Reply.text(f"Answer {i}.") for i in range(6)])
+    with FakeMessagesServer(agent, context_window=4096) as server:
+        env = scribe_env(server.base_url, home)
+        ran = [run_scribe(["run", "-o", "json", *(["-c"] if i else []), _paste(f"p{i}", 900)], workspace, env)
+               for i in range(3)]
+        config = run_scribe(["config"], workspace, env)
+    assert [r.code for r in ran] == [0, 0, 0], [r.err for r in ran]
+    usage = [e for e in events_of(session_logs(workspace)[0]) if isinstance(e, UsageEvent)]
+    assert {u.server for u in usage} == {None}  # priced as Anthropic's: its header came back
+    observed = [u for u in usage if u.purpose == "observer"]
+    assert observed and all(u.extra["side_call"]["route"] == "cache" or u.model == "claude-haiku-5-5"
+                            for u in observed), [(u.model, u.extra.get("side_call")) for u in observed]
+    assert any(u.model == "claude-haiku-5-5" for u in observed)
+    assert all(r.json()["usage"]["cost_usd"] is not None for r in ran)
+    [said] = [line.split() for line in config.out.splitlines() if line.startswith("observer_model ")]
+    assert said[:2] == ["observer_model", "auto"]
+
+
 def test_a_session_on_a_server_that_is_not_anthropics_shows_no_dollar_figure(workspace: Path, home: Path) -> None:
     """A llama.cpp server asked for Claude's names (nothing set but the base URL): its calls,
     the observer's included, are no Claude bill. Every figure says unpriced, none a dollar."""
@@ -196,6 +220,6 @@ def test_a_session_on_a_server_that_is_not_anthropics_shows_no_dollar_figure(wor
     assert {u.server for u in usage} == {urlsplit(server.base_url).netloc}
     assert {u.model for u in usage if u.purpose == "observer"} == {"claude-sonnet-5-5"}  # the agent's model
     [said] = [line.split() for line in config.out.splitlines() if line.startswith("observer_model ")]
-    assert said[:3] == ["observer_model", "claude-sonnet-5-5", "model"] and "not Anthropic's" in " ".join(said)
+    assert said[:3] == ["observer_model", "auto", "default:"] and "not Anthropic's" in " ".join(said)
     bar = toolbar_text(numbers(events, "ask", ContextSize(1000, 0, 10), usage=usage, price=LIST_PRICES.price_usage))
     assert "unpriced" in bar and "$" not in bar, bar
