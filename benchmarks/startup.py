@@ -21,7 +21,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
@@ -34,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from scribe.cli.warm.server import stop_servers
 from scribe.fakeapi import FakeMessagesServer, RecordedRequest, side_call_kind
 
 from .coding_session import CodingModel, answer_for, dialect_of, prompt_for
@@ -61,6 +61,12 @@ class Tool:
     seconds: list[float] = field(default_factory=list)
     calls: Counter[str] = field(default_factory=Counter)
     failed: list[str] = field(default_factory=list)
+
+    def reset(self) -> None:
+        """Forget the figures of an earlier measurement."""
+        self.seconds.clear()
+        self.calls.clear()
+        self.failed.clear()
 
     def run(self, server: FakeMessagesServer, argv: list[str], expect: str, cwd: Path | None = None) -> float:
         """Run one process to its end; its wall seconds. The calls it made are counted by kind (the
@@ -172,13 +178,7 @@ def warm_server(tool: Tool, server: FakeMessagesServer) -> Iterator[float]:
     try:
         yield seconds
     finally:
-        for lock in runtime.glob("warm-*.lock"):
-            pid = lock.read_text().strip()
-            if pid.isdigit():
-                try:
-                    os.kill(int(pid), signal.SIGTERM)
-                except ProcessLookupError:
-                    pass
+        stop_servers(runtime)
 
 
 def _rounds(tools: list[Tool], n: int) -> list[Tool]:
@@ -191,9 +191,7 @@ def _rounds(tools: list[Tool], n: int) -> list[Tool]:
 def run_session(tools: list[Tool], server: FakeMessagesServer) -> dict[str, Any]:
     load_before = load()
     for tool in tools:
-        tool.seconds.clear()
-        tool.calls.clear()
-        tool.failed.clear()
+        tool.reset()
     for n in range(1, TURNS + 1):
         for tool in _rounds(tools, n):
             argv = (tool.first if n == 1 else tool.next) + [prompt_for(n)]
@@ -207,9 +205,7 @@ def run_session(tools: list[Tool], server: FakeMessagesServer) -> dict[str, Any]
 def run_trivial(tools: list[Tool], server: FakeMessagesServer) -> dict[str, Any]:
     load_before = load()
     for tool in tools:
-        tool.seconds.clear()
-        tool.calls.clear()
-        tool.failed.clear()
+        tool.reset()
     for n in range(TRIVIAL_RUNS):
         for tool in _rounds(tools, n):
             tool.seconds.append(tool.run(server, tool.first[:2] + ["hello"], "Hello!"))

@@ -169,9 +169,14 @@ def _check_system(system: Any) -> int:
         return 0
     if not isinstance(system, list):
         raise InvalidRequest("system: Input should be a valid string or a list of text blocks")
+    return _check_text_blocks(system, "system")
+
+
+def _check_text_blocks(blocks: list[Any], where: str) -> int:
+    """Text blocks only (a system prompt, a system message): their cache markers counted."""
     count = 0
-    for j, block in enumerate(system):
-        path = f"system.{j}"
+    for j, block in enumerate(blocks):
+        path = f"{where}.{j}"
         if not isinstance(block, dict) or block.get("type") != "text":
             raise InvalidRequest(f"{path}.type: Input should be 'text'")
         _check_text(block, path)
@@ -222,14 +227,7 @@ def _check_system_message(messages: list[Any], i: int) -> int:
     content = messages[i]["content"]
     if isinstance(content, str):
         return 0
-    count = 0
-    for j, block in enumerate(content):
-        path = f"messages.{i}.content.{j}"
-        if not isinstance(block, dict) or block.get("type") != "text":
-            raise InvalidRequest(f"{path}.type: Input should be 'text'")
-        _check_text(block, path)
-        count += _marker(block, path)
-    return count
+    return _check_text_blocks(content, f"messages.{i}.content")
 
 
 def _check_image_count(messages: list[dict[str, Any]]) -> None:

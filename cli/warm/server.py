@@ -69,6 +69,16 @@ def _lock(path: Path) -> int | None:
     return fd
 
 
+def stop_servers(folder: Path) -> None:
+    """Stop the warm servers whose locks are in `folder` (a runtime folder of scribe's, as a test
+    or a benchmark makes one): each lock names its holder."""
+    for lock in folder.glob("*.lock"):
+        pid = lock.read_text().strip()
+        if pid.isdigit():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(pid), signal.SIGTERM)
+
+
 def _warm_up() -> None:
     """What a `scribe run` imports, imported now (and nothing started: no thread, no connection)."""
     from scribe.agent import assembly  # noqa: F401, PLC0415 - the point of the server

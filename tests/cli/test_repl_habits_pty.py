@@ -30,6 +30,19 @@ def agent_replies(*replies: Reply, observation: str) -> Any:
     return answer
 
 
+def in_terminal(server: FakeMessagesServer, workspace: Path, home: Path, mode: str) -> pexpect.spawn:
+    """`scribe -p MODE` in a pseudo-terminal, at its first prompt."""
+    env = scribe_env(server.base_url, home, TERM="xterm-256color", PROMPT_TOOLKIT_NO_CPR="1")
+    child = spawn(["-p", mode], workspace, env)
+    try:
+        child.expect(f"permission mode {mode}")
+        child.expect("›")
+    except BaseException:
+        child.close()
+        raise
+    return child
+
+
 def responder() -> Any:
     return agent_replies(
         Reply.text("It defines one class, Model."),
@@ -43,11 +56,8 @@ def test_at_path_bang_and_undo_in_a_real_terminal(workspace: Path, home: Path) -
     (workspace / "src" / "scribe").mkdir(parents=True)
     (workspace / "src" / "scribe" / "models.py").write_text(MODELS)
     with FakeMessagesServer(responder()) as server:
-        env = scribe_env(server.base_url, home, TERM="xterm-256color", PROMPT_TOOLKIT_NO_CPR="1")
-        child = spawn(["-p", "full-auto"], workspace, env)
+        child = in_terminal(server, workspace, home, "full-auto")
         try:
-            child.expect("permission mode full-auto")
-            child.expect("›")
             child.send("explain @mod\t please\r")  # Tab takes the one file found, menu or no menu yet
             child.expect(r"attached src/scribe/models\.py \(2 lines\)")
             child.expect("It defines one class, Model.")
@@ -108,11 +118,8 @@ def test_a_workspace_command_the_task_list_and_init_in_a_real_terminal(workspace
     command.write_text(REVIEW)
     trust(workspace, home)
     with FakeMessagesServer(habits_responder()) as server:
-        env = scribe_env(server.base_url, home, TERM="xterm-256color", PROMPT_TOOLKIT_NO_CPR="1")
-        child = spawn(["-p", "accept-edits"], workspace, env)
+        child = in_terminal(server, workspace, home, "accept-edits")
         try:
-            child.expect("permission mode accept-edits")
-            child.expect("›")
             child.send("/review src/a.py\r")
             child.expect(r"tasks \(1 of 3 done; now: Check the names\)")
             child.expect("▶ Check the names")

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from helpers import SCRIBE, events_of, running, scribe_env, session_logs, sleep_argv, wait_for
+from scribe.cli.warm.server import stop_servers
 from scribe.fakeapi import FakeMessagesServer, Reply, text_block, tool_use_block
 from scribe.log.events import UserEvent
 
@@ -26,13 +27,7 @@ def runtime(tmp_path: Path) -> Iterator[Path]:
     folder = tmp_path / "runtime"
     folder.mkdir(mode=0o700)
     yield folder
-    for lock in (folder / "scribe").glob("*.lock"):
-        pid = lock.read_text().strip()
-        if pid.isdigit():
-            try:
-                os.kill(int(pid), signal.SIGTERM)
-            except ProcessLookupError:
-                pass
+    stop_servers(folder / "scribe")
 
 
 def server_log(runtime: Path) -> str:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -90,15 +91,9 @@ class HeldSideCalls:
         return self.model(request)
 
 
-def test_nobody_waits_for_a_compression_between_turns_and_the_log_rebuilds_it(
-        workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The side call between turns is held until the person's next turn has had its answer: a
-    REPL that waited for it (as it once did, "finishing memory compression…") would never get
-    there. Once it ends it is taken into the log, which verifies, and `log prompt --at` rebuilds
-    its request byte for byte although the session grew while it ran."""
-    monkeypatch.setenv("SCRIBE_OBSERVE_AHEAD", "always")
-    monkeypatch.setenv("SCRIBE_OBSERVE_TOKENS", "800")
-    monkeypatch.setenv("SCRIBE_OBSERVE_ON_PAYBACK", "false")
+def five_messages_while_a_side_call_is_held(workspace: Path) -> tuple[HeldSideCalls, FakeMessagesServer, Any]:
+    """Five messages in the REPL, the side calls held until a turn has been answered meanwhile
+    (a REPL that waited for its compression would never get there); every request valid."""
     held = HeldSideCalls(SideCallModel([Reply.text(f"Noted {k}.") for k in range(8)]))
 
     def release_after_the_turn() -> None:
@@ -110,6 +105,19 @@ def test_nobody_waits_for_a_compression_between_turns_and_the_log_rebuilds_it(
         ran = run_repl(workspace, server, "".join(f"{message(k)}\r" for k in range(5)), during=releaser)
         releaser.join(60)
         assert all(r.error is None for r in server.requests)
+    return held, server, ran
+
+
+def test_nobody_waits_for_a_compression_between_turns_and_the_log_rebuilds_it(
+        workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The side call between turns is held until the person's next turn has had its answer: a
+    REPL that waited for it (as it once did, "finishing memory compression…") would never get
+    there. Once it ends it is taken into the log, which verifies, and `log prompt --at` rebuilds
+    its request byte for byte although the session grew while it ran."""
+    monkeypatch.setenv("SCRIBE_OBSERVE_AHEAD", "always")
+    monkeypatch.setenv("SCRIBE_OBSERVE_TOKENS", "800")
+    monkeypatch.setenv("SCRIBE_OBSERVE_ON_PAYBACK", "false")
+    held, server, ran = five_messages_while_a_side_call_is_held(workspace)
     assert held.agent_while_held >= 1  # a turn was answered while the compression waited on its model
     [log] = session_logs(workspace)
     events = events_of(log)
@@ -150,17 +158,7 @@ def test_a_turn_that_passes_the_threshold_is_answered_while_its_compression_wait
     monkeypatch.setenv("SCRIBE_OBSERVE_TOKENS", "800")
     monkeypatch.setenv("SCRIBE_OBSERVE_ON_PAYBACK", "false")
     monkeypatch.setenv("SCRIBE_CURATE_NOTES", "false")
-    held = HeldSideCalls(SideCallModel([Reply.text(f"Noted {k}.") for k in range(8)]))
-
-    def release_after_the_turn() -> None:
-        assert wait_for(lambda: held.agent_while_held >= 1, 60)
-        held.release.set()
-
-    releaser = threading.Thread(target=release_after_the_turn, daemon=True)
-    with FakeMessagesServer(held) as server:
-        ran = run_repl(workspace, server, "".join(f"{message(k)}\r" for k in range(5)), during=releaser)
-        releaser.join(60)
-        assert all(r.error is None for r in server.requests)
+    held, server, ran = five_messages_while_a_side_call_is_held(workspace)
     assert held.agent_while_held >= 1  # answered while the compression waited on its model
     [log] = session_logs(workspace)
     events = events_of(log)
