@@ -178,7 +178,7 @@ def start_session(workspace: Path, settings: Settings, tool_definitions: list[di
     already among `tool_definitions`."""
     store = store_for(workspace)
     state = git_state(workspace, read_only(settings.sandbox))
-    exclude_from_git(workspace, store.root, state.common_dir)
+    exclude_from_git(workspace, store.root, state.exclude_dir)
     env = Environment(cwd=str(workspace), git_branch=state.branch, git_head=state.head, started=date.today())
     read = read_project_texts(workspace, notes_path(workspace))
     project = read.texts

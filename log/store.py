@@ -246,11 +246,11 @@ def _epoch(ts: str | None) -> float | None:
     return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()
 
 
-def exclude_from_git(workspace: Path, state_dir: Path, git_common_dir: Path | None = None) -> None:
+def exclude_from_git(workspace: Path, state_dir: Path, git_dir: Path | None = None) -> None:
     """Keep the state folder out of git through the repository's `info/exclude`, never a tracked
-    file: in `git_common_dir`, where git reads it for a linked worktree, a submodule or a `.bare`
-    layout too (as git names it), else in the workspace's `.git` folder."""
-    git_dir = git_common_dir or workspace / ".git"
+    file: in `git_dir` (workspace/git.py's `exclude_dir`: the folder a linked worktree shares
+    with its repository), else in the workspace's `.git` folder."""
+    git_dir = git_dir or workspace / ".git"
     # Never through a link: a `.git` (or its info/) that leads elsewhere is not this workspace's to edit.
     if not git_dir.is_dir() or any(p.is_symlink() for p in (git_dir, git_dir / "info", git_dir / "info" / "exclude")):
         return

@@ -57,9 +57,11 @@ class GitRefused(Exception):
 class GitState:
     head: str | None
     branch: str | None
-    # The git folder a linked worktree, a submodule or a `.bare` layout shares with its
-    # repository (info/exclude is read there), as git names it; None: not a repository.
-    common_dir: Path | None = None
+    # The git folder whose info/exclude git reads for this work tree: its own `.git`, or the one
+    # a linked worktree (a `.bare` layout's too) shares with its repository, when that repository
+    # names this work tree back; None: neither (not a repository, or a `.git` file pointing at a
+    # repository that is not this work tree's: scribe writes nothing there).
+    exclude_dir: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -138,7 +140,24 @@ def git_state(workspace: Path, box: Confinement | None = None) -> GitState:
     asked = ask_git(root, box)
     if asked.top is None or asked.top.resolve() != root:
         return GitState(None, None)
-    return GitState(asked.head, asked.branch, asked.common_dir)
+    return GitState(asked.head, asked.branch, _exclude_dir(root, asked.git_dir, asked.common_dir))
+
+
+def _exclude_dir(root: Path, git_dir: Path | None, common_dir: Path | None) -> Path | None:
+    """Where `git_state` says info/exclude is: in the work tree's own `.git` folder, or in the
+    common folder of a linked worktree whose registration (`worktrees/NAME/gitdir`) names this
+    work tree's `.git` file, as `git worktree` itself links them."""
+    if git_dir is None or common_dir is None:
+        return None
+    own = root / ".git"
+    if git_dir.resolve() == own.resolve() and own.is_dir() and not own.is_symlink():
+        return own  # (a `commondir` in it that leads elsewhere is not followed)
+    try:
+        linked = Path((git_dir / "gitdir").read_text(encoding="utf-8").strip())
+    except (OSError, UnicodeDecodeError):
+        return None
+    registered = git_dir.resolve().parent == (common_dir / "worktrees").resolve()
+    return common_dir if registered and linked.resolve() == own.resolve() else None
 
 
 def is_repository(workspace: Path, box: Confinement | None = None) -> bool:

@@ -121,6 +121,26 @@ def test_a_session_in_a_linked_worktree_keeps_its_state_folder_out_of_git(tmp_pa
     assert ".scribe" not in git(tree, "status", "--porcelain", "--untracked-files=all")
 
 
+def test_a_git_file_pointing_at_another_repository_gets_nothing_written_there(tmp_path: Path, home: Path) -> None:
+    """A `.git` file a command (or a clone) planted, naming a repository that is not this work
+    tree's: git works there, but scribe does not add its line to that repository's exclude."""
+    from helpers import run_scribe, scribe_env
+    from scribe.fakeapi import FakeMessagesServer, Reply
+
+    other = tmp_path / "other"
+    other.mkdir()
+    subprocess.run(["git", "init", "-q"], cwd=other, check=True)
+    exclude = other / ".git" / "info" / "exclude"
+    before = exclude.read_text()
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / ".git").write_text(f"gitdir: {other / '.git'}\n")
+    with FakeMessagesServer([Reply.text("hi")]) as server:
+        ran = run_scribe(["run", "hello"], tree, scribe_env(server.base_url, home))
+    assert ran.code == 0, ran.err
+    assert exclude.read_text() == before
+
+
 def test_latest_follows_creation_time_within_one_second(tmp_path: Path) -> None:
     """Ids carry seconds and a random part: the later of two sessions started within one second
     can have the smaller id; the recorded creation time decides."""
