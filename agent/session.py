@@ -39,7 +39,7 @@ from scribe.log.store import SessionFile, SessionStore, exclude_from_git
 from scribe.model.client import CallResult
 from scribe.model.window import ContextWindow, effective_window
 from scribe.settings.files import state_dir
-from scribe.settings.values import Settings, anthropic_url, observer_for
+from scribe.settings.values import OBSERVER_AUTO, Settings, anthropic_url, observer_for
 from scribe.workspace.bwrap import read_only
 from scribe.workspace.git import git_state
 from scribe.workspace.images import PreparedImage
@@ -156,8 +156,10 @@ def side_model(session: Session, settings: Settings) -> str:
     """The model the session's observer, reflector and curator calls ask for (settings/values.py
     `observer_for`). For `auto`, whether Anthropic's API answers is told by the base URL, else by
     the agent's last call: a call Anthropic answered through a proxy records no `server`."""
+    if settings.observer_model != OBSERVER_AUTO:
+        return settings.observer_model
     answers = anthropic_url(os.environ.get("ANTHROPIC_BASE_URL"))
-    if not answers:
+    if not answers and session.digest.agent_calls:  # (none yet: no call to read back for)
         last = next((e for e in reversed(session.events) if isinstance(e, UsageEvent) and e.purpose == "agent"), None)
         answers = last is not None and last.server is None
     return observer_for(settings.observer_model, answers, current_model(session.events, session.chunks))
