@@ -6,7 +6,10 @@
 Runs `scribe run hello` in process against the fake API in a temporary git workspace, with a
 profiler hook that records every scribe function called from the start of the command (or of
 `Agent.turn`) until the SDK's `messages.create`; prints how many functions in how many files,
-the folders, and the files in the order first met with their functions and lines.
+the folders, how many times the path changes folder (two calls in a row in files of different
+folders: what a reader following the path jumps across), and the files in the order first met
+with their functions and lines. Only scribe's own files count: a virtual environment inside the
+checkout is not scribe's.
 """
 
 from __future__ import annotations
@@ -34,6 +37,11 @@ def workspace(root: Path) -> Path:
     return path
 
 
+def folder_of(name: str) -> str:
+    """The folder of a file of scribe's, as the layout names it (`agent/session`, `cli/repl`)."""
+    return name.rsplit("/", 1)[0] if "/" in name else "."
+
+
 def importing(frame: FrameType | None) -> bool:
     """Whether this call runs as part of an import: what a module does when loaded is not the
     path a run takes (`python -X importtime` measures that)."""
@@ -53,6 +61,7 @@ def main() -> None:
                       SCRIBE_WATCH_FILES="0")
     os.chdir(workspace(root))
     seen: dict[str, set[str]] = {}
+    path: list[str] = []  # the folder of each scribe call, in order
     began, done = threading.Event(), threading.Event()
     if "--turn" not in sys.argv[1:]:
         began.set()
@@ -68,8 +77,10 @@ def main() -> None:
         if code.co_name == "create" and "anthropic/resources/messages" in code.co_filename:
             done.set()
         elif (code.co_filename.startswith(PACKAGE) and code.co_name != "<module>" and "/fakeapi/" not in code.co_filename
-              and not importing(frame)):
-            seen.setdefault(code.co_filename[len(PACKAGE):], set()).add(f"{code.co_name}:{code.co_firstlineno}")
+              and "/site-packages/" not in code.co_filename and not importing(frame)):
+            name = code.co_filename[len(PACKAGE):]
+            seen.setdefault(name, set()).add(f"{code.co_name}:{code.co_firstlineno}")
+            path.append(folder_of(name))
 
     from scribe.cli.app import app
 
@@ -81,10 +92,14 @@ def main() -> None:
         sys.setprofile(None)
         threading.setprofile(None)
         server.stop()
-    folders = sorted({f.split("/")[0] for f in seen if "/" in f})
+    folders = sorted({folder_of(f) for f in seen})
     functions = sum(len(names) for names in seen.values())
-    print(f"{functions} functions in {len(seen)} files in {len(folders)} folders ({', '.join(folders)}):",
-          file=sys.stderr)
+    changes = sum(1 for a, b in zip(path, path[1:], strict=False) if a != b)
+    first_met = [folder for n, folder in enumerate(folder_of(f) for f in seen)
+                 if n == 0 or folder != folder_of(list(seen)[n - 1])]
+    print(f"{functions} functions in {len(seen)} files in {len(folders)} folders ({', '.join(folders)}); "
+          f"the path changes folder {changes} times call by call, {len(first_met) - 1} times file by file "
+          "in the order first met:", file=sys.stderr)
     for name, names in seen.items():
         lines = sum(1 for _ in (Path(PACKAGE) / name).open(encoding="utf-8"))
         print(f"  {name:<32} {len(names):>3} functions  {lines:>4} lines", file=sys.stderr)

@@ -83,7 +83,6 @@ def _env(home: Path, runtime: Path, base_url: str, ahead: str) -> dict[str, str]
         "HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"), "XDG_RUNTIME_DIR": str(runtime),
         "ANTHROPIC_BASE_URL": base_url, "ANTHROPIC_API_KEY": "benchmark-no-key",
         "SCRIBE_OBSERVE_AHEAD": ahead, "TERM": "xterm-256color", "PROMPT_TOOLKIT_NO_CPR": "1",
-        "SCRIBE_WARM_START": "0",  # no warm server left behind; the REPL never uses one
     }
 
 

@@ -8,32 +8,32 @@ Measured, each process timed from its start to its exit (the wall time a script 
 - `scribe --help`;
 - the import profile: `python -X importtime` of the CLI and of a whole `scribe run`.
 
-scribe is measured on both of its paths: cold (`SCRIBE_WARM_START=0`: each run is a new Python
-process that imports scribe and the SDK) and warm (as shipped once its warm server is up: each run
-is handed to the server, which forks a child with everything imported; cli/warm/). The tools take
-turns within each round, so the machine's other work falls on all of them alike; the load average
-is recorded beside every part. Claude Code is found at `$SCRIBE_BENCH_CLAUDE`, on PATH, or where
+Each run is one process that starts, works and exits: nothing is kept running between runs on
+either side, and after every run the benchmark looks for any process, of either tool, still holding
+the run's own marker in its environment (a server left behind would be one); each is counted and
+reported. The tools take turns within each round, so the machine's other work falls on all of them
+alike; the load average is recorded beside every part. Claude Code is found at `$SCRIBE_BENCH_CLAUDE`, on PATH, or where
 `npm install @anthropic-ai/claude-code` in /tmp/cc puts it; without it its rows say so.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import secrets
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from scribe.cli.warm.server import stop_servers
 from scribe.fakeapi import FakeMessagesServer, RecordedRequest, side_call_kind
 
 from .coding_session import CodingModel, answer_for, dialect_of, prompt_for
@@ -44,6 +44,8 @@ REPL_RUNS = 7
 HELP_RUNS = 7
 TOP_IMPORTS = 8
 CLAUDE_DEFAULT = Path("/tmp/cc/node_modules/.bin/claude")
+# Set in each run's environment, with a value of its own, to find what that run left running.
+MARKER = "SCRIBE_BENCH_RUN"
 SCRIBE = str(Path(sys.executable).parent / "scribe")
 TIMEOUT_S = 300
 
@@ -61,27 +63,53 @@ class Tool:
     seconds: list[float] = field(default_factory=list)
     calls: Counter[str] = field(default_factory=Counter)
     failed: list[str] = field(default_factory=list)
+    # Processes still running a second after a run of this tool returned (none expected).
+    left_behind: int = 0
 
     def reset(self) -> None:
         """Forget the figures of an earlier measurement."""
         self.seconds.clear()
         self.calls.clear()
         self.failed.clear()
+        self.left_behind = 0
 
     def run(self, server: FakeMessagesServer, argv: list[str], expect: str, cwd: Path | None = None) -> float:
         """Run one process to its end; its wall seconds. The calls it made are counted by kind (the
-        processes run one at a time, so the requests between its start and end are its own)."""
+        processes run one at a time, so the requests between its start and end are its own), and
+        any process it left behind is a failure of the run."""
         before = len(server.requests)
+        marker = secrets.token_hex(8)
         started = time.perf_counter()
-        done = subprocess.run(argv, cwd=cwd or self.workspace, env=self.env, capture_output=True, text=True,
-                              timeout=TIMEOUT_S)
+        done = subprocess.run(argv, cwd=cwd or self.workspace, env=self.env | {MARKER: marker}, capture_output=True,
+                              text=True, timeout=TIMEOUT_S)
         seconds = time.perf_counter() - started
+        self.left_behind += len(left_running(marker))
         for request in server.requests[before:]:
             self.calls[_kind(request)] += 1
         if done.returncode != 0 or expect not in done.stdout:
             self.failed.append(f"{' '.join(argv[1:3])}…: exit {done.returncode}: "
                                f"{(done.stdout + done.stderr).strip()[-300:]}")
         return seconds
+
+
+def left_running(marker: str, grace_s: float = 1.0) -> list[int]:
+    """The processes, of any program, whose environment holds `marker` once `grace_s` has passed
+    (killed, so that one run's leftovers cannot slow the next): what a run left running."""
+    time.sleep(grace_s)
+    needle = f"{MARKER}={marker}".encode()
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            if needle in (proc / "environ").read_bytes().split(b"\0"):
+                found.append(int(proc.name))
+        except OSError:
+            continue
+    for pid in found:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+    return found
 
 
 def _kind(request: RecordedRequest) -> str:
@@ -135,11 +163,7 @@ def _clean_env(home: Path, base_url: str) -> dict[str, str]:
 
 
 def _tools(root: Path, base_url: str, claude: str | None) -> list[Tool]:
-    """Claude Code (when installed), scribe cold and scribe warm, each with its own home and workspace.
-    scribe's warm server listens in a runtime folder of this benchmark's own, so no other server of
-    this user's takes its runs."""
-    runtime = root / "runtime"
-    runtime.mkdir(mode=0o700)
+    """Claude Code (when installed) and scribe, each with its own home and workspace."""
     tools = []
     if claude is not None:
         home = root / "claude-home"
@@ -151,34 +175,12 @@ def _tools(root: Path, base_url: str, claude: str | None) -> list[Tool]:
         allowed = ["--allowedTools", "Write,Bash,Read", "--"]
         tools.append(Tool("claude", "Claude Code `claude -p` / `claude -p --continue`", [claude, "-p", *allowed],
                           [claude, "-p", "--continue", *allowed], env, _git_workspace(root / "claude")))
-    for key, label, extra in (
-        ("cold", "scribe, cold (`SCRIBE_WARM_START=0`) `scribe run` / `scribe run -c`", {"SCRIBE_WARM_START": "0"}),
-        ("warm", "scribe, warm (as shipped, its warm server up) `scribe run` / `scribe run -c`", {}),
-    ):
-        home = root / f"{key}-home"
-        home.mkdir()
-        env = _clean_env(home, base_url) | {"XDG_RUNTIME_DIR": str(runtime), "SCRIBE_PERMISSION_MODE": "full-auto",
-                                            **extra}
-        tools.append(Tool(key, label, [SCRIBE, "run"], [SCRIBE, "run", "-c"], env, _git_workspace(root / key)))
+    home = root / "scribe-home"
+    home.mkdir()
+    env = _clean_env(home, base_url) | {"SCRIBE_PERMISSION_MODE": "full-auto"}
+    tools.append(Tool("scribe", "scribe `scribe run` / `scribe run -c`", [SCRIBE, "run"], [SCRIBE, "run", "-c"], env,
+                      _git_workspace(root / "scribe")))
     return tools
-
-
-@contextmanager
-def warm_server(tool: Tool, server: FakeMessagesServer) -> Iterator[float]:
-    """The warm server up before the measured runs (the first `scribe run` starts it in the
-    background, as a person's first run does), stopped at the end; yields that first run's seconds."""
-    scratch = _git_workspace(tool.workspace.parent / "warm-start")
-    seconds = tool.run(server, [SCRIBE, "run", "hello"], "", cwd=scratch)
-    runtime = Path(tool.env["XDG_RUNTIME_DIR"]) / "scribe"
-    deadline = time.monotonic() + 60
-    while not any("started" in log.read_text() for log in runtime.glob("warm-*.log")):
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"the warm server did not start: {[p.name for p in runtime.iterdir()]}")
-        time.sleep(0.1)
-    try:
-        yield seconds
-    finally:
-        stop_servers(runtime)
 
 
 def _rounds(tools: list[Tool], n: int) -> list[Tool]:
@@ -199,7 +201,7 @@ def run_session(tools: list[Tool], server: FakeMessagesServer) -> dict[str, Any]
     return {"load": [load_before, load()], "tools": {
         t.key: {"label": t.label, "median_s": _median(t.seconds), "first_s": round(t.seconds[0], 3),
                 "total_s": round(sum(t.seconds), 2), "seconds": [round(s, 3) for s in t.seconds],
-                "calls": dict(t.calls), "failed": list(t.failed)} for t in tools}}
+                "calls": dict(t.calls), "failed": list(t.failed), "left_behind": t.left_behind} for t in tools}}
 
 
 def run_trivial(tools: list[Tool], server: FakeMessagesServer) -> dict[str, Any]:
@@ -211,7 +213,7 @@ def run_trivial(tools: list[Tool], server: FakeMessagesServer) -> dict[str, Any]
             tool.seconds.append(tool.run(server, tool.first[:2] + ["hello"], "Hello!"))
     return {"load": [load_before, load()], "tools": {
         t.key: {"median_s": _median(t.seconds), "seconds": [round(s, 3) for s in t.seconds],
-                "calls": dict(t.calls), "failed": list(t.failed)} for t in tools}}
+                "calls": dict(t.calls), "failed": list(t.failed), "left_behind": t.left_behind} for t in tools}}
 
 
 def repl_to_prompt(env: dict[str, str], workspace: Path, *, after_run: bool) -> dict[str, Any]:
@@ -281,21 +283,21 @@ def measure() -> dict[str, Any]:
         tools = _tools(root, server.base_url, claude)
         # Claude Code's file tools name absolute paths, so the model needs its workspace; scribe's
         # take paths in the workspace, the same for both of its tools.
-        model.workspaces.update({"claude": root / "claude", "scribe": root / "cold"})
+        model.workspaces.update({"claude": root / "claude", "scribe": root / "scribe"})
         by_key = {t.key: t for t in tools}
-        with warm_server(by_key["warm"], server) as first_warm_run:
-            session = run_session(tools, server)
-            trivial = run_trivial(tools, server)
-        cold = by_key["cold"]
+        session = run_session(tools, server)
+        trivial = run_trivial(tools, server)
+        scribe = by_key["scribe"]
         results: dict[str, Any] = {
             "uptime": [uptime_before],
             "claude_code": _claude_version(claude, by_key.get("claude")),
-            "session": session, "trivial": trivial, "first_warm_run_s": round(first_warm_run, 3),
-            "repl": repl_to_prompt(cold.env, _git_workspace(root / "repl"), after_run=False),
-            "repl_after_run": repl_to_prompt(cold.env, cold.workspace, after_run=True),
-            "help": help_time(cold.env, cold.workspace),
-            "imports": [import_profile(["-c", "import scribe.cli.app"], cold.env, cold.workspace),
-                        import_profile(["-m", "scribe", "run", "hello"], cold.env, cold.workspace)],
+            "session": session, "trivial": trivial,
+            "repl": repl_to_prompt(scribe.env, _git_workspace(root / "repl"), after_run=False),
+            "repl_after_run": repl_to_prompt(scribe.env, scribe.workspace, after_run=True),
+            "help": help_time(scribe.env, scribe.workspace),
+            "imports": [import_profile(["-c", "import scribe.cli.app"], scribe.env, scribe.workspace),
+                        import_profile(["-c", "import anthropic"], scribe.env, scribe.workspace),
+                        import_profile(["-m", "scribe", "run", "hello"], scribe.env, scribe.workspace)],
             "rejected": sum(1 for r in server.requests if r.status != 200),
         }
     results["uptime"].append(_uptime())
@@ -325,9 +327,8 @@ def _calls(calls: dict[str, int]) -> str:
 
 def section(data: dict[str, Any]) -> str:
     session, trivial = data["session"]["tools"], data["trivial"]["tools"]
-    keys = [k for k in ("claude", "cold", "warm") if k in session]
-    names = {"claude": f"Claude Code {(data['claude_code'] or '').split(' ')[0]}".strip(),
-             "cold": "scribe, cold", "warm": "scribe, warm"}
+    keys = [k for k in ("claude", "scribe") if k in session]
+    names = {"claude": f"Claude Code {(data['claude_code'] or '').split(' ')[0]}".strip(), "scribe": "scribe"}
     head = "| | " + " | ".join(names[k] for k in keys) + " | load (1 min) |"
     rows = [head, "|---" * (len(keys) + 2) + "|"]
     load = data["session"]["load"]
@@ -340,6 +341,8 @@ def section(data: dict[str, Any]) -> str:
     rows.append(f"| trivial turn (`-p hello` / `run hello`), median of {TRIVIAL_RUNS} | "
                 + " | ".join(_s(trivial[k]["median_s"]) for k in keys) + f" | {load[0]} → {load[1]} |")
     rows.append("| its model calls: agent (+ others) | " + " | ".join(_calls(trivial[k]["calls"]) for k in keys) + " | |")
+    rows.append("| processes left running after the runs | " + " | ".join(
+        str(session[k]["left_behind"] + trivial[k]["left_behind"]) for k in keys) + " | |")
     failed = [f"{names[k]}: {f}" for part in (session, trivial) for k in keys for f in part[k]["failed"]]
     if "claude" not in keys:
         failed.append("Claude Code is not installed here (`npm install @anthropic-ai/claude-code`, or "
@@ -349,9 +352,9 @@ def section(data: dict[str, Any]) -> str:
         "### Start-up, side by side with Claude Code",
         "",
         "Every figure is one process's wall time, start to exit, against the same fake Messages API; the "
-        "tools take turns within each round. *Cold*: `SCRIBE_WARM_START=0`, each run a new Python process "
-        "that imports scribe and the SDK. *Warm*: as shipped once the warm server is up (the first `scribe "
-        f"run` with none starts it; that run took {data['first_warm_run_s']:.2f} s), each run handed to it.",
+        "tools take turns within each round. Each run is a new process on both sides, with nothing kept "
+        "running between runs (a process still holding a run's marker a second after it returned would be "
+        "counted below).",
         "",
         *rows,
         "",

@@ -79,6 +79,7 @@ def run(
     # Imported here, not at the top: what the agent needs is not what `--help` needs.
     from scribe.agent.assembly import Opening, SessionChoice, open_agent
     from scribe.agent.attach import image_files
+    from scribe.model.client import preload_sdk
 
     said = RunLines(quiet=output is OutputFormat.json)
     with cli_errors(), ending_signals(RUN_SIGNALS, closing=said.stopped) as ending:
@@ -91,6 +92,9 @@ def run(
         if permission_mode == "ask":
             raise fail("permission mode 'ask' needs a person; headless runs use read-only, accept-edits or full-auto")
         images = image_files(image) if image else []
+        # The SDK's import is most of a cold start: it runs in a thread while the session is
+        # prepared (config, git, the sandbox's probe), which spends much of its time waiting.
+        preload_sdk()
         opening = Opening(Path.cwd(), SessionChoice(continue_, session, model), trust_workspace=trust_workspace,
                           flags={"permission_mode": permission_mode, "max_turns": max_turns, "model": model,
                                  "auto_commit": auto_commit})

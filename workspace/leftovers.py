@@ -39,19 +39,6 @@ _reaper: subprocess.Popen[bytes] | None = None
 _reaper_lock = threading.Lock()
 
 
-def _new_instance() -> None:
-    """A forked child is a scribe process of its own (the warm server's runs: cli/warm/): its
-    commands are not its parent's, nor are they reaped by its parent's reaper."""
-    global _instance, _numbers, _reaper, _reaper_lock
-    _instance = f"{os.getpid()}-{secrets.token_hex(4)}"
-    _numbers = count(1)
-    _reaper = None
-    _reaper_lock = threading.Lock()
-
-
-os.register_at_fork(after_in_child=_new_instance)
-
-
 def can_find() -> bool:
     """Whether this system shows other processes' environments (Linux /proc)."""
     return (_PROC / "self" / "environ").exists()
