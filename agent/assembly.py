@@ -8,7 +8,7 @@
     leaving the block    ->  agent (its watcher), session (checkpoint, lock), the curation in
                              the background, the MCP servers, in that order
 
-Earlier sessions are curated into the project notes in the background (agent/housekeeping.py)
+Earlier sessions are curated into the project notes in the background (agent/curation/background.py)
 as a new session is prepared; a headless run starts its session with every earlier fact, a person
 never waits for it (what it adds reaches the next session), and nobody waits for a curation as
 scribe ends. The REPL switches sessions (`/clear`, `/resume`) inside one
@@ -25,6 +25,20 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from scribe.agent.actions.autocommit import TurnCommitter
+from scribe.agent.builtins import new_session_tools, session_builtins
+from scribe.agent.compression.compressor import Compressor
+from scribe.agent.curation.background import BackgroundCuration, uncurated
+from scribe.agent.driver import drive
+from scribe.agent.lifecycle import greeting, skipped_note, switch_model
+from scribe.agent.loop import Agent, Approver
+from scribe.agent.mcptools import allowed_without_asking, open_hub, pinned_servers, pinning, session_tools
+from scribe.agent.permissions import PermissionPolicy
+from scribe.agent.protection import protection_for
+from scribe.agent.protocol import Curated, LifeEvent
+from scribe.agent.session import abilities
+from scribe.agent.session.session import Session, store_for
+from scribe.agent.session.start import open_session, start_session
 from scribe.context.tokens import TokenEstimator
 from scribe.log.codec import to_record
 from scribe.log.pricing import PriceBook
@@ -51,20 +65,6 @@ from scribe.workspace.commitlock import COMMIT_LOCK
 from scribe.workspace.gitrun import query_in
 from scribe.workspace.sandbox import Protection
 from scribe.workspace.watcher import WorkspaceWatcher
-
-from . import abilities
-from .autocommit import TurnCommitter
-from .builtins import new_session_tools, session_builtins
-from .compress import Compressor
-from .driver import drive
-from .housekeeping import BackgroundCuration, uncurated
-from .lifecycle import greeting, skipped_note, switch_model
-from .loop import Agent, Approver
-from .mcptools import allowed_without_asking, open_hub, pinned_servers, pinning, session_tools
-from .permissions import PermissionPolicy
-from .protection import protection_for
-from .protocol import Curated, LifeEvent
-from .session import Session, open_session, start_session, store_for
 
 if TYPE_CHECKING:
     from scribe.telemetry.export import Telemetry
@@ -390,7 +390,7 @@ def _settings(workspace: Path, opening: Opening, config: ConfigFiles) -> Setting
 def ask_window(session: Session, settings: Settings, memory: Compressor) -> None:
     """Ask a server that is not Anthropic's for its context window and whether its model takes
     tools, once as an agent opens (a short wait at most: model/window.read_props), and record
-    what is news (the window only when the config does not give it; agent/abilities.py)."""
+    what is news (the window only when the config does not give it; agent/session/abilities.py)."""
     base_url = os.environ.get("ANTHROPIC_BASE_URL")
     report = None if anthropic_url(base_url) else read_props(str(base_url), min(PROBE_TIMEOUT_S,
                                                                                    settings.request_timeout_s))

@@ -15,6 +15,22 @@ from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
+from scribe.agent.actions.autocommit import TurnCommitter
+from scribe.agent.compression.ahead import AheadCompression
+from scribe.agent.compression.compressor import Compressor
+from scribe.agent.hooks.runner import STOP_BLOCKS, HookRunner, HookVerdict, blocked_result
+from scribe.agent.permissions import PermissionPolicy
+from scribe.agent.protocol import (
+    AgentEvent,
+    AssistantMessage,
+    ModelCallStarted,
+    Notice,
+    ToolCall,
+    ToolDone,
+    TurnEnded,
+)
+from scribe.agent.session import abilities
+from scribe.agent.session.session import Session
 from scribe.context.render import file_change_text, render
 from scribe.log.events import (
     AssistantEvent,
@@ -38,15 +54,6 @@ from scribe.workspace.gitplanted import describe
 from scribe.workspace.images import PreparedImage
 from scribe.workspace.sandbox import Protection, command_protection
 
-from . import abilities
-from .ahead import AheadCompression
-from .autocommit import TurnCommitter
-from .compress import Compressor
-from .hooks import STOP_BLOCKS, HookRunner, HookVerdict, blocked_result
-from .permissions import PermissionPolicy
-from .protocol import AgentEvent, AssistantMessage, ModelCallStarted, Notice, ToolCall, ToolDone, TurnEnded
-from .session import Session
-
 # Asked before a tool call that the mode does not allow outright: True allows it once,
 # "always" allows that tool for the rest of the session, False declines.
 Approver = Callable[[ToolCall], bool | str]
@@ -66,12 +73,12 @@ class Agent:
     watcher: ChangeSource | None = None
     # Commits the files the turn's file tools wrote, at the turn's end (auto_commit).
     committer: TurnCommitter | None = None
-    # A compression started between turns, still running or not yet taken (agent/ahead.py).
+    # A compression started between turns, still running or not yet taken (agent/compression/ahead.py).
     ahead: AheadCompression | None = None
     # A person waits on each call (the REPL): a compression the window does not need is started
-    # in the background as the call goes ahead, instead of before it (agent/ahead.py).
+    # in the background as the call goes ahead, instead of before it (agent/compression/ahead.py).
     compress_off_path: bool = False
-    # The configured hooks (settings/hooks.py), run by agent/hooks.py at their points of a turn.
+    # The configured hooks (settings/hooks.py), run by agent/hooks/runner.py at their points of a turn.
     hooks: Hooks = NO_HOOKS
 
     def turn(self, prompt: str, images: Sequence[PreparedImage] = (),

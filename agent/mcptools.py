@@ -17,6 +17,8 @@ from collections.abc import Generator, Sequence
 from pathlib import Path
 from typing import Any
 
+from scribe.agent.protection import protection_for
+from scribe.agent.protocol import LifeEvent, ServersStarting, ServersWaited
 from scribe.log.events import SessionEvent
 from scribe.log.private import make_private_folder
 from scribe.settings.files import ConfigFiles, state_dir
@@ -27,9 +29,6 @@ from scribe.tools.mcp.hub import McpHub, ServerState
 from scribe.tools.mcp.spec import distinct_name
 from scribe.tools.mcp.tool import McpTool
 from scribe.tools.secrets import Redactor
-
-from .protection import protection_for
-from .protocol import LifeEvent, ServersStarting, ServersWaited
 
 
 def open_hub(workspace: Path, settings: Settings, files: ConfigFiles | None = None, *,

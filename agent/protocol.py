@@ -12,7 +12,7 @@ from scribe.log.events import AssistantEvent, ToolResultEvent, UsageEvent
 from scribe.model.events import Notice, Retrying, TextDelta, TextWithdrawn, Waiting
 
 if TYPE_CHECKING:
-    from .session import Session
+    from scribe.agent.session.session import Session
 
 
 @dataclass(frozen=True)
@@ -86,7 +86,7 @@ class CurationStarted:
 
 @dataclass(frozen=True)
 class Curated:
-    """What curating one session did (agent/curator.py); not `noteworthy` when there was simply
+    """What curating one session did (agent/curation/curator.py); not `noteworthy` when there was simply
     nothing new."""
 
     text: str

@@ -10,6 +10,9 @@ import os
 from datetime import date
 from pathlib import Path
 
+from scribe.agent.builtins import new_session_tools
+from scribe.agent.session.instructions import Environment, read_project_texts, system_text
+from scribe.agent.session.session import notes_path, store_for
 from scribe.context.tokens import estimate_text
 from scribe.log.events import ContextWindowEvent
 from scribe.log.jsonl import read_log
@@ -25,10 +28,6 @@ from scribe.model.window import (
 )
 from scribe.settings.values import Settings
 from scribe.tools.registry import tool_definitions
-
-from .builtins import new_session_tools
-from .instructions import Environment, read_project_texts, system_text
-from .session import notes_path, store_for
 
 
 def window_here(workspace: Path, settings: Settings) -> tuple[ContextWindow | None, Limits]:

@@ -29,7 +29,7 @@ from typing import Any
 from scribe.agent.assembly import Opening, assemble
 from scribe.agent.builtins import new_session_tools
 from scribe.agent.protocol import TurnEnded
-from scribe.agent.session import start_session
+from scribe.agent.session.start import start_session
 from scribe.context.render import render
 from scribe.fakeapi import FakeMessagesServer, Reply, SideCallModel, text_block, tool_use_block
 from scribe.log.jsonl import read_log

@@ -14,8 +14,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from scribe.agent.compress import Compressor
-from scribe.agent.session import Session, open_session
+from scribe.agent.compression.compressor import Compressor
+from scribe.agent.session.session import Session
+from scribe.agent.session.start import open_session
 from scribe.context.checkpoint import checkpoint_path
 from scribe.context.render import render
 from scribe.context.tokens import TokenEstimator

@@ -16,9 +16,10 @@ from typing import Any
 
 from scribe.agent.assembly import Opening, assemble
 from scribe.agent.builtins import new_session_tools
-from scribe.agent.curator import curate
+from scribe.agent.curation.curator import curate
 from scribe.agent.protocol import TurnEnded
-from scribe.agent.session import notes_path, start_session
+from scribe.agent.session.session import notes_path
+from scribe.agent.session.start import start_session
 from scribe.fakeapi import FakeMessagesServer, RecordedRequest, tool_use_block
 from scribe.fakeapi.cache import flatten_request
 from scribe.fakeapi.script import Reply

@@ -20,7 +20,7 @@ notes_app = typer.Typer(help="The project notes (.scribe/notes.md): curated fact
 
 
 def _path() -> Path:
-    from scribe.agent.session import notes_path
+    from scribe.agent.session.session import notes_path
     from scribe.settings.files import find_workspace
 
     return notes_path(find_workspace(Path.cwd()))
@@ -63,8 +63,8 @@ def curate(
 ) -> None:
     """Merge what a session taught into the notes now (one call to the cheaper model)."""
     from scribe.agent.assembly import Opening, SessionChoice, open_agent
-    from scribe.agent.curator import curate as run_curation
-    from scribe.agent.session import notes_path
+    from scribe.agent.curation.curator import curate as run_curation
+    from scribe.agent.session.session import notes_path
 
     with cli_errors():
         choice = SessionChoice(session_id=session_id) if session_id else SessionChoice(continue_latest=True)

@@ -34,7 +34,7 @@ from .trust import tell_ignored
 from .visible import visible
 
 if TYPE_CHECKING:
-    from scribe.agent.session import Session
+    from scribe.agent.session.session import Session
 
 
 class OutputFormat(StrEnum):
@@ -77,8 +77,8 @@ def run(
     read-only), 130 interrupted (Ctrl-C), 143 SIGTERM, 129 SIGHUP.
     """
     # Imported here, not at the top: what the agent needs is not what `--help` needs.
+    from scribe.agent.actions.attach import image_files
     from scribe.agent.assembly import Opening, SessionChoice, open_agent
-    from scribe.agent.attach import image_files
     from scribe.model.client import preload_sdk
 
     said = RunLines(quiet=output is OutputFormat.json)

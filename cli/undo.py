@@ -1,5 +1,5 @@
 """`scribe undo`: take back what scribe's file tools changed in a session's last turn, as
-`/undo` does (agent/undo.py).
+`/undo` does (agent/actions/undo.py).
 
 With scribe's commit (auto_commit) still at HEAD: HEAD goes back to the commit's parent and the
 files it changed return to the parent's content; nothing else in the working tree or the index
@@ -34,9 +34,9 @@ def undo(
     """
     from pathlib import Path
 
+    from scribe.agent.actions.undo import undo as undo_turn
     from scribe.agent.protection import protection_for
-    from scribe.agent.session import open_session
-    from scribe.agent.undo import undo as undo_turn
+    from scribe.agent.session.start import open_session
     from scribe.log.jsonl import SessionLocked
     from scribe.settings.files import find_workspace
     from scribe.settings.values import load_settings

@@ -14,7 +14,7 @@ the last observed seq) or the last model answer, whichever is earlier (pairing l
 last answer's tool calls), up to RAW_HELD_BYTES of their lines. Everything before is in the file
 (eventlog.EventLog). A raw tail longer than that (a log never compressed) is held from where
 those bytes begin, and the raw events before are named in `Reopened.unheld` for the opener to
-summarise (agent/unheld.py): memory stays bounded however long the log.
+summarise (agent/session/unheld.py): memory stays bounded however long the log.
 """
 
 from __future__ import annotations

@@ -324,7 +324,7 @@ class LeftOutEvent(Event):
 
 @dataclass(frozen=True)
 class HookEvent(Event):
-    """One run of a configured hook (agent/hooks.py): the event it ran for (`hook`), its
+    """One run of a configured hook (agent/hooks/runner.py): the event it ran for (`hook`), its
     `command` and whose it is (`owner`: person or workspace), its `exit_code` (None: it timed out
     or did not run), how long it took, the `outcome` (ok, blocked, failed, timeout, skipped), its
     stderr, and `feedback`: the text the model is shown of it ("" for none), rendered after the

@@ -157,7 +157,7 @@ def rebuild(events: Sequence[Event], record: Mapping[str, Any] | None, images: I
         raise NotRebuildable("this side call recorded nothing to rebuild its request from")
     skip = record.get("skip")
     if isinstance(skip, list) and len(skip) == 2:
-        # Made off the main thread (agent/draft.py): these events came while it ran, unseen by it.
+        # Made off the main thread (agent/session/draft.py): these events came while it ran, unseen by it.
         events = [e for e in events if not skip[0] <= e.seq <= skip[1]]
     return build(events, SideCall.from_record(record), images=images)
 

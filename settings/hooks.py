@@ -9,7 +9,7 @@ hooks apply only when the workspace is trusted, as its other settings do.
     pass_env = ["GITHUB_TOKEN"]    # secret variables it may see; only in the person's own config
 
 Each hook remembers whose it is: the person's own (their config file, or a SCRIBE_HOME one) or
-the workspace's (its `.scribe/config.toml`, trusted). Running them is agent/hooks.py's.
+the workspace's (its `.scribe/config.toml`, trusted). Running them is agent/hooks/runner.py's.
 """
 
 from __future__ import annotations

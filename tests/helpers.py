@@ -19,7 +19,7 @@ import pytest
 
 from scribe.agent.assembly import Opening, SessionChoice, assemble
 from scribe.agent.loop import Agent
-from scribe.agent.session import Session
+from scribe.agent.session.session import Session
 from scribe.fakeapi import FakeMessagesServer
 from scribe.log.events import Event
 from scribe.log.jsonl import read_log

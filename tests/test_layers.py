@@ -83,3 +83,92 @@ def test_nothing_below_cli_prints(package: str) -> None:
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "print":
                 printing.append(f"{path.relative_to(ROOT)}:{node.lineno}")
     assert not printing, printing
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(["scribe", *parts])
+
+
+def _module_graph() -> dict[str, set[str]]:
+    """Every module of the package and the modules it imports, at any depth and under
+    TYPE_CHECKING too (an import there is still a dependency of the code that reads it)."""
+    paths = {_module_name(p): p for package in MAY_IMPORT for p in _modules(package)}
+    paths.update({_module_name(ROOT / name): ROOT / name for name in ("__init__.py", "__main__.py")})
+    graph: dict[str, set[str]] = {name: set() for name in paths}
+    for name, path in paths.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    up = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join(up + ([base] if base else []))
+                targets = [base] + [f"{base}.{alias.name}" for alias in node.names]
+            else:
+                continue
+            for target in targets:
+                # A package's own __init__ is imported before any of its modules: not a dependency
+                # a module chose, and never a cycle by itself.
+                if target in graph and target != name and not name.startswith(target + "."):
+                    graph[name].add(target)
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in sorted(graph[node]):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_no_module_imports_one_that_imports_it_back() -> None:
+    """At module level, through any chain of imports: a cycle is a seam not yet named."""
+    assert _cycles(_module_graph()) == []
+
+
+def test_the_cycle_check_finds_a_cycle() -> None:
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_every_package_folder_is_installed() -> None:
+    """pyproject.toml lists the packages one by one: a folder missing there is missing from every
+    installation that is not editable."""
+    import tomllib
+
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]["packages"])
+    folders = {_module_name(init) for init in ROOT.rglob("__init__.py")
+               if not init.relative_to(ROOT).parts[0].startswith((".", "tests", "benchmarks", "build"))}
+    assert folders == listed

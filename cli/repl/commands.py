@@ -26,10 +26,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from scribe.agent.compress import ContextSize
+from scribe.agent.compression.compressor import ContextSize
 from scribe.agent.loop import Agent
 from scribe.agent.protocol import AgentEvent
-from scribe.agent.session import Session
+from scribe.agent.session.session import Session
 from scribe.log.jsonl import LogError
 from scribe.model.errors import ClientSetupError, ModelError
 from scribe.settings.commands import CommandSet
@@ -299,7 +299,7 @@ def _diff(repl: Repl, arg: str) -> None:
 
 @command("undo", "take back the files scribe's tools changed in the last turn (its auto-commit, if HEAD)")
 def _undo(repl: Repl, arg: str) -> None:
-    from scribe.agent.undo import undo
+    from scribe.agent.actions.undo import undo
     from scribe.workspace.git import GitRefused, GitUnavailable
 
     try:
@@ -369,7 +369,7 @@ def _resume(repl: Repl, arg: str) -> None:
 @command("notes", "the project notes new sessions start with; /notes curate merges this session in now",
          "[curate]")
 def _notes(repl: Repl, arg: str) -> None:
-    from scribe.agent.session import notes_path
+    from scribe.agent.session.session import notes_path
 
     path = notes_path(repl.workspace)
     if arg.lower() == "curate":

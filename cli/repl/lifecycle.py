@@ -17,7 +17,7 @@ from scribe.agent.protocol import (
     ServersWaited,
     SessionOpened,
 )
-from scribe.agent.session import Session
+from scribe.agent.session.session import Session
 from scribe.log.store import SessionFile
 
 from .records import last_exchanges

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from scribe.agent.session import store_for
+from scribe.agent.session.session import store_for
 from scribe.log.events import (
     AssistantEvent,
     Event,

@@ -23,13 +23,13 @@ from types import FrameType
 from typing import Any
 
 from scribe.agent import driver
-from scribe.agent.ahead import AheadCompression, left_unfinished, works_ahead
 from scribe.agent.assembly import PERSON_WAITS_S, Opened, Opening, SessionChoice, open_agent
-from scribe.agent.compress import ContextSize
+from scribe.agent.compression.ahead import AheadCompression, left_unfinished, works_ahead
+from scribe.agent.compression.compressor import ContextSize
 from scribe.agent.lifecycle import curating
 from scribe.agent.loop import Agent
 from scribe.agent.protocol import AgentEvent, LifeEvent, TurnEnded
-from scribe.agent.session import Session, notes_path, store_for
+from scribe.agent.session.session import Session, notes_path, store_for
 from scribe.log.events import InterruptEvent
 from scribe.log.open_calls import unanswered_tool_uses
 from scribe.log.pricing import PriceBook
@@ -270,7 +270,7 @@ class Repl:
 
     def compress_ahead(self) -> None:
         """After a turn, on a slow server: what the next call would compress, compressed now in a
-        thread while the person reads and types (agent/ahead.py). Nobody waits for it."""
+        thread while the person reads and types (agent/compression/ahead.py). Nobody waits for it."""
         agent = self.agent
         self.take_ahead()
         if agent.ahead is None and agent.memory is not None and works_ahead(
@@ -289,7 +289,7 @@ class Repl:
 
     def finish_ahead(self) -> None:
         """The session ends: a compression between turns gets a moment to end, and is taken; one
-        still waiting on its model is left, and the log says so (agent/ahead.py)."""
+        still waiting on its model is left, and the log says so (agent/compression/ahead.py)."""
         if not self.opened.has_session or self.agent.ahead is None:
             return
         if not self.agent.ahead.wait(PERSON_WAITS_S):

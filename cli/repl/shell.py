@@ -1,14 +1,14 @@
 """The REPL's own kinds of line besides commands and messages: `!command` runs a shell command
-(agent/shell.py), and `@path` in a message attaches the file (agent/attach.py). This module
+(agent/actions/shell.py), and `@path` in a message attaches the file (agent/actions/attach.py). This module
 parses those lines and shows what happened; the agent side does the work and the logging."""
 
 from __future__ import annotations
 
 from rich.text import Text
 
-from scribe.agent.attach import attach
+from scribe.agent.actions.attach import attach
+from scribe.agent.actions.shell import ShellRefused, run_shell
 from scribe.agent.loop import Agent
-from scribe.agent.shell import ShellRefused, run_shell
 from scribe.workspace.images import PreparedImage
 
 from ..visible import visible

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from scribe.agent.compress import ContextSize
+from scribe.agent.compression.compressor import ContextSize
 from scribe.context.chunks import ChunkIndex
 from scribe.context.render import current_model
 from scribe.context.stats import Figures, Pricer, figures_of

@@ -12,8 +12,8 @@ from urllib.parse import urlsplit
 import pytest
 
 from helpers import events_of, run_scribe, scribe_env, session_logs
-from scribe.agent.abilities import written_call
-from scribe.agent.compress import ContextSize
+from scribe.agent.compression.compressor import ContextSize
+from scribe.agent.session.abilities import written_call
 from scribe.cli.repl.stats import numbers, toolbar_text
 from scribe.context.render import canonical_json
 from scribe.fakeapi import FakeMessagesServer, Reply, SideCallModel

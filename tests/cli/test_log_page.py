@@ -28,7 +28,7 @@ from conftest import make_repository
 from helpers import SCRIBE, Ran, adopt, agent_for, run_scribe, scribe_env
 from scribe.agent.lifecycle import switch_model
 from scribe.agent.protocol import TurnEnded
-from scribe.agent.session import start_session
+from scribe.agent.session.start import start_session
 from scribe.cli.log.common import money
 from scribe.context.chunks import active_chunks
 from scribe.context.render import chunk_text

@@ -19,7 +19,7 @@ from rich.console import Console
 
 from builders import session_header
 from helpers import SCRIBE, agent_on, events_of, running, sleep_argv, wait_for
-from scribe.agent.compress import ContextSize
+from scribe.agent.compression.compressor import ContextSize
 from scribe.agent.loop import Agent
 from scribe.agent.protocol import (
     AgentEvent,

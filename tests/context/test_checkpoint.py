@@ -14,7 +14,8 @@ import pytest
 
 from conftest import CORRUPT_ON_PURPOSE
 from helpers import adopt
-from scribe.agent.session import Session, open_session, start_session
+from scribe.agent.session.session import Session
+from scribe.agent.session.start import open_session, start_session
 from scribe.context.checkpoint import checkpoint_path, load_checkpoint, reopen
 from scribe.context.chunks import ChunkIndex, tail_after
 from scribe.context.render import canonical_json, render

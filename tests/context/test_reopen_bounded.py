@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from helpers import NO_API, adopt, run_scribe, scribe_env
-from scribe.agent import unheld
-from scribe.agent.session import Session, open_session, start_session
+from scribe.agent.session import unheld
+from scribe.agent.session.session import Session
+from scribe.agent.session.start import open_session, start_session
 from scribe.context import checkpoint
 from scribe.context.checkpoint import checkpoint_path, reopen
 from scribe.context.render import canonical_json, render

@@ -31,7 +31,7 @@ import pytest
 from conftest import git
 from helpers import events_of, run_scribe, scribe_env, session_logs
 from llama_server import Exchange, LlamaServer, RecordingProxy
-from scribe.agent.compress import ContextSize
+from scribe.agent.compression.compressor import ContextSize
 from scribe.cli.repl.stats import numbers, toolbar_text
 from scribe.context.render import canonical_json
 from scribe.fakeapi import side_call_kind

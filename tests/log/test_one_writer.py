@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from helpers import SCRIBE, Ran, scribe_env, session_logs, wait_for
-from scribe.agent.session import start_session
+from scribe.agent.session.start import start_session
 from scribe.fakeapi import FakeMessagesServer, Reply
 from scribe.log.events import AssistantEvent, ObservationEvent, ToolResultEvent, UsageEvent, UserEvent
 from scribe.log.verify import verify_bytes

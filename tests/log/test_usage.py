@@ -11,7 +11,7 @@ import pytest
 
 from helpers import agent_on, events_of
 from scribe.agent import driver
-from scribe.agent.compress import ContextSize
+from scribe.agent.compression.compressor import ContextSize
 from scribe.agent.protocol import AgentEvent, AssistantMessage
 from scribe.cli.log.common import percent
 from scribe.cli.log.page.document import session_page

@@ -13,7 +13,7 @@ import pytest
 
 from helpers import events_of, run_scribe, session_logs, wait_for
 from repl_driver import person, run_repl  # noqa: F401 - `person` is the REPL tests' environment
-from scribe.agent.ahead import SLOW_CALL_MS, works_ahead
+from scribe.agent.compression.ahead import SLOW_CALL_MS, works_ahead
 from scribe.context.render import canonical_json
 from scribe.fakeapi import FakeMessagesServer, Reply, SideCallModel, side_call_kind
 from scribe.log.events import AssistantEvent, ErrorEvent, Event, ObservationEvent, UsageEvent, UserEvent

@@ -12,7 +12,8 @@ import pytest
 
 from helpers import agent_for, events_of, run_scribe, scribe_env, session_logs
 from scribe.agent.protocol import Compressed, Notice, TurnEnded
-from scribe.agent.session import Session, start_session
+from scribe.agent.session.session import Session
+from scribe.agent.session.start import start_session
 from scribe.context.render import canonical_json
 from scribe.fakeapi import FakeMessagesServer, Reply, side_call_body, side_call_kind
 from scribe.log.events import ObservationEvent, UsageEvent, UserEvent

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from helpers import agent_on, events_of
-from scribe.agent.curator import curate
+from scribe.agent.curation.curator import curate
 from scribe.agent.protocol import Compressed, TurnEnded
-from scribe.agent.session import notes_path
+from scribe.agent.session.session import notes_path
 from scribe.context.render import Request, render
 from scribe.context.tokens import estimate_text
 from scribe.fakeapi import FakeMessagesServer, Reply, SideCallModel, tool_use_block

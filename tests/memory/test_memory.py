@@ -11,7 +11,8 @@ import pytest
 
 from helpers import agent_for
 from scribe.agent.protocol import Compressed, TurnEnded
-from scribe.agent.session import Session, open_session, start_session
+from scribe.agent.session.session import Session
+from scribe.agent.session.start import open_session, start_session
 from scribe.context.render import prefix_blocks, render
 from scribe.context.tokens import TokenEstimator
 from scribe.fakeapi import FakeMessagesServer, Reply, text_block, tool_use_block

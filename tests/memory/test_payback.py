@@ -222,7 +222,7 @@ def test_after_an_idle_spell_a_finished_turn_is_observed_at_once(
             list(agent.turn(f"do run {k}"))
         assert agent.memory is not None
         later = datetime.now(UTC) + timedelta(minutes=idle_minutes)
-        agent.memory.now = lambda: later  # the person comes back after `idle_minutes`
+        agent.memory.sizes.now = lambda: later  # the person comes back after `idle_minutes`
         list(agent.turn("do run 2"))
         session.close()
     observations = [e for e in read_log(session.path).events if isinstance(e, ObservationEvent)]

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from helpers import agent_on
-from scribe.agent.curator import curate
+from scribe.agent.curation.curator import curate
 from scribe.agent.protocol import Compressed, TurnEnded
-from scribe.agent.session import notes_path
+from scribe.agent.session.session import notes_path
 from scribe.fakeapi import HABITS, FakeMessagesServer, Reply, SideCallModel
 from scribe.log.events import ErrorEvent, NotesEvent, ObservationEvent, ReflectionEvent
 from scribe.memory.extract import EXTRACTIVE_MODEL

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from helpers import events_of, run_scribe, scribe_env, session_logs
-from scribe.agent.session import start_session
+from scribe.agent.session.start import start_session
 from scribe.fakeapi import FakeMessagesServer, Reply, text_block, tool_use_block
 from scribe.log.events import SessionEvent, ToolResultEvent
 from scribe.settings.values import Settings

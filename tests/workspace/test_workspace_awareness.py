@@ -176,7 +176,8 @@ def test_undo_of_a_session_open_in_another_scribe_is_refused_and_points_to_slash
         workspace: Path, home: Path) -> None:
     """That process alone writes the session's log, and its watcher would take the restored
     files for changes made outside scribe."""
-    from scribe.agent.session import open_session, store_for
+    from scribe.agent.session.session import store_for
+    from scribe.agent.session.start import open_session
 
     script = [Reply([tool_use_block("write_file", {"path": "calc.py", "content": "x = 1\n"})]),
               Reply([text_block("Done.")])]
@@ -213,7 +214,7 @@ def test_a_folder_that_is_not_a_repository_says_so_in_one_line(tmp_path: Path, h
 
 
 def test_commit_message_is_the_prompts_first_line_cut_short_with_the_session_trailer() -> None:
-    from scribe.agent.autocommit import commit_message
+    from scribe.agent.actions.autocommit import commit_message
 
     assert commit_message("\n  fix   the bug \nin detail", "s1") == "scribe: fix the bug\n\nScribe-Session: s1\n"
     long = commit_message("x" * 200, "s1").splitlines()[0]

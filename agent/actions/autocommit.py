@@ -20,6 +20,8 @@ import hashlib
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
+from scribe.agent.protocol import AgentEvent, CommitFailed, Notice
+from scribe.agent.session.session import Session
 from scribe.log.events import (
     AssistantEvent,
     ErrorEvent,
@@ -44,9 +46,6 @@ from scribe.workspace.git import (
     ignored_untracked,
 )
 from scribe.workspace.gitundo import UndoResult, undo_commit
-
-from .protocol import AgentEvent, CommitFailed, Notice
-from .session import Session
 
 EDIT_TOOLS = ("write_file", "edit_file")
 SUBJECT_MAX = 72

@@ -7,7 +7,7 @@ next message: what the next call would have compressed before it started, sooner
 little under the threshold (compress.AHEAD_SHARE), since the next message will most likely take
 the raw tail over it.
 
-Nobody waits for it. The thread works on a draft of the session (agent/draft.py) and never
+Nobody waits for it. The thread works on a draft of the session (agent/session/draft.py) and never
 writes the log; the main thread takes what it made at a safe point: before the next model call,
 or between turns. A turn that starts while it runs goes ahead without it as long as its request
 fits the model's window (only a request that would not fit waits for it); a session that ends
@@ -26,12 +26,11 @@ import threading
 from collections.abc import Sequence
 from urllib.parse import urlsplit
 
+from scribe.agent.compression.compressor import Compressor
+from scribe.agent.protocol import AgentEvent
+from scribe.agent.session.draft import Draft, take
+from scribe.agent.session.session import Session
 from scribe.log.events import ErrorEvent, Event, UsageEvent
-
-from .compress import Compressor
-from .draft import Draft, take
-from .protocol import AgentEvent
-from .session import Session
 
 # A server whose last model call took at least this long is slow enough to work ahead for.
 SLOW_CALL_MS = 3000
@@ -84,7 +83,7 @@ class AheadCompression:
 
     def _run(self) -> None:
         try:
-            self._events.extend(self._memory.before_call(self.draft, ahead=not self.in_turn))  # type: ignore[arg-type]
+            self._events.extend(self._memory.before_call(self.draft, ahead=not self.in_turn))
         except BaseException as exc:  # handed to the main thread by take(), which raises it
             self._error = exc
 

@@ -2,7 +2,7 @@
 `<state>/notes.md`, and that session's log records the result.
 
 Curation is a session's act, not a run's. The notes are read only when a new session starts, so
-that is when earlier sessions are curated (in the background: agent/housekeeping.py), besides
+that is when earlier sessions are curated (in the background: agent/curation/background.py), besides
 `scribe notes curate` and `/notes curate`. What has been
 curated is read from each log (`notes` events), so a chain of `scribe run -c` costs one
 curation, not one per run.
@@ -18,6 +18,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from scribe.agent.session.instructions import InstructionFileRefused, notes_text
+from scribe.agent.session.session import Session, session_window, side_model
 from scribe.context.budget import InputBudget
 from scribe.context.chunks import tail_after
 from scribe.context.tokens import estimate_text
@@ -39,9 +41,6 @@ from scribe.model.window import side_call_limit
 from scribe.settings.values import Settings
 from scribe.tools.secrets import Redactor
 from scribe.tools.textio import plural
-
-from .instructions import InstructionFileRefused, notes_text
-from .session import Session, session_window, side_model
 
 # The curator's input around the notes and the facts: its headings and closing line.
 INPUT_FRAMING_TOKENS = 60

@@ -27,14 +27,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from scribe.agent.hooks.process import HookProcess, hook_env, run_hook_process
+from scribe.agent.session.session import Session
 from scribe.log.events import GitConfigEvent, HookEvent
 from scribe.settings.hooks import HookName, Hooks, HookSpec
 from scribe.tools.secrets import Redactor
 from scribe.workspace.gitplanted import GitConfigWatch, describe
 from scribe.workspace.sandbox import Protection
-
-from .hook_process import HookProcess, hook_env, run_hook_process
-from .session import Session
 
 BLOCK = 2  # the exit code that blocks, as in Claude Code
 # The stderr a hook event keeps, and the most of a hook's output the model is shown.

@@ -17,12 +17,11 @@ from __future__ import annotations
 from contextlib import nullcontext
 from dataclasses import dataclass
 
+from scribe.agent.loop import Agent
+from scribe.agent.protocol import ToolCall
 from scribe.log.events import GitConfigEvent, UserEvent
 from scribe.tools.base import CommandInterrupted, ToolOutput
 from scribe.tools.registry import run_tool
-
-from .loop import Agent
-from .protocol import ToolCall
 
 COMMAND_TOOL = "run_command"
 HEADER = "[the person ran this shell command in the workspace with `!` (you did not run it); its output follows]"

@@ -10,17 +10,18 @@ the log, so a restarted process behaves as the one before it.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Generator, Iterator
 from datetime import UTC, datetime
 
-from scribe.context.budget import InputBudget
-from scribe.context.chunks import Chunk, tail_after
-from scribe.context.render import CACHE_TTL_S, Request, current_model
-from scribe.context.tokens import TokenEstimator, estimate_text, fixed_tokens
+from scribe.agent.compression.routes import OBSERVER_OVERHEAD, Routes
+from scribe.agent.compression.sizes import ContextSize, Sizes
+from scribe.agent.compression.without_model import OBSERVE_FAILED_KIND, WithoutModel
+from scribe.agent.protocol import AgentEvent, Compressed, Notice
+from scribe.agent.session.session import SessionLike, side_model
+from scribe.context.render import Request, current_model
+from scribe.context.tokens import TokenEstimator, estimate_text
 from scribe.log.events import (
     ErrorEvent,
-    Event,
     ObservationEvent,
     ReflectionEvent,
     UsageEvent,
@@ -37,7 +38,6 @@ from scribe.memory.observer import (
     Span,
     UnusableAnswer,
     choose_span,
-    event_line,
     nothing_to_observe,
     read_observer_answer,
 )
@@ -58,56 +58,77 @@ from scribe.memory.sizing import reflector_max_tokens, require_smaller
 from scribe.model.client import CallResult, ModelClient
 from scribe.model.errors import ModelError
 from scribe.model.sidecall import side_answer, side_deadline
+from scribe.model.window import ContextWindow, Limits, Overflow
 from scribe.settings.values import Settings
 
-from .protocol import AgentEvent, Compressed, Notice
-from .session import Session, side_model
-from .side_routes import OBSERVER_OVERHEAD, SideRoutes
-from .window_room import SHRINK_ROUNDS, WindowRoom
-from .without_model import OBSERVE_FAILED_KIND, WithoutModel
-
+# Rounds of observing and reflecting one shrink_to may make (each observes what the side-call
+# limit lets one observer call read).
+SHRINK_ROUNDS = 6
 # Between turns, the share of observe_tokens past which the raw tail is compressed ahead.
 AHEAD_SHARE = 0.75
 REFLECTOR_OVERHEAD = estimate_text(REFLECTOR_SYSTEM) + 40
 
 
-@dataclass(frozen=True)
-class ContextSize:
-    """Estimated tokens of the next request, by part."""
+class Compressor:
+    """Observes and reflects a session's memory. Composed of what it measures (`sizes`, shared
+    with the rest), which route each side call takes (`routes`) and what it writes when no model
+    answer is usable (`without_model`)."""
 
-    fixed: int  # instructions and tools: the same for the whole session
-    observations: int
-    raw: int  # calibrated against the API's counts
+    def __init__(self, model: ModelClient, settings: Settings, estimator: TokenEstimator,
+                 now: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
+        self.model, self.settings = model, settings
+        self.sizes = Sizes(settings, estimator, now)
+        self.routes = Routes(self.sizes, settings)
+        self.without_model = WithoutModel(self.sizes)
 
     @property
-    def total(self) -> int:
-        return self.fixed + self.observations + self.raw
-
-
-@dataclass
-class Compressor(SideRoutes, WindowRoom, WithoutModel):
-    model: ModelClient
-    settings: Settings
-    estimator: TokenEstimator
-    now: Callable[[], datetime] = lambda: datetime.now(UTC)
-    _observer_sizes: dict[int, int] = field(default_factory=dict, init=False, repr=False)
+    def estimator(self) -> TokenEstimator:
+        return self.sizes.estimator
 
     def detached(self) -> Compressor:
         """A compressor of its own (its estimates and caches apart), for a thread that works on
-        a draft of the session (agent/ahead.py) while this one goes on."""
-        return replace(self, estimator=copy.deepcopy(self.estimator))
+        a draft of the session (agent/compression/ahead.py) while this one goes on."""
+        return Compressor(self.model, self.settings, copy.deepcopy(self.sizes.estimator), self.sizes.now)
 
-    def fits(self, session: Session) -> bool:
-        """Whether the next request, as the log stands, fits the model's window (unknown: yes)."""
-        prompt = self.limits(session).prompt
-        return prompt is None or self.context(session).total <= prompt
+    # -- the figures the loop and the front ends read (sizes.py) ----------------------------
+
+    def context(self, session: SessionLike) -> ContextSize:
+        return self.sizes.context(session)
+
+    def request_estimate(self, session: SessionLike) -> int:
+        return self.sizes.request_estimate(session)
+
+    def fits(self, session: SessionLike) -> bool:
+        return self.sizes.fits(session)
+
+    def window(self, session: SessionLike) -> ContextWindow | None:
+        return self.sizes.window(session)
+
+    def limits(self, session: SessionLike) -> Limits:
+        return self.sizes.limits(session)
+
+    def learn_window(self, session: SessionLike, tokens: int, source: str) -> bool:
+        return self.sizes.learn_window(session, tokens, source)
+
+    def after_overflow(self, session: SessionLike, overflow: Overflow, request_estimate: int) -> int:
+        return self.sizes.after_overflow(session, overflow, request_estimate)
+
+    def calibrate(self, request_estimate: int, usage: UsageEvent) -> None:
+        self.sizes.calibrate(request_estimate, usage)
+
+    def own_size(self, session: SessionLike, since: int) -> int:
+        return self.sizes.own_size(session, since)
+
+    def compress_model_free(self, session: SessionLike) -> Iterator[AgentEvent]:
+        """Compress now without a model (without_model.py), for a request refused for its size."""
+        return self.without_model.compress_model_free(session)
 
     # -- what the loop calls -------------------------------------------------------------
 
-    def before_call(self, session: Session, *, ahead: bool = False) -> Iterator[AgentEvent]:
+    def before_call(self, session: SessionLike, *, ahead: bool = False) -> Iterator[AgentEvent]:
         """Compress if a threshold is passed, early when the cache has gone cold anyway, or, at a
         turn start, when finished turns have cost as much in cache reads as observing them would.
-        `ahead`: between turns (agent/ahead.py), where a tail a little under the threshold is
+        `ahead`: between turns (agent/compression/ahead.py), where a tail a little under the threshold is
         compressed too, since the next message will most likely take it over."""
         events = session.events
         size = self.context(session)
@@ -123,7 +144,7 @@ class Compressor(SideRoutes, WindowRoom, WithoutModel):
                     yield from self.reflect(session, plan=self.paid_off_reflection(session))
         yield from self.reflect(session)
 
-    def due(self, session: Session) -> bool:
+    def due(self, session: SessionLike) -> bool:
         """Whether `before_call` would compress anything now, by the same tests and without a
         model call: so a front end where a person waits can have it done off their path."""
         size = self.context(session)
@@ -132,20 +153,20 @@ class Compressor(SideRoutes, WindowRoom, WithoutModel):
             if size.raw > threshold or (self.settings.observe_on_payback
                                         and self.paid_off_span(session, cold=cold) is not None):
                 return True
-        chunks, _ = self._update(session)
-        plan = plan_reflection(chunks, self.limits(session).reflect, room=self._budget(session).room(REFLECTOR_SYSTEM))
+        chunks, _ = self.sizes.update(session)
+        plan = plan_reflection(chunks, self.limits(session).reflect, room=self.sizes.budget(session).room(REFLECTOR_SYSTEM))
         waiting = session.digest.backoff(BACKOFF_KIND, ReflectionEvent)
         return plan is not None and not (waiting and sum(chunk_size(c) for c in chunks) <= waiting)
 
-    def _observe_threshold(self, session: Session, ahead: bool) -> tuple[int, bool]:
+    def _observe_threshold(self, session: SessionLike, ahead: bool) -> tuple[int, bool]:
         """The raw tokens past which the tail is observed now, and whether the cache is cold."""
         threshold = int(self.limits(session).observe * (AHEAD_SHARE if ahead else 1))
-        cold = self.settings.compress_when_cold and self._cache_is_cold(session.events)
+        cold = self.settings.compress_when_cold and self.sizes.cache_is_cold(session.events)
         if cold:
             threshold //= 2  # nothing cached to lose: compressing now costs nothing extra
         return threshold, cold
 
-    def _observe_below(self, session: Session, threshold: int, keep_from: int | None) -> Iterator[AgentEvent]:
+    def _observe_below(self, session: SessionLike, threshold: int, keep_from: int | None) -> Iterator[AgentEvent]:
         """Observe until the raw tail is under `threshold` or nothing more can be observed. One
         observer call reads at most the side-call limit, so it may cover only part of what is
         due; the rest is observed now, not at the next call: the prompt changes after its
@@ -158,36 +179,21 @@ class Compressor(SideRoutes, WindowRoom, WithoutModel):
             if after <= threshold or after >= before:
                 return
 
-    def compress_now(self, session: Session) -> Iterator[AgentEvent]:
+    def compress_now(self, session: SessionLike) -> Iterator[AgentEvent]:
         """`/reflect` and `scribe reflect`: observe what the retention floor allows, then reflect."""
         yield from self.observe(session, force=True)
         yield from self.reflect(session, force=True)
 
-    def calibrate(self, request_estimate: int, usage: UsageEvent) -> None:
-        """Learn this session's tokens-per-estimate from what the API reported for a request."""
-        self.estimator.calibrate(request_estimate, usage.tokens.prompt_tokens)
-
-    def context(self, session: Session) -> ContextSize:
-        chunks, observed_to = self._update(session)
-        raw = self.estimator.total(self._raw(session, observed_to))
-        return ContextSize(fixed_tokens(session.header), sum(chunk_size(c) for c in chunks), raw)
-
-    def request_estimate(self, session: Session) -> int:
-        """Uncalibrated estimate of a whole agent request, to compare with reported usage."""
-        chunks, observed_to = self._update(session)
-        return fixed_tokens(session.header) + sum(chunk_size(c) for c in chunks) + sum(
-            self.estimator.of(e) for e in self._raw(session, observed_to))
-
     # -- observer ------------------------------------------------------------------------
 
-    def observe(self, session: Session, *, force: bool = False, span: Span | None = None,
+    def observe(self, session: SessionLike, *, force: bool = False, span: Span | None = None,
                 needed: bool = False, keep_from: int | None = None) -> Iterator[AgentEvent]:
         """Observe `span`, or by default the oldest raw events down to the retention floor, never
         the events from seq `keep_from` on (the current turn's request and what followed it).
         `needed`: the prompt must shrink (a threshold is passed), so when no model answer is
         usable the span is summarised without one (memory/extract.py)."""
-        chunks, observed_to = self._update(session)
-        raw = self._raw(session, max(observed_to, 0))  # seq 0 is the session header, never observed
+        chunks, observed_to = self.sizes.update(session)
+        raw = self.sizes.raw(session, max(observed_to, 0))  # seq 0 is the session header, never observed
         keep = int(self.limits(session).observe * self.settings.retention)
         before = raw
         if keep_from is not None:
@@ -201,9 +207,9 @@ class Compressor(SideRoutes, WindowRoom, WithoutModel):
             return
         whole = span  # a summary without a model has no input limit: it covers all of it
         if needed and model_resting_now(session.digest):  # from the digest: no scan back
-            yield from self._extract(session, whole, raw, "the observer's last answers were unusable")
+            yield from self.without_model.extract(session, whole, raw, "the observer's last answers were unusable")
             return
-        call = self._observer_call(session, chunks, raw, whole, keep_from)
+        call = self.routes.observer_call(session, chunks, raw, whole, keep_from)
         span = Span(call.seq_from, call.seq_to, whole.tokens if call.seq_to == whole.seq_to else
                     self.estimator.total([e for e in raw if e.seq <= call.seq_to]))
         chosen = [e for e in raw if span.seq_from <= e.seq <= span.seq_to]
@@ -216,24 +222,24 @@ class Compressor(SideRoutes, WindowRoom, WithoutModel):
             reading = read_observer_answer(answer)
             size = require_smaller(reading.text, replaced, "observation")
         except (ModelError, UnusableAnswer) as exc:
-            yield from self._observer_failed(session, exc, whole, raw, needed)
+            yield from self.without_model.observer_failed(session, exc, whole, raw, needed)
             return
         session.append(ObservationEvent, text=reading.text, seq_from=span.seq_from, seq_to=span.seq_to,
                        tokens=estimate_text(reading.text), model=result.model, via=via)
         yield Compressed("observation", span.tokens, int(size * self.estimator.factor), span.seq_from, span.seq_to)
 
-    def paid_off_span(self, session: Session, *, cold: bool = False) -> Span | None:
+    def paid_off_span(self, session: SessionLike, *, cold: bool = False) -> Span | None:
         """At a turn start: the finished turns whose cache reads have paid for observing them."""
         if not session.digest.agent_calls:  # nothing sent yet, so nothing read from the cache
             return None
-        chunks, observed_to = self._update(session)
-        raw = self._raw(session, max(observed_to, 0))
+        chunks, observed_to = self.sizes.update(session)
+        raw = self.sizes.raw(session, max(observed_to, 0))
         if turn_start(raw) is None:
             return None
         factor = self.estimator.factor
         prompt = [self.estimator.of(e) * factor for e in raw]
         kept = [self.estimator.settled(e) * factor for e in raw]  # behind the new chunk, all are settled
-        observer = [self._observer_view(e) * factor for e in raw]
+        observer = [self.sizes.observer_view(e) * factor for e in raw]
         overhead = OBSERVER_OVERHEAD + min(sum(chunk_size(c) for c in chunks), OBSERVATIONS_SHOWN)
         rates = Rates.of(current_model(session.events, session.chunks), side_model(session, self.settings))
         quote = paid_off(raw, prompt, observer, overhead * factor, rates, kept, cold=cold)
@@ -241,18 +247,12 @@ class Compressor(SideRoutes, WindowRoom, WithoutModel):
             return None
         return Span(raw[0].seq, raw[quote.last].seq, self.estimator.total(raw[: quote.last + 1]))
 
-    def _observer_view(self, event: Event) -> int:
-        size = self._observer_sizes.get(event.seq)
-        if size is None:
-            size = self._observer_sizes[event.seq] = estimate_text(event_line(event))
-        return size
-
     # -- reflector -----------------------------------------------------------------------
 
-    def paid_off_reflection(self, session: Session) -> ReflectPlan | None:
+    def paid_off_reflection(self, session: SessionLike) -> ReflectPlan | None:
         """Just after an observation at a turn start: the oldest chunks whose re-reading has
         paid for condensing them (payback.reflection_paid_off)."""
-        chunks, _ = self._update(session)
+        chunks, _ = self.sizes.update(session)
         if len(chunks) < 3:
             return None
         digest = session.digest  # from the digest: older events stay on disk
@@ -260,7 +260,7 @@ class Compressor(SideRoutes, WindowRoom, WithoutModel):
         factor = self.estimator.factor
         rates = Rates.of(current_model(session.events, session.chunks), side_model(session, self.settings))
         n = reflection_paid_off([chunk_size(c) * factor for c in chunks], calls, REFLECTOR_OVERHEAD * factor, rates)
-        room = self._budget(session).room(REFLECTOR_SYSTEM)  # the side-call limit holds here too
+        room = self.sizes.budget(session).room(REFLECTOR_SYSTEM)  # the side-call limit holds here too
         if n is not None:
             held = sum(chunk_size(c) + 1 for c in chunks[:n])
             while n >= 2 and INPUT_FRAMING_TOKENS + held > room:
@@ -270,15 +270,15 @@ class Compressor(SideRoutes, WindowRoom, WithoutModel):
             return None
         return ReflectPlan(chunks[:n], chunks[n:], sum(chunk_size(c) for c in chunks[:n]))
 
-    def reflect(self, session: Session, *, force: bool = False, plan: ReflectPlan | None = None) -> Iterator[AgentEvent]:
+    def reflect(self, session: SessionLike, *, force: bool = False, plan: ReflectPlan | None = None) -> Iterator[AgentEvent]:
         """Reflect when observations pass `reflect_tokens` (or on demand), or carry out `plan`."""
-        chunks, _ = self._update(session)
+        chunks, _ = self.sizes.update(session)
         total = sum(chunk_size(c) for c in chunks)
         given = plan is not None
         # Fewer than two summaries: nothing to merge, whatever the budget (the common case: asked
         # before every call, so it is answered before any budget is worked out).
         if plan is None and len(chunks) >= 2:
-            room = self._budget(session).room(REFLECTOR_SYSTEM)
+            room = self.sizes.budget(session).room(REFLECTOR_SYSTEM)
             plan = plan_reflection(chunks, self.limits(session).reflect, force=force, room=room)
         if plan is None:
             if force:
@@ -297,11 +297,11 @@ class Compressor(SideRoutes, WindowRoom, WithoutModel):
         problems: list[str] = []
         factor = self.estimator.factor
         budget = reflector_max_tokens(int(plan.tokens * factor), self.settings.side_call_max_tokens)
-        choice = self._route(session, REFLECTOR_OVERHEAD, int((REFLECTOR_OVERHEAD + INPUT_FRAMING_TOKENS + plan.tokens)
+        choice = self.routes.route(session, REFLECTOR_OVERHEAD, int((REFLECTOR_OVERHEAD + INPUT_FRAMING_TOKENS + plan.tokens)
                                                                * factor), budget, int(plan.tokens * factor))
         for attempt in range(REFLECT_ATTEMPTS):
             cache = choice.route == "cache"
-            call = SideCall("reflector", choice.route, self._agent_model(session) if cache else side_model(session, self.settings),
+            call = SideCall("reflector", choice.route, self.sizes.agent_model(session) if cache else side_model(session, self.settings),
                             budget, tool=self.settings.side_call_tools and not cache,
                             supersedes=tuple(c.seq for c in plan.condense), attempt=attempt, quote=choice.recorded())
             try:
@@ -328,7 +328,7 @@ class Compressor(SideRoutes, WindowRoom, WithoutModel):
         yield Notice(f"memory: reflection did not shrink ({problems[-1]}); waiting until observations "
                      f"pass {until} tokens", routine=True)
 
-    def _condense(self, session: Session, plan: ReflectPlan, why: str) -> Iterator[AgentEvent]:
+    def _condense(self, session: SessionLike, plan: ReflectPlan, why: str) -> Iterator[AgentEvent]:
         """The model-free reflection of `plan`, logged like any other (model "extractive")."""
         covers = (min(getattr(c, "seq_from", 1) for c in plan.condense),
                   max(getattr(c, "seq_to", c.seq) for c in plan.condense))
@@ -343,37 +343,30 @@ class Compressor(SideRoutes, WindowRoom, WithoutModel):
         yield Compressed("reflection", plan.tokens, event.tokens, plan.condense[0].seq, plan.condense[-1].seq,
                          model_free=True)
 
-    # -- plumbing --------------------------------------------------------------------------
-
-    def _update(self, session: Session) -> tuple[list[Chunk], int]:
-        chunks, observed_to = session.chunks.update(session.events)
-        self.estimator.settled_before = session.chunks.settled_before
-        return chunks, observed_to
-
-    def _budget(self, session: Session) -> InputBudget:
-        return InputBudget(self.limits(session).side_call, self.estimator.factor)
-
-    def _raw(self, session: Session, observed_to: int) -> Sequence[Event]:
-        """The raw tail as requests show it: after the chunks, less what a turn too big for the
-        window left out."""
-        return session.chunks.shown(tail_after(session.events, observed_to))
-
-    def _call(self, session: Session, request: Request, call: SideCall) -> CallResult:
+    def _call(self, session: SessionLike, request: Request, call: SideCall) -> CallResult:
         """One side call, stopped if it outlasts the agent's recent calls (model/sidecall.py), and
         its usage logged with what its request was built from (`scribe log prompt` rebuilds it)."""
         result = self.model.complete(request, deadline_s=side_deadline(session.events))
         session.record_call(result, call.kind, side_call=call.recorded())
         return result
 
-    def _agent_model(self, session: Session) -> str:
-        return current_model(session.events, session.chunks)
-
-    def _cache_is_cold(self, events: Sequence[Event]) -> bool:
-        last = next((e for e in reversed(events) if isinstance(e, UsageEvent) and e.purpose == "agent"), None)
-        if last is None:
-            return False
-        try:
-            when = datetime.fromisoformat(last.ts.replace("Z", "+00:00"))
-        except ValueError:
-            return False
-        return (self.now() - when).total_seconds() > CACHE_TTL_S
+    def shrink_to(self, session: SessionLike, budget: int, *, keep_from: int) -> Generator[AgentEvent, None, bool]:
+        """Compress now, as hard as needed, until the next request is estimated within `budget`
+        tokens: observe every raw event before seq `keep_from` (the retention floor and the
+        backoffs do not apply), then reflect the observations. True when it fits. The raw log is
+        never touched; what compression cannot do is left to the caller."""
+        for _ in range(SHRINK_ROUNDS):
+            size = self.context(session)
+            if size.total <= budget:
+                return True
+            _, observed_to = self.sizes.update(session)
+            earlier = [e for e in self.sizes.raw(session, max(observed_to, 0)) if e.seq < keep_from]
+            span = choose_span(earlier, self.estimator, keep_tokens=0) if earlier else None
+            if span is not None:
+                # needed: when no model answer is usable, a model-free summary stands in
+                yield from self.observe(session, span=span, needed=True)
+            if self.context(session).observations > self.limits(session).reflect:
+                yield from self.reflect(session)  # past the threshold: condensed without a model if need be
+            if self.context(session).total >= size.total:
+                break  # no answer made it smaller: nothing more to gain by asking again
+        return self.context(session).total <= budget

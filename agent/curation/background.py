@@ -2,7 +2,7 @@
 
 A new session starts at once with the notes as they are; the earlier sessions that said
 something the notes have not taken are curated meanwhile, in a thread, while the person types
-or the turn runs (agent/curator.py does the curating). Each earlier session is another log
+or the turn runs (agent/curation/curator.py does the curating). Each earlier session is another log
 with a writer of its own (its lock is taken for the curation), so the one-writer rule holds.
 
 What is curated reaches the next session. What is not finished when scribe ends is not lost:
@@ -19,14 +19,14 @@ import threading
 from collections.abc import Sequence
 from pathlib import Path
 
+from scribe.agent.curation.curator import Curation, curate
+from scribe.agent.session.session import notes_path, store_for
+from scribe.agent.session.start import open_session
 from scribe.log.jsonl import LogError, SessionLocked
 from scribe.log.store import SessionFile
 from scribe.memory.uncurated import needs_curation
 from scribe.model.client import ModelClient
 from scribe.settings.values import Settings
-
-from .curator import Curation, curate
-from .session import notes_path, open_session, store_for
 
 
 def uncurated(workspace: Path, settings: Settings) -> list[SessionFile]:

@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from scribe.agent.actions.autocommit import EDIT_TOOLS, undo_last
+from scribe.agent.session.session import Session
 from scribe.log.events import (
     AssistantEvent,
     Event,
@@ -35,9 +37,6 @@ from scribe.workspace.atomic import WriteRefused
 from scribe.workspace.bwrap import Confinement
 from scribe.workspace.changes import ChangeSource
 from scribe.workspace.confined import ConfinedRoot, ConfinedWrite, Outside
-
-from .autocommit import EDIT_TOOLS, undo_last
-from .session import Session
 
 
 @dataclass

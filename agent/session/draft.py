@@ -1,7 +1,7 @@
 """A draft of a session: what compression works on off the main thread.
 
 The log has one writer, the main thread, and compression between turns runs in a thread of its
-own (agent/ahead.py) that may still be waiting on a model when the person sends the next
+own (agent/compression/ahead.py) that may still be waiting on a model when the person sends the next
 message. So it never touches the session: it works on a draft, which reads as the session did
 when the draft was made (its events then, copies of its chunk index and digest) plus what the
 draft itself added, and keeps what it would append. At a safe point the main thread takes the
@@ -22,12 +22,11 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, overload
 
+from scribe.agent.session.session import Session, usage_fields
 from scribe.log.attachments import ImageStore
 from scribe.log.events import Event, ObservationEvent, ReflectionEvent, SessionEvent, UsageEvent
 from scribe.log.jsonl import new_event
 from scribe.model.client import CallResult
-
-from .session import Session, usage_fields
 
 E = TypeVar("E", bound=Event)
 

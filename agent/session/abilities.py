@@ -14,11 +14,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
+from scribe.agent.session.session import Session
 from scribe.context.render import current_model
 from scribe.log.events import Block, NoToolsEvent
 from scribe.model.window import ServerReport
-
-from .session import Session
 
 # How a model writes a tool call as text when its server gave it no tools: the tags of common
 # chat templates, or a JSON object naming one of the session's tools with its arguments.

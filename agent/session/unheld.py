@@ -23,7 +23,7 @@ from scribe.memory.reflector import chunk_size
 from scribe.tools.textio import plural
 
 if TYPE_CHECKING:
-    from .session import Session  # which opens with this: imported there
+    from scribe.agent.session.session import Session  # which opens with this: imported there
 
 # Estimated tokens of raw events one stub stands for: a gigabyte of raw events (some 250 million
 # tokens) becomes about 1,300 stubs, which reflection condenses like any other chunks.
