@@ -2,7 +2,7 @@
 agent/driver.py): the greeting once a front end runs in a session (with a note of each later
 session a continuation skipped), a switch of model, and a curation the person asked for
 (`/notes curate`). Which session to run in, and the agent for it, are
-agent/assembly.py's; the curation nobody asked for runs in the background
+agent/opening.py's; the curation nobody asked for runs in the background
 (agent/curation/background.py); the MCP servers' start is agent/mcptools.py's.
 
 `skippable`: a person is there, and a Ctrl-C skips a wait. Without one (a headless run) a
@@ -21,7 +21,7 @@ from scribe.context.render import current_model
 from scribe.log.events import ModelSwitchEvent
 from scribe.log.store import SessionFile
 from scribe.model.client import ModelClient
-from scribe.settings.values import Settings
+from scribe.settings.values import PermissionMode, Settings
 
 
 def curating(session: Session, model: ModelClient, settings: Settings, notes: Path, *,
@@ -39,12 +39,15 @@ def curating(session: Session, model: ModelClient, settings: Settings, notes: Pa
     yield CurationEnded()
 
 
-def greeting(session: Session, mode: str, *, resumed: bool) -> SessionOpened:
+def greeting(session: Session, mode: PermissionMode, *, resumed: bool) -> SessionOpened:
     """What opening `session` says; the MCP servers a session has no tools from are said once,
     as it starts."""
-    return SessionOpened(session, current_model(session.events, session.chunks), mode, resumed,
+    header = session.header
+    return SessionOpened(session.id, session.path, Path(header.cwd), current_model(session.events, session.chunks),
+                         mode, resumed,
                          tuple(session.problems), tuple(session.notices),
-                         () if resumed or not session.header.mcp else tuple(start_notes(session.header)))
+                         () if resumed or not header.mcp else tuple(start_notes(header)),
+                         tools=tuple(str(t.get("name", "")) for t in header.tools))
 
 
 def skipped_note(session: SessionFile) -> str:

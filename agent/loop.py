@@ -9,10 +9,11 @@ person, a crash, an API failure) leaves a log the next render can continue from.
 
 from __future__ import annotations
 
+import threading
 import time
-from collections.abc import Callable, Generator, Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from scribe.agent.actions.autocommit import TurnCommitter
@@ -21,8 +22,11 @@ from scribe.agent.compression.compressor import Compressor
 from scribe.agent.hooks.runner import STOP_BLOCKS, HookRunner, HookVerdict, blocked_result
 from scribe.agent.permissions import PermissionPolicy
 from scribe.agent.protocol import (
+    STOP_REASONS,
     AgentEvent,
+    ApprovalRequested,
     AssistantMessage,
+    Decision,
     ModelCallStarted,
     Notice,
     ToolCall,
@@ -46,7 +50,7 @@ from scribe.log.open_calls import unanswered_tool_uses
 from scribe.model.client import CallResult, ModelClient
 from scribe.model.errors import ContextOverflow, ModelError
 from scribe.settings.hooks import NO_HOOKS, HookName, Hooks
-from scribe.tools.base import CommandInterrupted, Tool, ToolContext, ToolOutput, kind_of
+from scribe.tools.base import CommandInterrupted, Tool, ToolContext, ToolOutput, kind_of, stop_if_cancelled
 from scribe.tools.command import git_watch
 from scribe.tools.registry import run_tool
 from scribe.workspace.changes import ChangeSource
@@ -54,20 +58,23 @@ from scribe.workspace.gitplanted import describe
 from scribe.workspace.images import PreparedImage
 from scribe.workspace.sandbox import Protection, command_protection
 
-# Asked before a tool call that the mode does not allow outright: True allows it once,
-# "always" allows that tool for the rest of the session, False declines.
-Approver = Callable[[ToolCall], bool | str]
+# The longest the loop waits on a compression between turns without looking for a cancel.
+WAIT_SLICE_S = 0.05
 
 
 @dataclass
-class Agent:
+class TurnLoop:
+    """One session's turns. A question the permission mode asks is yielded as ApprovalRequested
+    and answered by what is sent back into the turn (a Decision; agent/core.py sends it)."""
+
     session: Session
     model: ModelClient
     tools: list[Tool]
     context: ToolContext
     policy: PermissionPolicy
     max_turns: int = 50
-    approver: Approver | None = None
+    # Approval requests are answered; otherwise what the mode asks about is refused.
+    asks: bool = False
     memory: Compressor | None = None
     # Files changed outside the agent's tools, drained at safe points (workspace/watcher.py).
     watcher: ChangeSource | None = None
@@ -80,9 +87,11 @@ class Agent:
     compress_off_path: bool = False
     # The configured hooks (settings/hooks.py), run by agent/hooks/runner.py at their points of a turn.
     hooks: Hooks = NO_HOOKS
+    # Set when what runs is cancelled (agent/core.py): every wait of the turn looks at it.
+    cancelled: threading.Event = field(default_factory=threading.Event)
 
     def turn(self, prompt: str, images: Sequence[PreparedImage] = (),
-             command: dict[str, Any] | None = None) -> Generator[AgentEvent, None, TurnEnded]:
+             command: dict[str, Any] | None = None) -> Generator[AgentEvent, Decision | None, TurnEnded]:
         """Run one user turn to its end, yielding what happens as it happens; its end is the
         last event, and what it returns. `images`: attached to the message (sent before its
         text); `command`: the slash command whose text `prompt` is (recorded with the message in
@@ -104,7 +113,7 @@ class Agent:
             self.watcher.stop()
 
     def _turn(self, prompt: str, images: Sequence[PreparedImage],
-              command: dict[str, Any] | None) -> Generator[AgentEvent, None, TurnEnded]:
+              command: dict[str, Any] | None) -> Generator[AgentEvent, Decision | None, TurnEnded]:
         calls = 0
         final_text = ""
         stops = 0  # times a stop hook sent the model back to work
@@ -150,7 +159,8 @@ class Agent:
                 for block in tool_uses:
                     yield from self._run_tool_call(block)
                 if result.stop_reason != "tool_use" or not tool_uses:
-                    reason = result.stop_reason if result.stop_reason in ("refusal", "max_tokens") else "end_turn"
+                    reason = next((r for r in STOP_REASONS if r == result.stop_reason and r in ("refusal", "max_tokens")),
+                                  "end_turn")
                     if stops < STOP_BLOCKS:
                         verdict = yield from self._hooks("stop", {"stop_reason": result.stop_reason,
                                                                   "last_message": final_text,
@@ -158,7 +168,7 @@ class Agent:
                         if verdict.blocked:
                             stops += 1
                             continue  # its stderr is in the log, shown to the model next call
-                    return TurnEnded(reason, final_text, calls)  # type: ignore[arg-type]
+                    return TurnEnded(reason, final_text, calls)
         except ModelError as exc:
             self.session.append(ErrorEvent, kind="api", message=str(exc))
             return TurnEnded("error", final_text, calls, error=str(exc))
@@ -181,7 +191,8 @@ class Agent:
             if memory.fits(self.session):
                 return False
             yield Notice("memory: this request needs the compression still running between turns; waiting for it")
-            ahead.wait()
+            while not ahead.wait(WAIT_SLICE_S):
+                stop_if_cancelled(self.cancelled)
         self.ahead = None
         yield from ahead.take()
         return True
@@ -199,7 +210,8 @@ class Agent:
     def _call(self) -> Generator[AgentEvent, None, CallResult]:
         """One model call on the log as it stands, its text passed on as it arrives."""
         result = None
-        for item in self.model.stream(render(self.session.events, self.session.chunks, self.session.images)):
+        for item in self.model.stream(render(self.session.events, self.session.chunks, self.session.images),
+                                      self.cancelled):
             if isinstance(item, CallResult):
                 result = item
             else:
@@ -262,7 +274,7 @@ class Agent:
         usage = self.session.record_call(result, "agent", **({"estimate": estimate} if estimate > 0 else {}))
         return assistant, usage
 
-    def _run_tool_call(self, block: dict) -> Iterator[AgentEvent]:
+    def _run_tool_call(self, block: dict[str, Any]) -> Generator[AgentEvent, Decision | None, None]:
         name, args = block["name"], block.get("input") or {}
         tool = next((t for t in self.tools if t.name == name), None)
         summary = tool.summary(args) if tool else name
@@ -273,7 +285,7 @@ class Agent:
         if verdict.blocked:
             denial, permission = blocked_result(verdict.reason), None
         else:
-            denial, permission = self._denial(call, tool) if tool else (None, None)
+            denial, permission = (yield from self._denial(call, tool)) if tool else (None, None)
         started = time.monotonic()
         before = dict(self.context.seen_hashes)
         if denial is not None:
@@ -314,6 +326,7 @@ class Agent:
 
     def hook_runner(self) -> HookRunner:
         return HookRunner(self.hooks, self.context.workspace, self._protection, self.context.redact,
+                          cancelled=self.cancelled,
                           permission_mode=lambda: self.policy.mode,
                           git_watch=lambda: git_watch(self.context, self._protection()))
 
@@ -350,20 +363,24 @@ class Agent:
             return self.watcher.command_running()
         return nullcontext()
 
-    def _denial(self, call: ToolCall, tool: Tool) -> tuple[str | None, str | None]:
+    def _denial(self, call: ToolCall, tool: Tool) -> Generator[AgentEvent, Decision | None, tuple[str | None, str | None]]:
         """Why the call does not run (None: it runs), and how it was decided when it was not
         allowed outright (the `permission` of its result: approved, approved_always, declined,
-        denied)."""
+        denied). A question is yielded and its answer sent back; no answer declines."""
         kind = kind_of(tool, call.args)
         verdict = self.policy.verdict(tool.name, kind)
         if verdict == "allow":
             return None, None
-        if verdict == "ask" and self.approver is not None:
-            answer = self.approver(call)
-            if answer == "always":
+        if verdict == "ask" and self.asks:
+            answer = yield ApprovalRequested(call.id, call, self.policy.mode)
+            if answer is Decision.STOP:
+                # Not an answer: the person is saying something else. Nothing runs, and the turn
+                # stops as a cancel stops it.
+                raise KeyboardInterrupt("the user stopped the turn at a question")
+            if answer is Decision.ALLOW_ALWAYS:
                 self.policy.always.add(tool.name)
                 return None, "approved_always"
-            if answer:
+            if answer is Decision.ALLOW:
                 return None, "approved"
             return self.policy.refusal(tool.name, kind, asked=True), "declined"
         return self.policy.refusal(tool.name, kind, asked=False), "denied"

@@ -1,18 +1,140 @@
-"""What the agent tells its front ends. The CLI (rich, plain text, JSON) renders these; the
-agent never prints. Log events are the record; these are the live view of a turn, and of a
-session's life around its turns (starting, continuing, curating, pinning MCP tools, greeting).
-Both go through agent/driver.py."""
+"""The agent's protocol: what a front end submits to the core (agent/core.py) and the events the
+core sends back. Every front end speaks it (the REPL, `scribe run` with each of its outputs,
+stream-json over stdin, the Python API) and so does a parent to a sub-agent; nothing else
+crosses between them. Plain, typed values: no callbacks, no terminal, nothing that is not data.
+
+    submissions in   UserMessage, ApprovalAnswer, TrustAnswer, ServersAnswer, Cancel, Compact,
+                     SwitchModel, SetMode, RunShell, NewSession, Resume, Undo, CurateNotes, End
+    events out       the life of a session (questions before it opens, waits, the greeting),
+                     a turn as it happens (text, calls, approvals, results, usage, compression,
+                     notices) and its end; Ended when the core has closed
+
+A question the core asks (an approval, trust, MCP servers) is an event answered by a submission
+naming the same request; the core waits for the answer (or a Cancel) before it goes on.
+
+The log's events (log/events.py) are the record; these are the live view of a turn, and of a
+session's life around its turns.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from typing import Any, Literal
 
 from scribe.log.events import AssistantEvent, ToolResultEvent, UsageEvent
 from scribe.model.events import Notice, Retrying, TextDelta, TextWithdrawn, Waiting
+from scribe.settings.values import PermissionMode
+from scribe.workspace.images import PreparedImage
 
-if TYPE_CHECKING:
-    from scribe.agent.session.session import Session
+# -- submissions -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class UserMessage:
+    """A message for the model. `command`: the slash command whose expansion `text` is (its name,
+    file and arguments, recorded with the message and never sent: `-c` replays the command)."""
+
+    text: str
+    images: tuple[PreparedImage, ...] = ()
+    command: dict[str, Any] | None = None
+
+
+class Decision(StrEnum):
+    """An answer to an approval request."""
+
+    ALLOW = "allow"  # this call, once
+    ALLOW_ALWAYS = "allow_always"  # this tool, for the rest of the session
+    DECLINE = "decline"  # the model is told the person declined; the turn goes on
+    STOP = "stop"  # nothing runs and the turn stops (the person is saying something else)
+
+
+@dataclass(frozen=True)
+class ApprovalAnswer:
+    request_id: str
+    decision: Decision
+    # Said to the model with a decline ("use the other file").
+    remark: str = ""
+
+
+@dataclass(frozen=True)
+class TrustAnswer:
+    """To a TrustRequested: whether the workspace's own files may apply (recorded when yes)."""
+
+    trusted: bool
+
+
+@dataclass(frozen=True)
+class ServersAnswer:
+    """To a ServersToConfirm: whether that server starts on its files as they are now."""
+
+    name: str
+    confirmed: bool
+
+
+@dataclass(frozen=True)
+class Cancel:
+    """Stop what runs now (a turn, a compaction, a wait), recording what it did; nothing when idle."""
+
+
+@dataclass(frozen=True)
+class Compact:
+    """Compress memory now; `focus` is given to the Observer as what matters most."""
+
+    focus: str = ""
+
+
+@dataclass(frozen=True)
+class SwitchModel:
+    model: str
+
+
+@dataclass(frozen=True)
+class SetMode:
+    mode: PermissionMode
+
+
+@dataclass(frozen=True)
+class RunShell:
+    """The person's own shell command (`!cmd`): runs in the sandbox without a question, and its
+    output joins the conversation."""
+
+    command: str
+
+
+@dataclass(frozen=True)
+class NewSession:
+    """End this session and start a new one (`/clear`)."""
+
+
+@dataclass(frozen=True)
+class Resume:
+    """End this session and continue the one named (an id or any unique part of it)."""
+
+    session: str
+
+
+@dataclass(frozen=True)
+class Undo:
+    """Take back what scribe's file tools changed in the last turn."""
+
+
+@dataclass(frozen=True)
+class CurateNotes:
+    """Merge what this session taught into the project notes now."""
+
+
+@dataclass(frozen=True)
+class End:
+    """Close the session: nothing more is taken after it."""
+
+
+Submission = (UserMessage | ApprovalAnswer | TrustAnswer | ServersAnswer | Cancel | Compact | SwitchModel | SetMode
+              | RunShell | NewSession | Resume | Undo | CurateNotes | End)
+
+
+# -- a turn, as it happens ---------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -22,6 +144,8 @@ class ModelCallStarted:
 
 @dataclass(frozen=True)
 class AssistantMessage:
+    """One model call's answer as the log keeps it, and its usage."""
+
     event: AssistantEvent
     usage: UsageEvent
 
@@ -32,6 +156,17 @@ class ToolCall:
     name: str
     args: dict[str, Any]
     summary: str
+
+
+@dataclass(frozen=True)
+class ApprovalRequested:
+    """The mode asks before `call` runs: answered by an ApprovalAnswer with this `id`. `agent`:
+    the sub-agent that asks (its name and session), None for the session's own calls."""
+
+    id: str
+    call: ToolCall
+    mode: PermissionMode
+    agent: str | None = None
 
 
 @dataclass(frozen=True)
@@ -49,7 +184,8 @@ class CommitFailed(Notice):
 
 @dataclass(frozen=True)
 class Compressed:
-    """Memory was compressed: raw events into an observation, or observations into a reflection."""
+    """Memory was compressed: raw events into an observation, or observations into a reflection.
+    `events`: how many log events it folds (an observation's raw events, a reflection's chunks)."""
 
     kind: Literal["observation", "reflection"]
     tokens_before: int
@@ -57,9 +193,11 @@ class Compressed:
     seq_from: int
     seq_to: int
     model_free: bool = False  # an extractive summary: no model answer was usable
+    events: int = 0
 
 
 StopReason = Literal["end_turn", "max_turns", "interrupted", "error", "refusal", "max_tokens"]
+STOP_REASONS: tuple[StopReason, ...] = ("end_turn", "max_turns", "interrupted", "error", "refusal", "max_tokens")
 
 
 @dataclass(frozen=True)
@@ -70,11 +208,30 @@ class TurnEnded:
     error: str | None = None
 
 
-AgentEvent = (TextDelta | TextWithdrawn | ModelCallStarted | Retrying | Waiting | AssistantMessage | ToolCall | ToolDone
-              | Notice | Compressed | TurnEnded)
+AgentEvent = (TextDelta | TextWithdrawn | ModelCallStarted | Retrying | Waiting | AssistantMessage | ToolCall
+              | ApprovalRequested | ToolDone | Notice | Compressed | TurnEnded)
 
 
-# -- a session's life around its turns (agent/lifecycle.py, agent/assembly.py) ----------------
+# -- a session's life around its turns ---------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TrustRequested:
+    """The workspace has files of its own that do not apply until the person trusts it: `lines`
+    say what they would change. Answered by a TrustAnswer."""
+
+    workspace: Path
+    lines: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ServersToConfirm:
+    """A server of the trusted workspace runs outside the sandbox on files changed since the
+    person confirmed them. Answered by a ServersAnswer naming it."""
+
+    name: str
+    line: str  # what changed, and what it runs
+
 
 @dataclass(frozen=True)
 class CurationStarted:
@@ -86,8 +243,8 @@ class CurationStarted:
 
 @dataclass(frozen=True)
 class Curated:
-    """What curating one session did (agent/curation/curator.py); not `noteworthy` when there was simply
-    nothing new."""
+    """What curating one session did (agent/curation/curator.py); not `noteworthy` when there was
+    simply nothing new."""
 
     text: str
     noteworthy: bool
@@ -117,13 +274,89 @@ class ServersWaited:
 class SessionOpened:
     """The greeting: the session a front end runs in from now on, and what is worth a line."""
 
-    session: Session
+    session_id: str
+    path: Path  # its log
+    workspace: Path
     model: str
-    mode: str  # the permission mode
+    mode: PermissionMode
     resumed: bool  # a continued session (else a new one)
     problems: tuple[str, ...]  # what the reader met in its log (a torn line, bad lines)
     notices: tuple[str, ...]  # e.g. a damaged newer session passed over to find it
-    mcp: tuple[str, ...]  # a new session's servers and tools it has no tools from (mcptools.start_notes)
+    mcp: tuple[str, ...]  # a new session's servers and tools it has no tools from
+    tools: tuple[str, ...] = ()  # the names of the session's tools, in order
+    parent: str | None = None  # the session that started this one (a sub-agent's)
 
 
-LifeEvent = CurationStarted | Curated | CurationEnded | ServersStarting | ServersWaited | SessionOpened
+@dataclass(frozen=True)
+class ModeChanged:
+    mode: PermissionMode
+
+
+@dataclass(frozen=True)
+class ModelSwitched:
+    model: str
+    previous: str
+    changed: bool  # False: the session was on it already
+
+
+@dataclass(frozen=True)
+class Compacted:
+    """A compaction asked for ended: the next request's estimated tokens, by part, before and
+    after (fixed instructions and tools are the same on both sides)."""
+
+    observations_before: int
+    raw_before: int
+    observations_after: int
+    raw_after: int
+    fixed: int
+
+    @property
+    def before(self) -> int:
+        return self.fixed + self.observations_before + self.raw_before
+
+    @property
+    def after(self) -> int:
+        return self.fixed + self.observations_after + self.raw_after
+
+
+@dataclass(frozen=True)
+class ShellDone:
+    """The person's `!command` ran (in the sandbox); its output is in the conversation now."""
+
+    command: str
+    output: str
+    exit_code: int | None
+    is_error: bool
+    planted: str | None = None  # the git configuration it created or changed, said in one line
+
+
+@dataclass(frozen=True)
+class ActionDone:
+    """A workspace action the person asked for ended (undo, a shell command, curating): `text`
+    says what it did; `ok` False when it did nothing (and why)."""
+
+    text: str
+    ok: bool = True
+
+
+@dataclass(frozen=True)
+class Failed:
+    """A submission could not be carried out (an unknown session to resume, a log that cannot be
+    written): one line; the core goes on."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class Ended:
+    """The core has closed: its session ended, its servers stopped. The last event."""
+
+    session_id: str | None
+    lines: tuple[str, ...] = field(default=())  # what the teardown had to say (telemetry that could not export)
+
+
+LifeEvent = (TrustRequested | ServersToConfirm | CurationStarted | Curated | CurationEnded | ServersStarting
+             | ServersWaited | SessionOpened | ModeChanged | ModelSwitched | Compacted | ShellDone | ActionDone
+             | Failed | Ended)
+
+Event = AgentEvent | LifeEvent

@@ -19,6 +19,7 @@ agent's own answers.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -26,15 +27,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from scribe.agent.assembly import Opening, assemble
 from scribe.agent.builtins import new_session_tools
+from scribe.agent.driver import drive
+from scribe.agent.opening import AgentConfig, assemble
 from scribe.agent.protocol import TurnEnded
 from scribe.agent.session.start import start_session
 from scribe.context.render import render
 from scribe.fakeapi import FakeMessagesServer, Reply, SideCallModel, text_block, tool_use_block
 from scribe.log.jsonl import read_log
-from scribe.model.client import ModelClient
-from scribe.model.retry import RetryPolicy
 from scribe.settings.values import Settings
 from scribe.tools.base import ToolContext
 from scribe.tools.recall import Recall
@@ -143,8 +143,8 @@ def run_path(name: str, facts: list[Planted]) -> PathResult:
         os.environ |= {"ANTHROPIC_BASE_URL": server.base_url, "ANTHROPIC_API_KEY": "benchmark-no-key",
                        "SCRIBE_HOME": str(workspace / ".scribe")}
         try:
-            opened = assemble(Opening(workspace, settings=settings, servers=False),
-                              client=ModelClient(retry=RetryPolicy(retries=0)))
+            config = AgentConfig(workspace, settings=dataclasses.replace(settings, max_retries=0), servers=False)
+            opened = drive(assemble(config), lambda event: None)
             agent = opened.adopt(start_session(workspace, settings, tool_definitions(new_session_tools(settings))))
             log = agent.session
             for prompt in prompts:

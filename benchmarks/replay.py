@@ -4,6 +4,7 @@ API; and reading figures off what the server billed."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
 import tempfile
@@ -14,9 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from scribe.agent.assembly import Opening, assemble
 from scribe.agent.builtins import new_session_tools
 from scribe.agent.curation.curator import curate
+from scribe.agent.driver import drive
+from scribe.agent.opening import AgentConfig, assemble
 from scribe.agent.protocol import TurnEnded
 from scribe.agent.session.session import notes_path
 from scribe.agent.session.start import start_session
@@ -25,8 +27,6 @@ from scribe.fakeapi.cache import flatten_request
 from scribe.fakeapi.script import Reply
 from scribe.log.events import Event
 from scribe.log.jsonl import read_log
-from scribe.model.client import ModelClient
-from scribe.model.retry import RetryPolicy
 from scribe.settings.values import Settings
 from scribe.tools.registry import tool_definitions
 
@@ -64,8 +64,8 @@ def replay(session: ScriptedSession, settings: Settings, *, recall_fact: str | N
         os.environ.setdefault("ANTHROPIC_API_KEY", "benchmark-no-key")
         os.environ["SCRIBE_HOME"] = str(workspace / ".scribe")
         try:
-            opened = assemble(Opening(workspace, settings=settings, servers=False),
-                              client=ModelClient(retry=RetryPolicy(retries=0)))
+            config = AgentConfig(workspace, settings=dataclasses.replace(settings, max_retries=0), servers=False)
+            opened = drive(assemble(config), lambda event: None)
             agent = opened.adopt(start_session(workspace, settings, tool_definitions(new_session_tools(settings))))
             log = agent.session
             turns = [t.prompt for t in session.turns]

@@ -80,13 +80,12 @@ def demo(
 
 
 def _run(workspace: Path, keep: bool) -> None:
-    from scribe.agent.assembly import Opening, open_agent
-    from scribe.agent.protocol import TurnEnded
+    from scribe.agent.core import Agent
+    from scribe.agent.opening import AgentConfig
+    from scribe.agent.protocol import SessionOpened, TurnEnded, UserMessage
     from scribe.context.stats import figures_of
     from scribe.fakeapi import FakeMessagesServer
-    from scribe.model.client import ModelClient
-    from scribe.model.retry import RetryPolicy
-    from scribe.settings.values import Settings
+    from scribe.settings.values import PermissionMode, Settings
 
     from .repl.view import View, make_console
 
@@ -98,14 +97,17 @@ def _run(workspace: Path, keep: bool) -> None:
         os.environ["ANTHROPIC_BASE_URL"] = server.base_url
         os.environ.setdefault("ANTHROPIC_API_KEY", "scribe-demo-no-key-needed")
         # The demo's own settings, whatever the person's config says: no notes, no MCP servers.
-        opening = Opening(workspace, settings=Settings(permission_mode="full-auto", max_retries=0, curate_notes=False),
-                          servers=False)
-        with open_agent(opening, client=ModelClient(retry=RetryPolicy(retries=0))) as opened:
-            session = opened.session
+        config = AgentConfig(workspace, settings=Settings(permission_mode=PermissionMode.FULL_AUTO, max_retries=0,
+                                                          curate_notes=False), servers=False)
+        with Agent(config) as agent:
+            for event in agent.start():
+                if not isinstance(event, SessionOpened):
+                    view.handle(event)
+            session = agent.session
             try:
                 for prompt in PROMPTS:
                     print(f"> {prompt}", flush=True)
-                    for event in opened.agent.turn(prompt):
+                    for event in agent.run(UserMessage(prompt)):
                         view.handle(event)
                         if isinstance(event, TurnEnded) and event.reason == "interrupted":
                             raise KeyboardInterrupt  # the agent recorded it; the demo stops here

@@ -1,24 +1,41 @@
-"""Output of a headless turn: plain text as it streams, one JSON summary, or a JSON event stream.
+"""Output of headless runs: plain text as it streams, and the stream-json lines.
 
 Text mode keeps stdout for the assistant's words (so it pipes cleanly) and puts tool activity
 and notices on stderr; both show control characters visibly (`visible`), so neither the answer
-nor a tool's arguments or errors can drive the terminal. The JSON outputs are left as they are:
-json.dumps escapes control characters, and a program wants the exact text."""
+nor a tool's arguments or errors can drive the terminal.
+
+stream-json speaks Claude Code's shapes wherever they fit, so a wrapper written for `claude -p
+--output-format stream-json` reads scribe with few changes: `system` (`init` as a session opens,
+and scribe's own subtypes: `notice`, `compact_boundary`, `tool_call`, `api_retry`, `waiting`),
+`assistant` (one per model call: its content blocks and usage), `user` (the tool results),
+`stream_event` (text as it streams), `control_request` (`can_use_tool`: an approval to answer)
+and `control_response` (to the requests read on stdin), and one `result` per turn. JSON is left
+as it is: json.dumps escapes control characters, and a program wants the exact text."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import sys
+import threading
+import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from scribe.agent.protocol import (
-    AgentEvent,
+    ActionDone,
+    ApprovalRequested,
     AssistantMessage,
-    ModelCallStarted,
+    Compacted,
+    Compressed,
+    Curated,
+    Event,
+    Failed,
+    ModeChanged,
+    ModelSwitched,
     Notice,
     Retrying,
+    SessionOpened,
     TextDelta,
     TextWithdrawn,
     ToolCall,
@@ -26,8 +43,17 @@ from scribe.agent.protocol import (
     TurnEnded,
     Waiting,
 )
+from scribe.log.figures import Figures, Pricer
 
 from .visible import VisibleStream, visible
+
+# The stop reasons a turn ends with, as Claude Code's `result` subtypes name them.
+RESULT_SUBTYPE = {"end_turn": "success", "max_tokens": "success", "refusal": "error_during_execution",
+                  "error": "error_during_execution", "max_turns": "error_max_turns",
+                  "interrupted": "error_interrupted"}
+# Claude Code's names for the permission modes, and scribe's own.
+CLAUDE_MODE = {"read-only": "readOnly", "ask": "default", "accept-edits": "acceptEdits",
+               "full-auto": "bypassPermissions", "plan": "plan"}
 
 
 class TextSink:
@@ -37,7 +63,7 @@ class TextSink:
         self._midline = False
         self._stream = VisibleStream()
 
-    def __call__(self, event: AgentEvent) -> None:
+    def __call__(self, event: Event) -> None:
         if isinstance(event, TextDelta):
             self.out.write(self._stream.feed(event.text))
             self.out.flush()
@@ -66,39 +92,138 @@ class TextSink:
             self._note(f"  ✗ {first[0] if first else 'error'}")
         elif isinstance(event, Notice):
             self._note(event.text)
+        elif isinstance(event, Compressed):
+            self._note(compression_line(event))
 
     def _note(self, text: str) -> None:
         self.err.write(visible(text) + "\n")
         self.err.flush()
 
 
-class StreamJsonSink:
-    """One JSON object per line for every agent event, for programs that follow a turn live. The
-    last, TurnEnded, also says what `--output json` would (`summary`: the session's id and the
-    run's usage with its cost), so a program that reads only the stream needs nothing else."""
+def compression_line(event: Compressed) -> str:
+    """One line saying what a compression folded (the log keeps every event it replaced)."""
+    what = "observation" if event.kind == "observation" else "reflection"
+    how = " without a model" if event.model_free else ""
+    folded = f"{event.events} events" if event.events else f"seq {event.seq_from}-{event.seq_to}"
+    return (f"memory: {folded} folded into an {what}{how}, ~{event.tokens_before:,} → ~{event.tokens_after:,} "
+            f"tokens (seq {event.seq_from}-{event.seq_to}; `recall` reads them back)")
 
-    def __init__(self, out: TextIO | None = None, *, summary: Callable[[], dict[str, Any]] = dict) -> None:
+
+@dataclass
+class TurnFigures:
+    """What one turn cost, counted as its model calls come (a result line, a JSON summary)."""
+
+    price: Pricer
+    totals: Figures = field(default_factory=Figures)
+    started: float = field(default_factory=time.monotonic)
+    denials: list[dict[str, Any]] = field(default_factory=list)
+
+    def count(self, event: Event) -> None:
+        if isinstance(event, AssistantMessage):
+            self.totals.add(event.usage.tokens, *self.price(event.usage))
+        elif isinstance(event, ToolDone) and event.denied:
+            self.denials.append({"tool_name": event.call.name, "tool_use_id": event.call.id,
+                                 "tool_input": event.call.args})
+
+
+class StreamJson:
+    """One JSON object per line, in Claude Code's stream-json shapes (see the module docstring),
+    with scribe's own fields beside them. Safe to write from two threads (the events, and the
+    answers to control requests read on stdin)."""
+
+    def __init__(self, out: TextIO | None = None, *, price: Pricer,
+                 summary: Callable[[], dict[str, Any]] = dict) -> None:
         self.out = out or sys.stdout
-        self.summary = summary
+        self.price = price
+        self.summary = summary  # what a result line adds (the log, memory health, notes)
+        self.session_id: str | None = None
+        self._turn: TurnFigures | None = None
+        self._lock = threading.Lock()
 
-    def __call__(self, event: AgentEvent) -> None:
-        record = {"event": type(event).__name__, **_jsonable(event)}
+    def write(self, record: dict[str, Any]) -> None:
+        line = json.dumps(record, ensure_ascii=False) + "\n"
+        with self._lock:
+            self.out.write(line)
+            self.out.flush()
+
+    def __call__(self, event: Event) -> None:
+        record = self.record(event)
+        if record is not None:
+            self.write(record)
+
+    def record(self, event: Event) -> dict[str, Any] | None:
+        if isinstance(event, SessionOpened):
+            self.session_id = event.session_id
+            return self._system("init", cwd=str(event.workspace), model=event.model,
+                                permissionMode=CLAUDE_MODE.get(event.mode, event.mode), permission_mode=event.mode,
+                                tools=list(event.tools), mcp_servers=[], resumed=event.resumed, log=str(event.path),
+                                parent_session_id=event.parent, notes=list(event.notices) + list(event.problems))
+        turn = self._turn if self._turn is not None else self._new_turn()
+        turn.count(event)
+        if isinstance(event, TextDelta):
+            return self._line("stream_event", event={"type": "content_block_delta", "index": 0,
+                                                     "delta": {"type": "text_delta", "text": event.text}})
+        if isinstance(event, AssistantMessage):
+            a, usage = event.event, event.usage
+            return self._line("assistant", message={
+                "id": a.message_id, "type": "message", "role": "assistant", "model": a.model, "content": a.content,
+                "stop_reason": a.stop_reason, "stop_sequence": None, "usage": usage.tokens.counts()}, seq=a.seq)
+        if isinstance(event, ToolDone):
+            r = event.result
+            return self._line("user", message={"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": r.tool_use_id, "content": r.output, "is_error": r.is_error}]},
+                tool_use_result={"tool": r.tool, "exit_code": r.exit_code, "denied": event.denied, "seq": r.seq})
+        if isinstance(event, ApprovalRequested):
+            return {"type": "control_request", "request_id": event.id, "request": {
+                "subtype": "can_use_tool", "tool_name": event.call.name, "input": event.call.args,
+                "tool_use_id": event.call.id, "summary": event.call.summary, "permission_mode": event.mode,
+                "agent": event.agent}, "session_id": self.session_id}
         if isinstance(event, TurnEnded):
-            record.update(self.summary())
-        self.out.write(json.dumps(record, ensure_ascii=False) + "\n")
-        self.out.flush()
+            self._turn = None
+            return self._result(event, turn)
+        if isinstance(event, ToolCall):
+            return self._system("tool_call", tool_use_id=event.id, name=event.name, summary=event.summary)
+        if isinstance(event, Compressed):
+            return self._system("compact_boundary", compact_metadata={
+                "trigger": "auto", "pre_tokens": event.tokens_before, "post_tokens": event.tokens_after},
+                kind=event.kind, seq_from=event.seq_from, seq_to=event.seq_to, events=event.events,
+                model_free=event.model_free, text=compression_line(event))
+        if isinstance(event, Compacted):
+            return self._system("compact_boundary", compact_metadata={
+                "trigger": "manual", "pre_tokens": event.before, "post_tokens": event.after})
+        if isinstance(event, Retrying):
+            return self._system("api_retry", attempt=event.attempt, reason=event.reason)
+        if isinstance(event, Waiting):
+            return self._system("waiting", reason=event.reason, silent_s=event.silent_s, answering=event.answering)
+        if isinstance(event, TextWithdrawn):
+            return self._system("text_withdrawn", text=event.text)
+        if isinstance(event, ModeChanged):
+            return self._system("status", permissionMode=CLAUDE_MODE.get(event.mode, event.mode),
+                                permission_mode=event.mode)
+        if isinstance(event, ModelSwitched):
+            return self._system("status", model=event.model, previous_model=event.previous)
+        if isinstance(event, Curated):
+            return self._system("notice", text=event.text) if event.noteworthy else None
+        if isinstance(event, Notice | ActionDone | Failed):
+            return self._system("notice", text=event.text, error=isinstance(event, Failed))
+        return None
 
+    def _new_turn(self) -> TurnFigures:
+        self._turn = TurnFigures(self.price)
+        return self._turn
 
-def _jsonable(event: AgentEvent) -> dict[str, Any]:
-    if isinstance(event, AssistantMessage):
-        return {"content": event.event.content, "stop_reason": event.event.stop_reason, "seq": event.event.seq,
-                "usage": event.usage.tokens.counts()}
-    if isinstance(event, ToolDone):
-        r = event.result
-        return {"id": event.call.id, "tool": r.tool, "is_error": r.is_error, "exit_code": r.exit_code,
-                "denied": event.denied, "seq": r.seq, "output": r.output}
-    if isinstance(event, Waiting):
-        return {**dataclasses.asdict(event), "reason": event.reason}
-    if isinstance(event, (TextDelta, TextWithdrawn, ModelCallStarted, Retrying, ToolCall, Notice, TurnEnded)):
-        return dataclasses.asdict(event)
-    return {}
+    def _line(self, kind: str, **fields: Any) -> dict[str, Any]:
+        return {"type": kind, **fields, "parent_tool_use_id": None, "session_id": self.session_id}
+
+    def _system(self, subtype: str, **fields: Any) -> dict[str, Any]:
+        return {"type": "system", "subtype": subtype, **fields, "session_id": self.session_id}
+
+    def _result(self, ended: TurnEnded, turn: TurnFigures) -> dict[str, Any]:
+        usage = turn.totals.as_dict()
+        failed = ended.reason in ("error", "refusal")
+        return {"type": "result", "subtype": RESULT_SUBTYPE.get(ended.reason, "error_during_execution"),
+                "is_error": failed, "duration_ms": int((time.monotonic() - turn.started) * 1000),
+                "num_turns": ended.calls, "result": ended.text, "stop_reason": ended.reason,
+                "session_id": self.session_id, "total_cost_usd": usage["cost_usd"], "usage": usage,
+                "permission_denials": turn.denials, "errors": [ended.error] if ended.error else [],
+                **self.summary()}

@@ -11,8 +11,7 @@ from typing import Annotated
 
 import typer
 
-from .exits import cli_errors, fail
-from .trust import tell_ignored
+from .exits import EXIT_FAILED, cli_errors, fail, warn
 from .visible import visible
 
 notes_app = typer.Typer(help="The project notes (.scribe/notes.md): curated facts that new sessions start with.",
@@ -62,12 +61,18 @@ def curate(
     session_id: Annotated[str | None, typer.Argument(help="Session id or any unique part of it. [default: the latest]")] = None,
 ) -> None:
     """Merge what a session taught into the notes now (one call to the cheaper model)."""
-    from scribe.agent.assembly import Opening, SessionChoice, open_agent
-    from scribe.agent.curation.curator import curate as run_curation
-    from scribe.agent.session.session import notes_path
+    from scribe.agent.core import Agent
+    from scribe.agent.opening import AgentConfig, SessionChoice
+    from scribe.agent.protocol import Curated, CurateNotes, Failed, Notice
 
     with cli_errors():
         choice = SessionChoice(session_id=session_id) if session_id else SessionChoice(continue_latest=True)
-        with open_agent(Opening(Path.cwd(), choice, turns=False), on_trust=tell_ignored) as opened:
-            outcome = run_curation(opened.session, opened.client, opened.settings, notes_path(opened.workspace))
-        print(outcome.message)
+        with Agent(AgentConfig(Path.cwd(), choice, turns=False)) as agent:
+            for event in agent.start():
+                if isinstance(event, Notice):
+                    warn(event.text)
+            for event in agent.run(CurateNotes()):
+                if isinstance(event, Curated):
+                    print(event.text)
+                elif isinstance(event, Failed):
+                    raise fail(event.text, EXIT_FAILED)

@@ -1,39 +1,41 @@
-"""`scribe run`: one headless turn, scriptable, never prompts."""
+"""`scribe run`: headless, scriptable, never prompts on a terminal. One turn from a prompt, or with
+`--input-format stream-json` a session of many turns over stdin (cli/stream_input.py), its
+approvals answered there too. A thin front end on the agent core (agent/core.py)."""
 
 from __future__ import annotations
 
 import json
 import signal
 import sys
-from collections.abc import Callable, Generator
+import threading
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from scribe.agent import driver
 from scribe.agent.protocol import (
-    AgentEvent,
-    AssistantMessage,
     CommitFailed,
     Curated,
-    LifeEvent,
+    Event,
+    Notice,
     SessionOpened,
     TurnEnded,
+    UserMessage,
 )
-from scribe.context.stats import Figures, Pricer
 from scribe.log.events import UserEvent
-from scribe.settings.values import PERMISSION_MODES
+from scribe.log.figures import Pricer
+from scribe.settings.values import PERMISSION_MODES, PermissionMode
 
 from .exits import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_MAX_TURNS, EXIT_OK, cli_errors, fail, warn
-from .headless import StreamJsonSink, TextSink
+from .headless import StreamJson, TextSink, TurnFigures
 from .signals import Stopped, ending_signals
-from .trust import tell_ignored
 from .visible import visible
 
 if TYPE_CHECKING:
+    from scribe.agent.core import Agent
     from scribe.agent.session.session import Session
 
 
@@ -43,22 +45,37 @@ class OutputFormat(StrEnum):
     stream_json = "stream-json"
 
 
+class InputFormat(StrEnum):
+    text = "text"
+    stream_json = "stream-json"
+
+
 # In a headless run Ctrl-C ends scribe as SIGTERM and SIGHUP do, and says so the same way.
 RUN_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 EXIT_FOR = {"end_turn": EXIT_OK, "max_tokens": EXIT_OK, "refusal": EXIT_FAILED, "error": EXIT_FAILED,
             "max_turns": EXIT_MAX_TURNS, "interrupted": EXIT_INTERRUPTED}
+HEADLESS_MODES = [m for m in PERMISSION_MODES if m != PermissionMode.ASK]
 
 
 def run(
-    prompt: Annotated[str, typer.Argument(help="What to do. '-' reads the prompt from stdin.")],
+    prompt: Annotated[str | None, typer.Argument(
+        help="What to do. '-' reads the prompt from stdin. None with --input-format stream-json.")] = None,
     continue_: Annotated[bool, typer.Option("--continue", "-c", help="Continue the latest session of this workspace.")] = False,
-    session: Annotated[str | None, typer.Option("--session", "-s", help="Continue this session (id or any unique part of it).")] = None,
+    session: Annotated[str | None, typer.Option("--session", "-s", "--resume", help="Continue this session (id or any unique part of it).")] = None,
     permission_mode: Annotated[str | None, typer.Option(
         "--permission-mode", "-p",
-        help=f"What runs without asking: {', '.join(m for m in PERMISSION_MODES if m != 'ask')}. "
-             "Headless never prompts: a refused call goes back to the model as an error. [default: accept-edits]")] = None,
-    output: Annotated[OutputFormat, typer.Option("--output", "-o", help="text streams the answer; json prints one summary object; stream-json one object per event.")] = OutputFormat.text,
-    max_turns: Annotated[int | None, typer.Option("--max-turns", min=1, help="Most model calls in this run. [default: 50]")] = None,
+        help=f"What runs without asking: {', '.join(HEADLESS_MODES)}; with --input-format stream-json also ask "
+             "(the approvals are answered on stdin). Otherwise nothing prompts: a refused call goes back to the "
+             "model as an error. [default: accept-edits]")] = None,
+    output: Annotated[OutputFormat, typer.Option(
+        "--output", "-o", "--output-format",
+        help="text streams the answer; json prints one summary object; stream-json one object per event, in "
+             "Claude Code's shapes.")] = OutputFormat.text,
+    input_format: Annotated[InputFormat, typer.Option(
+        "--input-format",
+        help="stream-json: no prompt argument; a session of many turns read from stdin, one JSON object a line "
+             "(messages, interrupts, approvals' answers), with -o stream-json.")] = InputFormat.text,
+    max_turns: Annotated[int | None, typer.Option("--max-turns", min=1, help="Most model calls in a turn. [default: 50]")] = None,
     model: Annotated[str | None, typer.Option("--model", "-m", help="Model to use; a continued session switches to it. [default: claude-sonnet-5-5]")] = None,
     auto_commit: Annotated[bool | None, typer.Option(
         "--auto-commit/--no-auto-commit",
@@ -78,105 +95,187 @@ def run(
     """
     # Imported here, not at the top: what the agent needs is not what `--help` needs.
     from scribe.agent.actions.attach import image_files
-    from scribe.agent.assembly import Opening, SessionChoice, open_agent
+    from scribe.agent.core import Agent
+    from scribe.agent.opening import AgentConfig, Overrides, SessionChoice
     from scribe.model.client import preload_sdk
 
+    conversing = input_format is InputFormat.stream_json
     said = RunLines(quiet=output is OutputFormat.json)
     with cli_errors(), ending_signals(RUN_SIGNALS, closing=said.stopped) as ending:
-        text = sys.stdin.read() if prompt == "-" else prompt
-        said.prompt = text
-        if not text.strip():
-            raise fail("the prompt is empty")
+        if conversing and output is not OutputFormat.stream_json:
+            raise fail("--input-format stream-json needs --output stream-json (-o stream-json)")
+        if conversing and (prompt is not None or image):
+            raise fail("--input-format stream-json reads its messages from stdin: give no prompt or --image")
+        if not conversing:
+            if prompt is None:
+                raise fail("give a prompt (or '-' to read it from stdin, or --input-format stream-json)")
+            text = sys.stdin.read() if prompt == "-" else prompt
+            said.prompt = text
+            if not text.strip():
+                raise fail("the prompt is empty")
         if continue_ and session:
             raise fail("give --continue or --session, not both")
-        if permission_mode == "ask":
-            raise fail("permission mode 'ask' needs a person; headless runs use read-only, accept-edits or full-auto")
+        mode = _mode(permission_mode, conversing)
         images = image_files(image) if image else []
         # The SDK's import is most of a cold start: it runs in a thread while the session is
         # prepared (config, git, the sandbox's probe), which spends much of its time waiting.
         preload_sdk()
-        opening = Opening(Path.cwd(), SessionChoice(continue_, session, model), trust_workspace=trust_workspace,
-                          flags={"permission_mode": permission_mode, "max_turns": max_turns, "model": model,
-                                 "auto_commit": auto_commit})
-        with open_agent(opening, show=said, on_trust=tell_ignored, tell=warn) as opened:
-            agent_session = opened.session
-            ended, totals, failed_commits = _follow(opened.agent.turn(text, images), output, opened.prices.price_usage,
-                                                    agent_session.id)
-        if output is OutputFormat.json:
-            print(json.dumps({
-                "session_id": agent_session.id, "log": str(agent_session.path),
-                "result": ended.text, "stop_reason": ended.reason, "error": ended.error,
-                "calls": ended.calls, "usage": totals.as_dict(), "notes": said.notes,
-                "memory": agent_session.digest.health.as_dict(),
-            }, ensure_ascii=False))
-        elif ended.error:
-            print(f"scribe: {visible(ended.error)}", file=sys.stderr)
-        elif ended.reason == "max_turns":
-            print(f"scribe: stopped after {ended.calls} model calls (--max-turns); "
-                  f"continue with: scribe run -c '...'", file=sys.stderr)
+        config = AgentConfig(Path.cwd(), SessionChoice(continue_, session, model),
+                             Overrides(permission_mode=mode, model=model, max_turns=max_turns, auto_commit=auto_commit),
+                             trust_workspace=trust_workspace, answers=conversing)
+        agent = Agent(config)
+        said.agent = agent
+        try:
+            if conversing:
+                code = _converse(agent, said)
+            else:
+                code = _one_turn(agent, UserMessage(text, tuple(images)), output, said)
+        finally:
+            for line in agent.close().lines:
+                warn(line)
         ending.raise_if_received()  # a signal ended the turn: scribe ends now, saying so
-        if output is not OutputFormat.text:  # the text output showed them as they came
-            for failure in failed_commits:
-                print(f"scribe: {visible(failure.text)}", file=sys.stderr)
-        code = EXIT_FOR.get(ended.reason, EXIT_FAILED)
-        # The commit the person asked for did not happen: the run did not do all it was asked.
-        raise typer.Exit(EXIT_FAILED if failed_commits and code == EXIT_OK else code)
+        raise typer.Exit(code)
+
+
+def _mode(given: str | None, conversing: bool) -> PermissionMode | None:
+    if given is None:
+        return None
+    if given not in PERMISSION_MODES:
+        raise fail(f"unknown permission mode {given!r}; one of {', '.join(PERMISSION_MODES)}")
+    if given == PermissionMode.ASK and not conversing:
+        raise fail("permission mode 'ask' needs someone to answer: a person (`scribe`), or approvals answered on "
+                   "stdin (--input-format stream-json); otherwise use read-only, accept-edits or full-auto")
+    return PermissionMode(given)
+
+
+def _one_turn(agent: Agent, message: UserMessage, output: OutputFormat, said: RunLines) -> int:
+    """The run's one turn through the core, shown in the output asked for; its exit code."""
+    price = _pricer(agent)
+    turn = TurnFigures(price)
+    failed_commits: list[CommitFailed] = []
+    ended: TurnEnded | None = None
+    stream = StreamJson(price=price, summary=lambda: said.summary(agent)) if output is OutputFormat.stream_json else None
+    text = TextSink() if output is OutputFormat.text else None
+
+    def show(event: Event) -> None:
+        nonlocal ended
+        said(event)
+        if said.before_session(event):
+            return
+        turn.count(event)
+        if isinstance(event, CommitFailed):
+            failed_commits.append(event)
+        if isinstance(event, TurnEnded):
+            ended = event
+        if stream is not None:
+            stream(event)
+        elif text is not None and not isinstance(event, SessionOpened | Curated):
+            text(event)
+
+    driver.drive(agent.start(), show)
+    driver.drive(agent.run(message), show)
+    assert ended is not None, "a turn always ends with TurnEnded"
+    if output is OutputFormat.json:
+        session = agent.session
+        print(json.dumps({
+            "session_id": session.id, "log": str(session.path),
+            "result": ended.text, "stop_reason": ended.reason, "error": ended.error,
+            "calls": ended.calls, "usage": turn.totals.as_dict(), "notes": said.notes,
+            "memory": session.digest.health.as_dict(),
+        }, ensure_ascii=False))
+    elif ended.error and output is OutputFormat.text:
+        print(f"scribe: {visible(ended.error)}", file=sys.stderr)
+    elif ended.reason == "max_turns" and output is OutputFormat.text:
+        print(f"scribe: stopped after {ended.calls} model calls (--max-turns); "
+              f"continue with: scribe run -c '...'", file=sys.stderr)
+    if output is not OutputFormat.text:  # the text output showed them as they came
+        for failure in failed_commits:
+            print(f"scribe: {visible(failure.text)}", file=sys.stderr)
+    code = EXIT_FOR.get(ended.reason, EXIT_FAILED)
+    # The commit the person asked for did not happen: the run did not do all it was asked.
+    return EXIT_FAILED if failed_commits and code == EXIT_OK else code
+
+
+def _converse(agent: Agent, said: RunLines) -> int:
+    """A session over stdin: every event out as stream-json, until the input ends."""
+    from .stream_input import read
+
+    stream = StreamJson(price=_pricer(agent), summary=lambda: said.summary(agent))
+    failed = False
+
+    def show(event: Event) -> None:
+        nonlocal failed
+        said(event)
+        if said.before_session(event):
+            return
+        stream(event)
+        if isinstance(event, TurnEnded) and event.reason in ("error", "refusal"):
+            failed = True
+
+    driver.drive(agent.start(), show)
+    done = threading.Event()
+    read(sys.stdin, agent.submit, stream.write, done)
+    try:
+        driver.drive(agent.events(), show)
+    finally:
+        done.set()
+    return EXIT_FAILED if failed else EXIT_OK
+
+
+def _pricer(agent: Agent) -> Pricer:
+    """The opening's prices, looked up at each call (they are read as the agent opens)."""
+    return lambda usage: agent.opened.prices.price_usage(usage)
 
 
 @dataclass
 class RunLines:
-    """What a run says on stderr as its session starts: the curations of earlier sessions worth a
-    line (also kept for the JSON summary, which says them instead: `quiet`), and what is worth a
+    """What a run says on stderr around its turns: the curations of earlier sessions worth a
+    line (also kept for the JSON outputs, which say them instead: `quiet`), and what is worth a
     note about the session it runs in."""
 
     quiet: bool
     notes: list[str] = field(default_factory=list)
     prompt: str | None = None  # once read
-    session: Session | None = None  # once opened
-    opened_at: int = 0  # its events then: the prompt comes after
+    agent: Agent | None = None
+    session: Session | None = None  # once opened (it outlives the agent's close, for the last line)
+    opened_at: int = 0  # the session's events when it opened: the prompt comes after
 
     def stopped(self, stop: Stopped) -> str:
         """The closing line of a run a signal ended: only what happened is said."""
         session = self.session
-        recorded = session is not None and any(
-            isinstance(e, UserEvent) and e.text == self.prompt for e in session.events[self.opened_at:])
+        recorded = session is not None and (self.prompt is None or any(
+            isinstance(e, UserEvent) and e.text == self.prompt for e in session.events[self.opened_at:]))
         if session is None or not recorded:
             return f"scribe: {stop} before the prompt was recorded; nothing was sent: run it again"
         return (f"scribe: {stop}; what it was running was ended and recorded in session {session.id}; "
                 "`scribe run -c` continues it")
 
-    def __call__(self, event: LifeEvent) -> None:
+    def summary(self, agent: Agent) -> dict[str, Any]:
+        """What the JSON outputs add about the session: its log, memory health, the notes."""
+        if not agent.has_session:
+            return {"notes": list(self.notes)}
+        return {"log": str(agent.session.path), "memory": agent.session.digest.health.as_dict(),
+                "notes": list(self.notes)}
+
+    def __call__(self, event: Event) -> None:
         if isinstance(event, Curated) and event.noteworthy:
             self.notes.append(event.text)
             if not self.quiet:
                 print(f"scribe: {visible(event.text)}", file=sys.stderr)
         elif isinstance(event, SessionOpened):
-            self.session, self.opened_at = event.session, len(event.session.events)
+            if self.agent is not None and self.agent.has_session:
+                self.session = self.agent.session
+                self.opened_at = len(self.session.events)
             for problem in event.problems:
-                print(f"scribe: note: {event.session.path.name} {visible(problem)}", file=sys.stderr)
+                print(f"scribe: note: {event.path.name} {visible(problem)}", file=sys.stderr)
             for notice in event.notices:
                 print(f"scribe: note: {visible(notice)}", file=sys.stderr)
             for line in event.mcp:
                 print(f"scribe: {visible(line)}", file=sys.stderr)
+        elif self.before_session(event):
+            print(f"scribe: {visible(event.text)}", file=sys.stderr)
 
-
-def _follow(turn: Generator[AgentEvent, None, TurnEnded], output: OutputFormat,
-            price: Pricer, session_id: str) -> tuple[TurnEnded, Figures, list[CommitFailed]]:
-    """The turn through the driver, shown in the output asked for, and counted."""
-    totals = Figures()
-    show: Callable[[AgentEvent], None] | None = None
-    if output is OutputFormat.text:
-        show = TextSink()
-    elif output is OutputFormat.stream_json:  # its last event says what --output json would
-        show = StreamJsonSink(summary=lambda: {"session_id": session_id, "usage": totals.as_dict()})
-    failed_commits: list[CommitFailed] = []
-
-    def shown(event: AgentEvent) -> None:
-        if isinstance(event, AssistantMessage):
-            totals.add(event.usage.tokens, *price(event.usage))
-        if isinstance(event, CommitFailed):
-            failed_commits.append(event)
-        if show is not None:
-            show(event)
-
-    return driver.drive(turn, shown), totals, failed_commits
+    def before_session(self, event: Event) -> bool:
+        """A notice before the session opens (what an untrusted workspace's files would have
+        changed): said here, on stderr, whatever the output."""
+        return isinstance(event, Notice) and self.agent is not None and not self.agent.has_session

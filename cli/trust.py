@@ -19,10 +19,9 @@ from .visible import visible
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from scribe.settings.files import ConfigFiles
+    from scribe.agent.protocol import ServersToConfirm, TrustRequested
     from scribe.settings.server_pins import ServerPin
     from scribe.settings.trust import WorkspaceTrust
-    from scribe.settings.values import Settings
 
 # The only answers that trust: anything else (Enter, "n", a sentence, Ctrl-D) does not.
 YES = ("y", "yes")
@@ -87,64 +86,35 @@ def _confirmed_line(server: ServerPin) -> str | None:
     return None
 
 
-def ask(console: Console, found: WorkspaceTrust) -> WorkspaceTrust:
-    """Put the question to the person; a deliberate yes records the trust and returns it
-    trusted, anything else leaves it as it was (and says what is ignored)."""
-    from scribe.settings.files import trust_of, trust_store
-    from scribe.settings.untrusted import PROMPT, ignored_line, question
+def ask_trust(console: Console, question: TrustRequested) -> bool:
+    """Put the workspace's question to the person: only a deliberate yes trusts (the core
+    records it); Enter, "n", a sentence, Ctrl-D and Ctrl-C do not."""
+    from scribe.settings.untrusted import PROMPT
 
-    for line in question(found):
+    for line in question.lines:
         console.print(visible(line), markup=False, highlight=False)
-    _discard_typeahead()  # a key typed before the question was shown does not answer it
-    try:
-        answer = input(PROMPT)
-    except (EOFError, KeyboardInterrupt):  # Ctrl-D, Ctrl-C: no answer is not a yes
-        console.print()
-        answer = ""
-    if answer.strip().lower() in YES:
-        from scribe.settings.server_pins import pins_to_trust
-
-        trust_store().grant(found.workspace, found.fingerprint, pins_to_trust(found.workspace, found)[0])
-        granted = trust_of(found.workspace)
-        if granted.trusted:
-            return granted
-        found = granted  # changed while the question was open: not what the person saw
-    console.print(visible(f"scribe: {ignored_line(found)}"), markup=False, highlight=False, style="yellow")
-    return found
+    return _yes(console, PROMPT)
 
 
 SERVER_PROMPT = "Start it as it is now? [y/N] "
 
 
-def confirm_servers(console: Console, workspace: Path, settings: Settings, config: ConfigFiles) -> None:
-    """Before the REPL starts its MCP servers: each server of the trusted workspace that would run
-    outside the sandbox on files changed since the person confirmed them is asked about, one
-    line saying what changed; a deliberate yes records its files as they are now. Unasked, or
-    answered otherwise, it does not start (and says so as the session opens)."""
-    if not config.trust.trusted or config.trust.for_this_run:
-        return
-    from scribe.settings.files import trust_store
-    from scribe.settings.server_pins import workspace_servers
+def ask_servers(console: Console, question: ServersToConfirm) -> bool:
+    """Before the REPL starts its MCP servers: one server of the trusted workspace that would run
+    outside the sandbox on files changed since the person confirmed them, and what changed. Only
+    a deliberate yes starts it on its files as they are now (the core records it)."""
+    console.print(visible(question.line), markup=False, highlight=False)
+    return _yes(console, SERVER_PROMPT)
 
-    changed = [s for s in workspace_servers(workspace, settings, config) if s.changed is not None]
-    if changed and any(s.spec.wants_sandbox for s in changed):
-        from scribe.agent.protection import protection_for
 
-        if protection_for(workspace, settings).sandboxed:
-            changed = [s for s in changed if not s.spec.wants_sandbox]
-    for server in changed:
-        spec = server.spec
-        console.print(visible(f"MCP server '{spec.name}' of this workspace runs outside the sandbox, with your "
-                              f"environment (`{spec.where()}`): {server.changed}."),
-                      markup=False, highlight=False)
-        _discard_typeahead()
-        try:
-            answer = input(SERVER_PROMPT)
-        except (EOFError, KeyboardInterrupt):
-            console.print()
-            answer = ""
-        if answer.strip().lower() in YES:
-            trust_store().confirm(workspace, spec.name, server.pin.as_dict())
+def _yes(console: Console, prompt: str) -> bool:
+    _discard_typeahead()  # a key typed before the question was shown does not answer it
+    try:
+        answer = input(prompt)
+    except (EOFError, KeyboardInterrupt):  # Ctrl-D, Ctrl-C: no answer is not a yes
+        console.print()
+        answer = ""
+    return answer.strip().lower() in YES
 
 
 def tell_ignored(found: WorkspaceTrust) -> None:

@@ -41,6 +41,8 @@ from .window import anthropic_url, read_overflow
 CallEvent = TextDelta | TextWithdrawn | Retrying | Waiting | Notice
 CONNECT_TIMEOUT_S = 10.0  # a server that takes longer to accept a connection is not answering
 SLOW_AFTER_S = 3.0  # silence worth a word to the person (a Waiting event)
+# The longest a call waits without looking whether it was cancelled.
+WAIT_SLICE_S = 0.05
 SDK_BASE_URL = "https://api.anthropic.com"  # the SDK's own, when ANTHROPIC_BASE_URL is unset
 
 
@@ -127,9 +129,10 @@ class ModelClient:
         call's usage event names it, unless the answer proves Anthropic's (model/attempt.py)."""
         return None if self.on_anthropic else self._server()
 
-    def stream(self, request: Request) -> Iterator[CallEvent | CallResult]:
+    def stream(self, request: Request, cancelled: threading.Event | None = None) -> Iterator[CallEvent | CallResult]:
         """Yield text as it arrives (each piece once, across retries), then the completed call.
-        Raises ModelError."""
+        Raises ModelError. `cancelled`: set from any thread, it stops the call within a slice of
+        its waits, as a Ctrl-C would (KeyboardInterrupt)."""
         client = self.client
         anthropic = _sdk()
         import httpx2  # noqa: PLC0415 - the SDK's HTTP layer, loaded with it
@@ -140,14 +143,14 @@ class ModelClient:
                 shown.retry()
             started = time.monotonic()
             try:
-                message, from_anthropic = yield from self._attempt(client, request, attempt + 1, shown)
+                message, from_anthropic = yield from self._attempt(client, request, attempt + 1, shown, cancelled)
             except anthropic.APIStatusError as exc:
                 headers = {k.lower(): v for k, v in exc.response.headers.items()}
                 if attempt == self.retry.retries or not _worth_retry(exc, headers):
                     raise _refused(exc, attempt) from None
                 wait = self.retry.delay(attempt + 1, retry_after(headers))
                 yield self._retrying(attempt, f"{_status_reason(exc)}", wait)
-                time.sleep(wait)
+                _pause(wait, cancelled)
                 continue
             except (anthropic.APIConnectionError, httpx2.TransportError, BrokenAnswer) as exc:
                 # A connection that failed or went silent, or an answer cut or garbled after it
@@ -160,7 +163,7 @@ class ModelClient:
                     raise ModelError(f"model call failed{_after(attempt)}: {reason}") from None
                 wait = self.retry.delay(attempt + 1)
                 yield self._retrying(attempt, reason, wait)
-                time.sleep(wait)
+                _pause(wait, cancelled)
                 continue
             except anthropic.AnthropicError as exc:
                 raise ModelError(f"model call failed: {_reason(exc)}") from None
@@ -171,13 +174,14 @@ class ModelClient:
             return
         raise AssertionError("unreachable: the last attempt returns or raises")
 
-    def complete(self, request: Request, *, deadline_s: float | None = None) -> CallResult:
+    def complete(self, request: Request, *, deadline_s: float | None = None,
+                 cancelled: threading.Event | None = None) -> CallResult:
         """A whole call without the live text (observer, reflector, curator). With `deadline_s`,
         a call still answering after that many seconds is stopped (its stream closed) and
         SideCallTooSlow raised; the deadline is checked at each piece of the answer and each
         silence the stream reports, so a model writing on and on is stopped within one of them."""
         started = time.monotonic()
-        calls = self.stream(request)
+        calls = self.stream(request, cancelled)
         try:
             for item in calls:
                 if isinstance(item, CallResult):
@@ -189,8 +193,8 @@ class ModelClient:
             calls.close()
         raise ModelError("model call ended without a message")  # unreachable: stream raises or yields one
 
-    def _attempt(self, client: anthropic.Anthropic, request: Request, number: int,
-                 shown: ShownText) -> Generator[CallEvent, None, tuple[Any, bool]]:
+    def _attempt(self, client: anthropic.Anthropic, request: Request, number: int, shown: ShownText,
+                 cancelled: threading.Event | None) -> Generator[CallEvent, None, tuple[Any, bool]]:
         """One try: pass on its text, say so when the server goes quiet, return its message and
         whether Anthropic's API sent it (its header)."""
         attempt = Attempt(lambda: FilledMessageStream(
@@ -198,13 +202,17 @@ class ModelClient:
         attempt.start()
         answering = quiet = from_anthropic = False
         try:
+            silent_since = time.monotonic()
             while True:
-                step = attempt.next(None if quiet else self.slow_after_s)
+                stop_if_cancelled(cancelled)
+                step = attempt.next(WAIT_SLICE_S)
                 if step is None:
+                    if quiet or time.monotonic() - silent_since < self.slow_after_s:
+                        continue
                     quiet = True
                     yield Waiting(number, self._server(), self.slow_after_s, self.request_timeout_s, answering)
                     continue
-                quiet = False
+                quiet, silent_since = False, time.monotonic()
                 if isinstance(step, Began):
                     answering, from_anthropic = True, step.anthropic
                 elif isinstance(step, Piece):
@@ -250,6 +258,23 @@ class ModelClient:
         if self._client is not None:
             return str(self._client.base_url)
         return os.environ.get("ANTHROPIC_BASE_URL") or SDK_BASE_URL
+
+
+def stop_if_cancelled(cancelled: threading.Event | None) -> None:
+    """Raise KeyboardInterrupt, once, when a cancel was asked for (as tools/base.py's namesake
+    does for the tools, a layer this one does not import)."""
+    if cancelled is not None and cancelled.is_set():
+        cancelled.clear()
+        raise KeyboardInterrupt  # as Ctrl-C does: the record says "cancelled by the user"
+
+
+def _pause(seconds: float, cancelled: threading.Event | None) -> None:
+    """Sleep `seconds` (a retry's backoff), in slices a cancel can end."""
+    until = time.monotonic() + seconds
+    while (left := until - time.monotonic()) > 0:
+        stop_if_cancelled(cancelled)
+        time.sleep(min(left, WAIT_SLICE_S))
+    stop_if_cancelled(cancelled)
 
 
 def _result(message: Any, started: float, server: str | None) -> CallResult:

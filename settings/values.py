@@ -17,6 +17,7 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -27,7 +28,18 @@ from .trust import WorkspaceTrust
 # The current Sonnet and Haiku in the SDK's model list (anthropic 2.14).
 DEFAULT_MODEL = "claude-sonnet-5-5"
 DEFAULT_OBSERVER_MODEL = "claude-haiku-5-5"
-PERMISSION_MODES = ("read-only", "ask", "accept-edits", "full-auto")
+
+
+class PermissionMode(StrEnum):
+    """What runs without asking (agent/permissions.py has the table)."""
+
+    READ_ONLY = "read-only"
+    ASK = "ask"
+    ACCEPT_EDITS = "accept-edits"
+    FULL_AUTO = "full-auto"
+
+
+PERMISSION_MODES = tuple(m.value for m in PermissionMode)
 # When the REPL compresses memory: "auto" between turns (while the person types) on a server whose
 # calls are slow, else at the call that needs it; "always" and "never" decide it outright.
 OBSERVE_AHEAD = ("auto", "always", "never")
@@ -41,7 +53,7 @@ class Settings:
     model: str = DEFAULT_MODEL
     observer_model: str = DEFAULT_OBSERVER_MODEL
     max_tokens: int = 16384
-    permission_mode: str = "accept-edits"
+    permission_mode: PermissionMode = PermissionMode.ACCEPT_EDITS
     max_turns: int = 50
     observe_tokens: int = 30_000
     reflect_tokens: int = 40_000
@@ -94,6 +106,10 @@ class Settings:
     enable_telemetry: bool = False
     telemetry_log_prompts: bool = False
 
+    def __post_init__(self) -> None:
+        # Built from a file, the environment, a flag or code, the mode is always the enum.
+        object.__setattr__(self, "permission_mode", PermissionMode(self.permission_mode))
+
     def recorded(self) -> dict[str, Any]:
         """What the session event keeps: everything, so a request is rebuilt from the log alone."""
         return {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(self).items()}
@@ -118,9 +134,9 @@ LIMITS: dict[str, tuple[float, float | None]] = {
 
 
 # The REPL's own defaults: a person is there to answer, so it asks before edits and commands.
-REPL_DEFAULTS: Mapping[str, Any] = {"permission_mode": "ask"}
+REPL_DEFAULTS: Mapping[str, Any] = {"permission_mode": PermissionMode.ASK}
 # What `scribe run` uses where the settings say `ask`: headless, nobody can answer.
-HEADLESS_FOR_ASK = "accept-edits"
+HEADLESS_FOR_ASK = PermissionMode.ACCEPT_EDITS
 
 
 def anthropic_url(base_url: str | None) -> bool:
@@ -196,9 +212,11 @@ def explain_settings(workspace: Path, flags: Mapping[str, Any] | None = None,
         # Claude: the default there is the model the agent uses.
         values["observer_model"] = OBSERVER_AUTO
         origin["observer_model"] = OBSERVER_FOLLOWS
+    mode = values.get("permission_mode", PermissionMode.ACCEPT_EDITS)
+    if mode not in PERMISSION_MODES:
+        raise ConfigError(f"permission_mode '{mode}' is not one of {', '.join(PERMISSION_MODES)}")
+    values["permission_mode"] = PermissionMode(mode)
     settings = Settings(**values)
-    if settings.permission_mode not in PERMISSION_MODES:
-        raise ConfigError(f"permission_mode '{settings.permission_mode}' is not one of {', '.join(PERMISSION_MODES)}")
     if settings.observe_ahead not in OBSERVE_AHEAD:
         raise ConfigError(f"observe_ahead '{settings.observe_ahead}' is not one of {', '.join(OBSERVE_AHEAD)}")
     return settings, origin

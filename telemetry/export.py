@@ -2,7 +2,7 @@
 logs) over HTTP/protobuf, to the collector the standard OTEL_EXPORTER_OTLP_* variables name.
 
 `open_telemetry` gives a no-op when telemetry is off, without importing the SDK: a run that does
-not export pays nothing for it. When on, the assembly (agent/assembly.py) has it follow every
+not export pays nothing for it. When on, the assembly (agent/opening.py) has it follow every
 session it opens or starts, and each event its log appends is turned into readings (readings.py)
 as it is appended. `close()` flushes what is left at the end of a run or REPL,
 waiting at most FLUSH_WAIT_S: a slow or absent collector never holds the person up, and never

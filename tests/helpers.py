@@ -17,8 +17,9 @@ from typing import Any
 import pexpect
 import pytest
 
-from scribe.agent.assembly import Opening, SessionChoice, assemble
-from scribe.agent.loop import Agent
+from scribe.agent.driver import drive
+from scribe.agent.loop import TurnLoop
+from scribe.agent.opening import AgentConfig, Opened, SessionChoice, assemble
 from scribe.agent.session.session import Session
 from scribe.fakeapi import FakeMessagesServer
 from scribe.log.events import Event
@@ -152,23 +153,28 @@ def events_of(path: Path) -> list[Event]:
     return read.events
 
 
+def opened_for(config: AgentConfig, hub: McpHub | None = None) -> Opened:
+    """The opening as the core assembles it (agent/opening.py), nobody asked anything."""
+    return drive(assemble(config, hub=hub), lambda event: None)
+
+
 def agent_on(server: FakeMessagesServer, workspace: Path, settings: Settings,
-             monkeypatch: pytest.MonkeyPatch) -> Agent:
-    """An agent in this process, on a new session of `workspace`, whose calls go to `server`."""
+             monkeypatch: pytest.MonkeyPatch) -> TurnLoop:
+    """A turn loop in this process, on a new session of `workspace`, whose calls go to `server`."""
     monkeypatch.setenv("ANTHROPIC_BASE_URL", server.base_url)
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
-    return assemble(Opening(workspace, settings=settings)).open(SessionChoice(), lambda event: None)
+    return drive(opened_for(AgentConfig(workspace, settings=settings)).open(SessionChoice()), lambda event: None)
 
 
 def agent_for(workspace: Path, settings: Settings, session: Session | None = None, *,
-              choice: SessionChoice | None = None, hub: McpHub | None = None) -> Agent:
-    """An agent in this process through the assembly (agent/assembly.py), for `session` (one the
+              choice: SessionChoice | None = None, hub: McpHub | None = None) -> TurnLoop:
+    """A turn loop in this process through the opening (agent/opening.py), for `session` (one the
     test opened itself), else in the session `choice` names (default: a new one). Earlier
     sessions are not curated meanwhile (a model call the test did not script)."""
-    opened = assemble(Opening(workspace, settings=dataclasses.replace(settings, curate_notes=False)), hub=hub)
+    opened = opened_for(AgentConfig(workspace, settings=dataclasses.replace(settings, curate_notes=False)), hub)
     if session is not None:
         return opened.adopt(session)
-    return opened.open(choice or SessionChoice(), lambda event: None)
+    return drive(opened.open(choice or SessionChoice()), lambda event: None)
 
 
 def new_session(workspace: Path, settings: Settings, choice: SessionChoice | None = None) -> Session:

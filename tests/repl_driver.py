@@ -19,7 +19,8 @@ from prompt_toolkit.output import DummyOutput
 from rich.console import Console
 
 from helpers import as_a_person
-from scribe.agent.assembly import Opening, SessionChoice, open_agent
+from scribe.agent.core import Agent
+from scribe.agent.opening import AgentConfig, SessionChoice
 from scribe.cli.repl.repl import Repl
 from scribe.cli.repl.view import View
 from scribe.fakeapi import FakeMessagesServer, Reply
@@ -30,8 +31,11 @@ CTRL_D = "\x04"
 
 @pytest.fixture(autouse=True)
 def person(monkeypatch: pytest.MonkeyPatch, workspace: Path, tmp_path: Path) -> Iterator[None]:
-    """A person in the workspace with no stray config (the fake API's URL is set per test)."""
+    """A person in the workspace with no stray config (the fake API's URL is set per test), who
+    answers the trust question with Enter: no (the pipe feeds prompt-toolkit, not the plain
+    terminal read the question uses; the real question is tested in a terminal)."""
     as_a_person(monkeypatch, workspace, tmp_path / "home")
+    monkeypatch.setattr("scribe.cli.repl.repl.ask_trust", lambda console, question: False)
     yield
 
 
@@ -69,17 +73,16 @@ def run_repl(workspace: Path, script: list[Reply] | FakeMessagesServer, keys: st
 
 @contextmanager
 def open_repl(workspace: Path, settings: Settings, view: View, choice: SessionChoice | None = None) -> Iterator[Repl]:
-    """A REPL over the assembly as `scribe` opens one (agent/assembly.py), in its session; closed
+    """A REPL over the agent core as `scribe` opens one (agent/core.py), in its session; closed
     (the exit line said) when the block ends."""
-    opening = Opening(workspace, choice or SessionChoice(), settings=settings, person=True)
-    with open_agent(opening, open_session=False) as opened:
-        repl = Repl(opened, view)
-        repl.open(opening.choice)
-        opened.start_curation()  # as `scribe` does once its prompt is drawn
-        try:
-            yield repl
-        finally:
-            repl.close()
+    config = AgentConfig(workspace, choice or SessionChoice(), settings=settings, person=True, answers=True)
+    repl = Repl(Agent(config), view)
+    try:
+        repl.begin()
+        repl.agent.start_curation()  # as `scribe` does once its prompt is drawn
+        yield repl
+    finally:
+        repl.close()
 
 
 def _last_user_text(body: dict) -> str:  # type: ignore[type-arg]

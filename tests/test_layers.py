@@ -22,6 +22,8 @@ MAY_IMPORT: dict[str, set[str]] = {
     "agent": {"log", "context", "memory", "workspace", "tools", "settings", "model", "telemetry"},
     # exporting what sessions did over OpenTelemetry: it follows the sessions the agent opens
     "telemetry": {"log", "workspace", "tools", "settings"},
+    # the Python API: a front end on the agent core, as cli is
+    "api": {"log", "context", "memory", "workspace", "tools", "settings", "model", "agent"},
     "cli": {"log", "context", "memory", "workspace", "tools", "settings", "model", "agent", "telemetry", "fakeapi"},
     # the scripted stand-in for the API, used by tests, benchmarks and `scribe demo`
     "fakeapi": set(),

@@ -3,6 +3,7 @@ policy, and the output it hands back to the agent loop."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -87,6 +88,17 @@ class ToolContext:
     scribe_folders: tuple[Path, ...] = ()
     # Where the session keeps the images attached to its messages (log/attachments.py), for recall.
     images: Path | None = None
+    # Set when the person (or a program) cancels what runs now: a tool that waits checks it
+    # between its waits and stops as a Ctrl-C would stop it (`stop_if_cancelled`).
+    cancelled: threading.Event | None = None
+
+
+def stop_if_cancelled(cancelled: threading.Event | None) -> None:
+    """Raise KeyboardInterrupt, once, when a cancel was asked for: a wait that checks this between
+    its slices stops within one slice, whatever thread it runs on."""
+    if cancelled is not None and cancelled.is_set():
+        cancelled.clear()
+        raise KeyboardInterrupt  # as Ctrl-C does: the record says "cancelled by the user"
 
 
 def kind_of(tool: Tool, args: dict[str, Any]) -> ToolKind:

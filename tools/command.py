@@ -19,7 +19,14 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from scribe.tools.base import CommandInterrupted, ToolContext, ToolError, ToolKind, ToolOutput
+from scribe.tools.base import (
+    CommandInterrupted,
+    ToolContext,
+    ToolError,
+    ToolKind,
+    ToolOutput,
+    stop_if_cancelled,
+)
 from scribe.tools.secrets import command_env
 from scribe.tools.textio import human_bytes, plural
 from scribe.workspace import leftovers
@@ -189,7 +196,7 @@ class RunCommand:
         output = _CappedOutput(ctx.output_cap_bytes)
         try:
             try:
-                reason, left = _pump(run, output, timeout)
+                reason, left = _pump(run, output, timeout, ctx.cancelled)
             except KeyboardInterrupt as stop:  # Ctrl-C, or a signal that ends scribe (str says which)
                 run.signal(signal.SIGKILL)  # leave nothing behind, keep what it printed
                 partial = _result(run, "cancelled", timeout, output, 0, why=str(stop))
@@ -266,8 +273,10 @@ def _default_protection(workspace: Path, allowed_roots: tuple[Path, ...]) -> Pro
     return command_protection(workspace, allowed_roots=allowed_roots)
 
 
-def _pump(run: _Running, output: _CappedOutput, timeout: float) -> tuple[str | None, int]:
-    """Read output until the pipe closes and bash has exited, enforcing timeout and cancel.
+def _pump(run: _Running, output: _CappedOutput, timeout: float,
+          cancelled: threading.Event | None = None) -> tuple[str | None, int]:
+    """Read output until the pipe closes and bash has exited, enforcing timeout and cancel
+    (`cancelled`: the session's; it stops the command as Ctrl-C does).
     Returns why the command was ended early ("timeout", "cancelled"), or None, and how many
     processes it left running that were ended."""
     proc = run.proc
@@ -286,6 +295,7 @@ def _pump(run: _Running, output: _CappedOutput, timeout: float) -> tuple[str | N
     eof = False
     try:
         while not (eof and exited_at is not None):
+            stop_if_cancelled(cancelled)
             now = time.monotonic()
             if exited_at is None and proc.poll() is not None:
                 exited_at = now

@@ -86,7 +86,7 @@ def _sha256(path: Path) -> str | None:
 
 
 class TurnCommitter:
-    """Built by the assembly (agent/assembly.py) when auto_commit is on; the agent loop calls begin_turn and end_turn."""
+    """Built by the assembly (agent/opening.py) when auto_commit is on; the agent loop calls begin_turn and end_turn."""
 
     def __init__(self, workspace: Path, context: ToolContext, lock: Path | None = None) -> None:
         self.workspace = workspace

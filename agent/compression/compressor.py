@@ -10,6 +10,7 @@ the log, so a restarted process behaves as the one before it.
 from __future__ import annotations
 
 import copy
+import threading
 from collections.abc import Callable, Generator, Iterator
 from datetime import UTC, datetime
 
@@ -75,8 +76,11 @@ class Compressor:
     answer is usable (`without_model`)."""
 
     def __init__(self, model: ModelClient, settings: Settings, estimator: TokenEstimator,
-                 now: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
+                 now: Callable[[], datetime] = lambda: datetime.now(UTC),
+                 cancelled: threading.Event | None = None) -> None:
         self.model, self.settings = model, settings
+        # The session's: a side call made before a turn's call stops when the turn is cancelled.
+        self.cancelled = cancelled
         self.sizes = Sizes(settings, estimator, now)
         self.routes = Routes(self.sizes, settings)
         self.without_model = WithoutModel(self.sizes)
@@ -88,6 +92,7 @@ class Compressor:
     def detached(self) -> Compressor:
         """A compressor of its own (its estimates and caches apart), for a thread that works on
         a draft of the session (agent/compression/ahead.py) while this one goes on."""
+        # Not the session's cancel: a compression between turns is nobody's wait to cancel.
         return Compressor(self.model, self.settings, copy.deepcopy(self.sizes.estimator), self.sizes.now)
 
     # -- the figures the loop and the front ends read (sizes.py) ----------------------------
@@ -346,7 +351,7 @@ class Compressor:
     def _call(self, session: SessionLike, request: Request, call: SideCall) -> CallResult:
         """One side call, stopped if it outlasts the agent's recent calls (model/sidecall.py), and
         its usage logged with what its request was built from (`scribe log prompt` rebuilds it)."""
-        result = self.model.complete(request, deadline_s=side_deadline(session.events))
+        result = self.model.complete(request, deadline_s=side_deadline(session.events), cancelled=self.cancelled)
         session.record_call(result, call.kind, side_call=call.recorded())
         return result
 

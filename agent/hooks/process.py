@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+from scribe.tools.base import stop_if_cancelled
 from scribe.tools.secrets import command_env
 from scribe.workspace import leftovers
 from scribe.workspace.sandbox import Protection, hide_own_process
@@ -27,6 +28,8 @@ from scribe.workspace.sandbox import Protection, hide_own_process
 OUTPUT_CAP = 64 * 1024
 # After the hook's shell exits, how long what it left holding its output may take to finish.
 DRAIN_S = 0.5
+# The longest a hook is waited for without looking whether the turn was cancelled.
+WAIT_SLICE_S = 0.05
 _READ = 65536
 
 
@@ -72,6 +75,18 @@ def _feed(stream: IO[bytes], data: bytes) -> None:
             pass
 
 
+def _wait(proc: subprocess.Popen[bytes], timeout_s: float, cancelled: threading.Event | None) -> int | None:
+    """The hook's exit code, or None once `timeout_s` has passed; in slices a cancel can end."""
+    until = time.monotonic() + timeout_s
+    while (left := until - time.monotonic()) > 0:
+        stop_if_cancelled(cancelled)
+        try:
+            return proc.wait(min(left, WAIT_SLICE_S))
+        except subprocess.TimeoutExpired:
+            continue
+    return None
+
+
 def hook_env(pass_env: tuple[str, ...], workspace: Path, event: str,
              environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """A command's environment, the named secrets passed through, and where and why it runs."""
@@ -83,7 +98,7 @@ def hook_env(pass_env: tuple[str, ...], workspace: Path, event: str,
 
 
 def run_hook_process(command: str, data: bytes, *, workspace: Path, env: dict[str, str], timeout_s: float,
-                     protection: Protection | None) -> HookProcess:
+                     protection: Protection | None, cancelled: threading.Event | None = None) -> HookProcess:
     """Run `command` with bash in the workspace: in the sandbox when `protection` is given (it
     must be sandboxed), else as the person's own program. Ctrl-C ends it and is raised again."""
     started = time.monotonic()
@@ -111,10 +126,9 @@ def run_hook_process(command: str, data: bytes, *, workspace: Path, env: dict[st
         thread.start()
     timed_out = False
     try:
-        try:
-            code: int | None = proc.wait(timeout_s)
-        except subprocess.TimeoutExpired:
-            timed_out, code = True, None
+        code = _wait(proc, timeout_s, cancelled)
+        if code is None:
+            timed_out = True
             _end(proc, command_id, protection)
         for reader in readers:
             reader.join(DRAIN_S)

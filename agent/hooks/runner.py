@@ -22,6 +22,7 @@ never moves.
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -60,13 +61,15 @@ class HookVerdict:
 class HookRunner:
     def __init__(self, hooks: Hooks, workspace: Path, protection: Callable[[], Protection], redact: Redactor,
                  *, permission_mode: Callable[[], str] = lambda: "",
-                 git_watch: Callable[[], GitConfigWatch] | None = None) -> None:
+                 git_watch: Callable[[], GitConfigWatch] | None = None,
+                 cancelled: threading.Event | None = None) -> None:
         self.hooks = hooks
         self.workspace = workspace
         self.protection = protection  # the session's, found when a workspace hook first runs
         self.redact = redact
         self.permission_mode = permission_mode
         self.git_watch = git_watch  # the session's, shared with its commands
+        self.cancelled = cancelled  # the session's: a cancel ends a hook as it ends a command
 
     def wanted(self, event: HookName, tool: str | None = None) -> bool:
         return bool(self.hooks.for_event(event, tool))
@@ -143,7 +146,7 @@ class HookRunner:
         env = hook_env(spec.pass_env if spec.owner == "person" else (), self.workspace, spec.event)
         try:
             return run_hook_process(spec.command, data, workspace=self.workspace, env=env, timeout_s=spec.timeout_s,
-                                    protection=protection)
+                                    protection=protection, cancelled=self.cancelled)
         except OSError as exc:
             return HookProcess(None, "", f"could not start: {exc.strerror or exc}", 0)
 

@@ -1,6 +1,6 @@
 """What every `scribe log` command shares: finding the session, reading it, printing.
 
-Nothing here imports the SDK (nor agent/assembly.py, which does): these commands never call a
+Nothing here imports the SDK (nor agent/opening.py, which does): these commands never call a
 model, so they start in a fraction of a second.
 """
 

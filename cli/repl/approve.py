@@ -4,9 +4,9 @@ The preview is computed here, without running the tool: for edit_file the diff t
 make, for write_file the path and size (and the first lines), for run_command the command. It
 uses the file tools' own checks (`plan_edit`, `plan_write`), so a call they will refuse (an
 edit whose old_text matches 0 or 2 times, a refused path, a stale file) is not put to the
-person: it runs, fails, and the model reads the error. The answer goes back to the agent loop:
-True (yes), False (no: the model gets an error result saying the person declined) or "always"
-(this tool runs without asking for the rest of the session).
+person: it runs, fails, and the model reads the error. The answer goes back to the core as a
+Decision: allow (yes), decline (no: the model gets an error result saying the person declined) or
+allow_always (this tool runs without asking for the rest of the session).
 
 Only a deliberate answer answers (question.py): `y` or `n` alone as the first key once the
 question is up, or a whole word and Enter; `always` is a word only, never a key. No key typed
@@ -19,13 +19,12 @@ from __future__ import annotations
 
 import difflib
 import json
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from rich.text import Text
 
-from scribe.agent.protocol import ToolCall
+from scribe.agent.protocol import Decision, ToolCall
 from scribe.tools.base import ToolContext, ToolError
 from scribe.tools.files import EditFile, WriteFile, plan_edit, plan_write
 from scribe.tools.mcp.spec import PREFIX as MCP_PREFIX
@@ -42,7 +41,7 @@ from .view import RUNNING, View, waiting_for_mcp
 PREVIEW_LINES = 12
 KEYS = {"y": "yes", "n": "no"}  # answers a single key gives; never "always"
 WORDS = {"y": "yes", "yes": "yes", "n": "no", "no": "no", "always": "always"}
-VERDICT: dict[str, bool | str] = {"yes": True, "no": False, "always": "always"}
+VERDICT = {"yes": Decision.ALLOW, "no": Decision.DECLINE, "always": Decision.ALLOW_ALWAYS}
 
 
 @dataclass(frozen=True)
@@ -119,17 +118,16 @@ def _write_preview(args: dict[str, Any], ctx: ToolContext) -> Preview:
 
 
 class PersonApprover:
-    """The Agent's `approver` (agent/loop.py: Approver) for the REPL: it asks the person."""
+    """The REPL's answer to an approval request (agent/protocol.py): it asks the person."""
 
-    def __init__(self, view: View, area: InputArea, context: Callable[[], ToolContext], keys: TurnKeys) -> None:
-        # `context` is read at each call: the REPL builds a new agent (and context) per session.
+    def __init__(self, view: View, area: InputArea, context: ToolContext, keys: TurnKeys) -> None:
         self.view, self.area, self.context, self.keys = view, area, context, keys
 
-    def __call__(self, call: ToolCall) -> bool | str:
+    def ask(self, call: ToolCall) -> Decision:
         self.view.pause()  # stop the "running…" spinner: the question needs the terminal
-        shown = preview(call, self.context())
+        shown = preview(call, self.context)
         if shown.failure is not None:
-            return True  # it would only be refused: let the tool say why, to the model
+            return Decision.ALLOW  # it would only be refused: let the tool say why, to the model
         if shown.text is not None:
             text = shown.text.copy()
             if not text.plain.endswith("\n"):
@@ -149,7 +147,7 @@ class PersonApprover:
             # (as Ctrl-C stops it) and what they typed is their next message, ready to send.
             self.area.draft = choice.message
             self.view.warn("  nothing allowed: the turn stops, and what you typed waits at the prompt")
-            raise KeyboardInterrupt
+            return Decision.STOP
         if choice.word != "no" and call.name == "run_command":
             self.view.busy(RUNNING)
         elif choice.word != "no" and call.name.startswith(MCP_PREFIX):

@@ -21,20 +21,29 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from scribe.agent.compression.compressor import ContextSize
-from scribe.agent.loop import Agent
-from scribe.agent.protocol import AgentEvent
+from scribe.agent.core import Agent
+from scribe.agent.protocol import (
+    Compact,
+    CurateNotes,
+    ModelSwitched,
+    NewSession,
+    Resume,
+    SetMode,
+    Submission,
+    SwitchModel,
+    Undo,
+)
 from scribe.agent.session.session import Session
 from scribe.log.jsonl import LogError
 from scribe.model.errors import ClientSetupError, ModelError
 from scribe.settings.commands import CommandSet
 from scribe.settings.files import ConfigError
-from scribe.settings.values import PERMISSION_MODES, Settings
+from scribe.settings.values import PERMISSION_MODES, PermissionMode, Settings
 from scribe.tools.textio import plural
 from scribe.tools.todo import todos_in
 
@@ -51,16 +60,16 @@ from .habits import (
 )
 from .keys import TurnKeys
 from .records import session_summaries
-from .stats import Numbers, stats_lines, tokens
+from .stats import Numbers, stats_lines
 from .view import View
 
 
 class Repl(Protocol):
     """What a slash command may use of the interactive session (cli/repl/repl.py's Repl). A
-    protocol, so the commands need not import the loop that dispatches them."""
+    protocol, so the commands need not import the loop that dispatches them. What changes the
+    session goes to the agent core as a submission (`run`); the rest reads the log."""
 
     workspace: Path
-    settings: Settings
     view: View
     keys: TurnKeys
     # The custom commands of this REPL (settings/commands.py).
@@ -70,13 +79,11 @@ class Repl(Protocol):
     def agent(self) -> Agent: ...
     @property
     def session(self) -> Session: ...
+    @property
+    def settings(self) -> Settings: ...
     def numbers(self) -> Numbers: ...
-    def context(self) -> ContextSize: ...
     def refresh(self) -> None: ...
-    def set_mode(self, mode: str) -> None: ...
-    def start_new(self) -> None: ...
-    def resume(self, id_or_prefix: str) -> None: ...
-    def curate(self, agent: Agent) -> None: ...
+    def run(self, submission: Submission) -> None: ...
 
 
 Handler = Callable[[Repl, str], Send | None]
@@ -98,12 +105,12 @@ class Command:
     name: str
     help: str
     run: Handler
-    usage: str = ""  # "" takes no argument; "[WORD]" an optional single word
+    usage: str = ""  # "" takes no argument; "[WORD]" an optional single word; "[WORDS...]" any text
 
     def check(self, arg: str) -> None:
         if not self.usage and arg:
             raise Refused(f"/{self.name} takes no arguments (got {arg!r})")
-        if len(arg.split()) > 1:
+        if len(arg.split()) > 1 and not self.usage.endswith("...]"):
             raise Refused(f"/{self.name} takes one word at most: /{self.name} {self.usage}")
 
 
@@ -171,21 +178,12 @@ def _custom(repl: Repl, name: str, arg: str) -> Send | None:
                         "(// sends a line starting with /)")
         return None
     if command.model:
-        from scribe.agent.lifecycle import switch_model
-
-        before = repl.numbers().model
-        if switch_model(repl.session, command.model):
-            repl.session.sync()
-            repl.refresh()
-            repl.view.note(f"/{name}: model {command.model} from this message on (was {before}); its first call "
-                           "writes the prompt cache anew")
+        for event in repl.agent.run(SwitchModel(command.model)):
+            if isinstance(event, ModelSwitched) and event.changed:
+                repl.refresh()
+                repl.view.note(f"/{name}: model {event.model} from this message on (was {event.previous}); its "
+                               "first call writes the prompt cache anew")
     return custom_send(command, arg)
-
-
-def compress_now(agent: Agent) -> Iterator[AgentEvent] | None:
-    """The observational memory's on-demand compression (observe, then reflect), or None when
-    the agent runs without a memory compressor."""
-    return None if agent.memory is None else agent.memory.compress_now(agent.session)
 
 
 # -- the commands ---------------------------------------------------------------------------
@@ -223,23 +221,11 @@ def _stats(repl: Repl, arg: str) -> None:
 COMMANDS["cost"] = dataclasses.replace(COMMANDS["stats"], name="cost", help="the same as /stats")
 
 
-@command("reflect", "compress memory now, showing the context before and after")
+@command("reflect", "compress memory now, showing the context before and after; /compact FOCUS tells the "
+                    "Observer what matters most", "[FOCUS...]")
 def _reflect(repl: Repl, arg: str) -> None:
-    events = compress_now(repl.agent)
-    if events is None:
-        repl.view.note("this session runs without memory compression")
-        return
-    before = repl.context()
     repl.view.busy("compressing memory…  (Esc or Ctrl-C cancels)")
-    try:
-        for event in events:
-            repl.view.handle(event)
-    finally:
-        repl.session.sync()
-    after = repl.context()
-    repl.view.note(f"reflect: context ~{tokens(before.total)} → ~{tokens(after.total)} tokens "
-                   f"(observations {tokens(before.observations)} → {tokens(after.observations)}, "
-                   f"raw {tokens(before.raw)} → {tokens(after.raw)})")
+    repl.run(Compact(arg))
 
 
 COMMANDS["compact"] = dataclasses.replace(COMMANDS["reflect"], name="compact", help="the same as /reflect")
@@ -286,7 +272,7 @@ def _diff(repl: Repl, arg: str) -> None:
         raise Refused(f"/diff takes --stat or nothing, not {arg!r}")
     try:
         changes = session_diff(repl.workspace, repl.session.header.git_head, stat=bool(arg),
-                               box=repl.agent.context.protection)
+                               box=repl.agent.loop.context.protection)
     except (GitUnavailable, GitRefused) as exc:
         repl.view.note(f"{exc}; /diff needs a git repository")
         return
@@ -299,16 +285,7 @@ def _diff(repl: Repl, arg: str) -> None:
 
 @command("undo", "take back the files scribe's tools changed in the last turn (its auto-commit, if HEAD)")
 def _undo(repl: Repl, arg: str) -> None:
-    from scribe.agent.actions.undo import undo
-    from scribe.workspace.git import GitRefused, GitUnavailable
-
-    try:
-        result = undo(repl.session, repl.workspace, repl.agent.watcher, box=repl.agent.context.protection,
-                      roots=repl.agent.context.allowed_roots)
-    except (GitUnavailable, GitRefused) as exc:
-        repl.view.error(str(exc))
-        return
-    (repl.view.note if result.done else repl.view.error)(result.message)
+    repl.run(Undo())
 
 
 COMMANDS["rewind"] = dataclasses.replace(COMMANDS["undo"], name="rewind", help="the same as /undo")
@@ -317,45 +294,33 @@ COMMANDS["rewind"] = dataclasses.replace(COMMANDS["undo"], name="rewind", help="
 @command("model", "show the model; /model NAME switches this session to NAME, and the sessions /clear starts in "
                   "this REPL (the config's `model`, which later runs start with, is left as it is)", "[NAME]")
 def _model(repl: Repl, arg: str) -> None:
-    from scribe.agent.lifecycle import switch_model
-
-    current = repl.numbers().model
     if not arg:
-        repl.view.lines([f"model {current} (sessions /clear starts here: {repl.settings.model})"])
+        repl.view.lines([f"model {repl.numbers().model} (sessions /clear starts here: {repl.settings.model})"])
         return
-    repl.settings = dataclasses.replace(repl.settings, model=arg)
-    if not switch_model(repl.session, arg):
-        repl.view.note(f"already on {arg}")
-        return
-    repl.session.sync()
-    repl.refresh()
-    # The prompt cache is per model: the first call on the new one writes the whole prompt.
-    repl.view.note(f"model {arg} from the next call (was {current}); its first call writes the prompt "
-                   "cache anew")
+    repl.run(SwitchModel(arg))
 
 
 @command("mode", "show or set the permission mode for this session (" + ", ".join(PERMISSION_MODES) + ")",
          "[MODE]")
 def _mode(repl: Repl, arg: str) -> None:
     if not arg:
-        repl.view.lines([f"permission mode {repl.agent.policy.mode}  (modes: {', '.join(PERMISSION_MODES)})"])
+        repl.view.lines([f"permission mode {repl.agent.loop.policy.mode}  (modes: {', '.join(PERMISSION_MODES)})"])
         return
     mode = arg.lower()
     if mode not in PERMISSION_MODES:
         raise Refused(f"unknown mode {arg!r}; one of {', '.join(PERMISSION_MODES)}")
-    repl.set_mode(mode)
-    repl.view.note(f"permission mode {mode}")
+    repl.run(SetMode(PermissionMode(mode)))
 
 
 @command("clear", "start a new session (this one stays in the log; /resume returns to it)")
 def _clear(repl: Repl, arg: str) -> None:
-    repl.start_new()
+    repl.run(NewSession())
 
 
 @command("resume", "list recent sessions here, or switch to one", "[ID]")
 def _resume(repl: Repl, arg: str) -> None:
     if arg:
-        repl.resume(arg)
+        repl.run(Resume(arg))
         return
     listed = session_summaries(repl.workspace, limit=RESUME_LIST, keep=repl.session.id)
     for s in listed.shown:
@@ -373,7 +338,7 @@ def _notes(repl: Repl, arg: str) -> None:
 
     path = notes_path(repl.workspace)
     if arg.lower() == "curate":
-        repl.curate(repl.agent)
+        repl.run(CurateNotes())
         return
     if arg:
         raise Refused(f"/notes takes curate or nothing, not {arg!r}")

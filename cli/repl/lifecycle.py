@@ -24,7 +24,8 @@ from .records import last_exchanges
 from .view import View
 
 
-def show_life(view: View, event: LifeEvent) -> None:
+def show_life(view: View, event: LifeEvent, session: Session | None) -> None:
+    """`session`: the one the REPL runs in once it is open (a greeting reads its last exchanges)."""
     if isinstance(event, CurationStarted):
         what = "curating notes from earlier sessions…" if event.earlier else "curating notes…"
         view.busy(f"{what}  (Ctrl-C skips)")
@@ -40,21 +41,20 @@ def show_life(view: View, event: LifeEvent) -> None:
         view.busy("waiting for MCP servers…  (Ctrl-C stops waiting)")
     elif isinstance(event, ServersWaited):
         view.pause()
-    elif isinstance(event, SessionOpened):
-        greet(view, event)
+    elif isinstance(event, SessionOpened) and session is not None:
+        greet(view, event, session)
 
 
-def greet(view: View, opened: SessionOpened) -> None:
+def greet(view: View, opened: SessionOpened, session: Session) -> None:
     """The session's first lines: which one it is, how to use the REPL, what is worth a note,
     and for a continued one, how it ended."""
-    session = opened.session
     how = "continuing session" if opened.resumed else "new session"
     view.console.print(Text.assemble(
-        ("scribe ", "bold"), (__version__, "dim"), f" · {how} {session.id} · {opened.model} · "
+        ("scribe ", "bold"), (__version__, "dim"), f" · {how} {opened.session_id} · {opened.model} · "
         f"permission mode {opened.mode}"))
     view.note("/help lists commands · Alt-Enter adds a line · Ctrl-C cancels a turn · Ctrl-D exits")
     for problem in opened.problems:
-        view.warn(f"note: {session.path.name} {problem}")
+        view.warn(f"note: {opened.path.name} {problem}")
     for notice in opened.notices:
         view.warn(f"note: {notice}")
     for line in opened.mcp:

@@ -1,57 +1,76 @@
-"""`scribe` with no command: the interactive session.
+"""`scribe` with no command: the interactive session, a front end on the agent core
+(agent/core.py).
 
-    read a line -> a slash command, or one agent turn shown as it happens -> read the next
+    read a line -> a slash command (a submission, or something read from the log), or a message
+                   -> the core's events shown as they happen -> read the next
 
-The agent runs in this (main) thread, so Ctrl-C during a turn raises KeyboardInterrupt wherever
-the turn is: in the model call or a running command, the agent records an `interrupt` event
-and ends the turn (run_command kills its process group on the way out); if it lands while an
-event is being drawn, `drive` hands it to the agent so the same happens. Either way the log
-stays whole and the session goes on. Esc during a turn takes the same path (keys.py sends the
-main thread a SIGINT), and keys typed during a turn wait for the next prompt. Ctrl-D during a
-turn cancels it the same way, and then the REPL ends, as Ctrl-D at the prompt ends it.
+The core runs in this (main) thread. Esc during a turn cancels it through the core
+(`Agent.cancel`, from the key-reading thread: keys.py); Ctrl-C raises KeyboardInterrupt wherever
+the turn is, which the core handles the same way, and a Ctrl-C that lands while an event is being
+drawn is handed back to the core where it yielded that event. Either way the log stays whole and
+the session goes on. Ctrl-D during a turn cancels it the same way, and then the REPL ends, as
+Ctrl-D at the prompt ends it. An approval, the trust question and a server's confirmation are
+events the core waits on: the REPL asks the person and submits the answer.
 """
 
 from __future__ import annotations
 
-import os
 import signal
 import time
-from collections.abc import Callable, Generator, Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from rich.text import Text
+
 from scribe.agent import driver
-from scribe.agent.assembly import PERSON_WAITS_S, Opened, Opening, SessionChoice, open_agent
-from scribe.agent.compression.ahead import AheadCompression, left_unfinished, works_ahead
-from scribe.agent.compression.compressor import ContextSize
-from scribe.agent.lifecycle import curating
-from scribe.agent.loop import Agent
-from scribe.agent.protocol import AgentEvent, LifeEvent, TurnEnded
-from scribe.agent.session.session import Session, notes_path, store_for
-from scribe.log.events import InterruptEvent
-from scribe.log.open_calls import unanswered_tool_uses
-from scribe.log.pricing import PriceBook
+from scribe.agent.core import Agent
+from scribe.agent.opening import AgentConfig, Overrides, SessionChoice
+from scribe.agent.protocol import (
+    ActionDone,
+    ApprovalAnswer,
+    ApprovalRequested,
+    Compact,
+    Compacted,
+    Event,
+    Failed,
+    LifeEvent,
+    ModeChanged,
+    ModelSwitched,
+    RunShell,
+    ServersAnswer,
+    ServersToConfirm,
+    SessionOpened,
+    ShellDone,
+    Submission,
+    TrustAnswer,
+    TrustRequested,
+    UserMessage,
+)
+from scribe.agent.session.session import Session, store_for
 from scribe.log.store import SessionFile, SessionNotFound
-from scribe.model.client import ModelClient, preload_sdk
+from scribe.model.client import preload_sdk
+from scribe.model.events import Notice
 from scribe.settings.commands import CommandSet, load_commands
-from scribe.settings.files import state_dir
-from scribe.settings.values import Settings
-from scribe.workspace.images import PreparedImage
+from scribe.settings.files import find_workspace, state_dir
+from scribe.settings.values import PERMISSION_MODES, PermissionMode
 
 from ..exits import cli_errors, fail, warn
 from ..signals import Ending, Stopped, ending_signals
-from ..trust import ask, confirm_servers
+from ..trust import ask_servers, ask_trust
+from ..visible import visible
 from .approve import PersonApprover
 from .commands import COMMANDS, ExitRepl, command_help, dispatch, message_of
+from .excerpts import fold
 from .input import InputArea
 from .keys import TurnKeys
 from .lifecycle import exit_line, show_life
 from .memory_notes import MemoryNotes
-from .shell import run_bang, shell_command, with_attachments
-from .stats import Numbers, numbers, toolbar_text
-from .view import THINKING, View, make_console
+from .shell import shell_command, with_attachments
+from .stats import Numbers, numbers, tokens, toolbar_text
+from .view import RUNNING, THINKING, View, make_console
 
 # In the REPL a refused call names the command that allows it, not the flag.
 MODE_COMMAND = "/mode"
@@ -81,148 +100,148 @@ def cancellable(window_s: float = REPEAT_WINDOW_S) -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
 
 
-def drive(turn: Generator[AgentEvent, None, TurnEnded], show: Callable[[AgentEvent], None]) -> TurnEnded:
-    """Run a turn to its end through the agent's driver (agent/driver.py). A Ctrl-C while its
-    end is shown has nothing left to cancel; one that escapes the agent (raised before its
-    handler was in place, or inside it) ends the turn here, and Repl.run_turn closes whatever
-    tool call it left open."""
-
-    def shown(event: AgentEvent) -> None:
-        try:
-            show(event)
-        except KeyboardInterrupt:
-            if not isinstance(event, TurnEnded):
-                raise
-
-    try:
-        return driver.drive(turn, shown)
-    except KeyboardInterrupt:
-        ended = TurnEnded("interrupted", "", 0)
-        show(ended)
-        return ended
-
-
 class Repl:
-    """The interactive session over an opened agent (agent/assembly.py): its sessions come and go
-    (`/clear`, `/resume`), its MCP servers and model client stay."""
+    """The interactive session over an agent core: its sessions come and go (`/clear`,
+    `/resume`), its MCP servers and model client stay."""
 
-    def __init__(self, opened: Opened, view: View, *, area: InputArea | None = None) -> None:
-        self.opened, self.view = opened, view
-        self.workspace = opened.workspace
-        # The person's and (trusted) workspace's own slash commands (settings/commands.py).
-        self.custom: CommandSet = load_commands(self.workspace, opened.config.trust, COMMANDS)
-        for line in self.custom.notes:
-            view.warn(line)
-        self.keys = TurnKeys()
+    def __init__(self, agent: Agent, view: View) -> None:
+        self.agent, self.view = agent, view
+        self.workspace = find_workspace(agent.config.cwd)
+        self.keys = TurnKeys(on_escape=agent.cancel)
         self.memory_notes = MemoryNotes()
-        self.area = area or InputArea(self.workspace, state_dir(self.workspace) / "history",
-                                      lambda: command_help(self.custom), self.toolbar, self.keys)
+        self.custom = CommandSet({})
+        self._area: InputArea | None = None
         self._numbers: Numbers | None = None
+        self._asked: Submission | None = None  # what runs now
         # SIGTERM and SIGHUP end the REPL (cli/signals.py); start() installs the handlers.
         self.ending = Ending(())
 
     @property
-    def agent(self) -> Agent:
-        return self.opened.agent
+    def area(self) -> InputArea:
+        if self._area is None:
+            self._area = InputArea(self.workspace, state_dir(self.workspace) / "history",
+                                   lambda: command_help(self.custom), self.toolbar, self.keys)
+        return self._area
 
     @property
     def session(self) -> Session:
         return self.agent.session
 
     @property
-    def settings(self) -> Settings:
+    def settings(self) -> Any:
         """The settings new sessions of this REPL start with (`/model`, `/mode` change them)."""
-        return self.opened.settings
+        return self.agent.opened.settings
 
-    @settings.setter
-    def settings(self, settings: Settings) -> None:
-        self.opened.settings = settings
+    # -- opening ------------------------------------------------------------------------------
 
-    @property
-    def model(self) -> ModelClient:
-        return self.opened.client
-
-    @property
-    def prices(self) -> PriceBook:
-        return self.opened.prices
-
-    # -- sessions -------------------------------------------------------------------------------
-
-    def open(self, choice: SessionChoice) -> None:
-        """Run in the session `choice` names (ending the current one first), greeted. A wait for a
-        new one's MCP servers is said at once, and Ctrl-C skips it."""
-        self.finish_ahead()
-        approver = PersonApprover(self.view, self.area, lambda: self.agent.context, self.keys)
-        agent = self.opened.open(choice, self.show_life, approver)
-        agent.policy.how_to_allow = MODE_COMMAND
-        # A person waits on each call: compression the window does not need goes on beside it.
-        agent.compress_off_path = self.settings.observe_ahead != "never"
-        self.view.task = None  # the task list is the session's
+    def begin(self) -> None:
+        """Open the agent: its questions asked, its life shown, the person's and (trusted)
+        workspace's own slash commands loaded (settings/commands.py)."""
+        self.run_quietly(self.agent.start())
+        self.custom = load_commands(self.workspace, self.agent.opened.files.trust, COMMANDS)
+        for line in self.custom.notes:
+            self.view.warn(line)
         self.refresh()
 
-    def start_new(self) -> None:
-        self.open(SessionChoice())
+    # -- submissions ----------------------------------------------------------------------------
 
-    def show_life(self, event: LifeEvent) -> None:
-        show_life(self.view, event)
+    def run(self, submission: Submission) -> None:
+        """One submission's work through the core, shown as it happens; Esc and Ctrl-C cancel it.
+        A compaction the person asked for shows every memory event; a turn only the first."""
+        self._asked = submission
+        try:
+            with cancellable(), self.keys.running():
+                self.run_quietly(self.agent.run(submission))
+        finally:
+            self._asked = None
 
-    def resume(self, id_or_prefix: str) -> None:
-        found = store_for(self.workspace).find(id_or_prefix, self.workspace)
-        if found.id == self.session.id:
-            self.view.note(f"already in session {found.id}")
-            return
-        self.open(SessionChoice(session_id=found.id))
+    def run_quietly(self, events: Iterator[Event]) -> None:
+        """`events` shown, without the turn's keys (the opening, before any prompt)."""
+        try:
+            driver.drive(events, self.show)
+        except KeyboardInterrupt:
+            # Landed outside the core's own handling, as the work ended: nothing is left open
+            # (the core closes what a cancelled turn left), and the session goes on.
+            self.view.warn("cancelled")
 
-    def set_mode(self, mode: str) -> None:
-        self.opened.set_mode(mode)  # and for /clear
-        self.refresh()
+    def show(self, event: Event) -> None:
+        """One event on screen; a question asked of the person, and the answer submitted."""
+        if isinstance(event, ApprovalRequested):
+            self.agent.submit(ApprovalAnswer(event.id, self.approver.ask(event.call)))
+        elif isinstance(event, TrustRequested):
+            self.agent.submit(TrustAnswer(ask_trust(self.view.console, event)))
+        elif isinstance(event, ServersToConfirm):
+            self.agent.submit(ServersAnswer(event.name, ask_servers(self.view.console, event)))
+        elif isinstance(event, SessionOpened):
+            self.view.task = None  # the task list is the session's
+            show_life(self.view, event, self.agent.session)
+            self.agent.loop.policy.how_to_allow = MODE_COMMAND
+        elif isinstance(event, Compacted):
+            self.view.note(f"reflect: context ~{tokens(event.before)} → ~{tokens(event.after)} tokens "
+                           f"(observations {tokens(event.observations_before)} → {tokens(event.observations_after)}, "
+                           f"raw {tokens(event.raw_before)} → {tokens(event.raw_after)})")
+        elif isinstance(event, ShellDone):
+            self.shell_done(event)
+        elif isinstance(event, ModeChanged):
+            self.view.note(f"permission mode {event.mode}")
+        elif isinstance(event, ModelSwitched):
+            self.view.note(f"model {event.model} from the next call (was {event.previous}); its first call writes "
+                           "the prompt cache anew" if event.changed else f"already on {event.model}")
+        elif isinstance(event, ActionDone):
+            (self.view.note if event.ok else self.view.error)(event.text)
+        elif isinstance(event, Failed):
+            self.view.error(event.text)
+        elif isinstance(event, Notice) and not self.agent.has_session:
+            self.view.warn(f"scribe: {event.text}")  # before the session: what trust ignored
+        elif isinstance(event, LifeEvent):
+            show_life(self.view, event, self.agent.session if self.agent.has_session else None)
+        elif isinstance(self._asked, Compact):
+            self.view.handle(event)
+        else:
+            shown = self.memory_notes.shown(event)
+            if shown is not None:
+                self.view.handle(shown)
 
-    def close(self) -> None:
-        self.finish_ahead()
-        if self.opened.has_session:
-            session = self.session
-            self.opened.end()
-            try:
-                continued: SessionFile | None = store_for(self.workspace).to_continue(self.workspace).found
-            except SessionNotFound:
-                continued = None
-            self.view.note(exit_line(session, continued))
+    @property
+    def approver(self) -> PersonApprover:
+        return PersonApprover(self.view, self.area, self.agent.loop.context, self.keys)
 
-    def curate(self, agent: Agent) -> None:
-        """/notes curate: the session's notes merged now."""
-        driver.drive(curating(agent.session, self.model, self.settings, notes_path(self.workspace), skippable=True),
-                     self.show_life)
-
-    def say_curated(self) -> None:
-        """What the curation of earlier sessions, running in the background, has finished."""
-        for curated in self.opened.curated():
-            self.show_life(curated)
+    def shell_done(self, ran: ShellDone) -> None:
+        head, tail, hidden = fold(visible(ran.output))
+        text = Text()
+        for line in head:
+            text.append(f"  │ {line}\n", style="dim")
+        if hidden:
+            text.append(f"  │ … {hidden} more line{'s' if hidden != 1 else ''} …\n", style="italic dim")
+        for line in tail:
+            text.append(f"  │ {line}\n", style="dim")
+        self.view.console.print(text, end="")
+        if ran.planted is not None:
+            self.view.warn(ran.planted)
+        self.view.note("(the command and its output go to the model with your next message)")
 
     # -- numbers for the toolbar and /stats -------------------------------------------------------
 
-    def context(self) -> ContextSize:
-        memory = self.agent.memory
-        assert memory is not None, "the assembly always gives the agent a compressor"
-        return memory.context(self.session)
-
     def numbers(self) -> Numbers:
-        memory = self.agent.memory
-        assert memory is not None, "the assembly always gives the agent a compressor"
-        return numbers(self.session.events, self.agent.policy.mode, self.context(), self.session.chunks,
-                       self.session.calls(), self.prices.price_usage, memory.window(self.session),
-                       memory.limits(self.session), self.model.server)
+        agent = self.agent
+        memory = agent.loop.memory
+        assert memory is not None, "the opening always gives the loop a compressor"
+        session = agent.session
+        return numbers(session.events, agent.loop.policy.mode, agent.context(), session.chunks, session.calls(),
+                       agent.opened.prices.price_usage, memory.window(session), memory.limits(session),
+                       agent.opened.client.server)
 
     def refresh(self) -> None:
-        self._numbers = self.numbers()
+        self._numbers = self.numbers() if self.agent.has_session else None
 
     def toolbar(self, width: int | None = None) -> str:
         # The numbers are computed after each turn: prompt-toolkit asks on every redraw.
         line = "" if self._numbers is None else toolbar_text(self._numbers, width)
         busy = []
-        curation = self.opened.curation
+        curation = self.agent.opened.curation if self.agent.started else None
         if curation is not None and curation.running:
             busy.append("curating notes…")
-        if self.opened.has_session and self.agent.ahead is not None and not self.agent.ahead.done:
+        if self.agent.has_session and self.agent.compressing:
             busy.append("compressing memory…")
         if busy:
             line = " " + " · ".join(busy) + (" │" + line if line else " ")
@@ -236,7 +255,8 @@ class Repl:
             # A signal that ends scribe and was recorded where it landed (a turn, a curation that
             # skipped on it): scribe ends now.
             self.ending.raise_if_received()
-            self.say_curated()
+            for curated in self.agent.curated():
+                show_life(self.view, curated, None)
             try:
                 line = self.area.read()
             except Stopped:
@@ -265,74 +285,53 @@ class Repl:
                 self.view.note("(Ctrl-D: scribe ends)")
                 return
             self.refresh()
-            if message_of(line) is not None:
-                self.compress_ahead()
-
-    def compress_ahead(self) -> None:
-        """After a turn, on a slow server: what the next call would compress, compressed now in a
-        thread while the person reads and types (agent/compression/ahead.py). Nobody waits for it."""
-        agent = self.agent
-        self.take_ahead()
-        if agent.ahead is None and agent.memory is not None and works_ahead(
-                self.settings.observe_ahead, os.environ.get("ANTHROPIC_BASE_URL"), self.session.events):
-            agent.ahead = AheadCompression(agent.memory, self.session)
-
-    def take_ahead(self) -> None:
-        """What a compression between turns made, taken into the log once it has ended, and shown."""
-        agent = self.opened.agent if self.opened.has_session else None
-        if agent is None or agent.ahead is None or not agent.ahead.done:
-            return
-        ahead, agent.ahead = agent.ahead, None
-        for event in ahead.take():
-            self.show(event)
-        self.refresh()
-
-    def finish_ahead(self) -> None:
-        """The session ends: a compression between turns gets a moment to end, and is taken; one
-        still waiting on its model is left, and the log says so (agent/compression/ahead.py)."""
-        if not self.opened.has_session or self.agent.ahead is None:
-            return
-        if not self.agent.ahead.wait(PERSON_WAITS_S):
-            self.agent.ahead = None
-            left_unfinished(self.session)
-            return
-        self.take_ahead()
 
     def act(self, line: str) -> None:
         """A slash command, a shell command (`!...`), a literal message (`//...`, `!!...`), or a
         message for the model (its `@path` files attached)."""
-        self.take_ahead()
+        for event in self.agent.take_ahead():
+            self.show(event)
         command = shell_command(line)
         message = message_of(line)
         if command is not None:
-            with cancellable(), self.keys.running():
-                run_bang(self.agent, self.view, command, MODE_COMMAND)
+            if not command:
+                self.view.error("! needs a command after it: !git status runs `git status` (!! starts a message "
+                                "with !)")
+                return
+            self.view.busy(RUNNING)
+            self.run_shell(command)
         elif message is None:
             with cancellable(), self.keys.running():
                 sent = dispatch(self, line)
             if sent is not None:  # a custom command's text, /init's instruction: a turn of its own
-                text, images = with_attachments(self.agent, self.view, sent.text)
-                self.run_turn(text, images, sent.command)
+                text, images = with_attachments(self.agent.loop.context, self.view, sent.text)
+                self.turn(UserMessage(text, tuple(images), sent.command))
         else:
-            self.run_turn(*with_attachments(self.agent, self.view, message))
+            text, images = with_attachments(self.agent.loop.context, self.view, message)
+            self.turn(UserMessage(text, tuple(images)))
 
-    def run_turn(self, text: str, images: Sequence[PreparedImage] = (),
-                 command: dict[str, Any] | None = None) -> TurnEnded:
+    def run_shell(self, command: str) -> None:
+        try:
+            self.run(RunShell(command))
+        finally:
+            self.view.pause()
+
+    def turn(self, message: UserMessage) -> None:
         self.view.busy(THINKING)  # at once: the first model call may be a while in coming
-        with cancellable(), self.keys.running():
-            ended = drive(self.agent.turn(text, images, command), self.show)
-            dangling = unanswered_tool_uses(self.session.events)
-            if dangling:  # only if an interrupt escaped the agent's own handler
-                self.session.append(InterruptEvent, tool_use_ids=dangling, reason="cancelled by the user")
-                self.session.sync()
+        self.run(message)
         self.view.console.print()
-        return ended
 
-    def show(self, event: AgentEvent) -> None:
-        """One event of a turn on screen; memory's own events only when worth a line (memory_notes.py)."""
-        shown = self.memory_notes.shown(event)
-        if shown is not None:
-            self.view.handle(shown)
+    def close(self) -> None:
+        session = self.agent.session if self.agent.has_session else None
+        for line in self.agent.close().lines:
+            warn(line)
+        if session is not None:
+            try:
+                continued: SessionFile | None = store_for(self.workspace).to_continue(self.workspace).found
+            except SessionNotFound:
+                continued = None
+            self.view.note(exit_line(session, continued))
+
 
 def start(*, continue_: bool, resume: str | None, permission_mode: str | None, model: str | None,
           auto_commit: bool | None = None, trust_workspace: bool = False) -> None:
@@ -341,21 +340,22 @@ def start(*, continue_: bool, resume: str | None, permission_mode: str | None, m
     with cli_errors():
         if continue_ and resume:
             raise fail("give --continue or --resume, not both")
+        if permission_mode is not None and permission_mode not in PERMISSION_MODES:
+            raise fail(f"unknown permission mode {permission_mode!r}; one of {', '.join(PERMISSION_MODES)}")
+        mode = PermissionMode(permission_mode) if permission_mode else None
         console = make_console()
-        opening = Opening(Path.cwd(), SessionChoice(continue_, resume, model), person=True,
-                          trust_workspace=trust_workspace,
-                          flags={"permission_mode": permission_mode, "model": model, "auto_commit": auto_commit})
-        with open_agent(opening, ask_trust=lambda found: ask(console, found), open_session=False, tell=warn,
-                        confirm_servers=lambda workspace, settings, config: confirm_servers(
-                            console, workspace, settings, config)) as opened:
-            repl = Repl(opened, View(console))
-            # The SDK is imported, and the earlier sessions curated, while the person types the
-            # first message, from when the prompt is drawn: a thread started sooner takes the
-            # interpreter's lock from the start-up half the time, and the prompt comes later.
-            repl.area.once_drawn(lambda: (preload_sdk(), opened.start_curation()))
-            with repl.keys.session(), ending_signals(resume="scribe -c") as repl.ending:
-                try:
-                    repl.open(opening.choice)
-                    repl.loop()
-                finally:
-                    repl.close()
+        config = AgentConfig(Path.cwd(), SessionChoice(continue_, resume, model),
+                             Overrides(permission_mode=mode, model=model, auto_commit=auto_commit),
+                             trust_workspace=trust_workspace, person=True, answers=True)
+        repl = Repl(Agent(config), View(console))
+        with repl.keys.session(), ending_signals(resume="scribe -c") as repl.ending:
+            try:
+                repl.begin()
+                # The SDK is imported, and the earlier sessions curated, while the person types the
+                # first message, from when the prompt is drawn: a thread started sooner takes the
+                # interpreter's lock from the start-up half the time, and the prompt comes later.
+                repl.area.once_drawn(lambda: (preload_sdk(), repl.agent.start_curation()))
+                repl.loop()
+            finally:
+                repl.close()
+

@@ -1,19 +1,15 @@
 """The REPL's own kinds of line besides commands and messages: `!command` runs a shell command
-(agent/actions/shell.py), and `@path` in a message attaches the file (agent/actions/attach.py). This module
-parses those lines and shows what happened; the agent side does the work and the logging."""
+(the core's RunShell: agent/actions/shell.py), and `@path` in a message attaches the file
+(agent/actions/attach.py). This module parses those lines; the agent side does the work and the
+logging."""
 
 from __future__ import annotations
 
-from rich.text import Text
-
 from scribe.agent.actions.attach import attach
-from scribe.agent.actions.shell import ShellRefused, run_shell
-from scribe.agent.loop import Agent
+from scribe.tools.base import ToolContext
 from scribe.workspace.images import PreparedImage
 
-from ..visible import visible
-from .excerpts import fold
-from .view import RUNNING, View
+from .view import View
 
 
 def shell_command(line: str) -> str | None:
@@ -25,35 +21,10 @@ def shell_command(line: str) -> str | None:
     return text[1:].strip()
 
 
-def run_bang(agent: Agent, view: View, command: str, how_to_allow: str) -> None:
-    """Run a `!command` and show its output, or say in one line why it did not run."""
-    if not command:
-        view.error("! needs a command after it: !git status runs `git status` (!! starts a message with !)")
-        return
-    view.busy(RUNNING)
-    try:
-        ran = run_shell(agent, command, how_to_allow=how_to_allow)
-    except ShellRefused as exc:
-        view.error(str(exc))
-        return
-    finally:
-        view.pause()
-    head, tail, hidden = fold(visible(ran.output.text))
-    text = Text()
-    for line in head:
-        text.append(f"  │ {line}\n", style="dim")
-    if hidden:
-        text.append(f"  │ … {hidden} more line{'s' if hidden != 1 else ''} …\n", style="italic dim")
-    for line in tail:
-        text.append(f"  │ {line}\n", style="dim")
-    view.console.print(text, end="")
-    view.note("(the command and its output go to the model with your next message)")
-
-
-def with_attachments(agent: Agent, view: View, message: str) -> tuple[str, list[PreparedImage]]:
+def with_attachments(context: ToolContext, view: View, message: str) -> tuple[str, list[PreparedImage]]:
     """`message` with the files its `@path` words name attached, and the images it attaches;
     each is named on screen."""
-    attached = attach(message, agent.context)
+    attached = attach(message, context)
     for file in attached.files:
         view.note(file.describe())
     for image in attached.images:

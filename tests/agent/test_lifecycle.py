@@ -1,12 +1,12 @@
 """One session life cycle for both front ends: `scribe run` and the REPL start, continue, pin MCP
-tools and greet through the one assembly (agent/assembly.py), and each says what the same
+tools and greet through the one opening (agent/opening.py), and each says what the same
 events tell it. Both run in this process, so the assembly can be watched: a front end that
 started a session its own way would show up here as a different event sequence."""
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 
 import pytest
@@ -15,9 +15,9 @@ from prompt_toolkit.input import create_pipe_input
 from prompt_toolkit.output import DummyOutput
 from typer.testing import CliRunner
 
-from helpers import as_a_person, new_session, trust_here
+from helpers import as_a_person, events_of, new_session, trust_here
 from mcp_servers.launch import notes_table
-from scribe.agent import assembly
+from scribe.agent import opening
 from scribe.agent.protocol import Curated, ServersStarting, ServersWaited, SessionOpened
 from scribe.cli.app import app
 from scribe.cli.repl.repl import start
@@ -41,16 +41,20 @@ def driven(monkeypatch: pytest.MonkeyPatch, workspace: Path, home: Path) -> Iter
     config.write_text(notes_table(NOTES_MODE="fail"))
     trust_here(workspace)
     seen: list[object] = []
-    real = assembly.Opened.open
+    real = opening.Opened.open
 
-    def watched(self: assembly.Opened, choice: assembly.SessionChoice, show: Callable[[object], None],
-                approver: object = None) -> object:
-        def showing(event: object) -> None:
+    def watched(self: opening.Opened, choice: opening.SessionChoice) -> Generator[object, object, object]:
+        events = real(self, choice)
+        answer: object = None
+        while True:
+            try:
+                event = events.send(answer)
+            except StopIteration as done:
+                return done.value
             seen.append(event)
-            show(event)
-        return real(self, choice, showing, approver)  # type: ignore[arg-type]
+            answer = yield event
 
-    monkeypatch.setattr(assembly.Opened, "open", watched)
+    monkeypatch.setattr(opening.Opened, "open", watched)
     yield seen
 
 
@@ -121,14 +125,14 @@ def test_run_and_the_repl_start_and_continue_a_session_through_the_one_assembly(
     curated = by_run[0]
     assert isinstance(curated, Curated) and curated.noteworthy and "scribe: " + curated.text in run_said
     assert f"scribe: {run_opened.mcp[0]}" in run_said and repl_opened.mcp[0] in repl_said
-    assert f"new session {repl_opened.session.id}" in repl_said
-    assert "make check" in run_opened.session.header.system  # the run's session began with the fact
+    assert f"new session {repl_opened.session_id}" in repl_said
+    assert "make check" in events_of(run_opened.path)[0].system  # the run's session began with the fact
 
     # continuing: no curation and no wait, the same session greeted as continued
     assert [shape(e) for e in continued_by_run] == [shape(e) for e in continued_by_repl] == [
         ("opened", True, (), (), ())]
     run_continued, repl_continued = continued_by_run[0], continued_by_repl[0]
     assert isinstance(run_continued, SessionOpened) and isinstance(repl_continued, SessionOpened)
-    assert run_continued.session.id == repl_continued.session.id == run_opened.session.id
+    assert run_continued.session_id == repl_continued.session_id == run_opened.session_id
     assert "scribe: " not in run_again
-    assert f"continuing session {run_opened.session.id}" in repl_again
+    assert f"continuing session {run_opened.session_id}" in repl_again

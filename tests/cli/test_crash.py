@@ -97,13 +97,14 @@ def test_sigkills_at_random_moments_lose_nothing_acknowledged(workspace: Path, t
             assert seqs == list(range(len(seqs))), f"kill {i}: seq gap"
             by_seq = {e.seq: e for e in read.events}
             for ack in acknowledged:
-                if ack["event"] == "AssistantMessage":
+                if ack["type"] == "assistant":
                     assert isinstance(by_seq.get(ack["seq"]), AssistantEvent), f"kill {i}: lost {ack}"
-                    assert by_seq[ack["seq"]].content == ack["content"]
-                elif ack["event"] == "ToolDone":
-                    event = by_seq.get(ack["seq"])
-                    assert isinstance(event, ToolResultEvent) and event.output == ack["output"], f"kill {i}"
-            if any(a["event"] in ("AssistantMessage", "ToolDone") for a in acknowledged):
+                    assert by_seq[ack["seq"]].content == ack["message"]["content"]
+                elif ack["type"] == "user":
+                    event = by_seq.get(ack["tool_use_result"]["seq"])
+                    output = ack["message"]["content"][0]["content"]
+                    assert isinstance(event, ToolResultEvent) and event.output == output, f"kill {i}"
+            if any(a["type"] in ("assistant", "user") for a in acknowledged):
                 mid_turn_kills += 1
 
         # a last, unhurried continue finishes cleanly on top of fifty kills

@@ -58,7 +58,7 @@ def test_a_trusted_workspace_command_sends_its_expanded_text_and_the_log_says_wh
     assert user.extra["command"] == {"name": "review", "file": ".scribe/commands/review.md", "arguments": "src/a.py"}
     out = " ".join(ran.out.split())
     assert "/review FILE review a file for bugs (this workspace's: .scribe/commands/review.md)" in out  # /help
-    assert "/compact the same as /reflect" in out and "/cost the same as /stats" in out and "/init" in out
+    assert "/compact [FOCUS...] the same as /reflect" in out and "/cost the same as /stats" in out and "/init" in out
 
 
 def test_an_untrusted_workspace_command_is_ignored_with_one_line(workspace: Path) -> None:

@@ -312,9 +312,11 @@ def test_the_last_stream_json_event_names_the_session_and_what_the_run_cost(work
     assert streamed.code == 0 and summary.code == 0, streamed.err + summary.err
     lines = [json.loads(line) for line in streamed.out.splitlines()]
     last = lines[-1]
-    assert last["event"] == "TurnEnded" and last["reason"] == "end_turn"
+    # Claude Code's shapes: a `system`/`init` first, a `result` last
+    assert lines[0]["type"] == "system" and lines[0]["subtype"] == "init"
+    assert last["type"] == "result" and last["subtype"] == "success" and last["stop_reason"] == "end_turn"
     first_session = session_logs(workspace)[0].stem
-    assert last["session_id"] == first_session
+    assert {line["session_id"] for line in lines} == {first_session}
     # the same figures as --output json gives for the same run
     assert last["usage"] == summary.json()["usage"] and last["usage"]["cost_usd"] > 0
-    assert all("session_id" not in line for line in lines[:-1])
+    assert last["total_cost_usd"] == last["usage"]["cost_usd"]

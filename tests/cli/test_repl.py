@@ -207,17 +207,17 @@ def test_an_interrupt_that_escapes_the_agent_still_closes_its_tool_call(
         workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A second Ctrl-C can land inside the agent's own interrupt handler; the REPL then records
     the interrupt itself, so no tool call is left without an answer."""
-    from scribe.agent.loop import Agent
+    from scribe.agent.loop import TurnLoop
     from scribe.log.events import AssistantEvent
 
-    def turn(self: Agent, prompt: str, images: object = (), command: object = None) -> Iterator[object]:
+    def turn(self: TurnLoop, prompt: str, images: object = (), command: object = None) -> Iterator[object]:
         self.session.append(UserEvent, text=prompt)
         self.session.append(AssistantEvent, content=[tool_use_block("run_command", {"command": "true"}, id="toolu_x")],
                             stop_reason="tool_use")
         yield from ()
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(Agent, "turn", turn)
+    monkeypatch.setattr(TurnLoop, "turn", turn)
     ran = run_repl(workspace, [], "go\r")
     assert "interrupted" in ran.out
     events = events_of(session_logs(workspace)[0])
@@ -227,7 +227,7 @@ def test_an_interrupt_that_escapes_the_agent_still_closes_its_tool_call(
 def test_slash_commands_in_any_case_never_reach_the_model_and_check_their_arguments(workspace: Path) -> None:
     lines = ["/HELP", "/Stats", "/exit_now", "/HELP2", "/x.y", "/", "//help me", "/usr/bin/env is broken",
              "/log 0", "/log abc", "/log -1", "/log 2", "/mode FULL-AUTO", "/diff extra", "/diff --stat",
-             "/stats now", "/help LOG", "/help nope", "/reflect more", "/model a b", "/undo it", "/clear all",
+             "/stats now", "/help LOG", "/help nope", "/todos more", "/model a b", "/undo it", "/clear all",
              "/resume a b", "/notes later", "/exit now", "/EXIT"]
     ran = run_repl(workspace, [Reply.text("A slash message."), Reply.text("A path message.")],
                    "".join(f"{line}\r" for line in lines))
@@ -248,7 +248,7 @@ def test_slash_commands_in_any_case_never_reach_the_model_and_check_their_argume
     assert "/stats takes no arguments (got 'now')" in out
     assert "/log [N] the log file and its last events" in out  # /help LOG
     assert "no command /nope; did you mean /notes, /undo, /mode?" in out
-    assert "/reflect takes no arguments (got 'more')" in out
+    assert "/todos takes no arguments (got 'more')" in out
     assert "/model takes one word at most: /model [NAME]" in out
     assert "/undo takes no arguments (got 'it')" in out and "/clear takes no arguments (got 'all')" in out
     assert "/resume takes one word at most" in out and "/notes takes curate or nothing, not 'later'" in out

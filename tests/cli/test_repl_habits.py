@@ -169,24 +169,22 @@ def test_an_at_path_attaches_the_file_to_the_message(workspace: Path, monkeypatc
 
 # -- !command -----------------------------------------------------------------------------------
 
-@pytest.mark.parametrize(("mode", "answer", "runs"), [
-    ("read-only", "", False),
-    ("ask", "y", True),
-    ("ask", "n", False),
-    ("accept-edits", "y", True),  # it accepts edits; a command still asks
-    ("full-auto", "", True),
+@pytest.mark.parametrize(("mode", "runs"), [
+    ("read-only", False),
+    ("ask", True),
+    ("accept-edits", True),
+    ("full-auto", True),
 ])
-def test_a_bang_command_runs_under_the_permission_mode(workspace: Path, mode: str, answer: str, runs: bool) -> None:
-    # Where the mode asks, `answer` and Enter answer the question (a script's keys come at once:
-    # a letter with more close behind it is the start of a word); where it does not, a question
-    # would take the next message as what was typed at it instead, and the message the model
-    # gets shows whether one was asked.
-    answered = f"{answer}\r" if answer else ""
-    keys = f"!echo from-the-shell > shell.txt; cat shell.txt; exit 3\r{answered}what did it say?\r"
+def test_a_bang_command_is_the_persons_own_and_runs_without_a_question(workspace: Path, mode: str, runs: bool) -> None:
+    # The person's own command: no mode asks about it (read-only refuses it outright). A question
+    # would take the next message as what was typed at it, so the message the model gets shows
+    # that none was asked.
+    keys = "!echo from-the-shell > shell.txt; cat shell.txt; exit 3\rwhat did it say?\r"
     ran = run_repl(workspace, [Reply.text("It said from-the-shell.")], keys, mode=mode)
     assert (workspace / "shell.txt").exists() == runs
     users = [e for e in _log(workspace) if isinstance(e, UserEvent)]
     sent = [b["text"] for b in ran.server.requests[0].json["messages"][-1]["content"] if b["type"] == "text"]
+    assert "allow run_command?" not in ran.out
     if runs:
         assert "│ from-the-shell" in ran.out and "│ [exit code 3]" in ran.out
         # the model sees the command and its output with the next message, from the log
@@ -195,10 +193,7 @@ def test_a_bang_command_runs_under_the_permission_mode(workspace: Path, mode: st
         assert sent == [users[0].text, "what did it say?"]
     else:
         assert [u.text for u in users] == ["what did it say?"] and sent == ["what did it say?"]
-    if mode == "read-only":
-        assert "✗ !command runs nothing in permission mode read-only; /mode ask asks before each command" in ran.out
-    if answer == "n":
-        assert "✗ not run (declined)" in ran.out
+        assert "✗ !command runs nothing in permission mode read-only; /mode ask (or any other mode) runs it" in ran.out
 
 
 def test_git_configuration_a_bang_command_planted_is_shown_and_logged(tmp_path: Path) -> None:

@@ -20,7 +20,8 @@ from rich.console import Console
 from builders import session_header
 from helpers import SCRIBE, agent_on, events_of, running, sleep_argv, wait_for
 from scribe.agent.compression.compressor import ContextSize
-from scribe.agent.loop import Agent
+from scribe.agent.driver import drive
+from scribe.agent.loop import TurnLoop
 from scribe.agent.protocol import (
     AgentEvent,
     AssistantMessage,
@@ -34,7 +35,6 @@ from scribe.cli.repl.approve import Preview, preview
 from scribe.cli.repl.excerpts import fold, tail_source
 from scribe.cli.repl.input import ReplCompleter
 from scribe.cli.repl.records import last_exchanges
-from scribe.cli.repl.repl import drive
 from scribe.cli.repl.stats import LEVELS, dollars, numbers, toolbar_fields, toolbar_text
 from scribe.cli.repl.view import STATUS_AFTER_S, View
 from scribe.fakeapi import FakeMessagesServer, Reply, text_block, tool_use_block
@@ -68,7 +68,7 @@ def test_completion_of_commands_and_paths(workspace: Path) -> None:
     assert completions(workspace, "@nowhere/x") == []
 
 
-def _agent(workspace: Path, server: FakeMessagesServer, monkeypatch: pytest.MonkeyPatch) -> Agent:
+def _agent(workspace: Path, server: FakeMessagesServer, monkeypatch: pytest.MonkeyPatch) -> TurnLoop:
     return agent_on(server, workspace, Settings(permission_mode="full-auto", max_retries=0), monkeypatch)
 
 
@@ -232,7 +232,7 @@ def test_the_repl_and_the_agent_load_without_the_sdk_until_a_call_needs_it() -> 
     is loaded imports it on its first call."""
     code = (
         "import sys\n"
-        "import scribe.cli.repl.repl, scribe.agent.loop, scribe.agent.assembly\n"
+        "import scribe.cli.repl.repl, scribe.agent.loop, scribe.agent.opening\n"
         "from scribe.model.client import ModelClient\n"
         "client = ModelClient()\n"
         "print(client.server, client.on_anthropic)\n"  # where calls go, as the bar asks at the start

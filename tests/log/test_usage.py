@@ -130,7 +130,7 @@ def test_every_json_output_spells_usage_the_same_way(workspace: Path, home: Path
         return Tokens(o["input"], o["cache_read"], o["cache_write"], o["output"])
 
     # per call: stream-json's answers, log show's usage events, log stats' calls, each the server's bill
-    streamed_calls = [counts(o["usage"]) for o in outputs["stream-json"] if o["event"] == "AssistantMessage"]
+    streamed_calls = [counts(o["message"]["usage"]) for o in outputs["stream-json"] if o["type"] == "assistant"]
     assert streamed_calls == [billed[1]]
     assert [counts(o) for o in outputs["log show"] if o["type"] == "usage"] == billed
     assert [counts(o) for o in outputs["log stats"]["per_call"]] == billed

@@ -16,7 +16,7 @@ import pytest
 
 from helpers import agent_for
 from mcp_servers.launch import NOTES, START_S, free_port, notes_over_http
-from scribe.agent.loop import Agent
+from scribe.agent.loop import TurnLoop
 from scribe.fakeapi import FakeMessagesServer, Reply, tool_use_block
 from scribe.log.events import ToolResultEvent
 from scribe.settings.values import Settings
@@ -194,14 +194,14 @@ def test_a_streamable_http_server_lists_and_answers(http_server: str, tmp_path: 
 # -- through the agent loop ------------------------------------------------------------------------
 
 def agent_with(hub: McpHub, server: FakeMessagesServer, workspace: Path, mode: str,
-               monkeypatch: pytest.MonkeyPatch) -> Agent:
+               monkeypatch: pytest.MonkeyPatch) -> TurnLoop:
     monkeypatch.setenv("ANTHROPIC_BASE_URL", server.base_url)
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
     settings = Settings(permission_mode=mode, watch_files=False, curate_notes=False, mcp_start_timeout_s=START_S)
     return agent_for(workspace, settings, hub=hub)
 
 
-def results_of(agent: Agent) -> dict[str, ToolResultEvent]:
+def results_of(agent: TurnLoop) -> dict[str, ToolResultEvent]:
     return {e.tool: e for e in agent.session.events if isinstance(e, ToolResultEvent)}
 
 

@@ -24,12 +24,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from scribe.tools.base import stop_if_cancelled
 from scribe.workspace.sandbox import Protection
 
 from .catalog import ListedTool
 from .link import Link, McpCallError, State
 from .spec import ServerSpec
 
+# The longest a call is waited for without looking whether the turn was cancelled.
+WAIT_SLICE_S = 0.05
 # Past its deadline, a call's future is given this long to come back with its own timeout error.
 GRACE_S = 5.0
 # Closing a server: stdin closed, a grace period, SIGTERM, SIGKILL (the SDK's order, each bounded).
@@ -130,7 +133,8 @@ class McpHub:
 
     # -- calls --------------------------------------------------------------------------------------
 
-    def call(self, server: str, tool: str, args: dict[str, Any], timeout_s: float | None = None) -> dict[str, Any]:
+    def call(self, server: str, tool: str, args: dict[str, Any], timeout_s: float | None = None,
+             cancelled: threading.Event | None = None) -> dict[str, Any]:
         """Call `tool` of `server` and return its CallToolResult as JSON. Starts (or restarts)
         the server if need be. Raises McpCallError with one line on any failure; a Ctrl-C
         cancels the call on the server and is re-raised."""
@@ -142,7 +146,7 @@ class McpHub:
         link = self._link(server)
         future = asyncio.run_coroutine_threadsafe(self._call(link, tool, args, timeout), loop)
         try:
-            return future.result(self.start_timeout_s + timeout + GRACE_S)
+            return _result(future, self.start_timeout_s + timeout + GRACE_S, cancelled)
         except concurrent.futures.TimeoutError:
             future.cancel()
             raise McpCallError(f"MCP server '{server}' did not answer within {timeout:g} s "
@@ -191,3 +195,16 @@ def quiet_sdk_logging() -> None:
     if not any(isinstance(h, logging.NullHandler) for h in logger.handlers):
         logger.addHandler(logging.NullHandler())
     logger.propagate = False
+
+
+def _result(future: concurrent.futures.Future[dict[str, Any]], timeout_s: float,
+            cancelled: threading.Event | None) -> dict[str, Any]:
+    """The call's answer, waited for in slices a cancel can end (KeyboardInterrupt)."""
+    until = time.monotonic() + timeout_s
+    while (left := until - time.monotonic()) > 0:
+        stop_if_cancelled(cancelled)
+        try:
+            return future.result(min(left, WAIT_SLICE_S))
+        except concurrent.futures.TimeoutError:
+            continue
+    raise concurrent.futures.TimeoutError

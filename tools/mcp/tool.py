@@ -35,7 +35,7 @@ class McpTool:
 
     def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         try:
-            result = self.hub.call(self.server, self.tool, args)
+            result = self.hub.call(self.server, self.tool, args, cancelled=ctx.cancelled)
         except KeyboardInterrupt as stop:  # Ctrl-C, or a signal that ends scribe (str says which)
             why = str(stop) or "cancelled by the user"
             raise CommandInterrupted(ToolOutput(

@@ -1,27 +1,26 @@
-"""Assembling an agent: one place, for every front end (`scribe run`, the REPL, `scribe demo`,
-`scribe reflect`, `scribe notes curate`), makes each decision once and undoes it in order.
+"""Opening an agent: one place, for every front end and for sub-agents, makes each decision once
+and undoes it in order. The core (agent/core.py) runs it; what needs an answer is a question it
+yields (TrustRequested, ServersToConfirm), answered by the submission the front end sends back.
 
-    open_agent(Opening)  ->  the workspace, its trust, the config files (read once), settings,
-                             prices, the model client, the MCP servers, the session (new or
-                             continued), the agent (tools, permissions, watcher, compressor),
-                             the context window learned from the server
-    leaving the block    ->  agent (its watcher), session (checkpoint, lock), the curation in
-                             the background, the MCP servers, in that order
+    assemble(config)  ->  the workspace, its trust, the config files (read once), settings,
+                          prices, the model client, the MCP servers, the hooks, telemetry
+    Opened.open(choice) -> the session (new or continued) and its turn loop (tools, permissions,
+                          watcher, compressor, hooks), the context window learned from the server
+    Opened.close()    ->  the loop (its watcher), the session (checkpoint, lock), the curation in
+                          the background, the MCP servers, in that order
 
-Earlier sessions are curated into the project notes in the background (agent/curation/background.py)
-as a new session is prepared; a headless run starts its session with every earlier fact, a person
-never waits for it (what it adds reaches the next session), and nobody waits for a curation as
-scribe ends. The REPL switches sessions (`/clear`, `/resume`) inside one
-opening: the servers and the client stay.
+Earlier sessions are curated into the project notes in the background (agent/curation/) as a new
+session is prepared; a person never waits for it (what it adds reaches the next session). The
+REPL switches sessions (`/clear`, `/resume`) inside one opening: the servers and client stay.
 """
 
 from __future__ import annotations
 
 import os
+import threading
 import weakref
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from collections.abc import Generator, Mapping
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -29,13 +28,19 @@ from scribe.agent.actions.autocommit import TurnCommitter
 from scribe.agent.builtins import new_session_tools, session_builtins
 from scribe.agent.compression.compressor import Compressor
 from scribe.agent.curation.background import BackgroundCuration, uncurated
-from scribe.agent.driver import drive
 from scribe.agent.lifecycle import greeting, skipped_note, switch_model
-from scribe.agent.loop import Agent, Approver
+from scribe.agent.loop import TurnLoop
 from scribe.agent.mcptools import allowed_without_asking, open_hub, pinned_servers, pinning, session_tools
 from scribe.agent.permissions import PermissionPolicy
 from scribe.agent.protection import protection_for
-from scribe.agent.protocol import Curated, LifeEvent
+from scribe.agent.protocol import (
+    Curated,
+    LifeEvent,
+    ServersAnswer,
+    ServersToConfirm,
+    TrustAnswer,
+    TrustRequested,
+)
 from scribe.agent.session import abilities
 from scribe.agent.session.session import Session, store_for
 from scribe.agent.session.start import open_session, start_session
@@ -44,6 +49,7 @@ from scribe.log.codec import to_record
 from scribe.log.pricing import PriceBook
 from scribe.log.store import SessionFile
 from scribe.model.client import ModelClient
+from scribe.model.events import Notice
 from scribe.model.window import PROBE_TIMEOUT_S, anthropic_url, read_props
 from scribe.settings.files import (
     ConfigFiles,
@@ -51,13 +57,16 @@ from scribe.settings.files import (
     read_config,
     state_dir,
     trust_of,
+    trust_store,
     user_config_dir,
 )
 from scribe.settings.hooks import read_hooks
 from scribe.settings.mcp_servers import mcp_config
 from scribe.settings.prices import price_book
+from scribe.settings.server_pins import pins_to_trust, workspace_servers
 from scribe.settings.trust import WorkspaceTrust
-from scribe.settings.values import HEADLESS_FOR_ASK, REPL_DEFAULTS, Settings, load_settings
+from scribe.settings.untrusted import ignored_line, question
+from scribe.settings.values import HEADLESS_FOR_ASK, REPL_DEFAULTS, PermissionMode, Settings, load_settings
 from scribe.tools.base import Tool, ToolContext
 from scribe.tools.mcp.hub import McpHub
 from scribe.tools.registry import tool_definitions
@@ -69,12 +78,8 @@ from scribe.workspace.watcher import WorkspaceWatcher
 if TYPE_CHECKING:
     from scribe.telemetry.export import Telemetry
 
-Show = Callable[[LifeEvent], None]
-ConfirmServers = Callable[[Path, Settings, ConfigFiles], None]
 # The most a person waits for housekeeping as a session ends (the REPL gives a compression between
-# turns this long to finish). A person does not wait for the curation of earlier sessions as a
-# session starts: it needs the SDK, whose import alone takes about a second on a cold start, and
-# a model's answer, so a wait there seldom brought the notes in and always put the prompt off.
+# turns this long to finish).
 PERSON_WAITS_S = 1.0
 
 
@@ -93,18 +98,35 @@ class SessionChoice:
 
 
 @dataclass(frozen=True)
-class Opening:
-    """What a front end asks for."""
+class Overrides:
+    """Settings a front end gives on its command line (None: not given), above every file."""
+
+    permission_mode: PermissionMode | None = None
+    model: str | None = None
+    max_turns: int | None = None
+    auto_commit: bool | None = None
+
+    def flags(self) -> Mapping[str, Any]:
+        return {name: value for name, value in asdict(self).items() if value is not None}
+
+
+@dataclass(frozen=True)
+class AgentConfig:
+    """Everything a front end decides about the agent it opens: one value, no callbacks."""
 
     cwd: Path
     choice: SessionChoice = SessionChoice()
-    # Settings given on the command line (None: not given).
-    flags: Mapping[str, Any] = field(default_factory=dict)
+    overrides: Overrides = Overrides()
     # The settings whole, instead of reading the files and environment (the demo; tests).
     settings: Settings | None = None
     trust_workspace: bool = False  # --trust-workspace: the workspace's own files apply this once
-    # A person is there: the REPL's defaults (ask before edits), their Ctrl-C skips a wait.
+    # A person is there: the REPL's defaults (ask before edits), the trust and server questions,
+    # waits their Ctrl-C skips, compression kept off the path of their calls.
     person: bool = False
+    # Approval requests are answered (the REPL, stream-json input, the Python API). Otherwise
+    # nobody can answer: `ask` from the files means accept-edits, and what the mode asks about is
+    # refused, naming the flag that allows it.
+    answers: bool = False
     # The agent will run turns: it watches the workspace, starts MCP servers, learns the
     # server's window. `scribe reflect` and `scribe notes curate` do none of that.
     turns: bool = True
@@ -115,85 +137,96 @@ class Opening:
 class Opened:
     """An open agent and what it was assembled from; the REPL may move it to another session."""
 
-    def __init__(self, opening: Opening, workspace: Path, trust: WorkspaceTrust, config: ConfigFiles,
+    def __init__(self, config: AgentConfig, workspace: Path, trust: WorkspaceTrust, files: ConfigFiles,
                  settings: Settings, prices: PriceBook, client: ModelClient, hub: McpHub | None,
-                 telemetry: Telemetry | None = None, tell: Callable[[str], None] = lambda line: None) -> None:
-        self.opening = opening
-        self.workspace, self.trust, self.config = workspace, trust, config
+                 telemetry: Telemetry | None = None, cancelled: threading.Event | None = None) -> None:
+        self.config = config
+        self.workspace, self.trust, self.files = workspace, trust, files
         self.settings, self.prices, self.client = settings, prices, client
         # None: no MCP server is configured (nor was one started for this opening).
         self.hub = hub
         # None: telemetry is off, and its module is never loaded.
         self.telemetry = telemetry
-        self.tell = tell
-        # The hooks the config files that apply name (settings/hooks.py): every agent runs them.
-        self.hooks = read_hooks(workspace, config)
+        # The hooks the config files that apply name (settings/hooks.py): every loop runs them.
+        self.hooks = read_hooks(workspace, files)
         self.curation: BackgroundCuration | None = None
         # A person's first session: curated from when the front end calls `start_curation` (the
         # REPL, once its prompt is drawn: a thread started sooner takes the interpreter's lock
         # from the start-up).
-        self._curate_later = opening.person
-        self._agent: Agent | None = None
+        self._curate_later = config.person
+        self._loop: TurnLoop | None = None
+        # Set by the core when what runs is to stop (agent/core.py): shared by every wait of every
+        # session this opening runs.
+        self.cancelled = cancelled or threading.Event()
 
     @property
-    def agent(self) -> Agent:
-        assert self._agent is not None, "no session is open"
-        return self._agent
+    def loop(self) -> TurnLoop:
+        assert self._loop is not None, "no session is open"
+        return self._loop
 
     @property
     def session(self) -> Session:
-        return self.agent.session
+        return self.loop.session
 
     @property
     def has_session(self) -> bool:
-        return self._agent is not None
+        return self._loop is not None
 
     # -- sessions ---------------------------------------------------------------------------
 
-    def open(self, choice: SessionChoice, show: Show, approver: Approver | None = None) -> Agent:
+    def open(self, choice: SessionChoice) -> Generator[LifeEvent | Notice, Any, TurnLoop]:
         """End the current session, if any, then run in the session `choice` names, greeted."""
         self.end()
         # Worked out once for a new session, which records it and whose commands run under it.
         protection = protection_for(self.workspace, self.settings)
-        session = self._continued(choice) if choice.continues else self._new(show, protection)
+        session = self._continued(choice) if choice.continues else (yield from self._new(protection))
         try:
-            agent = self._build(session, approver, protection, continued=choice.continues)
+            loop = self._build(session, protection, continued=choice.continues)
             if self.telemetry is not None:
                 self.telemetry.follow(session, new=not choice.continues)
-            show(greeting(session, agent.policy.mode, resumed=choice.continues))
         except BaseException:
             session.close()
             raise
-        self._agent = agent
-        return agent
+        self._loop = loop
+        yield greeting(session, loop.policy.mode, resumed=choice.continues)
+        return loop
 
-    def adopt(self, session: Session, approver: Approver | None = None) -> Agent:
+    def adopt(self, session: Session) -> TurnLoop:
         """Run in a session the caller opened itself (a benchmark's or a test's own log), as a
         continued one; ending the current session first. Not greeted."""
         self.end()
-        self._agent = self._build(session, approver, protection_for(self.workspace, self.settings), continued=True)
+        self._loop = self._build(session, protection_for(self.workspace, self.settings), continued=True)
         if self.telemetry is not None:
             self.telemetry.follow(session, new=False)
-        return self._agent
+        return self._loop
 
     def end(self) -> None:
         """The current session ends (nothing is curated now: the next new session curates it)."""
-        agent, self._agent = self._agent, None
-        if agent is not None:
+        loop, self._loop = self._loop, None
+        if loop is not None:
             try:
-                agent.close()  # stops its file watcher
+                loop.close()  # stops its file watcher
             finally:
-                agent.session.close()
+                loop.session.close()
 
-    def set_mode(self, mode: str) -> None:
+    def set_mode(self, mode: PermissionMode) -> None:
         """The permission mode, for this session and the next ones of this opening."""
-        self.agent.policy.mode = mode
+        self.loop.policy.mode = mode
         self.settings = replace(self.settings, permission_mode=mode)
 
-    def close(self) -> None:
+    def switch_model(self, model: str) -> bool:
+        """This session's model from its next call on, and the model of the next sessions of this
+        opening; False when the session was on it already."""
+        self.settings = replace(self.settings, model=model)
+        changed = switch_model(self.session, model)
+        if changed:
+            self.session.sync()
+        return changed
+
+    def close(self) -> list[str]:
         """The session ends, a curation still running curates no further session (the next start
         picks up the rest; nobody waits for it), the MCP servers stop, and telemetry's last export
-        is waited on a moment at most (what went wrong with it is told)."""
+        is waited on a moment at most. What went wrong with that export, as lines to tell."""
         try:
             self.end()
         finally:
@@ -205,8 +238,8 @@ class Opened:
                     if self.hub is not None:
                         self.hub.close()
                 finally:
-                    for line in self.telemetry.close() if self.telemetry is not None else ():
-                        self.tell(line)
+                    lines = list(self.telemetry.close()) if self.telemetry is not None else []
+        return lines
 
     def _continued(self, choice: SessionChoice) -> Session:
         store = store_for(self.workspace)
@@ -222,37 +255,36 @@ class Opened:
             switch_model(session, choice.model)
         return session
 
-    def _new(self, show: Show, protection: Protection) -> Session:
+    def _new(self, protection: Protection) -> Generator[LifeEvent | Notice, Any, Session]:
         """A new session. Its MCP servers start and the earlier sessions are curated in the
         background meanwhile. A headless run waits for that curation, so its instructions take
         every earlier fact; a person does not (the session starts with the notes as they are, the
         curation goes on in the background, and what it adds reaches the next session). Then it
         waits for the servers at most `mcp_start_timeout_s` and pins what they offer."""
-        if self.opening.turns and self.hub is not None:
+        config = self.config
+        if config.turns and self.hub is not None:
             self.hub.start()
         if self.curation is None or not self.curation.running:
             self.curation = BackgroundCuration(self.workspace, self.settings, self.client,
                                                uncurated(self.workspace, self.settings))
             if not self._curate_later:
                 self.curation.start()
-        if not self.opening.person:  # the REPL says what the curation did at a later prompt
+        if not config.person:  # the REPL says what the curation did at a later prompt
             self.curation.wait()
-            for curated in self.curated():
-                show(curated)
+            yield from self.curated()
         mcp_definitions: list[dict[str, Any]] = []
         record: list[dict[str, Any]] = []
-        if self.opening.turns and self.hub is not None and self.hub.specs:
-            mcp_definitions, record = drive(pinning(self.hub, self.settings.mcp_start_timeout_s,
-                                                    skippable=self.opening.person), show)
+        if config.turns and self.hub is not None and self.hub.specs:
+            mcp_definitions, record = yield from pinning(self.hub, self.settings.mcp_start_timeout_s,
+                                                         skippable=config.person)
         return start_session(self.workspace, self.settings,
                              tool_definitions(new_session_tools(self.settings)) + mcp_definitions, record,
                              protection=protection.record())
 
-    def _build(self, session: Session, approver: Approver | None, protection: Protection, *,
-               continued: bool) -> Agent:
-        settings = self.settings
+    def _build(self, session: Session, protection: Protection, *, continued: bool) -> TurnLoop:
+        settings, config = self.settings, self.config
         mcp_tools = session_tools(session.header, self._hub()) if session.header.mcp else []
-        if self.opening.turns and continued and self.hub is not None:
+        if config.turns and continued and self.hub is not None:
             # In the background: a continued session waits for nothing. (A new one started them all.)
             self.hub.start(pinned_servers(session.header))
         tools: list[Tool] = [*session_builtins(session.header, settings), *mcp_tools]
@@ -267,19 +299,21 @@ class Opened:
             regex_timeout_s=settings.regex_timeout_s,
             scribe_folders=(state_dir(self.workspace), user_config_dir()),
             images=session.images.folder,
+            cancelled=self.cancelled,
         )
         recorded = session.header.recorded
         estimator = TokenEstimator(output_chars=recorded.render_output_chars,
                                    settled_chars=recorded.settled_output_chars)
         estimator.learn(session.digest.calibration)
-        memory = Compressor(self.client, settings, estimator)
-        if self.opening.turns:
+        memory = Compressor(self.client, settings, estimator, cancelled=self.cancelled)
+        if config.turns:
             ask_window(session, settings, memory)
-        # Watching starts with the first turn and stops with agent.close(), or when the agent
-        # is garbage-collected.
-        watcher = (WorkspaceWatcher(self.workspace, exclude=[state_dir(self.workspace)], git=query_in(self.workspace, context.protection))
-                   if settings.watch_files and self.opening.turns else None)
-        agent = Agent(
+        # Watching starts with the first turn and stops with loop.close(), or when the loop is
+        # garbage-collected.
+        watcher = (WorkspaceWatcher(self.workspace, exclude=[state_dir(self.workspace)],
+                                    git=query_in(self.workspace, context.protection))
+                   if settings.watch_files and config.turns else None)
+        loop = TurnLoop(
             session=session,
             model=self.client,
             tools=tools,
@@ -287,16 +321,19 @@ class Opened:
             policy=PermissionPolicy(settings.permission_mode,
                                     allowed=allowed_without_asking(mcp_tools, self._hub()) if mcp_tools else frozenset()),
             max_turns=settings.max_turns,
-            approver=approver,
+            asks=config.answers,
             memory=memory,
             watcher=watcher,
             committer=(TurnCommitter(self.workspace, context, lock=state_dir(self.workspace) / COMMIT_LOCK)
                        if settings.auto_commit else None),
+            hooks=self.hooks,
+            cancelled=self.cancelled,
+            # A person waits on each call: compression the window does not need goes on beside it.
+            compress_off_path=config.person and settings.observe_ahead != "never",
         )
-        agent.hooks = self.hooks
         if watcher is not None:
-            weakref.finalize(agent, watcher.stop)
-        return agent
+            weakref.finalize(loop, watcher.stop)
+        return loop
 
     def _hub(self) -> McpHub:
         """The servers, or none: a session that pinned tools from servers no longer configured
@@ -321,68 +358,65 @@ class Opened:
         return [Curated(outcome.message, outcome.noteworthy) for outcome in self.curation.finished()]
 
 
-@contextmanager
-def open_agent(opening: Opening, *, show: Show = lambda event: None,
-               ask_trust: Callable[[WorkspaceTrust], WorkspaceTrust] | None = None,
-               approver: Approver | None = None, client: ModelClient | None = None,
-               on_trust: Callable[[WorkspaceTrust], None] | None = None, hub: McpHub | None = None,
-               open_session: bool = True, tell: Callable[[str], None] = lambda line: None,
-               confirm_servers: ConfirmServers | None = None) -> Iterator[Opened]:
-    """The agent `opening` asks for, in its session; everything undone in order on leaving.
-
-    `ask_trust`: a person is asked whether an untrusted workspace's own files may apply (the
-    REPL); `on_trust` is told the trust found (a headless run says what it ignored). `show`
-    receives the session's life events (MCP servers waited for, the greeting). `client`: one
-    made already (the demo's, whose retries are off); `hub` likewise. `open_session` False: the
-    front end opens the session itself, with `Opened.open` (the REPL, once its keys and screen are
-    set up). `tell`: a line for the person from the teardown (telemetry that could not export).
-    `confirm_servers`: a person is asked about the workspace's MCP servers whose files changed
-    since they confirmed them, before any starts (the REPL)."""
-    opened = assemble(opening, ask_trust=ask_trust, on_trust=on_trust, client=client, hub=hub, tell=tell,
-                      confirm_servers=confirm_servers)
-    try:
-        if open_session:
-            opened.open(opening.choice, show, approver)
-        yield opened
-    finally:
-        opened.close()
-
-
-def assemble(opening: Opening, *, ask_trust: Callable[[WorkspaceTrust], WorkspaceTrust] | None = None,
-             on_trust: Callable[[WorkspaceTrust], None] | None = None,
-             client: ModelClient | None = None, hub: McpHub | None = None,
-             tell: Callable[[str], None] = lambda line: None, confirm_servers: ConfirmServers | None = None) -> Opened:
+def assemble(config: AgentConfig, *, hub: McpHub | None = None,
+             cancelled: threading.Event | None = None) -> Generator[LifeEvent | Notice, Any, Opened]:
     """Everything but the session: the workspace, trust, config files, settings, prices, the
-    model client and the MCP servers (none started yet)."""
-    workspace = find_workspace(opening.cwd)
-    trust = trust_of(workspace, granted=opening.trust_workspace)
-    if not trust.trusted and ask_trust is not None:
-        trust = ask_trust(trust)
-    if on_trust is not None:
-        on_trust(trust)
-    config = read_config(workspace, trust)
-    settings = opening.settings or _settings(workspace, opening, config)
-    client = client or ModelClient.for_settings(settings)
-    if confirm_servers is not None and opening.turns and opening.servers:
-        confirm_servers(workspace, settings, config)
-    if hub is None and opening.turns and opening.servers:
-        servers = mcp_config(workspace, settings, config=config)
+    model client and the MCP servers (none started yet). A person is asked whether an untrusted
+    workspace's own files may apply, and about each of its servers that would run outside the
+    sandbox on files changed since they were confirmed; anyone else is told in one line what was
+    ignored. `hub`: one made already (tests)."""
+    workspace = find_workspace(config.cwd)
+    trust = trust_of(workspace, granted=config.trust_workspace)
+    if not trust.trusted and config.person and trust.ignored:
+        answer = yield TrustRequested(workspace, tuple(question(trust)))
+        if isinstance(answer, TrustAnswer) and answer.trusted:
+            trust_store().grant(workspace, trust.fingerprint, pins_to_trust(workspace, trust)[0])
+            trust = trust_of(workspace)  # changed while the question was open: not what the person saw
+    if trust.ignored and not trust.trusted:
+        yield Notice(ignored_line(trust))
+    files = read_config(workspace, trust)
+    settings = config.settings or _settings(workspace, config, files)
+    client = ModelClient.for_settings(settings)
+    if config.person and config.turns and config.servers:
+        yield from _confirm_servers(workspace, settings, files)
+    if hub is None and config.turns and config.servers:
+        servers = mcp_config(workspace, settings, config=files)
         # None configured: no hub, and nothing of MCP is on the run's way.
         hub = open_hub(workspace, settings, found=servers) if servers.servers else None
-    prices = price_book(config)
+    prices = price_book(files)
     telemetry = None
-    if opening.turns and settings.enable_telemetry:  # off: its module is not even loaded
+    if config.turns and settings.enable_telemetry:  # off: its module is not even loaded
         from scribe.telemetry.export import open_telemetry
         telemetry = open_telemetry(settings, prices.price_usage)
-    return Opened(opening, workspace, trust, config, settings, prices, client, hub, telemetry, tell)
+    return Opened(config, workspace, trust, files, settings, prices, client, hub, telemetry, cancelled)
 
 
-def _settings(workspace: Path, opening: Opening, config: ConfigFiles) -> Settings:
-    if opening.person:
-        return load_settings(workspace, opening.flags, defaults=REPL_DEFAULTS, config=config)
-    settings = load_settings(workspace, opening.flags, config=config)
-    # Headless: nobody can answer a question, so `ask` from the files means accept-edits.
-    if settings.permission_mode == "ask":
+def _confirm_servers(workspace: Path, settings: Settings, files: ConfigFiles) -> Generator[LifeEvent, Any, None]:
+    """Before the servers start: each server of the trusted workspace that would run outside the
+    sandbox on files changed since the person confirmed them is asked about; a yes records its
+    files as they are now. Unasked, or answered otherwise, it does not start (and says so as the
+    session opens)."""
+    if not files.trust.trusted or files.trust.for_this_run:
+        return
+    changed = [s for s in workspace_servers(workspace, settings, files) if s.changed is not None]
+    if changed and any(s.spec.wants_sandbox for s in changed) and protection_for(workspace, settings).sandboxed:
+        changed = [s for s in changed if not s.spec.wants_sandbox]
+    for server in changed:
+        spec = server.spec
+        answer = yield ServersToConfirm(spec.name, f"MCP server '{spec.name}' of this workspace runs outside the "
+                                                   f"sandbox, with your environment (`{spec.where()}`): "
+                                                   f"{server.changed}.")
+        if isinstance(answer, ServersAnswer) and answer.name == spec.name and answer.confirmed:
+            trust_store().confirm(workspace, spec.name, server.pin.as_dict())
+
+
+def _settings(workspace: Path, config: AgentConfig, files: ConfigFiles) -> Settings:
+    flags = config.overrides.flags()
+    if config.person:
+        return load_settings(workspace, flags, defaults=REPL_DEFAULTS, config=files)
+    settings = load_settings(workspace, flags, config=files)
+    # Nobody answers a question: `ask` from the files means accept-edits.
+    if settings.permission_mode == PermissionMode.ASK and not config.answers:
         return replace(settings, permission_mode=HEADLESS_FOR_ASK)
     return settings
 
