@@ -54,8 +54,12 @@ class Compressed:
     kind: Literal["observation", "reflection"]
     tokens_before: int
     tokens_after: int
-    seq_from: int
+    seq_from: int  # the first raw event observed, or the first chunk condensed
     seq_to: int
+    seq: int  # of the observation or reflection event it appended
+    # How many it folded: the raw events an observation replaced (context/compressions.py's
+    # replaced_raw), or the chunks a reflection condensed.
+    folded: int
     model_free: bool = False  # an extractive summary: no model answer was usable
 
 

@@ -16,6 +16,7 @@ from typing import Any, TextIO
 from scribe.agent.protocol import (
     AgentEvent,
     AssistantMessage,
+    Compressed,
     ModelCallStarted,
     Notice,
     Retrying,
@@ -27,6 +28,7 @@ from scribe.agent.protocol import (
     Waiting,
 )
 
+from .compressed import compressed_line
 from .visible import VisibleStream, visible
 
 
@@ -66,6 +68,8 @@ class TextSink:
             self._note(f"  ✗ {first[0] if first else 'error'}")
         elif isinstance(event, Notice):
             self._note(event.text)
+        elif isinstance(event, Compressed):
+            self._note(compressed_line(event))
 
     def _note(self, text: str) -> None:
         self.err.write(visible(text) + "\n")
@@ -99,6 +103,7 @@ def _jsonable(event: AgentEvent) -> dict[str, Any]:
                 "denied": event.denied, "seq": r.seq, "output": r.output}
     if isinstance(event, Waiting):
         return {**dataclasses.asdict(event), "reason": event.reason}
-    if isinstance(event, (TextDelta, TextWithdrawn, ModelCallStarted, Retrying, ToolCall, Notice, TurnEnded)):
+    if isinstance(event, (TextDelta, TextWithdrawn, ModelCallStarted, Retrying, ToolCall, Notice, Compressed,
+                          TurnEnded)):
         return dataclasses.asdict(event)
     return {}
