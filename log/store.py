@@ -19,7 +19,7 @@ from typing import Any
 
 from scribe.log.codec import EventFormatError, from_record
 from scribe.log.events import SessionEvent
-from scribe.log.jsonl import LogError, read_first_record
+from scribe.log.jsonl import LogError, SessionLock, read_first_record
 from scribe.log.seal import has_seal
 
 
@@ -109,6 +109,17 @@ class SessionStore:
         if showing is None:
             return ranked[0]
         return next((s for s in ranked if showing(s)), None) or next((s for s in ranked if not s.empty), ranked[0])
+
+    def being_written(self, cwd: Path | None = None) -> tuple[SessionFile, int] | None:
+        """The session a process is writing now (the holder of its lock) and that process's pid:
+        of several, the one written last. None when no scribe writes one of these sessions."""
+        sessions = self.sessions(cwd)
+        held = SessionLock.holders(s.path for s in sessions)
+        live = [s for s in sessions if s.path in held]
+        if not live:
+            return None
+        found = max(live, key=lambda s: (s.moment, s.created or "", s.id))
+        return found, held[found.path]
 
     def to_continue(self, cwd: Path | None = None) -> Continuation:
         """The session with the latest activity that can be continued (`-c`). One that holds only
