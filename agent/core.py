@@ -180,7 +180,7 @@ class Agent:
         if self._opened is not None:
             if self._opened.has_session:
                 session_id = self._opened.session.id
-                self._finish_ahead()
+                self.finish_ahead()
             lines = self._opened.close()
         self._ended = Ended(session_id, tuple(lines))
         return self._ended
@@ -302,7 +302,7 @@ class Agent:
             yield Failed(str(exc))
 
     def _open_session(self, choice: SessionChoice) -> Work:
-        self._finish_ahead()
+        yield from self.finish_ahead()
         yield from self.opened.open(choice)
 
     def _turn(self, message: UserMessage) -> Work:
@@ -367,16 +367,16 @@ class Agent:
                 self.opened.settings.observe_ahead, os.environ.get("ANTHROPIC_BASE_URL"), self.session.events):
             loop.ahead = AheadCompression(loop.memory, self.session)
 
-    def _finish_ahead(self) -> None:
-        """The session ends: a compression between turns gets a moment to end, and is taken; one
-        still waiting on its model is left, and the log says so."""
+    def finish_ahead(self) -> list[Event]:
+        """The session ends: a compression between turns gets a moment to end, and is taken
+        (what it did, to be shown); one still waiting on its model is left, and the log says so."""
         if not self.has_session or self.loop.ahead is None:
-            return
+            return []
         if not self.loop.ahead.wait(PERSON_WAITS_S):
             self.loop.ahead = None
             left_unfinished(self.session)
-            return
-        self.take_ahead()
+            return []
+        return self.take_ahead()
 
     # -- driving one piece of work ---------------------------------------------------------
 

@@ -184,16 +184,18 @@ class CommitFailed(Notice):
 
 @dataclass(frozen=True)
 class Compressed:
-    """Memory was compressed: raw events into an observation, or observations into a reflection.
-    `events`: how many log events it folds (an observation's raw events, a reflection's chunks)."""
+    """Memory was compressed: raw events into an observation, or observations into a reflection."""
 
     kind: Literal["observation", "reflection"]
     tokens_before: int
     tokens_after: int
-    seq_from: int
+    seq_from: int  # the first raw event observed, or the first chunk condensed
     seq_to: int
+    seq: int  # of the observation or reflection event it appended
+    # How many it folded: the raw events an observation replaced (context/compressions.py's
+    # replaced_raw), or the chunks a reflection condensed.
+    folded: int
     model_free: bool = False  # an extractive summary: no model answer was usable
-    events: int = 0
 
 
 StopReason = Literal["end_turn", "max_turns", "interrupted", "error", "refusal", "max_tokens"]

@@ -45,6 +45,7 @@ from scribe.agent.protocol import (
 )
 from scribe.log.figures import Figures, Pricer
 
+from .compressed import compressed_line
 from .visible import VisibleStream, visible
 
 # The stop reasons a turn ends with, as Claude Code's `result` subtypes name them.
@@ -93,20 +94,11 @@ class TextSink:
         elif isinstance(event, Notice):
             self._note(event.text)
         elif isinstance(event, Compressed):
-            self._note(compression_line(event))
+            self._note(compressed_line(event))
 
     def _note(self, text: str) -> None:
         self.err.write(visible(text) + "\n")
         self.err.flush()
-
-
-def compression_line(event: Compressed) -> str:
-    """One line saying what a compression folded (the log keeps every event it replaced)."""
-    what = "observation" if event.kind == "observation" else "reflection"
-    how = " without a model" if event.model_free else ""
-    folded = f"{event.events} events" if event.events else f"seq {event.seq_from}-{event.seq_to}"
-    return (f"memory: {folded} folded into an {what}{how}, ~{event.tokens_before:,} → ~{event.tokens_after:,} "
-            f"tokens (seq {event.seq_from}-{event.seq_to}; `recall` reads them back)")
 
 
 @dataclass
@@ -186,8 +178,8 @@ class StreamJson:
         if isinstance(event, Compressed):
             return self._system("compact_boundary", compact_metadata={
                 "trigger": "auto", "pre_tokens": event.tokens_before, "post_tokens": event.tokens_after},
-                kind=event.kind, seq_from=event.seq_from, seq_to=event.seq_to, events=event.events,
-                model_free=event.model_free, text=compression_line(event))
+                kind=event.kind, seq_from=event.seq_from, seq_to=event.seq_to, seq=event.seq, folded=event.folded,
+                model_free=event.model_free, text=compressed_line(event))
         if isinstance(event, Compacted):
             return self._system("compact_boundary", compact_metadata={
                 "trigger": "manual", "pre_tokens": event.before, "post_tokens": event.after})

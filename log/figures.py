@@ -70,11 +70,11 @@ class Figures:
     def as_dict(self) -> dict[str, Any]:
         """The usage of some calls in JSON, as every output spells it (log/usage.py). Dollar
         figures are null when any call is unpriced: a sum that leaves calls out is not their cost
-        (`unpriced_calls` says how many)."""
+        (`unpriced_calls` says how many); and null where no call was made: nothing was priced."""
         return {"calls": self.calls, **self.tokens.counts(), "prompt_tokens": self.prompt_tokens,
                 "hit_rate": round(self.hit_rate, 6), "cost_usd": self._usd(self.cost_usd),
                 "uncached_cost_usd": self._usd(self.uncached_cost_usd),
                 "saved_usd": self._usd(self.uncached_cost_usd - self.cost_usd), "unpriced_calls": self.unpriced}
 
     def _usd(self, value: float) -> float | None:
-        return round(value, 6) if self.priced else None
+        return round(value, 6) if self.calls and self.priced else None

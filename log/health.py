@@ -47,17 +47,19 @@ class MemoryHealth:
         return self.observer.failed + self.reflector.failed + self.curator.failed
 
     def summary(self) -> str:
-        """One line for people: what memory made, and what failed, with the last reason."""
-        made = (f"{self.observer.made} observations, {self.reflector.made} reflections, "
-                f"{self.curator.made} curations")
+        """One line for people: what memory made, and what failed, with the last reason. What
+        models made and what was made without one are counted apart, and said so: the
+        observations `scribe log stats` counts are both."""
+        made = (f"by a model {_count(self.observer.made, 'observation')}, "
+                f"{_count(self.reflector.made, 'reflection')}, {_count(self.curator.made, 'curation')}")
         if self.model_free:
-            made += f", {self.model_free} model-free summaries"
+            made += f"; without a model {_count(self.model_free, 'summary', 'summaries')}"
         if not self.failed:
             return made + "; no side call failed"
         parts = [f"{calls.failed} {name}" for name, calls in
                  (("observer", self.observer), ("reflector", self.reflector), ("curator", self.curator))
                  if calls.failed]
-        return f"{made}; {self.failed} side calls failed ({', '.join(parts)}), last: {self.last_failure}"
+        return f"{made}; {_count(self.failed, 'side call')} failed ({', '.join(parts)}), last: {self.last_failure}"
 
     def as_dict(self) -> dict[str, Any]:
         return {"observations": self.observer.made, "reflections": self.reflector.made,
@@ -65,6 +67,10 @@ class MemoryHealth:
                 "last_failure": self.last_failure,
                 "by_purpose": {"observer": self.observer.as_dict(), "reflector": self.reflector.as_dict(),
                                "curator": self.curator.as_dict()}}
+
+
+def _count(n: int, word: str, many: str | None = None) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {many or word + 's'}"
 
 
 def memory_health(events: Sequence[Event]) -> MemoryHealth:

@@ -14,7 +14,7 @@ import hashlib
 import json
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -421,3 +421,58 @@ class SessionLock:
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
+
+    @staticmethod
+    def holders(log_paths: Iterable[Path]) -> dict[Path, int]:
+        """The logs among `log_paths` that a process is writing now (holds the lock of), with its
+        pid. The lock is never taken to find out: a writer starting meanwhile would be refused.
+        Where the kernel lists its locks (/proc/locks) they are looked up there; elsewhere a
+        lock counts as held while the process whose pid it holds lives."""
+        listed = _kernel_flocks()
+        held: dict[Path, int] = {}
+        for log_path in log_paths:
+            lock_path = log_path.with_suffix(".lock")
+            try:
+                info = lock_path.stat()
+                if listed is not None:
+                    pid = listed.get((os.major(info.st_dev), os.minor(info.st_dev), info.st_ino))
+                else:
+                    pid = _living(lock_path.read_text(encoding="ascii", errors="replace").strip())
+            except OSError:
+                continue  # no lock file: never written by a LogWriter, or gone
+            if pid is not None:
+                held[log_path] = pid
+        return held
+
+
+def _kernel_flocks() -> dict[tuple[int, int, int], int] | None:
+    """The flock() locks held on this machine, (device major, minor, inode) -> pid, as Linux lists
+    them in /proc/locks (`1: FLOCK  ADVISORY  WRITE 4242 fe:00:123456 0 EOF`); None elsewhere."""
+    try:
+        text = Path("/proc/locks").read_text(encoding="ascii", errors="replace")
+    except OSError:
+        return None
+    held: dict[tuple[int, int, int], int] = {}
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) < 6 or parts[1] != "FLOCK":  # a waiter's line has "->" here
+            continue
+        try:
+            major, minor, inode = parts[5].split(":")
+            held[(int(major, 16), int(minor, 16), int(inode))] = int(parts[4])
+        except ValueError:
+            continue
+    return held
+
+
+def _living(pid_text: str) -> int | None:
+    """The pid a lock file holds, if that process is alive."""
+    if not pid_text.isdigit() or int(pid_text) <= 0:
+        return None
+    try:
+        os.kill(int(pid_text), 0)
+    except ProcessLookupError:
+        return None
+    except PermissionError:
+        pass  # alive, another user's
+    return int(pid_text)

@@ -11,7 +11,7 @@ import json
 import os
 import re
 import secrets
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -19,7 +19,7 @@ from typing import Any
 
 from scribe.log.codec import EventFormatError, from_record
 from scribe.log.events import SessionEvent
-from scribe.log.jsonl import LogError, read_first_record
+from scribe.log.jsonl import LogError, SessionLock, read_first_record
 from scribe.log.seal import has_seal
 
 
@@ -97,12 +97,29 @@ class SessionStore:
                 if entry.name.endswith(".jsonl") and not entry.name.startswith("."):
                     yield entry.name[: -len(".jsonl")], entry.path
 
-    def latest(self, cwd: Path | None = None) -> SessionFile:
-        """The session written last (what `scribe log` shows by default), damaged or not."""
+    def latest(self, cwd: Path | None = None, *, showing: Callable[[SessionFile], bool] | None = None) -> SessionFile:
+        """The session written last, damaged or not. With `showing` (what `scribe log` shows by
+        default): the last written that `showing` accepts, else the last in which anything
+        happened, else the last. Opening the REPL and leaving it makes a session of its session
+        event alone, written after the one worth showing."""
         sessions = self.sessions(cwd)
         if not sessions:
             raise SessionNotFound(f"no sessions yet in {self.sessions_dir}")
-        return max(sessions, key=lambda s: (s.moment, s.created or "", s.id))
+        ranked = sorted(sessions, key=lambda s: (s.moment, s.created or "", s.id), reverse=True)
+        if showing is None:
+            return ranked[0]
+        return next((s for s in ranked if showing(s)), None) or next((s for s in ranked if not s.empty), ranked[0])
+
+    def being_written(self, cwd: Path | None = None) -> tuple[SessionFile, int] | None:
+        """The session a process is writing now (the holder of its lock) and that process's pid:
+        of several, the one written last. None when no scribe writes one of these sessions."""
+        sessions = self.sessions(cwd)
+        held = SessionLock.holders(s.path for s in sessions)
+        live = [s for s in sessions if s.path in held]
+        if not live:
+            return None
+        found = max(live, key=lambda s: (s.moment, s.created or "", s.id))
+        return found, held[found.path]
 
     def to_continue(self, cwd: Path | None = None) -> Continuation:
         """The session with the latest activity that can be continued (`-c`). One that holds only

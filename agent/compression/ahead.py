@@ -24,10 +24,11 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
+from dataclasses import replace
 from urllib.parse import urlsplit
 
 from scribe.agent.compression.compressor import Compressor
-from scribe.agent.protocol import AgentEvent
+from scribe.agent.protocol import AgentEvent, Compressed
 from scribe.agent.session.draft import Draft, take
 from scribe.agent.session.session import Session
 from scribe.log.events import ErrorEvent, Event, UsageEvent
@@ -77,15 +78,28 @@ class AheadCompression:
         assert self.done, "take() a compression that has ended"
         if self._error is not None:
             raise self._error
-        take(self.draft)
+        made = take(self.draft)
         self.draft.session.sync()
-        return self._events
+        return [told for event in self._events if (told := _as_taken(event, made)) is not None]
 
     def _run(self) -> None:
         try:
             self._events.extend(self._memory.before_call(self.draft, ahead=not self.in_turn))
         except BaseException as exc:  # handed to the main thread by take(), which raises it
             self._error = exc
+
+
+def _as_taken(event: AgentEvent, made: dict[int, int]) -> AgentEvent | None:
+    """What the draft's event says once its work is in the session: a compression names the
+    seqs its chunk (and a reflection's chunks) got there, and one left out was not made."""
+    if not isinstance(event, Compressed):
+        return event
+    if event.seq not in made:
+        return None  # the session compressed some of it meanwhile: nothing of this is in the log
+    if event.kind == "reflection":
+        return replace(event, seq=made[event.seq], seq_from=made.get(event.seq_from, event.seq_from),
+                       seq_to=made.get(event.seq_to, event.seq_to))
+    return replace(event, seq=made[event.seq])
 
 
 def left_unfinished(session: Session) -> None:

@@ -19,6 +19,7 @@ from scribe.agent.compression.sizes import ContextSize, Sizes
 from scribe.agent.compression.without_model import OBSERVE_FAILED_KIND, WithoutModel
 from scribe.agent.protocol import AgentEvent, Compressed, Notice
 from scribe.agent.session.session import SessionLike, side_model
+from scribe.context.compressions import replaced_raw
 from scribe.context.render import Request, current_model
 from scribe.context.tokens import TokenEstimator, estimate_text
 from scribe.log.events import (
@@ -229,9 +230,10 @@ class Compressor:
         except (ModelError, UnusableAnswer) as exc:
             yield from self.without_model.observer_failed(session, exc, whole, raw, needed)
             return
-        session.append(ObservationEvent, text=reading.text, seq_from=span.seq_from, seq_to=span.seq_to,
-                       tokens=estimate_text(reading.text), model=result.model, via=via)
-        yield Compressed("observation", span.tokens, int(size * self.estimator.factor), span.seq_from, span.seq_to)
+        made = session.append(ObservationEvent, text=reading.text, seq_from=span.seq_from, seq_to=span.seq_to,
+                              tokens=estimate_text(reading.text), model=result.model, via=via)
+        yield Compressed("observation", span.tokens, int(size * self.estimator.factor), span.seq_from, span.seq_to,
+                         made.seq, sum(1 for e in chosen if replaced_raw(e)))
 
     def paid_off_span(self, session: SessionLike, *, cold: bool = False) -> Span | None:
         """At a turn start: the finished turns whose cache reads have paid for observing them."""
@@ -321,7 +323,8 @@ class Compressor:
                 break
             event = session.append(ReflectionEvent, text=text, supersedes=[c.seq for c in plan.condense],
                                    tokens=estimate_text(text), model=result.model, via=via)
-            yield Compressed("reflection", plan.tokens, event.tokens, plan.condense[0].seq, plan.condense[-1].seq)
+            yield Compressed("reflection", plan.tokens, event.tokens, plan.condense[0].seq, plan.condense[-1].seq,
+                             event.seq, len(plan.condense))
             return
         until = int(total * BACKOFF_GROWTH)
         session.append(ErrorEvent, kind=BACKOFF_KIND, until_tokens=until, purpose="reflector",
@@ -346,7 +349,7 @@ class Compressor:
                                tokens=estimate_text(text), model=EXTRACTIVE_MODEL, via="extractive")
         yield Notice(f"memory: {why}; {len(plan.condense)} observation chunks condensed without a model")
         yield Compressed("reflection", plan.tokens, event.tokens, plan.condense[0].seq, plan.condense[-1].seq,
-                         model_free=True)
+                         event.seq, len(plan.condense), model_free=True)
 
     def _call(self, session: SessionLike, request: Request, call: SideCall) -> CallResult:
         """One side call, stopped if it outlasts the agent's recent calls (model/sidecall.py), and

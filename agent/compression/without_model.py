@@ -12,6 +12,7 @@ from scribe.agent.compression.sizes import Sizes
 from scribe.agent.protocol import AgentEvent, Compressed, Notice
 from scribe.agent.session.session import SessionLike
 from scribe.context.chunks import tail_after
+from scribe.context.compressions import replaced_raw
 from scribe.context.tokens import estimate_text
 from scribe.log.events import ErrorEvent, Event, ObservationEvent, UserEvent
 from scribe.log.health import refusals_in_a_row
@@ -75,9 +76,9 @@ class WithoutModel:
         except (NothingToExtract, UnusableAnswer) as exc:
             yield Notice(f"memory: {why}; {exc}, so it stays raw")
             return
-        session.append(ObservationEvent, text=text, seq_from=span.seq_from, seq_to=span.seq_to,
-                       tokens=estimate_text(text), model=EXTRACTIVE_MODEL, via="extractive")
+        made = session.append(ObservationEvent, text=text, seq_from=span.seq_from, seq_to=span.seq_to,
+                              tokens=estimate_text(text), model=EXTRACTIVE_MODEL, via="extractive")
         yield Notice(f"memory: {why}; seq {span.seq_from}-{span.seq_to} summarised without a model "
                      f"(`recall` reads them back)")
         yield Compressed("observation", span.tokens, int(size * self.sizes.estimator.factor), span.seq_from, span.seq_to,
-                         model_free=True)
+                         made.seq, sum(1 for e in chosen if replaced_raw(e)), model_free=True)

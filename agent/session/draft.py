@@ -112,16 +112,16 @@ class Draft:
         """Nothing to make durable: the draft is memory until it is taken."""
 
 
-def take(draft: Draft) -> list[Event]:
-    """Append what `draft` made to its session (the main thread, at a safe point); the events
-    appended. See the module's docstring for what the session's own growth meanwhile changes."""
+def take(draft: Draft) -> dict[int, int]:
+    """Append what `draft` made to its session (the main thread, at a safe point); the seq each
+    event appended has in the session, by its seq in the draft (an event left out has none).
+    See the module's docstring for what the session's own growth meanwhile changes."""
     session = draft.session
     grown = session.writer.next_seq - 1 - draft.last_seq  # events the session gained meanwhile
     skip = [draft.last_seq + 1, draft.last_seq + grown] if grown else None
     _, observed_to = session.chunks.update(session.events)
     active = {c.seq for c in session.chunks.update(session.events)[0]}
     made: dict[int, int] = {}  # draft seq -> seq in the session
-    taken: list[Event] = []
     for own, (cls, fields) in zip(draft.events.own, draft.appended, strict=True):
         fields = dict(fields)
         if grown and cls is UsageEvent and isinstance(fields.get("side_call"), dict):
@@ -140,5 +140,4 @@ def take(draft: Draft) -> list[Event]:
         made[own.seq] = event.seq
         if isinstance(event, (ObservationEvent, ReflectionEvent)):
             active = {c.seq for c in session.chunks.update(session.events)[0]}
-        taken.append(event)
-    return taken
+    return made

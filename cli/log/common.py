@@ -13,13 +13,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import typer
 
 from scribe.context.stats import Figures
 from scribe.log.events import Event
-from scribe.log.jsonl import LogRead, read_first_record, read_log, stream_log
+from scribe.log.jsonl import LogError, LogRead, read_first_record, read_log, stream_log
 from scribe.log.pricing import PriceBook
 from scribe.log.store import SessionFile, SessionStore
 from scribe.settings.files import find_workspace, read_config, state_dir
@@ -38,11 +38,20 @@ def workspace_store() -> tuple[Path, SessionStore]:
     return workspace, SessionStore(state_dir(workspace))
 
 
-def resolve_session(ref: str | None) -> SessionFile:
-    """The latest session of the workspace, a session by id or any unique part of it, or a log file."""
+# What a command run without a session id wants of the session it picks (log/store.py's `latest`):
+# anything that happened after the session began, or a model call to count.
+Showing = Literal["events", "calls"]
+
+
+def resolve_session(ref: str | None, showing: Showing = "events") -> SessionFile:
+    """A session by id or any unique part of it, or a log file; without `ref`, the latest of the
+    workspace that has what `showing` asks for (else the latest in which anything happened)."""
     workspace, store = workspace_store()
     if ref is None:
-        return store.latest(workspace)
+        if showing == "calls":
+            with open_index() as index:
+                return store.latest(workspace, showing=lambda found: _called(index, found))
+        return store.latest(workspace, showing=lambda found: not found.empty)
     candidate = Path(ref).expanduser()
     if (ref.endswith(".jsonl") or os.sep in ref) and candidate.is_file():
         first = read_first_record(candidate) or {}
@@ -61,6 +70,20 @@ def open_index() -> LogIndex:
     # the estimates `log stats` sums: made again whenever the rates they are made with change
     estimates = f"event_tokens {CHARS_PER_TOKEN} {BLOCK_OVERHEAD} {BLOCK_TOKENS}"
     return LogIndex.open(store.root, prices.price_usage, prices.key, event_tokens, estimates)
+
+
+def _called(index: LogIndex, found: SessionFile) -> bool:
+    """Whether the session made a model call, as the index knows once it has read its log."""
+    from scribe.log.index import IndexBroken
+
+    try:
+        index.refresh_one(found.path)
+    except IndexBroken:
+        raise
+    except LogError:
+        return False  # a log that cannot be read has nothing to count
+    held = index.session(found.id)
+    return held is not None and held.figures.calls > 0
 
 
 def indexed_scope(index: LogIndex, all_sessions: bool) -> list[SessionFile]:
@@ -156,6 +179,20 @@ def priced_money(figures: Figures, value: float, show: Any = money) -> str:
     if figures.calls and figures.unpriced == figures.calls:
         return UNPRICED
     return show(value) + (f" + {figures.unpriced} {UNPRICED}" if figures.unpriced else "")
+
+
+# What a figure of no model call is shown as: nothing was called, so nothing was priced (JSON says null).
+NO_CALLS = "-"
+
+
+def spent(figures: Figures, value: float) -> str:
+    """A dollar figure of the log's views: `priced_money`, and none at all where no call was made."""
+    return priced_money(figures, value) if figures.calls else NO_CALLS
+
+
+def hit_rate(figures: Figures) -> str:
+    """The share of the prompt read from the cache, where there was a prompt to read."""
+    return percent(figures.hit_rate) if figures.calls else NO_CALLS
 
 
 def money_or_unpriced(value: float | None) -> str:

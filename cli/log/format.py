@@ -45,6 +45,7 @@ from .common import local_time
 FOLD_HEAD, FOLD_TAIL = 4, 4  # lines kept of a folded output
 LINE_CHARS = 400  # a longer line is cut when folding
 INDENT = "    "
+GIST_CHARS = 160  # an event told in one line is cut here
 
 STYLE = {"user": "bold green", "assistant": "bold blue", "tool_use": "cyan", "tool_result": "cyan",
          "error": "bold red", "interrupt": "yellow", "observation": "magenta", "reflection": "magenta",
@@ -136,6 +137,14 @@ class EventPrinter:
         self.console.print(line, soft_wrap=True)
         for text, body_style in body:
             self.console.print(Text(INDENT + visible(text), style=STYLE.get(body_style, "")), soft_wrap=True)
+
+    def gist(self, event: Event, chars: int = GIST_CHARS) -> str:
+        """The event in one line: its header and the first line of its body, cut to `chars`
+        (what a compression replaced, event by event: `log show --compressions`, the page)."""
+        header, _, body = self.describe(event)
+        first = next((text.strip() for text, _ in body if text.strip()), "")
+        line = f"{header} · {first}" if first else header
+        return line if len(line) <= chars else line[:chars - 1] + "…"
 
     def describe(self, event: Event) -> tuple[str, str, list[tuple[str, str]]]:
         """(header, its style, [(body line, style)])."""

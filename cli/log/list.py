@@ -12,13 +12,13 @@ from scribe.log.store import SessionFile
 
 from .common import (
     console,
+    hit_rate,
     indexed_scope,
     local_time,
     log_command,
     open_index,
-    percent,
-    priced_money,
     print_json,
+    spent,
 )
 from .table import Column, fitted, say_left_out, show
 
@@ -30,19 +30,34 @@ def list_sessions(
     all_: Annotated[bool, typer.Option("--all", "-a", help="Every session under the state folder, "
                                        "whatever workspace it was started in.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON array of sessions.")] = False,
+    empty: Annotated[bool, typer.Option("--empty", help="Also list the sessions in which nothing was asked and "
+                                        "no model was called (opened, then left).")] = False,
 ) -> None:
     """List sessions, oldest first: id, started, last activity, turns, model calls, prompt tokens
-    (input + cache read + cache write), cache hit rate and cost."""
+    (input + cache read + cache write), cache hit rate and cost. Sessions in which nothing was
+    asked and no model called are left out (--empty lists them)."""
     with log_command(), open_index() as index:
-        rows = [_row(found, index.session(found.id)) for found in indexed_scope(index, all_)]
+        every = [_row(found, index.session(found.id)) for found in indexed_scope(index, all_)]
+        rows = every if empty else [r for r in every if not _empty(r)]
+        if len(rows) < len(every):
+            left = len(every) - len(rows)
+            print(f"scribe: note: {left} session{'s' * (left != 1)} in which nothing was asked and no model was "
+                  "called left out (--empty lists them)", file=sys.stderr)
         if as_json:
             print_json([r.as_dict() for r in rows])
             return
         if not rows:
-            print("scribe: no sessions yet" + ("" if all_ else " in this workspace (--all lists every one)"),
-                  file=sys.stderr)
+            if not every:
+                print("scribe: no sessions yet" + ("" if all_ else " in this workspace (--all lists every one)"),
+                      file=sys.stderr)
             return
         _print(rows, all_)
+
+
+def _empty(row: SessionSummary) -> bool:
+    """Nothing was asked and no model called: a REPL opened and left, say. A damaged log is
+    never empty: what is wrong with it is worth a row."""
+    return not row.turns and not row.figures.calls and row.damaged is None
 
 
 def _row(found: SessionFile, indexed: IndexedSession | None) -> SessionSummary:
@@ -72,7 +87,7 @@ def _print(rows: list[SessionSummary], with_cwd: bool) -> None:
     for r in rows:
         f = r.figures
         cells.append([r.id, local_time(r.started, seconds=False), local_time(r.last_activity, seconds=False),
-                      str(r.turns), str(f.calls), f"{f.prompt_tokens:,}", percent(f.hit_rate), priced_money(f, f.cost_usd),
+                      str(r.turns), str(f.calls), f"{f.prompt_tokens:,}", hit_rate(f), spent(f, f.cost_usd),
                       *([r.cwd or "?"] if with_cwd else []), *([r.damaged or ""] if damaged else [])])
     out = console()
     table, hidden = fitted(out, columns, cells)

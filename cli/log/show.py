@@ -17,7 +17,7 @@ from scribe.log.store import SessionFile
 from scribe.log.whole_lines import WholeLines
 
 from ..exits import fail
-from .common import SESSION_HELP, console, log_command, resolve_session, streamed
+from .common import SESSION_HELP, console, log_command, print_json, resolve_session, streamed
 from .format import EventPrinter
 
 
@@ -39,13 +39,23 @@ def show(
     full: Annotated[bool, typer.Option("--full", help="Show tool outputs whole instead of folded.")] = False,
     raw: Annotated[bool, typer.Option("--raw", help="Print the JSONL lines exactly as they are on disk.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the events as one JSON array.")] = False,
+    compressions: Annotated[bool, typer.Option(
+        "--compressions", help="Each compression instead: what its observation or reflection says, beside the "
+                               "events it replaced (one line each; whole with --full) and the recall pointers "
+                               "that bring them back. With --since SEQ, the compressions made from SEQ on.")] = False,
 ) -> None:
     """Show a session: user and assistant text, tool calls and their (folded) results,
     observations, reflections, file changes, interrupts and errors."""
     with log_command():
         if raw and as_json:
             raise fail("give --raw or --json, not both")
+        if compressions and (raw or type_):
+            raise fail("--compressions shows each compression with the events it replaced: not with "
+                       f"{'--raw' if raw else '--type'}")
         found = resolve_session(session)
+        if compressions:
+            _show_compressions(found, since, full, as_json)
+            return
         types = set(type_ or [])
         if raw:
             _show_raw(found.path, types, since)
@@ -66,6 +76,20 @@ def show(
                     printer(event)
                 elif named and isinstance(event, AssistantEvent):
                     printer.learn([event], only=named)
+
+
+def _show_compressions(found: SessionFile, since: int | None, full: bool, as_json: bool) -> None:
+    from .compressions import compressions_json, show_compressions
+
+    with streamed(found) as events:
+        if as_json:
+            print_json(compressions_json(events, since=since))
+            return
+        shown = show_compressions(console(), events, since=since, full=full)
+    if not shown:
+        print(f"scribe: note: no compressions in session {found.id}"
+              + (f" from seq {since}" if since is not None else "") + " (its memory is all raw events)",
+              file=sys.stderr)
 
 
 def _chosen(event: Event, types: set[str], since: int | None) -> bool:

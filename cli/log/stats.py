@@ -10,10 +10,12 @@ import typer
 from scribe.context.stats import PURPOSES, Compression, Figures, SessionStats, session_stats
 from scribe.log.pricing import price_for
 from scribe.log.store import SessionFile
+from scribe.tools.textio import plural
 
 from .common import (
     SESSION_HELP,
     console,
+    hit_rate,
     indexed_scope,
     log_command,
     open_index,
@@ -21,6 +23,7 @@ from .common import (
     priced_money,
     print_json,
     resolve_session,
+    spent,
     streamed,
     workspace_prices,
     workspace_store,
@@ -52,7 +55,7 @@ def stats(
         if by is not None:
             _grouped(by.value, session, all_, as_json)
             return
-        found = resolve_session(session)
+        found = resolve_session(session, "calls")
         figures = _from_index(found)
         price = workspace_prices().price_usage
         if figures is None:
@@ -76,7 +79,7 @@ def cells(f: Figures) -> list[str]:
     """One row of the table after its purpose: the same words wherever the figures are shown."""
     t = f.tokens
     return [f"{f.calls:,}", f"{t.input:,}", f"{t.cache_read:,}", f"{t.cache_write:,}", f"{t.output:,}",
-            percent(f.hit_rate), priced_money(f, f.cost_usd), priced_money(f, f.uncached_cost_usd)]
+            hit_rate(f), spent(f, f.cost_usd), spent(f, f.uncached_cost_usd)]
 
 
 def rows(figures: SessionStats) -> list[tuple[str, Figures]]:
@@ -102,16 +105,25 @@ def summary_lines(figures: SessionStats) -> list[str]:
                      f"caching saved {priced_money(total, saved)} ({percent(share)}) against no caching")
     else:
         lines.append("no model calls yet")
-    c = figures.compression
+    c, made = figures.compression, figures.memory
     if c.observations:
-        lines.append(f"compression: {c.observations} observations stand for {c.raw_tokens:,} raw tokens in "
-                     f"{c.observation_tokens:,} ({c.ratio:.1f}x)")
+        lines.append(f"compression: {plural(c.observations, 'observation')}"
+                     f"{model_free(c.observations - made.observer.made)} "
+                     f"{'stands' if c.observations == 1 else 'stand'} for {c.raw_tokens:,} raw tokens "
+                     f"in {c.observation_tokens:,} ({c.ratio:.1f}x)")
     else:
         lines.append("compression: no observations yet")
     if c.reflections:
-        lines.append(f"reflections: {c.reflections}, {c.reflection_tokens:,} tokens")
-    lines.append(f"memory: {figures.memory.summary()}")
+        lines.append(f"reflections: {c.reflections}{model_free(c.reflections - made.reflector.made)}, "
+                     f"{c.reflection_tokens:,} tokens")
+    lines.append(f"memory: {made.summary()}")
     return lines
+
+
+def model_free(count: int) -> str:
+    """How many of the observations or reflections just counted were made without a model: the
+    memory line counts what models made, so the two add up."""
+    return f" ({count} of them model-free)" if count else ""
 
 
 UNPRICED_NOTE = "shown as tokens and time, cost unpriced ([prices.MODEL] in the config prices it)"

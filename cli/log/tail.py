@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from itertools import islice
 from pathlib import Path
 from typing import Annotated, Any
@@ -15,11 +15,12 @@ import typer
 
 from scribe.log.codec import EventFormatError, from_record
 from scribe.log.events import AssistantEvent, Event, InterruptEvent
-from scribe.log.follow import follow
+from scribe.log.follow import NewSessions, Switched, follow, follow_workspace
 from scribe.log.jsonl import LogError
+from scribe.log.store import SessionFile, SessionNotFound, SessionStore
 from scribe.log.whole_lines import complete_end_of, lines_before
 
-from .common import SESSION_HELP, console, log_command, resolve_session
+from .common import SESSION_HELP, console, log_command, resolve_session, workspace_store
 from .format import EventPrinter
 
 
@@ -27,19 +28,26 @@ def tail(
     session: Annotated[str | None, typer.Argument(help=SESSION_HELP, show_default=False)] = None,
     lines: Annotated[int, typer.Option("--lines", "-n", min=0, help="How many of the last events to print.")] = 10,
     follow_: Annotated[bool, typer.Option("--follow", "-f", help="Keep printing events as they are appended "
-                                          "(Ctrl-C stops).")] = False,
+                                          "(Ctrl-C stops); without a session id, the session a scribe is "
+                                          "writing now (else the latest), then each one started later in "
+                                          "this workspace.")] = False,
     raw: Annotated[bool, typer.Option("--raw", help="Print the JSONL lines as they are on disk.")] = False,
     full: Annotated[bool, typer.Option("--full", help="Show tool outputs whole instead of folded.")] = False,
     poll: Annotated[float, typer.Option("--poll", min=0.01, help="Seconds between checks of the file when "
                                         "following.")] = 0.2,
 ) -> None:
-    """Print the last events of a session; with -f, follow it while another scribe writes it."""
+    """Print the last events of a session; with -f, follow it while another scribe writes it.
+    Without a session id, -f follows the session a scribe is writing now (else the latest), says
+    which on stderr, and moves on to each session started later in this workspace."""
     with log_command():
-        found = resolve_session(session)
-        end, window = _last_lines(found.path, lines)
+        workspace, store = workspace_store()
+        # what counts as started later is fixed before the session to follow is chosen
+        arrivals = NewSessions(store, workspace) if follow_ and session is None else None
+        found = _to_follow(workspace, store) if arrivals is not None else resolve_session(session)
+        end, window = _last_lines(found.path, lines) if found is not None else (0, [])
         printer = EventPrinter(console(), full=full) if not raw else None
         show = _shower(printer)
-        if printer is not None:
+        if printer is not None and found is not None:
             _learn(printer, found.path, end, window)
         for line in window:
             show(line)
@@ -51,13 +59,42 @@ def tail(
         signal.signal(signal.SIGINT, signal.default_int_handler)
         signal.signal(signal.SIGTERM, _interrupt)
         try:
-            for batch in follow(found.path, end, poll_s=poll):
+            if arrivals is None:
+                assert found is not None
+                batches: Iterator[list[bytes] | Switched] = follow(found.path, end, poll_s=poll)
+            else:
+                batches = follow_workspace(arrivals, found, end, poll_s=poll)
+            for batch in batches:
+                if isinstance(batch, Switched):
+                    _flush()
+                    print(f"scribe: session {batch.found.id} started in this workspace; following it now",
+                          file=sys.stderr, flush=True)
+                    show = _shower(EventPrinter(console(), full=full) if not raw else None)
+                    continue
                 for line in batch:
                     show(line)
                 _flush()
         except KeyboardInterrupt:
             _flush()
             raise typer.Exit(0) from None
+
+
+def _to_follow(workspace: Path, store: SessionStore) -> SessionFile | None:
+    """The session `tail -f` follows when none is named, said on stderr: the one a scribe is
+    writing now (the holder of its lock), else the latest; None while there is none yet."""
+    live = store.being_written(workspace)
+    if live is not None:
+        found, pid = live
+        said = f"following session {found.id}, which process {pid} is writing"
+    else:
+        try:
+            found = store.latest(workspace, showing=lambda s: not s.empty)
+        except SessionNotFound:
+            print("scribe: no session in this workspace yet; waiting for one to start", file=sys.stderr, flush=True)
+            return None
+        said = f"following session {found.id}, the latest (no scribe is writing one in this workspace now)"
+    print(f"scribe: {said}; a session started here later is followed in its turn", file=sys.stderr, flush=True)
+    return found
 
 
 def _last_lines(path: Path, count: int) -> tuple[int, list[bytes]]:

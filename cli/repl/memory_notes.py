@@ -1,9 +1,9 @@
-"""Which memory events a REPL turn shows. Compression runs on its own, often every few turns in
-a long session, and a line each time is noise: the bottom bar already shows the context size,
-and `/stats` what memory did. So the first compression of a REPL run is said once, with what it
-means, and later ones only by the bar; a routine notice (an answer cut but kept, a backoff that
-mends itself) is left unsaid; a problem the person may act on (an observer model that fails,
-calls that keep being refused) is shown. `/reflect` shows everything: it was asked for."""
+"""Which memory events a REPL turn shows. Every compression is said in one line, what it folded
+(cli/compressed.py): the prompt lost those events' words, and the person should know which and
+where to read them. The first of a REPL run adds what compression means; a routine notice (an
+answer cut but kept, a backoff that mends itself) is left unsaid; a problem the person may act
+on (an observer model that fails, calls that keep being refused) is shown. `/reflect` shows
+everything: it was asked for."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ from dataclasses import dataclass
 
 from scribe.agent.protocol import AgentEvent, Compressed, Notice
 
-from .view import compressed_line
+from ..compressed import compressed_line
 
-FIRST = ("  (memory compression: older turns are now kept as short notes, so the prompt stays small; "
-         "later compressions show only in the bottom bar, /stats tells what memory did)")
+FIRST = ("  (memory compression: older turns are now kept as short notes, so the prompt stays small; the log "
+         "keeps every event, and /stats tells what memory did)")
 
 
 @dataclass
@@ -27,7 +27,7 @@ class MemoryNotes:
             return None
         if isinstance(event, Compressed):
             if self.announced:
-                return None
+                return event
             self.announced = True
             return Notice(compressed_line(event) + "\n" + FIRST)
         return event

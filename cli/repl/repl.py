@@ -322,6 +322,8 @@ class Repl:
         self.view.console.print()
 
     def close(self) -> None:
+        for event in self.agent.finish_ahead():
+            self.show(event)
         session = self.agent.session if self.agent.has_session else None
         for line in self.agent.close().lines:
             warn(line)

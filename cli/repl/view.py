@@ -50,6 +50,7 @@ from scribe.tools.textio import plural
 from scribe.tools.todo import NAME as TODO
 from scribe.tools.todo import current_todos
 
+from ..compressed import compressed_line
 from ..visible import VisibleConsole, VisibleStream, visible
 from .excerpts import (
     Hanging,
@@ -392,9 +393,3 @@ class View:
             if lines:
                 self.markdown("\n".join(lines))
             self.console.print()
-
-
-def compressed_line(event: Compressed) -> str:
-    how = " (model-free summary)" if event.model_free else ""
-    return (f"memory: {event.kind}{how} of events {event.seq_from}–{event.seq_to}: "
-            f"{event.tokens_before:,} → {event.tokens_after:,} tokens")

@@ -4,6 +4,7 @@ git, `@path` attaching a file, `!command` running one without the model."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,7 @@ from conftest import git
 from helpers import events_of, session_logs
 from repl_driver import person, run_repl  # noqa: F401  (person: the autouse fixture of those tests)
 from scribe.cli.repl.input import InputArea, ReplCompleter
+from scribe.context.compressions import replaced_raw
 from scribe.fakeapi import FakeMessagesServer, Reply, tool_use_block
 from scribe.log.events import GitConfigEvent, ObservationEvent, ToolResultEvent, UndoEvent, UserEvent
 
@@ -215,8 +217,10 @@ def test_bang_bang_sends_a_message_and_a_lone_bang_says_what_it_takes(workspace:
 
 # -- memory notices ------------------------------------------------------------------------------
 
-def test_memory_compression_is_announced_once_not_on_every_turn(workspace: Path,
-                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+def test_every_compression_says_in_one_line_what_it_folded(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A compression takes events' words out of the prompt: each one says so, in one line naming
+    the events it folded, how many they were, the tokens before and after, and the observation
+    that holds them now; what compression means is said once."""
     monkeypatch.setenv("SCRIBE_OBSERVE_TOKENS", "500")  # the least: compression on nearly every turn
 
     def answer(request: dict) -> Reply:  # type: ignore[type-arg]
@@ -227,7 +231,13 @@ def test_memory_compression_is_announced_once_not_on_every_turn(workspace: Path,
 
     keys = "".join(f"question {i}, tell me more\r" for i in range(5))
     ran = run_repl(workspace, FakeMessagesServer(answer), keys, mode="full-auto")
-    observed = [e for e in _log(workspace) if isinstance(e, ObservationEvent)]
+    events = _log(workspace)
+    observed = [e for e in events if isinstance(e, ObservationEvent)]
     assert len(observed) >= 3, observed  # memory did compress, again and again
-    assert ran.out.count("memory: observation of events") == 1
-    assert "later compressions show only in the bottom bar" in " ".join(ran.out.split())
+    shown = " ".join(ran.out.split())  # the terminal wraps the lines
+    said = re.findall(r"memory: folded events (\d+)-(\d+) \((\d+) events?, ~[\d,]+ tokens\) into observation (\d+) "
+                      r"\(~[\d,]+ tokens\); `scribe log show --compressions` shows them beside it", shown)
+    assert [(int(a), int(b), int(seq)) for a, b, _, seq in said] == [(o.seq_from, o.seq_to, o.seq) for o in observed]
+    for first, last, count, _ in said:
+        assert int(count) == sum(int(first) <= e.seq <= int(last) and replaced_raw(e) for e in events)
+    assert shown.count("memory compression: older turns are now kept as short notes") == 1

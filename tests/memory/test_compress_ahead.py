@@ -69,7 +69,7 @@ def test_the_repl_compresses_between_turns_when_working_ahead(
     # are compressed at the call.
     assert observed and observed[0] == first
     assert ahead == "always" or set(observed) == {"at the call"}
-    assert "memory: observation of events" in ran.out  # what the thread did is shown, once joined
+    assert "memory: folded events" in ran.out  # what the thread did is shown, once joined
     assert len([e for e in events if isinstance(e, UserEvent)]) == 6
 
 
@@ -130,7 +130,7 @@ def test_nobody_waits_for_a_compression_between_turns_and_the_log_rebuilds_it(
     for usage_event in grown:
         rebuilt = run_scribe(["log", "prompt", "--at", str(usage_event.seq)], workspace, dict(os.environ))
         assert rebuilt.code == 0 and rebuilt.out.strip() in sent, rebuilt.err
-    assert "memory: observation of events" in ran.out
+    assert "memory: folded events" in ran.out
 
 
 def test_a_session_that_ends_while_a_compression_waits_says_so_in_its_log(
@@ -173,4 +173,4 @@ def test_a_turn_that_passes_the_threshold_is_answered_while_its_compression_wait
     rebuilt = run_scribe(["log", "prompt", "--at", str(observer.seq)], workspace, dict(os.environ))
     assert rebuilt.code == 0 and rebuilt.out.strip() in sent, rebuilt.err
     assert [e.text for e in events if isinstance(e, UserEvent)] == [message(k) for k in range(5)]
-    assert "memory: observation of events" in ran.out
+    assert "memory: folded events" in ran.out

@@ -57,9 +57,10 @@ def test_stats_show_what_memory_made_and_what_failed(workspace: Path, monkeypatc
     assert out.count(STALLED) == 1
     failed = model.calls["observer"]
     assert failed >= 3
-    summaries = re.search(r"memory 0 observations, 0 reflections, 0 curations, (\d+) model-free summaries; ", out)
+    summaries = re.search(r"memory by a model 0 observations, 0 reflections, 0 curations; without a model "
+                          r"(\d+) summaries; ", out)
     assert summaries and int(summaries.group(1)) >= failed  # every refused answer left a summary in its place
-    assert (f"model-free summaries; {failed} side calls failed ({failed} observer), "
+    assert (f" summaries; {failed} side calls failed ({failed} observer), "
             "last: observation failed: the answer has no tagged observation lines") in out
 
 
@@ -101,6 +102,10 @@ def test_log_stats_and_run_json_count_observations_reflections_and_failures(work
     assert stats["failed"] == failed_calls and stats["by_purpose"]["reflector"]["failed"] == reflector_failed >= 3
     last = [e for e in events if isinstance(e, ErrorEvent)][-1]
     assert stats["last_failure"] == last.message and "stop_reason refusal" in last.message
-    assert (f"memory: {observations} observations, 1 reflections, 0 curations, {model_free} model-free summaries; "
+    summaries = f"{model_free} summar{'y' if model_free == 1 else 'ies'}"
+    assert (f"memory: by a model {observations} observations, 1 reflection, 0 curations; without a model {summaries}; "
             f"{failed_calls} side calls failed "
             f"({failed_calls - reflector_failed} observer, {reflector_failed} reflector), last: {last.message}") in text
+    # the compression lines count the same chunks: what models made and what was made without one
+    observed = observations + sum(isinstance(e, ObservationEvent) and e.model == EXTRACTIVE_MODEL for e in events)
+    assert f"compression: {observed} observations ({observed - observations} of them model-free) stand for" in text

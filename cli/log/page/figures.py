@@ -7,7 +7,7 @@ from html import escape
 
 from scribe.context.stats import SessionStats
 
-from ..common import percent, priced_money
+from ..common import hit_rate, spent
 from ..stats import COLUMNS, PRICES_NOTE, cells, rows, summary_lines
 
 
@@ -27,8 +27,8 @@ def figures_html(stats: SessionStats) -> str:
 def headline(stats: SessionStats) -> str:
     """The figures people ask first, large."""
     total = stats.total
-    cells_ = [("cost", priced_money(total, total.cost_usd)), ("model calls", f"{total.calls:,}"),
-              ("read from the cache", percent(total.hit_rate)),
-              ("saved by caching", priced_money(total, total.uncached_cost_usd - total.cost_usd))]
+    cells_ = [("cost", spent(total, total.cost_usd)), ("model calls", f"{total.calls:,}"),
+              ("read from the cache", hit_rate(total)),
+              ("saved by caching", spent(total, total.uncached_cost_usd - total.cost_usd))]
     return '<dl class="headline">' + "".join(
         f"<div><dt>{escape(k)}</dt><dd>{escape(v)}</dd></div>" for k, v in cells_) + "</dl>"

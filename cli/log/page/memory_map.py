@@ -1,6 +1,7 @@
 """Where the session's memory was compressed: each observation and reflection drawn over the
 span of events it covers, with a mark where it was made, and whether the prompt still holds it
-(a reflection takes the place of the chunks it condenses; `render.active_chunks` says which)."""
+(a reflection takes the place of the chunks it condenses; `render.active_chunks` says which);
+then each compression with what it says beside the events it replaced."""
 
 from __future__ import annotations
 
@@ -8,7 +9,12 @@ from collections.abc import Sequence
 from html import escape
 
 from scribe.context.chunks import active_chunks
+from scribe.context.compressions import Folded, compressions
 from scribe.log.events import Event, ObservationEvent, ReflectionEvent
+
+from ..compressions import heading, recall_pointer, stretch_heading, taught
+from ..format import EventPrinter
+from .text import inline, marked
 
 WIDTH, LEFT, RIGHT = 1000, 90, 20
 ROW_H, ROW_GAP = 16, 10
@@ -62,11 +68,27 @@ def memory_html(events: Sequence[Event]) -> str:
                    f'<rect x="{x:.2f}" y="{y}" width="{w:.2f}" height="{ROW_H}"/>'
                    f'<path class="made" d="M{LEFT + chunk.seq * scale:.2f} {y + ROW_H} l-4 6 h8 z"/></a>')
     out.append("</svg>")
-    items = []
-    for chunk in chunks:
-        kind = "observation" if isinstance(chunk, ObservationEvent) else "reflection"
-        first, end = covered.get(chunk.seq, (chunk.seq, chunk.seq))
-        state = "in the prompt" if chunk.seq in active else "replaced"
-        items.append(f'<li><a href="#e-{chunk.seq}">{kind} #{chunk.seq}</a>: events {first}–{end}, '
-                     f'{chunk.tokens:,} tokens, {escape(state)}</li>')
-    return "".join(out) + f'<ul class="chunks">{"".join(items)}</ul>'
+    folded = "".join(compression_html(f, f.chunk.seq in active, printer)
+                     for printer in [EventPrinter(None)] for f in compressions(taught(printer, events)))
+    return "".join(out) + f'<div class="compressions">{folded}</div>'
+
+
+def compression_html(folded: Folded, in_prompt: bool, printer: EventPrinter) -> str:
+    """One compression: its heading (the words of `scribe log show --compressions`), then what
+    its chunk says beside the events it replaced, each run of them with the `recall` call that
+    reads it back. Folded shut, its heading saying what it did: a long session makes hundreds."""
+    seq = folded.chunk.seq
+    state = "in the prompt" if in_prompt else "replaced by a later reflection"
+    where = f' · <code>{inline(recall_pointer(*folded.covers))}</code>' if folded.covers else ""
+    runs = []
+    for stretch in folded.stretches():
+        items = "".join(f'<li><a class="seq" href="#e-{e.seq}">#{e.seq}</a> {inline(printer.gist(e))}</li>'
+                        for e in stretch.events)
+        runs.append(f'<li><div class="recall">{inline(stretch_heading(folded, stretch))}</div><ul>{items}</ul></li>')
+    replaced = (f'<ol class="stretches">{"".join(runs)}</ol>' if runs
+                else '<p class="empty">None of its events are on this page.</p>')
+    return (f'<details class="compression {folded.kind}" id="c-{seq}"><summary><a href="#e-{seq}">{folded.kind} '
+            f'#{seq}</a>: {inline(heading(folded))} · {escape(state)}</summary><div class="folded">'
+            f'<div class="said"><h3>what it says</h3><pre>{marked(folded.chunk.text)}</pre></div>'
+            f'<div class="replaced"><h3>what it replaced{where}</h3>{replaced}</div></div></details>')
+

@@ -25,6 +25,7 @@ from scribe.log.events import (
 )
 from scribe.log.images import image_refs
 from scribe.log.pricing import LIST_PRICES, PriceBook
+from scribe.tools.textio import plural
 from scribe.tools.todo import NAME as TODO
 from scribe.tools.todo import current_todos, progress
 
@@ -243,10 +244,11 @@ class Timeline:
             return f'<div class="turn-0" id="turn-0">{"".join(turn.items)}</div>'
         observed = (f' <a class="observed" href="#e-{turn.observed_in}">observed in #{turn.observed_in}</a>'
                     if turn.observed_in is not None else "")
+        # a turn with no model call (cancelled before one) has no cost to show, not a cost of $0
+        cost = f"{plural(turn.calls, 'call')} · {money_or_unpriced(turn.cost)}" if turn.calls else "no model call"
         return (f'<details class="turn" id="turn-{turn.number}" open><summary><span class="turn-no">Turn {turn.number}</span> '
                 f'{time_tag(turn.ts)} <span class="gist">{inline(turn.gist)}</span> <span class="turn-cost">'
-                f'{turn.calls} call{"" if turn.calls == 1 else "s"} · {money_or_unpriced(turn.cost)}</span>{observed}</summary>'
-                f'{"".join(turn.items)}</details>')
+                f'{cost}</span>{observed}</summary>{"".join(turn.items)}</details>')
 
     def html(self) -> str:
         return "".join(self.turn_html(turn) for turn in self.turns if turn.items)
