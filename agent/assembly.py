@@ -56,6 +56,7 @@ from scribe.settings.files import (
 from scribe.settings.hooks import read_hooks
 from scribe.settings.mcp_servers import mcp_config
 from scribe.settings.prices import price_book
+from scribe.settings.rules import Rule, read_rules
 from scribe.settings.trust import WorkspaceTrust
 from scribe.settings.values import HEADLESS_FOR_ASK, REPL_DEFAULTS, Settings, load_settings
 from scribe.tools.base import Tool, ToolContext
@@ -110,6 +111,8 @@ class Opening:
     turns: bool = True
     # The configured MCP servers start (`scribe demo` runs without the person's servers).
     servers: bool = True
+    # Permission rules given on the command line (--allowed-tools, --disallowed-tools).
+    rules: tuple[Rule, ...] = ()
 
 
 class Opened:
@@ -117,7 +120,8 @@ class Opened:
 
     def __init__(self, opening: Opening, workspace: Path, trust: WorkspaceTrust, config: ConfigFiles,
                  settings: Settings, prices: PriceBook, client: ModelClient, hub: McpHub | None,
-                 telemetry: Telemetry | None = None, tell: Callable[[str], None] = lambda line: None) -> None:
+                 telemetry: Telemetry | None = None, tell: Callable[[str], None] = lambda line: None,
+                 rules: list[Rule] | None = None) -> None:
         self.opening = opening
         self.workspace, self.trust, self.config = workspace, trust, config
         self.settings, self.prices, self.client = settings, prices, client
@@ -128,6 +132,9 @@ class Opened:
         self.tell = tell
         # The hooks the config files that apply name (settings/hooks.py): every agent runs them.
         self.hooks = read_hooks(workspace, config)
+        # The permission rules of those files and of the command line; a rule the person saves
+        # at a question joins them, for this opening's later sessions too.
+        self.rules: list[Rule] = rules if rules is not None else [*read_rules(config), *opening.rules]
         self.curation: BackgroundCuration | None = None
         # A person's first session: curated from when the front end calls `start_curation` (the
         # REPL, once its prompt is drawn: a thread started sooner takes the interpreter's lock
@@ -285,7 +292,8 @@ class Opened:
             tools=tools,
             context=context,
             policy=PermissionPolicy(settings.permission_mode,
-                                    allowed=allowed_without_asking(mcp_tools, self._hub()) if mcp_tools else frozenset()),
+                                    allowed=allowed_without_asking(mcp_tools, self._hub()) if mcp_tools else frozenset(),
+                                    rules=self.rules, workspace=self.workspace),
             max_turns=settings.max_turns,
             approver=approver,
             memory=memory,
@@ -362,6 +370,7 @@ def assemble(opening: Opening, *, ask_trust: Callable[[WorkspaceTrust], Workspac
         on_trust(trust)
     config = read_config(workspace, trust)
     settings = opening.settings or _settings(workspace, opening, config)
+    rules = [*read_rules(config), *opening.rules]
     client = client or ModelClient.for_settings(settings)
     if confirm_servers is not None and opening.turns and opening.servers:
         confirm_servers(workspace, settings, config)
@@ -374,7 +383,7 @@ def assemble(opening: Opening, *, ask_trust: Callable[[WorkspaceTrust], Workspac
     if opening.turns and settings.enable_telemetry:  # off: its module is not even loaded
         from scribe.telemetry.export import open_telemetry
         telemetry = open_telemetry(settings, prices.price_usage)
-    return Opened(opening, workspace, trust, config, settings, prices, client, hub, telemetry, tell)
+    return Opened(opening, workspace, trust, config, settings, prices, client, hub, telemetry, tell, rules)
 
 
 def _settings(workspace: Path, opening: Opening, config: ConfigFiles) -> Settings:

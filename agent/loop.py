@@ -19,7 +19,7 @@ from scribe.agent.actions.autocommit import TurnCommitter
 from scribe.agent.compression.ahead import AheadCompression
 from scribe.agent.compression.compressor import Compressor
 from scribe.agent.hooks.runner import STOP_BLOCKS, HookRunner, HookVerdict, blocked_result
-from scribe.agent.permissions import PermissionPolicy
+from scribe.agent.permissions import Approval, Decision, Offer, PermissionPolicy, Question
 from scribe.agent.protocol import (
     AgentEvent,
     AssistantMessage,
@@ -54,9 +54,10 @@ from scribe.workspace.gitplanted import describe
 from scribe.workspace.images import PreparedImage
 from scribe.workspace.sandbox import Protection, command_protection
 
-# Asked before a tool call that the mode does not allow outright: True allows it once,
-# "always" allows that tool for the rest of the session, False declines.
-Approver = Callable[[ToolCall], bool | str]
+# Asked before a tool call that the rules and the mode do not allow outright, with why it is
+# asked and the rules an "always" could keep (agent/permissions.py): True allows it once,
+# "always" allows that tool for the rest of the session, an Offer keeps its rules, False declines.
+Approver = Callable[[ToolCall, Question], Approval]
 
 
 @dataclass
@@ -270,10 +271,13 @@ class Agent:
         yield call
         verdict = yield from self._hooks("pre_tool_use", {"tool_name": name, "tool_input": args,
                                                           "tool_use_id": call.id}, tool=name, tool_use_id=call.id)
+        denial: str | None = None
+        permission: str | None = None
+        decision: Decision | None = None
         if verdict.blocked:
-            denial, permission = blocked_result(verdict.reason), None
-        else:
-            denial, permission = self._denial(call, tool) if tool else (None, None)
+            denial = blocked_result(verdict.reason)
+        elif tool is not None:
+            denial, permission, decision = self._denial(call, tool)
         started = time.monotonic()
         before = dict(self.context.seen_hashes)
         if denial is not None:
@@ -284,9 +288,9 @@ class Agent:
                     out = run_tool(self.tools, name, args, self.context)
                 except CommandInterrupted as stop:
                     # The call keeps its real, partial result; the turn then ends as cancelled.
-                    self._append_result(call, stop.output, started, before, permission)
+                    self._append_result(call, stop.output, started, before, permission, decision)
                     raise stop.cause from None
-        result = self._append_result(call, out, started, before, permission)
+        result = self._append_result(call, out, started, before, permission, decision)
         yield ToolDone(call, result, denied=denial is not None)
         if out.git_config:  # a command planted git configuration: the person's own git would read it
             self.session.append(GitConfigEvent, changes=out.git_config, tool_use_id=call.id)
@@ -296,10 +300,11 @@ class Agent:
             yield from self._hooks("post_tool_use", {"tool_name": name, "tool_input": args, "tool_use_id": call.id,
                                                      "tool_response": response}, tool=name, tool_use_id=call.id)
 
-    def _append_result(self, call: ToolCall, out: ToolOutput, started: float,
-                       seen_before: dict[str, str], permission: str | None = None) -> ToolResultEvent:
-        """The call's result, with the file hashes it newly saw (rebuilt from the log on -c), and
-        how the permission mode decided it when it did not allow it outright."""
+    def _append_result(self, call: ToolCall, out: ToolOutput, started: float, seen_before: dict[str, str],
+                       permission: str | None = None, decision: Decision | None = None) -> ToolResultEvent:
+        """The call's result, with the file hashes it newly saw (rebuilt from the log on -c), how
+        the permission mode decided it when it did not allow it outright, and the permission
+        rules that decided it, if any."""
         seen = {path: digest for path, digest in self.context.seen_hashes.items()
                 if seen_before.get(path) != digest}
         return self.session.append(
@@ -310,6 +315,8 @@ class Agent:
             **({"restore": out.restore} if out.restore is not None else {}),
             # Only when the person was asked or the mode refused (telemetry counts decisions).
             **({"permission": permission} if permission is not None else {}),
+            # Only when a rule decided: which, and from where.
+            **({"rules": decision.recorded()} if decision is not None and decision.rules else {}),
         )
 
     def hook_runner(self) -> HookRunner:
@@ -350,20 +357,23 @@ class Agent:
             return self.watcher.command_running()
         return nullcontext()
 
-    def _denial(self, call: ToolCall, tool: Tool) -> tuple[str | None, str | None]:
-        """Why the call does not run (None: it runs), and how it was decided when it was not
+    def _denial(self, call: ToolCall, tool: Tool) -> tuple[str | None, str | None, Decision | None]:
+        """Why the call does not run (None: it runs), how it was decided when it was not
         allowed outright (the `permission` of its result: approved, approved_always, declined,
-        denied)."""
+        denied), and the decision, whose rules the result records."""
         kind = kind_of(tool, call.args)
-        verdict = self.policy.verdict(tool.name, kind)
-        if verdict == "allow":
-            return None, None
-        if verdict == "ask" and self.approver is not None:
-            answer = self.approver(call)
-            if answer == "always":
+        decision = self.policy.decide(tool.name, kind, call.args)
+        if decision.verdict == "allow":
+            return None, None, decision
+        if decision.verdict == "ask" and self.approver is not None:
+            answer = self.approver(call, self.policy.question(decision, tool.name, call.args))
+            if isinstance(answer, Offer):
+                self.policy.keep(answer)
+                return None, "approved_always", Decision("allow", answer.rules)
+            if answer == "always" and decision.rule is None:
                 self.policy.always.add(tool.name)
-                return None, "approved_always"
+                return None, "approved_always", decision
             if answer:
-                return None, "approved"
-            return self.policy.refusal(tool.name, kind, asked=True), "declined"
-        return self.policy.refusal(tool.name, kind, asked=False), "denied"
+                return None, "approved", decision
+            return self.policy.refusal(tool.name, kind, asked=True), "declined", decision
+        return self.policy.refusal_of(decision, tool.name, kind, call.args, asked=False), "denied", decision

@@ -2,9 +2,10 @@
 the same door as the model's run_command (the permission policy, the runner and its sandbox,
 the redaction of its output), whose command and output join the conversation.
 
-The permission mode decides as it does for run_command, since a command can do anything the
-mode is there to limit: read-only refuses, ask and accept-edits ask (accept-edits accepts file
-edits, not commands), full-auto runs; an "always" given to run_command holds here too.
+The permission rules and mode decide as they do for run_command, since a command can do anything
+they are there to limit: a deny rule refuses, read-only refuses, an ask rule asks, ask and
+accept-edits ask (accept-edits accepts file edits, not commands) unless allow rules cover the
+line, full-auto runs; an "always" given to run_command holds here too.
 
 What ran is logged as the person's input: a user event whose text says who ran what and holds
 the output (as much as a tool result shows, head and tail), so the model reads it with the next
@@ -18,6 +19,7 @@ from contextlib import nullcontext
 from dataclasses import dataclass
 
 from scribe.agent.loop import Agent
+from scribe.agent.permissions import Offer
 from scribe.agent.protocol import ToolCall
 from scribe.log.events import GitConfigEvent, UserEvent
 from scribe.tools.base import CommandInterrupted, ToolOutput
@@ -45,16 +47,20 @@ def run_shell(agent: Agent, command: str, *, how_to_allow: str = "/mode") -> She
         raise ShellRefused("this session has no run_command tool")
     args = {"command": command}
     mode = agent.policy.mode
-    verdict = agent.policy.verdict(tool.name, tool.kind)
-    if verdict == "deny":
+    decision = agent.policy.decide(tool.name, tool.kind, args)
+    if decision.verdict == "deny" and decision.rule is not None:
+        raise ShellRefused(f"not run: the {decision.rule.describe()} refuses it")
+    if decision.verdict == "deny":
         raise ShellRefused(f"!command runs nothing in permission mode {mode}; {how_to_allow} ask asks before "
                            f"each command, {how_to_allow} full-auto runs them")
-    if verdict == "ask":
+    if decision.verdict == "ask":
         if agent.approver is None:
             raise ShellRefused(f"permission mode {mode} asks before a command, and nothing here can ask")
         answer = agent.approver(ToolCall(f"shell-{agent.session.writer.next_seq}", tool.name, args,
-                                         tool.summary(args)))
-        if answer == "always":
+                                         tool.summary(args)), agent.policy.question(decision, tool.name, args))
+        if isinstance(answer, Offer):
+            agent.policy.keep(answer)
+        elif answer == "always" and decision.rule is None:
             agent.policy.always.add(tool.name)
         elif not answer:
             raise ShellRefused("not run (declined)")
