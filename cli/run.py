@@ -27,8 +27,10 @@ from scribe.context.stats import Figures, Pricer
 from scribe.log.events import UserEvent
 from scribe.settings.values import PERMISSION_MODES
 
+from .app import ALLOWED_HELP, DISALLOWED_HELP
 from .exits import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_MAX_TURNS, EXIT_OK, cli_errors, fail, warn
 from .headless import StreamJsonSink, TextSink
+from .rule_flags import rules_of
 from .signals import Stopped, ending_signals
 from .trust import tell_ignored
 from .visible import visible
@@ -69,6 +71,10 @@ def run(
     trust_workspace: Annotated[bool, typer.Option(
         "--trust-workspace", help="Apply this workspace's own .scribe/config.toml and .mcp.json for this run "
                                   "(untrusted, they are ignored; `scribe trust` remembers the trust).")] = False,
+    allowed_tools: Annotated[list[str] | None, typer.Option(
+        "--allowed-tools", "--allowedTools", help=ALLOWED_HELP)] = None,
+    disallowed_tools: Annotated[list[str] | None, typer.Option(
+        "--disallowed-tools", "--disallowedTools", help=DISALLOWED_HELP)] = None,
 ) -> None:
     """Run one turn headless: the agent works until it answers, then exits.
 
@@ -97,7 +103,8 @@ def run(
         preload_sdk()
         opening = Opening(Path.cwd(), SessionChoice(continue_, session, model), trust_workspace=trust_workspace,
                           flags={"permission_mode": permission_mode, "max_turns": max_turns, "model": model,
-                                 "auto_commit": auto_commit})
+                                 "auto_commit": auto_commit},
+                          rules=rules_of(allowed_tools, disallowed_tools))
         with open_agent(opening, show=said, on_trust=tell_ignored, tell=warn) as opened:
             agent_session = opened.session
             ended, totals, failed_commits = _follow(opened.agent.turn(text, images), output, opened.prices.price_usage,

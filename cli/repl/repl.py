@@ -41,6 +41,7 @@ from scribe.settings.values import Settings
 from scribe.workspace.images import PreparedImage
 
 from ..exits import cli_errors, fail, warn
+from ..rule_flags import rules_of
 from ..signals import Ending, Stopped, ending_signals
 from ..trust import ask, confirm_servers
 from .approve import PersonApprover
@@ -335,7 +336,8 @@ class Repl:
             self.view.handle(shown)
 
 def start(*, continue_: bool, resume: str | None, permission_mode: str | None, model: str | None,
-          auto_commit: bool | None = None, trust_workspace: bool = False) -> None:
+          auto_commit: bool | None = None, trust_workspace: bool = False, allowed_tools: list[str] | None = None,
+          disallowed_tools: list[str] | None = None) -> None:
     """Open the REPL in the workspace of the current directory. A workspace whose own config
     files are not trusted is asked about first (cli/trust.py)."""
     with cli_errors():
@@ -344,7 +346,8 @@ def start(*, continue_: bool, resume: str | None, permission_mode: str | None, m
         console = make_console()
         opening = Opening(Path.cwd(), SessionChoice(continue_, resume, model), person=True,
                           trust_workspace=trust_workspace,
-                          flags={"permission_mode": permission_mode, "model": model, "auto_commit": auto_commit})
+                          flags={"permission_mode": permission_mode, "model": model, "auto_commit": auto_commit},
+                          rules=rules_of(allowed_tools, disallowed_tools))
         with open_agent(opening, ask_trust=lambda found: ask(console, found), open_session=False, tell=warn,
                         confirm_servers=lambda workspace, settings, config: confirm_servers(
                             console, workspace, settings, config)) as opened:
