@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
+from scribe.agent.command_line import CommandLine, quoted, split_line
 from scribe.settings.rules import (
     ALLOWED_FLAG,
     COMMAND_TOOLS,
@@ -41,8 +42,6 @@ from scribe.settings.rules import (
 )
 from scribe.tools.base import ToolKind
 from scribe.tools.mcp.spec import PREFIX as MCP_PREFIX
-
-from .command_line import CommandLine, quoted, split_line
 
 Verdict = Literal["allow", "ask", "deny"]
 
