@@ -14,13 +14,14 @@ substitutions `$( )` and backticks (inside double quotes too), process substitut
 until do done ! time { }` stand aside for the command they introduce.
 
 What this reader cannot be sure of makes the line `unsure` (the reasons, in words): a quote or
-parenthesis left open, a backslash at the end, a here-document, `case`, `for`, `select`,
-`[[ ]]`, `(( ))`, `$(( ))`, function definitions and arrays, a program name known only when
-the line runs (`$CMD`, `$(which x)`, a glob), a shell reading a string that holds an expansion,
-and output sent to a file (`> notes.txt`: a rule names a program, not where its output goes;
-`/dev/null` and duplicated descriptors such as `2>&1` are fine). An unsure line never matches an
-allow rule; its commands, as far as they could be read, and a rough split of its text that
-ignores quoting (`rough`), are still matched against deny and ask rules.
+parenthesis left open, a backslash at the end, a here-document, a line longer than
+MAX_LINE_CHARS or nested deeper than MAX_DEPTH, `case`, `for`, `select`, `[[ ]]`, `(( ))`,
+`$(( ))`, function definitions and arrays, a program name known only when the line runs (`$CMD`,
+`$(which x)`, a glob), a shell reading a string that holds an expansion, and output sent to a
+file (`> notes.txt`: a rule names a program, not where its output goes; `/dev/null` and
+duplicated descriptors such as `2>&1` are fine). An unsure line never matches an allow rule; its
+commands, as far as they could be read, and a rough split of its text that ignores quoting
+(`rough`), are still matched against deny and ask rules.
 
 Pure: text in, commands out. Nothing here runs anything.
 """
@@ -34,6 +35,9 @@ from dataclasses import dataclass, field
 
 # Nested lines (`$( )` in `bash -c` in backticks ...) read at most this deep; deeper is unsure.
 MAX_DEPTH = 12
+# A longer line is only read roughly (a here-document of a large file: reading it costs about a
+# second per 150,000 characters, and no rule is written for such a line).
+MAX_LINE_CHARS = 100_000
 SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "ash", "mksh"})
 # Outputs that are not files a command writes.
 SINKS = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty"})
@@ -43,6 +47,8 @@ _CLOSING = frozenset({"fi", "done", "esac", "}"})
 # Keywords whose syntax this reader does not follow.
 _UNFOLLOWED = {"for": "a for loop", "select": "a select loop", "case": "a case statement",
                "function": "a function definition", "[[": "a [[ ]] test", "coproc": "a coprocess"}
+# The longest brace list `{a,b}` looked for (one longer is read as literal text).
+_BRACE_CHARS = 4096
 # Characters that end an unquoted word.
 _BREAKS = frozenset(" \t\n;&|()<>")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -146,6 +152,9 @@ class CommandLine:
     # For an unsure line only: its text cut at every operator and quote, whatever the quoting,
     # so a deny rule still finds what the reader lost track of.
     rough: tuple[str, ...] = ()
+    # The reader stopped before the end (too long, nested too deep): what it did not read may
+    # hold any command, which no rule has seen.
+    partial: bool = False
 
     @property
     def certain(self) -> bool:
@@ -159,10 +168,12 @@ class CommandLine:
 
 def split_line(line: str) -> CommandLine:
     """The commands `line` would run (see the module docstring)."""
+    if len(line) > MAX_LINE_CHARS:
+        return CommandLine((), (f"a line longer than {MAX_LINE_CHARS:,} characters",), _rough(line), partial=True)
     reader = _Reader(line)
     reader.read_list(closer=None)
     unsure = tuple(dict.fromkeys(reader.unsure))
-    return CommandLine(tuple(reader.commands), unsure, _rough(line) if unsure else ())
+    return CommandLine(tuple(reader.commands), unsure, _rough(line) if unsure else (), partial=reader.stopped)
 
 
 def _rough(line: str) -> tuple[str, ...]:
@@ -221,6 +232,7 @@ class _Reader:
         self.text, self.pos, self.depth = text, 0, depth
         self.unsure: list[str] = unsure if unsure is not None else []
         self.commands: list[Command] = commands if commands is not None else []
+        self.stopped = False  # a nested line was too deep to read
 
     # -- lists and commands -----------------------------------------------------------------
 
@@ -347,6 +359,7 @@ class _Reader:
         if self.depth < MAX_DEPTH:
             return True
         self.unsure.append(f"lines nested more than {MAX_DEPTH} deep")
+        self.stopped = True
         return False
 
     def _inner(self) -> None:
@@ -363,7 +376,9 @@ class _Reader:
     def _read_text(self, text: str) -> None:
         """A line of its own (a backquoted or `bash -c` string, eval's arguments), one level deeper."""
         if self._deeper():
-            _Reader(text, self.depth + 1, self.unsure, self.commands).read_list(closer=None)
+            inner = _Reader(text, self.depth + 1, self.unsure, self.commands)
+            inner.read_list(closer=None)
+            self.stopped = self.stopped or inner.stopped
 
     def _redirect(self, building: _Building, char: str, *, both: bool = False) -> None:
         text = self.text
@@ -447,7 +462,7 @@ class _Reader:
 
     def _brace_list(self) -> bool:
         """`{a,b}` or `{1..3}` from here: brace expansion, which makes several words of one."""
-        end = self.text.find("}", self.pos)
+        end = self.text.find("}", self.pos, self.pos + _BRACE_CHARS)  # bounded: a line of `{` stays linear
         inside = self.text[self.pos + 1:end] if end > 0 else ""
         return bool(inside) and ("," in inside or ".." in inside) and not set(inside) & set(" \t\n;&|()<>")
 
@@ -534,9 +549,23 @@ class _Reader:
         """${...}: to its closing brace, the substitutions inside it read as lines."""
         text = self.text
         start = self.pos
+        word.expanded = True
+        if not self._deeper():  # `${${${...`: what is left is read roughly (CommandLine.rough)
+            self.pos = len(text)
+            return
         self.pos += 2
-        depth = 1
         inner = _Word()
+        self.depth += 1
+        try:
+            self._parameter_body(inner)
+        finally:
+            self.depth -= 1
+        word.text.append(text[start:self.pos])
+
+    def _parameter_body(self, inner: _Word) -> None:
+        """From after `${` to past its closing brace."""
+        text = self.text
+        depth = 1
         while self.pos < len(text) and depth:
             char = text[self.pos]
             if char == "}":
@@ -561,8 +590,6 @@ class _Reader:
                 self.pos += 1
         if depth:
             self.unsure.append("a ${ left open")
-        word.text.append(text[start:self.pos])
-        word.expanded = True
 
     def _ansi_c(self, word: _Word) -> None:
         """$'...': decoded as bash decodes it; an escape this reader does not know makes the

@@ -2,7 +2,9 @@
 
     a deny rule matches            -> refused, naming the rule
     the mode refuses (read-only)   -> refused, naming the mode
-    an ask rule matches            -> asked (headless: refused, naming the rule)
+    an ask rule matches            -> asked (headless: refused, naming the rule); so is a line too
+                                      long or too deep to read to its end, where a deny or ask
+                                      rule on commands could not be checked
     the mode allows                -> runs (so does a tool the person allowed for the session)
     allow rules match all of it    -> runs
     otherwise                      -> asked (headless: refused, naming the flag that allows it)
@@ -87,6 +89,8 @@ class Decision:
     rules: tuple[Rule, ...] = ()
     # For a deny or ask rule: what of the call it matched (a command of the line, a path).
     matched: str | None = None
+    # Why it asks when no rule matched but one could not be checked (a line read only in part).
+    why: str | None = None
 
     @property
     def rule(self) -> Rule | None:
@@ -118,6 +122,8 @@ class Question:
 
     # An ask rule that asks: then "always" keeps nothing (the rule asks every time).
     rule: Rule | None = None
+    # Why a rule asks without matching: it could not be checked (a line read only in part).
+    why: str | None = None
     # Allow rules that would let this very call run: the exact one first, then a broader one.
     offers: tuple[Offer, ...] = ()
     # Why no rule could let it run (a command line that cannot be read with certainty).
@@ -166,6 +172,10 @@ class PermissionPolicy:
         for rule in rules:
             if rule.verdict == "ask" and (matched := call.hit(rule)) is not None:
                 return Decision("ask", (rule,), matched)
+        unchecked = call.unchecked([rule for rule in rules if rule.verdict in ("deny", "ask")])
+        if unchecked is not None:
+            return Decision("ask", (unchecked,), why=f"the line is too long or nested too deeply to be read to its end, "
+                                                     f"so the {unchecked.describe()} could not be checked against all of it")
         if mode == "allow":
             return Decision("allow")
         allowing = call.allowed_by([rule for rule in rules if rule.verdict == "allow"])
@@ -174,7 +184,7 @@ class PermissionPolicy:
     def question(self, decision: Decision, tool: str, args: dict[str, Any]) -> Question:
         """What the person is asked about a call `decision` asks about."""
         if decision.rule is not None:
-            return Question(rule=decision.rule)
+            return Question(rule=decision.rule, why=decision.why)
         call = Call(tool, args, self.workspace)
         return Question(offers=call.offers(), unmatchable=call.unmatchable())
 
@@ -187,6 +197,8 @@ class PermissionPolicy:
                    asked: bool) -> str:
         """Why a call `decision` did not allow was not run, for the model to read."""
         rule = decision.rule
+        if decision.why is not None and not asked:
+            return f"{tool} was not run: {decision.why}, and nobody can answer in this run"
         if asked or rule is None:
             line = self.refusal(tool, kind, asked=asked)
             if not asked and decision.verdict == "ask" and self.how_to_allow.startswith("--"):
@@ -309,6 +321,12 @@ class Call:
             host = self.host
             return tuple(r for r in rules if isinstance(r.matcher, HostPattern) and r.matcher.matches(host))[:1]
         return ()
+
+    def unchecked(self, rules: list[Rule]) -> Rule | None:
+        """A deny or ask rule on commands that this line was not read far enough to check."""
+        if self.tool not in COMMAND_TOOLS or not self.line.partial:
+            return None
+        return next((rule for rule in rules if isinstance(rule.matcher, CommandPattern)), None)
 
     def unmatchable(self) -> str | None:
         """Why no allow rule could let this call run, if so."""

@@ -145,8 +145,8 @@ class PersonApprover:
             self.view.console.print(Hanging(text), end="")
             self.view.previewed.add(call.id)  # so the result need not repeat it
         name = visible(call.name)
-        if asked.rule is not None:  # an ask rule asks every time: "always" would keep nothing
-            self.view.note(f"  asked by the {asked.rule.describe()}")
+        if asked.rule is not None:  # a rule asks every time: "always" would keep nothing
+            self.view.note(f"  asked because {asked.why}" if asked.why else f"  asked by the {asked.rule.describe()}")
             choice = self._ask(f"  allow {name}? [y]es [n]o › ", Answers(KEYS, ONCE_WORDS, on_escape="no", meaning={}))
         else:
             choice = self._ask(f"  allow {name}? [y]es [n]o, or type always⏎ for this session › ",

@@ -74,6 +74,36 @@ def test_what_cannot_be_read_with_certainty_says_why(line: str, why: str) -> Non
     assert why in found.unsure
 
 
+@pytest.mark.parametrize("opening", ["${", '"${', "$(", '"$(', "(", "<(", "`", "bash -c '", "$((", "{ "])
+def test_a_line_nested_past_any_depth_is_unsure_and_never_fails(opening: str) -> None:
+    """Nesting is the model's to choose: 50,000 levels of it end in a refusal to be sure, never
+    in a RecursionError that would end the turn."""
+    line = opening * 50_000 + "rm -rf x"
+    found = split_line(line)
+    assert not found.certain
+    decision = PermissionPolicy("full-auto", rules=[parse_rule("run_command(rm *)", "deny", "test")]).decide(
+        "run_command", "command", {"command": line})
+    assert decision.verdict != "allow"
+
+
+def test_a_line_too_long_to_read_is_read_roughly_and_asked_about_where_a_deny_rule_could_not_check_it() -> None:
+    body = "\n".join(f"line {n} of a large file" for n in range(10_000))
+    line = f"cat > big.txt <<'EOF'\n{body}\nEOF\nrm -rf build"
+    found = split_line(line)
+    assert "a line longer than 100,000 characters" in found.unsure and found.partial
+    assert "rm -rf build" in found.spellings()
+    deny = [parse_rule("run_command(rm *)", "deny", "mine")]
+    assert PermissionPolicy("full-auto", rules=deny).decide("run_command", "command", {"command": line}).verdict == "deny"
+    quiet = line.replace("rm -rf build", "true")
+    policy = PermissionPolicy("full-auto", rules=deny)
+    decision = policy.decide("run_command", "command", {"command": quiet})
+    assert decision.verdict == "ask" and decision.rule == deny[0]
+    assert policy.refusal_of(decision, "run_command", "command", {"command": quiet}, asked=False) == (
+        "run_command was not run: the line is too long or nested too deeply to be read to its end, so the deny "
+        "rule run_command(rm *) (from mine) could not be checked against all of it, and nobody can answer in this run")
+    assert PermissionPolicy("full-auto").decide("run_command", "command", {"command": quiet}).verdict == "allow"
+
+
 def test_an_unsure_line_is_still_read_for_the_commands_a_deny_rule_would_know() -> None:
     found = split_line("cat <<EOF\nrm -rf x\nEOF")
     assert "rm -rf x" in found.spellings()  # a here-document fed to nothing still shows its text
