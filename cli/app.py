@@ -98,9 +98,9 @@ def interactive(
         "--trust-workspace", help="Apply this workspace's own .scribe/config.toml and .mcp.json for this session "
                                   "without asking (`scribe trust` remembers it).")] = False,
     allowed_tools: Annotated[list[str] | None, typer.Option(
-        "--allowed-tools", "--allowedTools", help=ALLOWED_HELP)] = None,
+        "--allowed-tools", "--allowedTools", metavar="RULES", help=ALLOWED_HELP)] = None,
     disallowed_tools: Annotated[list[str] | None, typer.Option(
-        "--disallowed-tools", "--disallowedTools", help=DISALLOWED_HELP)] = None,
+        "--disallowed-tools", "--disallowedTools", metavar="RULES", help=DISALLOWED_HELP)] = None,
     version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True, help="Show the version and exit.")] = False,
 ) -> None:
     """With no command, open the interactive session (REPL)."""

@@ -72,9 +72,9 @@ def run(
         "--trust-workspace", help="Apply this workspace's own .scribe/config.toml and .mcp.json for this run "
                                   "(untrusted, they are ignored; `scribe trust` remembers the trust).")] = False,
     allowed_tools: Annotated[list[str] | None, typer.Option(
-        "--allowed-tools", "--allowedTools", help=ALLOWED_HELP)] = None,
+        "--allowed-tools", "--allowedTools", metavar="RULES", help=ALLOWED_HELP)] = None,
     disallowed_tools: Annotated[list[str] | None, typer.Option(
-        "--disallowed-tools", "--disallowedTools", help=DISALLOWED_HELP)] = None,
+        "--disallowed-tools", "--disallowedTools", metavar="RULES", help=DISALLOWED_HELP)] = None,
 ) -> None:
     """Run one turn headless: the agent works until it answers, then exits.
 
