@@ -31,7 +31,7 @@ from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from scribe.agent.actions.shell import ShellRefused, run_shell
+from scribe.agent.actions.shell import COMMAND_TOOL, ShellRefused, run_shell
 from scribe.agent.actions.undo import undo
 from scribe.agent.compression.ahead import AheadCompression, left_unfinished, works_ahead
 from scribe.agent.compression.sizes import ContextSize
@@ -337,6 +337,9 @@ class Agent:
 
     def _shell(self, command: str) -> Work:
         loop = self.loop
+        ruling = loop.policy.decide(COMMAND_TOOL, "command", {"command": command})
+        if ruling.verdict == "deny" and ruling.rule is not None:
+            raise ShellRefused(f"not run: the {ruling.rule.describe()} refuses it")
         if loop.policy.mode == PermissionMode.READ_ONLY:
             raise ShellRefused(f"!command runs nothing in permission mode read-only; {loop.policy.how_to_allow} ask "
                                "(or any other mode) runs it")
@@ -425,7 +428,7 @@ class Agent:
                 continue
             if isinstance(question, ApprovalRequested) and isinstance(item, ApprovalAnswer) \
                     and item.request_id == question.id:
-                return item.decision
+                return item
             if isinstance(question, TrustRequested) and isinstance(item, TrustAnswer):
                 return item
             if isinstance(question, ServersToConfirm) and isinstance(item, ServersAnswer) \

@@ -20,10 +20,11 @@ from scribe.agent.actions.autocommit import TurnCommitter
 from scribe.agent.compression.ahead import AheadCompression
 from scribe.agent.compression.compressor import Compressor
 from scribe.agent.hooks.runner import STOP_BLOCKS, HookRunner, HookVerdict, blocked_result
-from scribe.agent.permissions import PermissionPolicy
+from scribe.agent.permissions import PermissionPolicy, Ruling
 from scribe.agent.protocol import (
     STOP_REASONS,
     AgentEvent,
+    ApprovalAnswer,
     ApprovalRequested,
     AssistantMessage,
     Decision,
@@ -91,7 +92,7 @@ class TurnLoop:
     cancelled: threading.Event = field(default_factory=threading.Event)
 
     def turn(self, prompt: str, images: Sequence[PreparedImage] = (),
-             command: dict[str, Any] | None = None) -> Generator[AgentEvent, Decision | None, TurnEnded]:
+             command: dict[str, Any] | None = None) -> Generator[AgentEvent, ApprovalAnswer | None, TurnEnded]:
         """Run one user turn to its end, yielding what happens as it happens; its end is the
         last event, and what it returns. `images`: attached to the message (sent before its
         text); `command`: the slash command whose text `prompt` is (recorded with the message in
@@ -113,7 +114,7 @@ class TurnLoop:
             self.watcher.stop()
 
     def _turn(self, prompt: str, images: Sequence[PreparedImage],
-              command: dict[str, Any] | None) -> Generator[AgentEvent, Decision | None, TurnEnded]:
+              command: dict[str, Any] | None) -> Generator[AgentEvent, ApprovalAnswer | None, TurnEnded]:
         calls = 0
         final_text = ""
         stops = 0  # times a stop hook sent the model back to work
@@ -274,7 +275,7 @@ class TurnLoop:
         usage = self.session.record_call(result, "agent", **({"estimate": estimate} if estimate > 0 else {}))
         return assistant, usage
 
-    def _run_tool_call(self, block: dict[str, Any]) -> Generator[AgentEvent, Decision | None, None]:
+    def _run_tool_call(self, block: dict[str, Any]) -> Generator[AgentEvent, ApprovalAnswer | None, None]:
         name, args = block["name"], block.get("input") or {}
         tool = next((t for t in self.tools if t.name == name), None)
         summary = tool.summary(args) if tool else name
@@ -282,10 +283,13 @@ class TurnLoop:
         yield call
         verdict = yield from self._hooks("pre_tool_use", {"tool_name": name, "tool_input": args,
                                                           "tool_use_id": call.id}, tool=name, tool_use_id=call.id)
+        denial: str | None = None
+        permission: str | None = None
+        ruling: Ruling | None = None
         if verdict.blocked:
-            denial, permission = blocked_result(verdict.reason), None
-        else:
-            denial, permission = (yield from self._denial(call, tool)) if tool else (None, None)
+            denial = blocked_result(verdict.reason)
+        elif tool is not None:
+            denial, permission, ruling = yield from self._denial(call, tool)
         started = time.monotonic()
         before = dict(self.context.seen_hashes)
         if denial is not None:
@@ -296,9 +300,9 @@ class TurnLoop:
                     out = run_tool(self.tools, name, args, self.context)
                 except CommandInterrupted as stop:
                     # The call keeps its real, partial result; the turn then ends as cancelled.
-                    self._append_result(call, stop.output, started, before, permission)
+                    self._append_result(call, stop.output, started, before, permission, ruling)
                     raise stop.cause from None
-        result = self._append_result(call, out, started, before, permission)
+        result = self._append_result(call, out, started, before, permission, ruling)
         yield ToolDone(call, result, denied=denial is not None)
         if out.git_config:  # a command planted git configuration: the person's own git would read it
             self.session.append(GitConfigEvent, changes=out.git_config, tool_use_id=call.id)
@@ -308,10 +312,11 @@ class TurnLoop:
             yield from self._hooks("post_tool_use", {"tool_name": name, "tool_input": args, "tool_use_id": call.id,
                                                      "tool_response": response}, tool=name, tool_use_id=call.id)
 
-    def _append_result(self, call: ToolCall, out: ToolOutput, started: float,
-                       seen_before: dict[str, str], permission: str | None = None) -> ToolResultEvent:
-        """The call's result, with the file hashes it newly saw (rebuilt from the log on -c), and
-        how the permission mode decided it when it did not allow it outright."""
+    def _append_result(self, call: ToolCall, out: ToolOutput, started: float, seen_before: dict[str, str],
+                       permission: str | None = None, ruling: Ruling | None = None) -> ToolResultEvent:
+        """The call's result, with the file hashes it newly saw (rebuilt from the log on -c), how
+        the permission mode decided it when it did not allow it outright, and the permission
+        rules that decided it, if any."""
         seen = {path: digest for path, digest in self.context.seen_hashes.items()
                 if seen_before.get(path) != digest}
         return self.session.append(
@@ -322,6 +327,8 @@ class TurnLoop:
             **({"restore": out.restore} if out.restore is not None else {}),
             # Only when the person was asked or the mode refused (telemetry counts decisions).
             **({"permission": permission} if permission is not None else {}),
+            # Only when a rule decided: which, and from where.
+            **({"rules": ruling.recorded()} if ruling is not None and ruling.rules else {}),
         )
 
     def hook_runner(self) -> HookRunner:
@@ -363,24 +370,31 @@ class TurnLoop:
             return self.watcher.command_running()
         return nullcontext()
 
-    def _denial(self, call: ToolCall, tool: Tool) -> Generator[AgentEvent, Decision | None, tuple[str | None, str | None]]:
-        """Why the call does not run (None: it runs), and how it was decided when it was not
+    def _denial(self, call: ToolCall,
+                tool: Tool) -> Generator[AgentEvent, ApprovalAnswer | None, tuple[str | None, str | None, Ruling]]:
+        """Why the call does not run (None: it runs), how it was decided when it was not
         allowed outright (the `permission` of its result: approved, approved_always, declined,
-        denied). A question is yielded and its answer sent back; no answer declines."""
+        denied), and the ruling, whose rules the result records. A question is yielded and its
+        answer sent back; no answer declines."""
         kind = kind_of(tool, call.args)
-        verdict = self.policy.verdict(tool.name, kind)
-        if verdict == "allow":
-            return None, None
-        if verdict == "ask" and self.asks:
-            answer = yield ApprovalRequested(call.id, call, self.policy.mode)
-            if answer is Decision.STOP:
+        ruling = self.policy.decide(tool.name, kind, call.args)
+        if ruling.verdict == "allow":
+            return None, None, ruling
+        if ruling.verdict == "ask" and self.asks:
+            question = self.policy.question(ruling, tool.name, call.args)
+            answer = yield ApprovalRequested(call.id, call, self.policy.mode, question=question)
+            decision = answer.decision if answer is not None else Decision.DECLINE
+            if decision is Decision.STOP:
                 # Not an answer: the person is saying something else. Nothing runs, and the turn
                 # stops as a cancel stops it.
                 raise KeyboardInterrupt("the user stopped the turn at a question")
-            if answer is Decision.ALLOW_ALWAYS:
+            if decision is Decision.ALLOW_ALWAYS and answer is not None and answer.keep is not None:
+                self.policy.keep(answer.keep)
+                return None, "approved_always", Ruling("allow", answer.keep.rules)
+            if decision is Decision.ALLOW_ALWAYS and ruling.rule is None:
                 self.policy.always.add(tool.name)
-                return None, "approved_always"
-            if answer is Decision.ALLOW:
-                return None, "approved"
-            return self.policy.refusal(tool.name, kind, asked=True), "declined"
-        return self.policy.refusal(tool.name, kind, asked=False), "denied"
+                return None, "approved_always", ruling
+            if decision in (Decision.ALLOW, Decision.ALLOW_ALWAYS):
+                return None, "approved", ruling
+            return self.policy.refusal(tool.name, kind, asked=True), "declined", ruling
+        return self.policy.refusal_of(ruling, tool.name, kind, call.args, asked=False), "denied", ruling

@@ -63,6 +63,7 @@ from scribe.settings.files import (
 from scribe.settings.hooks import read_hooks
 from scribe.settings.mcp_servers import mcp_config
 from scribe.settings.prices import price_book
+from scribe.settings.rules import Rule, read_rules
 from scribe.settings.server_pins import pins_to_trust, workspace_servers
 from scribe.settings.trust import WorkspaceTrust
 from scribe.settings.untrusted import ignored_line, question
@@ -132,6 +133,10 @@ class AgentConfig:
     turns: bool = True
     # The configured MCP servers start (`scribe demo` runs without the person's servers).
     servers: bool = True
+    # Permission rules given on the command line (--allowed-tools, --disallowed-tools).
+    rules: tuple[Rule, ...] = ()
+    # Permission rules given on the command line (--allowed-tools, --disallowed-tools).
+    rules: tuple[Rule, ...] = ()
 
 
 class Opened:
@@ -142,6 +147,9 @@ class Opened:
                  telemetry: Telemetry | None = None, cancelled: threading.Event | None = None) -> None:
         self.config = config
         self.workspace, self.trust, self.files = workspace, trust, files
+        # The permission rules of the config files that apply and of the command line; a rule the
+        # person saves at a question joins them, for this opening's later sessions too.
+        self.rules: list[Rule] = [*read_rules(files), *config.rules]
         self.settings, self.prices, self.client = settings, prices, client
         # None: no MCP server is configured (nor was one started for this opening).
         self.hub = hub
@@ -319,7 +327,8 @@ class Opened:
             tools=tools,
             context=context,
             policy=PermissionPolicy(settings.permission_mode,
-                                    allowed=allowed_without_asking(mcp_tools, self._hub()) if mcp_tools else frozenset()),
+                                    allowed=allowed_without_asking(mcp_tools, self._hub()) if mcp_tools else frozenset(),
+                                    rules=self.rules, workspace=self.workspace),
             max_turns=settings.max_turns,
             asks=config.answers,
             memory=memory,

@@ -25,6 +25,7 @@ from typing import Any, Literal
 
 from scribe.log.events import AssistantEvent, ToolResultEvent, UsageEvent
 from scribe.model.events import Notice, Retrying, TextDelta, TextWithdrawn, Waiting
+from scribe.settings.rules import Rule
 from scribe.settings.values import PermissionMode
 from scribe.workspace.images import PreparedImage
 
@@ -39,6 +40,35 @@ class UserMessage:
     text: str
     images: tuple[PreparedImage, ...] = ()
     command: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class Offer:
+    """Allow rules that would let a call run without asking (one per command of its line)."""
+
+    rules: tuple[Rule, ...]
+
+    @property
+    def text(self) -> str:
+        return ", ".join(rule.text for rule in self.rules)
+
+    def kept_in(self, source: str) -> Offer:
+        """The same rules, kept in `source` (a config file, or THIS_SESSION)."""
+        return Offer(tuple(Rule(r.verdict, r.tool, r.pattern, source, r.matcher) for r in self.rules))
+
+
+@dataclass(frozen=True)
+class Question:
+    """Why a call is put to the person, and what an "always" could keep."""
+
+    # An ask rule that asks: then "always" keeps nothing (the rule asks every time).
+    rule: Rule | None = None
+    # Why a rule asks without matching: it could not be checked (a line read only in part).
+    why: str | None = None
+    # Allow rules that would let this very call run: the exact one first, then a broader one.
+    offers: tuple[Offer, ...] = ()
+    # Why no rule could let it run (a command line that cannot be read with certainty).
+    unmatchable: str | None = None
 
 
 class Decision(StrEnum):
@@ -56,6 +86,9 @@ class ApprovalAnswer:
     decision: Decision
     # Said to the model with a decline ("use the other file").
     remark: str = ""
+    # With ALLOW_ALWAYS: allow rules to keep instead of allowing the whole tool (one of the
+    # question's offers, kept where the person said: a config file, or this session).
+    keep: Offer | None = None
 
 
 @dataclass(frozen=True)
@@ -167,6 +200,8 @@ class ApprovalRequested:
     call: ToolCall
     mode: PermissionMode
     agent: str | None = None
+    # Why it asks (an ask rule) and what an "always" could keep (agent/permissions.py).
+    question: Question = field(default_factory=Question)
 
 
 @dataclass(frozen=True)

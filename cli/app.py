@@ -46,6 +46,14 @@ COMMANDS: dict[str, LazyCommand] = {
 }
 
 
+# --allowed-tools and --disallowed-tools, here and in `scribe run` (cli/rule_flags.py reads them).
+ALLOWED_HELP = ("Permission rules that let calls run without asking, for this run: tool(pattern), such as "
+                "'run_command(git status:*)', 'write_file(docs/**)', 'web_fetch(domain:docs.python.org)' or an "
+                "MCP tool's name; commas or blanks separate rules; repeatable. Deny rules and read-only still win.")
+DISALLOWED_HELP = ("Permission rules that refuse calls, for this run: 'run_command(rm *)', 'web_fetch'; commas "
+                   "or blanks separate rules; repeatable. A deny rule wins over every allow.")
+
+
 class Commands(LazyGroup):
     table = COMMANDS
 
@@ -89,20 +97,27 @@ def interactive(
     trust_workspace: Annotated[bool, typer.Option(
         "--trust-workspace", help="Apply this workspace's own .scribe/config.toml and .mcp.json for this session "
                                   "without asking (`scribe trust` remembers it).")] = False,
+    allowed_tools: Annotated[list[str] | None, typer.Option(
+        "--allowed-tools", "--allowedTools", metavar="RULES", help=ALLOWED_HELP)] = None,
+    disallowed_tools: Annotated[list[str] | None, typer.Option(
+        "--disallowed-tools", "--disallowedTools", metavar="RULES", help=DISALLOWED_HELP)] = None,
     version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True, help="Show the version and exit.")] = False,
 ) -> None:
     """With no command, open the interactive session (REPL)."""
     if ctx.invoked_subcommand is not None:
         given = [flag for flag, value in (("-c", continue_), ("--resume", resume), ("-p", permission_mode),
                                           ("-m", model), ("--auto-commit", auto_commit is not None),
-                                          ("--trust-workspace", trust_workspace)) if value]
+                                          ("--trust-workspace", trust_workspace),
+                                          ("--allowed-tools", allowed_tools), ("--disallowed-tools", disallowed_tools))
+                 if value]
         if given:  # `scribe -c run ...` would silently ignore -c: say where it belongs
             print(f"scribe: {' '.join(given)} before a command opens the REPL; give it after the command "
                   f"(scribe {ctx.invoked_subcommand} --help)", file=sys.stderr)
             raise typer.Exit(2)
         return
     open_repl(continue_=continue_, resume=resume, permission_mode=permission_mode, model=model,
-              auto_commit=auto_commit, trust_workspace=trust_workspace)
+              auto_commit=auto_commit, trust_workspace=trust_workspace, allowed_tools=allowed_tools,
+              disallowed_tools=disallowed_tools)
 
 
 def open_repl(**options: Any) -> None:

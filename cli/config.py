@@ -23,14 +23,16 @@ def config(
     permission mode is shown for each front end: left at its default, the REPL starts in ask and
     `scribe run` in accept-edits; a configured ask holds in the REPL, and `scribe run` (where
     nobody can answer) uses accept-edits. Then whether the workspace is trusted and what of its
-    own is ignored, the model's context window, and what protects scribe from the commands it
-    runs: the sandbox in force on this machine, what it covers and what it does not.
+    own is ignored, the model's context window, the permission rules and the file each came from,
+    and what protects scribe from the commands it runs: the sandbox in force on this machine, what
+    it covers and what it does not.
     """
     from scribe.agent.protection import protection_for
     from scribe.agent.window_facts import learned_window, window_here
     from scribe.settings.files import find_workspace, read_config, trust_of
     from scribe.settings.hooks import describe, read_hooks
     from scribe.settings.prices import read_prices
+    from scribe.settings.rules import describe_rules, read_rules
     from scribe.settings.untrusted import ignored_line
     from scribe.settings.values import explain_settings, modes_by_front_end
 
@@ -44,6 +46,7 @@ def config(
         read = [path for path, _ in config.parsed]
         prices = read_prices(config)
         hooks = read_hooks(workspace, config)
+        rules = read_rules(config)
     workspace_line = (f"workspace {workspace}: " + (ignored_line(trust) if trust.ignored else trust.reason))
     values = dataclasses.asdict(settings)
     modes = modes_by_front_end(settings, origin)
@@ -70,6 +73,8 @@ def config(
         shown_json["hooks"] = {"value": [{"event": h.event, "matcher": h.matcher, "command": h.command,
                                           "owner": h.owner, "timeout_s": h.timeout_s, "pass_env": list(h.pass_env),
                                           "file": h.source} for h in hooks.specs], "source": "config"}
+        shown_json["permission_rules"] = {"value": [{"verdict": r.verdict, "rule": r.text, "source": r.source}
+                                                    for r in rules], "source": "config"}
         print(json.dumps(shown_json, indent=2))
         return
     width = max(map(len, values))
@@ -87,6 +92,10 @@ def config(
         print(f"prices of {model} (USD per million tokens): " + ", ".join(f"{k} {v:g}" for k, v in rates.items()))
     for line in describe(hooks.specs):
         print(visible(f"hook {line}"))
+    if rules:
+        print("\npermission rules (deny first, then ask, then allow; the mode decides the rest):")
+        for line in describe_rules(rules):
+            print(visible(f"  {line}"))
     print()
     for line in protection.lines():
         print(line)

@@ -169,7 +169,10 @@ class StreamJson:
             return {"type": "control_request", "request_id": event.id, "request": {
                 "subtype": "can_use_tool", "tool_name": event.call.name, "input": event.call.args,
                 "tool_use_id": event.call.id, "summary": event.call.summary, "permission_mode": event.mode,
-                "agent": event.agent}, "session_id": self.session_id}
+                "agent": event.agent,
+                "asked_by": event.question.rule.text if event.question.rule is not None else None,
+                "permission_suggestions": [offer.text for offer in event.question.offers]},
+                "session_id": self.session_id}
         if isinstance(event, TurnEnded):
             self._turn = None
             return self._result(event, turn)

@@ -29,8 +29,10 @@ from scribe.log.events import UserEvent
 from scribe.log.figures import Pricer
 from scribe.settings.values import PERMISSION_MODES, PermissionMode
 
+from .app import ALLOWED_HELP, DISALLOWED_HELP
 from .exits import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_MAX_TURNS, EXIT_OK, cli_errors, fail, warn
 from .headless import StreamJson, TextSink, TurnFigures
+from .rule_flags import rules_of
 from .signals import Stopped, ending_signals
 from .visible import visible
 
@@ -86,6 +88,10 @@ def run(
     trust_workspace: Annotated[bool, typer.Option(
         "--trust-workspace", help="Apply this workspace's own .scribe/config.toml and .mcp.json for this run "
                                   "(untrusted, they are ignored; `scribe trust` remembers the trust).")] = False,
+    allowed_tools: Annotated[list[str] | None, typer.Option(
+        "--allowed-tools", "--allowedTools", metavar="RULES", help=ALLOWED_HELP)] = None,
+    disallowed_tools: Annotated[list[str] | None, typer.Option(
+        "--disallowed-tools", "--disallowedTools", metavar="RULES", help=DISALLOWED_HELP)] = None,
 ) -> None:
     """Run one turn headless: the agent works until it answers, then exits.
 
@@ -122,7 +128,8 @@ def run(
         preload_sdk()
         config = AgentConfig(Path.cwd(), SessionChoice(continue_, session, model),
                              Overrides(permission_mode=mode, model=model, max_turns=max_turns, auto_commit=auto_commit),
-                             trust_workspace=trust_workspace, answers=conversing)
+                             trust_workspace=trust_workspace, answers=conversing,
+                             rules=rules_of(allowed_tools, disallowed_tools))
         agent = Agent(config)
         said.agent = agent
         try:

@@ -37,6 +37,8 @@ class OwnFile:
     # name -> the secret variables of the person's environment its settings name (`${GITHUB_TOKEN}`
     # in its env, headers, URL or arguments): given to the server as it starts, in or out of the sandbox.
     secrets: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # Its permission rules as written (`allow run_command(git status*)`), from its [permissions] table.
+    rules: tuple[str, ...] = ()
 
     def change(self) -> str:
         """`.scribe/config.toml sets sandbox = false and starts MCP server x (`cmd`)`."""
@@ -47,6 +49,8 @@ class OwnFile:
         parts = []
         if self.settings:
             parts.append("sets " + ", ".join(f"{k} = {v}" for k, v in self.settings.items()))
+        if self.rules:
+            parts.append("adds the permission rule" + ("s " if len(self.rules) > 1 else " ") + ", ".join(self.rules))
         if self.servers:
             names = ", ".join(f"{name} (`{what}`)" for name, what in self.servers.items())
             parts.append(f"starts MCP server{'s' if len(self.servers) > 1 else ''} {names}")
@@ -60,6 +64,8 @@ class OwnFile:
         if self.command is not None:
             return f"{self.name} (command {self.command})"
         what = list(self.settings)
+        if self.rules:
+            what.append(f"{len(self.rules)} permission rule{'s' if len(self.rules) > 1 else ''}")
         if self.servers:
             what.append(f"{len(self.servers)} MCP server{'s' if len(self.servers) > 1 else ''}")
         return f"{self.name} ({', '.join(what) or 'empty'})"
@@ -106,8 +112,17 @@ def _read(name: str, data: bytes) -> OwnFile:
         table = parsed.get("mcp")
         servers = table.get("servers") if isinstance(table, dict) else None
     servers = servers if isinstance(servers, dict) else {}
-    settings = {k: _shown(v) for k, v in parsed.items() if k != "mcp"} if name != MCP_JSON else {}
-    return OwnFile(name, settings, _servers(servers), secrets=_secrets(servers))
+    settings = {k: _shown(v) for k, v in parsed.items() if k not in ("mcp", "permissions")} if name != MCP_JSON else {}
+    rules = _rules(parsed.get("permissions")) if name != MCP_JSON else ()
+    return OwnFile(name, settings, _servers(servers), secrets=_secrets(servers), rules=rules)
+
+
+def _rules(table: Any) -> tuple[str, ...]:
+    """`deny run_command(rm *)`, as written: asked about, never applied, so never checked here."""
+    if not isinstance(table, dict):
+        return (f"permissions = {_shown(table)}",) if table is not None else ()
+    return tuple(f"{verdict} {_cut(str(rule))}" for verdict, listed in table.items()
+                 for rule in (listed if isinstance(listed, list) else [listed]))
 
 
 def _servers(table: dict[str, Any]) -> dict[str, str]:

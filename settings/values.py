@@ -224,14 +224,14 @@ def explain_settings(workspace: Path, flags: Mapping[str, Any] | None = None,
 
 def _settings_in(path: Path, data: dict[str, Any]) -> dict[str, Any]:
     # [mcp.servers.NAME] tables are read by settings/mcp_servers.py, [prices.MODEL] by settings/prices.py,
-    # [[hooks.EVENT]] by settings/hooks.py.
+    # [[hooks.EVENT]] by settings/hooks.py, [permissions] by settings/rules.py.
     unknown = sorted(set(data) - set(FIELDS) - TABLES)
     if unknown:
         raise ConfigError(f"{path}: unknown setting {', '.join(unknown)} (known: {', '.join(FIELDS)})")
     return {k: _coerce(k, v, f"{path}: {k}") for k, v in data.items() if k not in TABLES}
 
 
-TABLES = {"mcp", "prices", "hooks"}
+TABLES = {"mcp", "prices", "hooks", "permissions"}
 
 
 def _coerce(name: str, value: Any, where: str) -> Any:

@@ -2,9 +2,10 @@
 the same runner as the model's run_command (its sandbox, its limits, the redaction of its output),
 whose command and output join the conversation.
 
-It is the person's own command, so no permission mode asks about it or refuses it (as in Claude
-Code's `!`): the person could type it in their own terminal anyway. It still runs in the sandbox,
-as every command scribe starts does.
+It is the person's own command, so nothing asks about it (as in Claude Code's `!`): the person
+could type it in their own terminal anyway. What refuses a command refuses it still (a deny rule,
+read-only mode: agent/core.py checks), and it runs in the sandbox, as every command scribe starts
+does.
 
 What ran is logged as the person's input: a user event whose text says who ran what and holds
 the output (as much as a tool result shows, head and tail), so the model reads it with the next

@@ -58,6 +58,7 @@ from scribe.settings.files import find_workspace, state_dir
 from scribe.settings.values import PERMISSION_MODES, PermissionMode
 
 from ..exits import cli_errors, fail, warn
+from ..rule_flags import rules_of
 from ..signals import Ending, Stopped, ending_signals
 from ..trust import ask_servers, ask_trust
 from ..visible import visible
@@ -167,7 +168,8 @@ class Repl:
     def show(self, event: Event) -> None:
         """One event on screen; a question asked of the person, and the answer submitted."""
         if isinstance(event, ApprovalRequested):
-            self.agent.submit(ApprovalAnswer(event.id, self.approver.ask(event.call)))
+            decision, keep = self.approver.ask(event.call, event.question)
+            self.agent.submit(ApprovalAnswer(event.id, decision, keep=keep))
         elif isinstance(event, TrustRequested):
             self.agent.submit(TrustAnswer(ask_trust(self.view.console, event)))
         elif isinstance(event, ServersToConfirm):
@@ -336,7 +338,8 @@ class Repl:
 
 
 def start(*, continue_: bool, resume: str | None, permission_mode: str | None, model: str | None,
-          auto_commit: bool | None = None, trust_workspace: bool = False) -> None:
+          auto_commit: bool | None = None, trust_workspace: bool = False, allowed_tools: list[str] | None = None,
+          disallowed_tools: list[str] | None = None) -> None:
     """Open the REPL in the workspace of the current directory. A workspace whose own config
     files are not trusted is asked about first (cli/trust.py)."""
     with cli_errors():
@@ -348,7 +351,8 @@ def start(*, continue_: bool, resume: str | None, permission_mode: str | None, m
         console = make_console()
         config = AgentConfig(Path.cwd(), SessionChoice(continue_, resume, model),
                              Overrides(permission_mode=mode, model=model, auto_commit=auto_commit),
-                             trust_workspace=trust_workspace, person=True, answers=True)
+                             trust_workspace=trust_workspace, person=True, answers=True,
+                             rules=rules_of(allowed_tools, disallowed_tools))
         repl = Repl(Agent(config), View(console))
         with repl.keys.session(), ending_signals(resume="scribe -c") as repl.ending:
             try:

@@ -198,9 +198,14 @@ def test_typed_text_answers_only_as_a_whole_word_and_a_sentence_allows_nothing(
             term.type("n")
             term.wait("done a")
 
-            # the word `always` allows it for the rest of the session
+            # the word `always` allows it for the rest of the session: asked which rule to keep
+            # instead (the exact command, its prefix), `s` keeps none and allows all of run_command
             ask("always")
             term.typing("always\n")
+            screens.append(term.wait("keep a rule instead: 1, 2, or s (all of run_command, this session only)"))
+            assert "1: run_command(touch ran-always)" in screens[-1] and "2: run_command(touch:*)" in screens[-1]
+            time.sleep(GUARD_S + 0.2)
+            term.type("s")
             term.wait("done always")
             prompt_ready(term)
             term.type("turn-after")  # runs without a question
