@@ -24,6 +24,7 @@ _API = {
     "AssistantMessage": "scribe.agent.protocol", "TurnEnded": "scribe.agent.protocol",
     "Notice": "scribe.agent.protocol", "Compressed": "scribe.agent.protocol",
     "SessionOpened": "scribe.agent.protocol", "UserMessage": "scribe.agent.protocol",
+    "SubagentEvent": "scribe.agent.protocol",
     "Compact": "scribe.agent.protocol", "SwitchModel": "scribe.agent.protocol", "SetMode": "scribe.agent.protocol",
     "PermissionMode": "scribe.settings.values",
 }

@@ -35,10 +35,12 @@ from scribe.agent.actions.shell import COMMAND_TOOL, ShellRefused, run_shell
 from scribe.agent.actions.undo import undo
 from scribe.agent.compression.ahead import AheadCompression, left_unfinished, works_ahead
 from scribe.agent.compression.sizes import ContextSize
+from scribe.agent.config import AgentConfig, SessionChoice
 from scribe.agent.curation.curator import curate
 from scribe.agent.loop import TurnLoop
-from scribe.agent.opening import PERSON_WAITS_S, AgentConfig, Opened, SessionChoice, assemble
+from scribe.agent.opening import PERSON_WAITS_S, Opened, assemble
 from scribe.agent.protocol import (
+    AcceptPlan,
     ActionDone,
     ApprovalAnswer,
     ApprovalRequested,
@@ -89,6 +91,8 @@ from scribe.workspace.gitplanted import describe
 # crash: the core says it (Failed) and goes on.
 EXPECTED = (LogError, ConfigError, ModelError, ClientSetupError, SessionNotFound, GitUnavailable, GitRefused,
             ShellRefused, OSError)
+# The message that starts carrying out an accepted plan (with the person's remark, if any).
+PLAN_ACCEPTED = "The plan is accepted: carry it out."
 # How long a wait for an answer or a submission sleeps before it looks for a cancel.
 WAIT_SLICE_S = 0.05
 
@@ -137,11 +141,12 @@ class Agent:
         if self._opened is not None:
             return
         try:
-            opened = yield from self._drive(assemble(self.config, hub=self._hub, cancelled=self._cancelled),
-                                            raising=True)
+            opened = yield from self._drive(assemble(self.config, hub=self._hub, cancelled=self._cancelled,
+                                                     children=Agent), raising=True)
             self._opened = opened
             self._cancelled.clear()
-            yield from self._drive(self._open_session(self.config.choice), raising=True)
+            yield from self._drive(self._open_session(self.config.choice, "resume" if self.config.choice.continues
+                                                      else "startup"), raising=True)
         except BaseException:
             self.close()
             raise
@@ -181,6 +186,7 @@ class Agent:
             if self._opened.has_session:
                 session_id = self._opened.session.id
                 self.finish_ahead()
+                self._session_end("exit")
             lines = self._opened.close()
         self._ended = Ended(session_id, tuple(lines))
         return self._ended
@@ -277,16 +283,21 @@ class Agent:
             elif isinstance(submission, SetMode):
                 self.opened.set_mode(submission.mode)
                 yield ModeChanged(submission.mode)
+            elif isinstance(submission, AcceptPlan):
+                self.opened.set_mode(submission.mode)
+                yield ModeChanged(submission.mode)
+                text = PLAN_ACCEPTED + (f"\n\n{submission.remark}" if submission.remark.strip() else "")
+                yield from self._turn(UserMessage(text))
             elif isinstance(submission, RunShell):
                 yield from self._shell(submission.command)
             elif isinstance(submission, NewSession):
-                yield from self._open_session(SessionChoice())
+                yield from self._open_session(SessionChoice(), "clear")
             elif isinstance(submission, Resume):
                 found = store_for(self.opened.workspace).find(submission.session, self.opened.workspace)
                 if found.id == self.session.id:
                     yield ActionDone(f"already in session {found.id}")
                 else:
-                    yield from self._open_session(SessionChoice(session_id=found.id))
+                    yield from self._open_session(SessionChoice(session_id=found.id), "resume")
             elif isinstance(submission, Undo):
                 loop = self.loop
                 done = undo(self.session, self.opened.workspace, loop.watcher, box=loop.context.protection,
@@ -301,9 +312,23 @@ class Agent:
         except EXPECTED as exc:
             yield Failed(str(exc))
 
-    def _open_session(self, choice: SessionChoice) -> Work:
-        yield from self.finish_ahead()
+    def _open_session(self, choice: SessionChoice, source: str) -> Work:
+        """End the session this one replaces (its session_end hooks), open the one `choice` names,
+        and run its session_start hooks (`source`: startup, resume, clear)."""
+        if self.has_session:
+            yield from self.finish_ahead()
+            self._session_end(source)
         yield from self.opened.open(choice)
+        if self.config.child is None:  # a sub-agent's end is its parent's subagent_stop
+            yield from self.loop.run_hooks("session_start", {"source": source, "model": current_model(
+                self.session.events, self.session.chunks)})
+            self.session.sync()
+
+    def _session_end(self, reason: str) -> None:
+        """The session_end hooks, as the session ends (what they say is in its log)."""
+        if self.config.child is None:
+            for _ in self.loop.run_hooks("session_end", {"reason": reason}):
+                pass
 
     def _turn(self, message: UserMessage) -> Work:
         yield from self.take_ahead()
@@ -328,6 +353,7 @@ class Agent:
         assert memory is not None, "the opening always gives the loop a compressor"
         yield from self.take_ahead()
         before = memory.context(self.session)
+        yield from self.loop.run_hooks("pre_compact", {"trigger": "manual", "custom_instructions": compact.focus})
         try:
             yield from memory.compress_now(self.session)
         finally:

@@ -36,7 +36,8 @@ from scribe.agent.protocol import (
 )
 from scribe.agent.session import abilities
 from scribe.agent.session.session import Session
-from scribe.context.render import file_change_text, render
+from scribe.agent.task import TASK, Parent, Subagents, TasksInterrupted
+from scribe.context.render import current_model, file_change_text, render
 from scribe.log.events import (
     AssistantEvent,
     ErrorEvent,
@@ -50,6 +51,7 @@ from scribe.log.events import (
 from scribe.log.open_calls import unanswered_tool_uses
 from scribe.model.client import CallResult, ModelClient
 from scribe.model.errors import ContextOverflow, ModelError
+from scribe.settings.agents import AgentSpec
 from scribe.settings.hooks import NO_HOOKS, HookName, Hooks
 from scribe.tools.base import CommandInterrupted, Tool, ToolContext, ToolOutput, kind_of, stop_if_cancelled
 from scribe.tools.command import git_watch
@@ -61,6 +63,19 @@ from scribe.workspace.sandbox import Protection, command_protection
 
 # The longest the loop waits on a compression between turns without looking for a cancel.
 WAIT_SLICE_S = 0.05
+
+
+@dataclass
+class _Pending:
+    """A tool call between its asking and its result."""
+
+    call: ToolCall
+    tool: Tool | None
+    started: float
+    seen_before: dict[str, str]
+    denial: str | None = None  # why it does not run; None: it runs
+    permission: str | None = None
+    ruling: Ruling | None = None
 
 
 @dataclass
@@ -90,6 +105,8 @@ class TurnLoop:
     hooks: Hooks = NO_HOOKS
     # Set when what runs is cancelled (agent/core.py): every wait of the turn looks at it.
     cancelled: threading.Event = field(default_factory=threading.Event)
+    # Runs the task calls: each a sub-agent of this session (agent/task.py); None: no task tool.
+    subagents: Subagents | None = None
 
     def turn(self, prompt: str, images: Sequence[PreparedImage] = (),
              command: dict[str, Any] | None = None) -> Generator[AgentEvent, ApprovalAnswer | None, TurnEnded]:
@@ -119,7 +136,7 @@ class TurnLoop:
         final_text = ""
         stops = 0  # times a stop hook sent the model back to work
         try:
-            verdict = yield from self._hooks("user_prompt_submit", {"prompt": prompt}, log=False)
+            verdict = yield from self.run_hooks("user_prompt_submit", {"prompt": prompt}, log=False)
             if verdict.blocked:
                 HookRunner.log(self.session, verdict)
                 return TurnEnded("error", "", 0, error=f"not sent: a user_prompt_submit hook blocked it: "
@@ -157,13 +174,17 @@ class TurnLoop:
                     yield Notice(line)
                 final_text = "".join(b["text"] for b in result.content if b.get("type") == "text")
                 tool_uses = [b for b in result.content if b.get("type") == "tool_use"]
+                tasks = [b for b in tool_uses if b.get("name") == TASK] if self.subagents is not None else []
+                if tasks:  # several at once: their sub-agents run side by side
+                    yield from self._run_tasks(tasks)
                 for block in tool_uses:
-                    yield from self._run_tool_call(block)
+                    if block not in tasks:
+                        yield from self._run_tool_call(block)
                 if result.stop_reason != "tool_use" or not tool_uses:
                     reason = next((r for r in STOP_REASONS if r == result.stop_reason and r in ("refusal", "max_tokens")),
                                   "end_turn")
                     if stops < STOP_BLOCKS:
-                        verdict = yield from self._hooks("stop", {"stop_reason": result.stop_reason,
+                        verdict = yield from self.run_hooks("stop", {"stop_reason": result.stop_reason,
                                                                   "last_message": final_text,
                                                                   "stop_hook_active": stops > 0})
                         if verdict.blocked:
@@ -204,8 +225,11 @@ class TurnLoop:
         assert self.memory is not None
         if self.compress_off_path and self.memory.fits(self.session):
             if self.memory.due(self.session):
+                yield from self.run_hooks("pre_compact", {"trigger": "auto", "custom_instructions": ""})
                 self.ahead = AheadCompression(self.memory, self.session, in_turn=True)
             return
+        if self.hooks.for_event("pre_compact") and self.memory.due(self.session):
+            yield from self.run_hooks("pre_compact", {"trigger": "auto", "custom_instructions": ""})
         yield from self.memory.before_call(self.session)
 
     def _call(self) -> Generator[AgentEvent, None, CallResult]:
@@ -276,52 +300,89 @@ class TurnLoop:
         return assistant, usage
 
     def _run_tool_call(self, block: dict[str, Any]) -> Generator[AgentEvent, ApprovalAnswer | None, None]:
-        name, args = block["name"], block.get("input") or {}
-        tool = next((t for t in self.tools if t.name == name), None)
-        summary = tool.summary(args) if tool else name
-        call = ToolCall(block["id"], name, args, summary)
-        yield call
-        verdict = yield from self._hooks("pre_tool_use", {"tool_name": name, "tool_input": args,
-                                                          "tool_use_id": call.id}, tool=name, tool_use_id=call.id)
-        denial: str | None = None
-        permission: str | None = None
-        ruling: Ruling | None = None
-        if verdict.blocked:
-            denial = blocked_result(verdict.reason)
-        elif tool is not None:
-            denial, permission, ruling = yield from self._denial(call, tool)
-        started = time.monotonic()
-        before = dict(self.context.seen_hashes)
-        if denial is not None:
-            out = ToolOutput(denial, is_error=True)
+        pending = yield from self._ask_call(block)
+        if pending.denial is not None:
+            out = ToolOutput(pending.denial, is_error=True)
         else:
-            with self._acting(tool):
+            with self._acting(pending.tool):
                 try:
-                    out = run_tool(self.tools, name, args, self.context)
+                    out = run_tool(self.tools, pending.call.name, pending.call.args, self.context)
                 except CommandInterrupted as stop:
                     # The call keeps its real, partial result; the turn then ends as cancelled.
-                    self._append_result(call, stop.output, started, before, permission, ruling)
+                    self._append_result(pending, stop.output)
                     raise stop.cause from None
-        result = self._append_result(call, out, started, before, permission, ruling)
-        yield ToolDone(call, result, denied=denial is not None)
+        yield from self._finish_call(pending, out)
+
+    def _run_tasks(self, blocks: list[dict[str, Any]]) -> Generator[AgentEvent, ApprovalAnswer | None, None]:
+        """The task calls of one answer: each asked about as any call is, then their sub-agents
+        all at once (agent/task.py), then each result in the answer's order."""
+        assert self.subagents is not None
+        pending = []
+        for block in blocks:
+            pending.append((yield from self._ask_call(block)))
+        allowed = [p for p in pending if p.denial is None]
+        outputs: dict[str, ToolOutput] = {}
+        if allowed:
+            header = self.session.header
+            parent = Parent(self.session.id, current_model(self.session.events, self.session.chunks), self.policy,
+                            tuple(t.name for t in self.tools), {a.name: a for a in map(AgentSpec.of, header.agents)},
+                            self.asks)
+            with self._acting(allowed[0].tool):
+                try:
+                    outputs = yield from self.subagents.run(parent, [p.call for p in allowed])
+                except TasksInterrupted as stop:
+                    for p in pending:
+                        self._append_result(p, stop.outputs.get(p.call.id) or ToolOutput(p.denial or "", is_error=True))
+                    raise stop.cause from None
+        for p in pending:
+            out = outputs.get(p.call.id)
+            if out is not None and out.child is not None:
+                yield from self.run_hooks("subagent_stop", {"agent": out.child.get("agent"),
+                                                            "agent_session_id": out.child.get("session"),
+                                                            "reason": out.child.get("reason"), "tool_use_id": p.call.id},
+                                          tool=str(out.child.get("agent")), tool_use_id=p.call.id)
+            yield from self._finish_call(p, out or ToolOutput(p.denial or "", is_error=True))
+
+    def _ask_call(self, block: dict[str, Any]) -> Generator[AgentEvent, ApprovalAnswer | None, _Pending]:
+        """A call as it is asked for: shown, put to the pre_tool_use hooks, then to the rules and
+        the mode (which may ask the person)."""
+        name, args = block["name"], block.get("input") or {}
+        tool = next((t for t in self.tools if t.name == name), None)
+        call = ToolCall(block["id"], name, args, tool.summary(args) if tool else name)
+        yield call
+        verdict = yield from self.run_hooks("pre_tool_use", {"tool_name": name, "tool_input": args,
+                                                          "tool_use_id": call.id}, tool=name, tool_use_id=call.id)
+        pending = _Pending(call, tool, time.monotonic(), dict(self.context.seen_hashes))
+        if verdict.blocked:
+            pending.denial = blocked_result(verdict.reason)
+        elif tool is not None:
+            pending.denial, pending.permission, pending.ruling = yield from self._denial(call, tool)
+        pending.started = time.monotonic()
+        return pending
+
+    def _finish_call(self, pending: _Pending, out: ToolOutput) -> Generator[AgentEvent, ApprovalAnswer | None, None]:
+        call = pending.call
+        result = self._append_result(pending, out)
+        yield ToolDone(call, result, denied=pending.denial is not None)
         if out.git_config:  # a command planted git configuration: the person's own git would read it
             self.session.append(GitConfigEvent, changes=out.git_config, tool_use_id=call.id)
             yield Notice(describe(out.git_config))
-        if denial is None:
+        if pending.denial is None:
             response = {"output": result.output, "is_error": result.is_error, "exit_code": result.exit_code}
-            yield from self._hooks("post_tool_use", {"tool_name": name, "tool_input": args, "tool_use_id": call.id,
-                                                     "tool_response": response}, tool=name, tool_use_id=call.id)
+            yield from self.run_hooks("post_tool_use", {"tool_name": call.name, "tool_input": call.args,
+                                                     "tool_use_id": call.id, "tool_response": response},
+                                   tool=call.name, tool_use_id=call.id)
 
-    def _append_result(self, call: ToolCall, out: ToolOutput, started: float, seen_before: dict[str, str],
-                       permission: str | None = None, ruling: Ruling | None = None) -> ToolResultEvent:
+    def _append_result(self, pending: _Pending, out: ToolOutput) -> ToolResultEvent:
         """The call's result, with the file hashes it newly saw (rebuilt from the log on -c), how
-        the permission mode decided it when it did not allow it outright, and the permission
-        rules that decided it, if any."""
+        the permission mode decided it when it did not allow it outright, the permission rules
+        that decided it, if any, and a task call's sub-agent."""
+        call, permission, ruling = pending.call, pending.permission, pending.ruling
         seen = {path: digest for path, digest in self.context.seen_hashes.items()
-                if seen_before.get(path) != digest}
+                if pending.seen_before.get(path) != digest}
         return self.session.append(
             ToolResultEvent, tool_use_id=call.id, tool=call.name, output=out.text, is_error=out.is_error,
-            exit_code=out.exit_code, duration_ms=int((time.monotonic() - started) * 1000),
+            exit_code=out.exit_code, duration_ms=int((time.monotonic() - pending.started) * 1000),
             dropped_bytes=out.dropped_bytes, seen=seen, blocks=out.blocks, attachments=out.attachments,
             # Only on a file tool's result, so every other line keeps its shape.
             **({"restore": out.restore} if out.restore is not None else {}),
@@ -329,6 +390,8 @@ class TurnLoop:
             **({"permission": permission} if permission is not None else {}),
             # Only when a rule decided: which, and from where.
             **({"rules": ruling.recorded()} if ruling is not None and ruling.rules else {}),
+            # Only on a task call's result: the sub-agent's session, kind and how it ended.
+            **({"child": out.child} if out.child is not None else {}),
         )
 
     def hook_runner(self) -> HookRunner:
@@ -343,7 +406,7 @@ class TurnLoop:
                                                          allowed_roots=self.context.allowed_roots)
         return self.context.protection
 
-    def _hooks(self, event: HookName, payload: dict[str, Any], *, tool: str | None = None,
+    def run_hooks(self, event: HookName, payload: dict[str, Any], *, tool: str | None = None,
                tool_use_id: str | None = None, log: bool = True) -> Generator[AgentEvent, None, HookVerdict]:
         """Run the hooks of `event` (none configured: nothing happens), logging each run unless
         `log` is False (the caller logs them where they belong); a failed hook is one notice."""
@@ -366,7 +429,7 @@ class TurnLoop:
     def _acting(self, tool: Tool | None) -> AbstractContextManager[None]:
         """What changes while the agent's own command (or MCP call) runs is its doing, not an
         outside change."""
-        if self.watcher is not None and tool is not None and tool.kind in ("command", "mcp", "mcp-read"):
+        if self.watcher is not None and tool is not None and tool.kind in ("command", "mcp", "mcp-read", "task"):
             return self.watcher.command_running()
         return nullcontext()
 
@@ -382,6 +445,8 @@ class TurnLoop:
             return None, None, ruling
         if ruling.verdict == "ask" and self.asks:
             question = self.policy.question(ruling, tool.name, call.args)
+            yield from self.run_hooks("notification", {"message": f"scribe needs your permission to use {tool.name}",
+                                                       "kind": "approval", "tool_name": tool.name})
             answer = yield ApprovalRequested(call.id, call, self.policy.mode, question=question)
             decision = answer.decision if answer is not None else Decision.DECLINE
             if decision is Decision.STOP:

@@ -19,14 +19,15 @@ from __future__ import annotations
 import os
 import threading
 import weakref
-from collections.abc import Generator, Mapping
-from dataclasses import asdict, dataclass, replace
+from collections.abc import Generator
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from scribe.agent.actions.autocommit import TurnCommitter
 from scribe.agent.builtins import new_session_tools, session_builtins
 from scribe.agent.compression.compressor import Compressor
+from scribe.agent.config import AgentConfig, ChildOf, SessionChoice
 from scribe.agent.curation.background import BackgroundCuration, uncurated
 from scribe.agent.lifecycle import greeting, skipped_note, switch_model
 from scribe.agent.loop import TurnLoop
@@ -42,15 +43,19 @@ from scribe.agent.protocol import (
     TrustRequested,
 )
 from scribe.agent.session import abilities
+from scribe.agent.session.instructions import subagent_guidance
 from scribe.agent.session.session import Session, store_for
 from scribe.agent.session.start import open_session, start_session
+from scribe.agent.task import TASK, ChildFactory, Subagents
 from scribe.context.tokens import TokenEstimator
 from scribe.log.codec import to_record
+from scribe.log.events import ModeEvent
 from scribe.log.pricing import PriceBook
 from scribe.log.store import SessionFile
 from scribe.model.client import ModelClient
 from scribe.model.events import Notice
 from scribe.model.window import PROBE_TIMEOUT_S, anthropic_url, read_props
+from scribe.settings.agents import AgentSet, load_agents
 from scribe.settings.files import (
     ConfigFiles,
     find_workspace,
@@ -84,67 +89,13 @@ if TYPE_CHECKING:
 PERSON_WAITS_S = 1.0
 
 
-@dataclass(frozen=True)
-class SessionChoice:
-    """Which session to run in: a new one, the latest of the workspace, or a given id."""
-
-    continue_latest: bool = False
-    session_id: str | None = None
-    # A model asked for by name (--model): a continued session switches to it.
-    model: str | None = None
-
-    @property
-    def continues(self) -> bool:
-        return self.continue_latest or self.session_id is not None
-
-
-@dataclass(frozen=True)
-class Overrides:
-    """Settings a front end gives on its command line (None: not given), above every file."""
-
-    permission_mode: PermissionMode | None = None
-    model: str | None = None
-    max_turns: int | None = None
-    auto_commit: bool | None = None
-
-    def flags(self) -> Mapping[str, Any]:
-        return {name: value for name, value in asdict(self).items() if value is not None}
-
-
-@dataclass(frozen=True)
-class AgentConfig:
-    """Everything a front end decides about the agent it opens: one value, no callbacks."""
-
-    cwd: Path
-    choice: SessionChoice = SessionChoice()
-    overrides: Overrides = Overrides()
-    # The settings whole, instead of reading the files and environment (the demo; tests).
-    settings: Settings | None = None
-    trust_workspace: bool = False  # --trust-workspace: the workspace's own files apply this once
-    # A person is there: the REPL's defaults (ask before edits), the trust and server questions,
-    # waits their Ctrl-C skips, compression kept off the path of their calls.
-    person: bool = False
-    # Approval requests are answered (the REPL, stream-json input, the Python API). Otherwise
-    # nobody can answer: `ask` from the files means accept-edits, and what the mode asks about is
-    # refused, naming the flag that allows it.
-    answers: bool = False
-    # The agent will run turns: it watches the workspace, starts MCP servers, learns the
-    # server's window. `scribe reflect` and `scribe notes curate` do none of that.
-    turns: bool = True
-    # The configured MCP servers start (`scribe demo` runs without the person's servers).
-    servers: bool = True
-    # Permission rules given on the command line (--allowed-tools, --disallowed-tools).
-    rules: tuple[Rule, ...] = ()
-    # Permission rules given on the command line (--allowed-tools, --disallowed-tools).
-    rules: tuple[Rule, ...] = ()
-
-
 class Opened:
     """An open agent and what it was assembled from; the REPL may move it to another session."""
 
     def __init__(self, config: AgentConfig, workspace: Path, trust: WorkspaceTrust, files: ConfigFiles,
                  settings: Settings, prices: PriceBook, client: ModelClient, hub: McpHub | None,
-                 telemetry: Telemetry | None = None, cancelled: threading.Event | None = None) -> None:
+                 telemetry: Telemetry | None = None, cancelled: threading.Event | None = None,
+                 children: ChildFactory | None = None) -> None:
         self.config = config
         self.workspace, self.trust, self.files = workspace, trust, files
         # The permission rules of the config files that apply and of the command line; a rule the
@@ -166,6 +117,8 @@ class Opened:
         # Set by the core when what runs is to stop (agent/core.py): shared by every wait of every
         # session this opening runs.
         self.cancelled = cancelled or threading.Event()
+        # Opens the sub-agents of the task tool (the agent core's class); None: no sub-agents.
+        self.children = children
 
     @property
     def loop(self) -> TurnLoop:
@@ -196,7 +149,12 @@ class Opened:
             session.close()
             raise
         self._loop = loop
-        yield greeting(session, loop.policy.mode, resumed=choice.continues)
+        mode = loop.policy.mode
+        if mode == PermissionMode.PLAN and recorded_mode(session) != mode:
+            # Planning from the start: the model is told, as it is when the mode changes later.
+            session.append(ModeEvent, mode=str(mode), previous=str(recorded_mode(session)))
+            session.sync()
+        yield greeting(session, mode, resumed=choice.continues)
         return loop
 
     def adopt(self, session: Session) -> TurnLoop:
@@ -218,9 +176,14 @@ class Opened:
                 loop.session.close()
 
     def set_mode(self, mode: PermissionMode) -> None:
-        """The permission mode, for this session and the next ones of this opening."""
+        """The permission mode, for this session and the next ones of this opening; the change is
+        in the log (entering and leaving plan mode are said to the model: context/render.py)."""
+        previous = self.loop.policy.mode
         self.loop.policy.mode = mode
         self.settings = replace(self.settings, permission_mode=mode)
+        if mode != previous:
+            self.session.append(ModeEvent, mode=str(mode), previous=str(previous))
+            self.session.sync()
 
     def switch_model(self, model: str) -> bool:
         """This session's model from its next call on, and the model of the next sessions of this
@@ -268,8 +231,11 @@ class Opened:
         background meanwhile. A headless run waits for that curation, so its instructions take
         every earlier fact; a person does not (the session starts with the notes as they are, the
         curation goes on in the background, and what it adds reaches the next session). Then it
-        waits for the servers at most `mcp_start_timeout_s` and pins what they offer."""
+        waits for the servers at most `mcp_start_timeout_s` and pins what they offer. A
+        sub-agent's session does none of that: its tools are the ones its parent gave it."""
         config = self.config
+        if config.child is not None:
+            return self._new_child(config.child, protection)
         if config.turns and self.hub is not None:
             self.hub.start()
         if self.curation is None or not self.curation.running:
@@ -285,9 +251,20 @@ class Opened:
         if config.turns and self.hub is not None and self.hub.specs:
             mcp_definitions, record = yield from pinning(self.hub, self.settings.mcp_start_timeout_s,
                                                          skippable=config.person)
+        agents = load_agents(self.trust) if self.settings.task_tool else AgentSet()
+        for line in agents.notes:
+            yield Notice(line)
         return start_session(self.workspace, self.settings,
-                             tool_definitions(new_session_tools(self.settings)) + mcp_definitions, record,
-                             protection=protection.record())
+                             tool_definitions(new_session_tools(self.settings, list(agents.agents.values())))
+                             + mcp_definitions, record, protection=protection.record(),
+                             agents=[agent.record() for agent in agents.agents.values()])
+
+    def _new_child(self, child: ChildOf, protection: Protection) -> Session:
+        tools = [t for t in new_session_tools(self.settings) if t.name in child.tools]
+        return start_session(self.workspace, self.settings, tool_definitions(tools), protection=protection.record(),
+                             parent={"session": child.session, "tool_use_id": child.tool_use_id,
+                                     "agent": child.agent.name},
+                             guidance=subagent_guidance(child.agent.prompt))
 
     def _build(self, session: Session, protection: Protection, *, continued: bool) -> TurnLoop:
         settings, config = self.settings, self.config
@@ -337,6 +314,9 @@ class Opened:
                        if settings.auto_commit else None),
             hooks=self.hooks,
             cancelled=self.cancelled,
+            subagents=(Subagents(self.children, self.workspace, settings, trust_workspace=config.trust_workspace,
+                                 cancelled=self.cancelled)
+                       if self.children is not None and any(t.name == TASK for t in tools) else None),
             # A person waits on each call: compression the window does not need goes on beside it.
             compress_off_path=config.person and settings.observe_ahead != "never",
         )
@@ -367,8 +347,8 @@ class Opened:
         return [Curated(outcome.message, outcome.noteworthy) for outcome in self.curation.finished()]
 
 
-def assemble(config: AgentConfig, *, hub: McpHub | None = None,
-             cancelled: threading.Event | None = None) -> Generator[LifeEvent | Notice, Any, Opened]:
+def assemble(config: AgentConfig, *, hub: McpHub | None = None, cancelled: threading.Event | None = None,
+             children: ChildFactory | None = None) -> Generator[LifeEvent | Notice, Any, Opened]:
     """Everything but the session: the workspace, trust, config files, settings, prices, the
     model client and the MCP servers (none started yet). A person is asked whether an untrusted
     workspace's own files may apply, and about each of its servers that would run outside the
@@ -397,7 +377,7 @@ def assemble(config: AgentConfig, *, hub: McpHub | None = None,
     if config.turns and settings.enable_telemetry:  # off: its module is not even loaded
         from scribe.telemetry.export import open_telemetry
         telemetry = open_telemetry(settings, prices.price_usage)
-    return Opened(config, workspace, trust, files, settings, prices, client, hub, telemetry, cancelled)
+    return Opened(config, workspace, trust, files, settings, prices, client, hub, telemetry, cancelled, children)
 
 
 def _confirm_servers(workspace: Path, settings: Settings, files: ConfigFiles) -> Generator[LifeEvent, Any, None]:
@@ -428,6 +408,12 @@ def _settings(workspace: Path, config: AgentConfig, files: ConfigFiles) -> Setti
     if settings.permission_mode == PermissionMode.ASK and not config.answers:
         return replace(settings, permission_mode=HEADLESS_FOR_ASK)
     return settings
+
+
+def recorded_mode(session: Session) -> str:
+    """The permission mode the log last recorded: its last mode event, else its start's."""
+    last = next((e for e in reversed(session.events) if isinstance(e, ModeEvent)), None)
+    return last.mode if last is not None else str(session.header.config.get("permission_mode", ""))
 
 
 def ask_window(session: Session, settings: Settings, memory: Compressor) -> None:

@@ -56,16 +56,23 @@ Verdict = Literal["allow", "ask", "deny"]
 # asks as a command does: refused in read-only, asked in `ask` and `accept-edits` (which accepts
 # file edits, nothing more, as in Claude Code). One of a domain on the person's allow-list
 # (`web_fetch_domains`, "web-listed") runs without asking, except in read-only.
+# Plan mode reads and researches (a listed domain's pages too) and changes nothing until the
+# person accepts the plan. A task call is allowed in every mode: the sub-agent runs under a mode
+# never wider than its parent's, which decides each of its own calls (agent/task.py).
 _TABLE: dict[str, dict[ToolKind, Verdict]] = {
     "read-only": {"read": "allow", "edit": "deny", "command": "deny", "mcp": "deny", "mcp-read": "allow",
-                  "web": "deny", "web-listed": "deny"},
+                  "web": "deny", "web-listed": "deny", "task": "allow"},
+    "plan": {"read": "allow", "edit": "deny", "command": "deny", "mcp": "deny", "mcp-read": "allow",
+             "web": "deny", "web-listed": "allow", "task": "allow"},
     "ask": {"read": "allow", "edit": "ask", "command": "ask", "mcp": "ask", "mcp-read": "ask",
-            "web": "ask", "web-listed": "allow"},
+            "web": "ask", "web-listed": "allow", "task": "allow"},
     "accept-edits": {"read": "allow", "edit": "allow", "command": "ask", "mcp": "ask", "mcp-read": "allow",
-                     "web": "ask", "web-listed": "allow"},
+                     "web": "ask", "web-listed": "allow", "task": "allow"},
     "full-auto": {"read": "allow", "edit": "allow", "command": "allow", "mcp": "allow", "mcp-read": "allow",
-                  "web": "allow", "web-listed": "allow"},
+                  "web": "allow", "web-listed": "allow", "task": "allow"},
 }
+# How wide each mode is, narrowest first: a sub-agent's mode is never wider than its parent's.
+WIDTH = ("read-only", "plan", "ask", "accept-edits", "full-auto")
 # The least permissive mode that runs each kind without asking: named in refusals.
 _NEEDS = {"edit": "accept-edits", "command": "full-auto", "mcp": "full-auto", "mcp-read": "accept-edits",
           "web": "full-auto", "web-listed": "accept-edits"}
@@ -184,6 +191,9 @@ class PermissionPolicy:
         needed = _NEEDS.get(kind, "full-auto")
         if asked:
             return f"{tool} was declined by the user"
+        if self.mode == "plan":
+            return (f"{tool} is not available while planning: plan mode reads and researches, and changes "
+                    "nothing until the user accepts the plan; finish by presenting the plan")
         if kind == "mcp" and self.mode == "read-only":
             return (f"{tool} is not allowed in permission mode 'read-only' (its MCP server does not mark it "
                     f"read-only); the user can allow it with {self.how_to_allow} {needed}")

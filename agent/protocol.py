@@ -129,6 +129,15 @@ class SetMode:
 
 
 @dataclass(frozen=True)
+class AcceptPlan:
+    """The person accepts the plan the last turn ended with: the mode becomes `mode`, and the
+    agent carries the plan out (a turn of its own; `remark` joins its message)."""
+
+    mode: PermissionMode
+    remark: str = ""
+
+
+@dataclass(frozen=True)
 class RunShell:
     """The person's own shell command (`!cmd`): runs in the sandbox without a question, and its
     output joins the conversation."""
@@ -164,7 +173,7 @@ class End:
 
 
 Submission = (UserMessage | ApprovalAnswer | TrustAnswer | ServersAnswer | Cancel | Compact | SwitchModel | SetMode
-              | RunShell | NewSession | Resume | Undo | CurateNotes | End)
+              | AcceptPlan | RunShell | NewSession | Resume | Undo | CurateNotes | End)
 
 
 # -- a turn, as it happens ---------------------------------------------------------------------
@@ -233,6 +242,17 @@ class Compressed:
     model_free: bool = False  # an extractive summary: no model answer was usable
 
 
+@dataclass(frozen=True)
+class SubagentEvent:
+    """Something a sub-agent did, for the front end to show under the task call that started it:
+    its session opening, its tool calls, its end. (Its approvals come as ApprovalRequested
+    naming it.) `agent`: its kind and the task's description."""
+
+    agent: str
+    session_id: str
+    event: Event
+
+
 StopReason = Literal["end_turn", "max_turns", "interrupted", "error", "refusal", "max_tokens"]
 STOP_REASONS: tuple[StopReason, ...] = ("end_turn", "max_turns", "interrupted", "error", "refusal", "max_tokens")
 
@@ -246,7 +266,7 @@ class TurnEnded:
 
 
 AgentEvent = (TextDelta | TextWithdrawn | ModelCallStarted | Retrying | Waiting | AssistantMessage | ToolCall
-              | ApprovalRequested | ToolDone | Notice | Compressed | TurnEnded)
+              | ApprovalRequested | ToolDone | Notice | Compressed | TurnEnded | SubagentEvent)
 
 
 # -- a session's life around its turns ---------------------------------------------------------

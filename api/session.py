@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from scribe.agent.config import AgentConfig, Overrides, SessionChoice
 from scribe.agent.core import Agent
-from scribe.agent.opening import AgentConfig, Overrides, SessionChoice
 from scribe.agent.protocol import (
     ApprovalAnswer,
     ApprovalRequested,

@@ -28,8 +28,9 @@ from pathlib import Path
 from typing import Any
 
 from scribe.agent.builtins import new_session_tools
+from scribe.agent.config import AgentConfig
 from scribe.agent.driver import drive
-from scribe.agent.opening import AgentConfig, assemble
+from scribe.agent.opening import assemble
 from scribe.agent.protocol import TurnEnded
 from scribe.agent.session.start import start_session
 from scribe.context.render import render

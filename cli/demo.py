@@ -80,8 +80,8 @@ def demo(
 
 
 def _run(workspace: Path, keep: bool) -> None:
+    from scribe.agent.config import AgentConfig
     from scribe.agent.core import Agent
-    from scribe.agent.opening import AgentConfig
     from scribe.agent.protocol import SessionOpened, TurnEnded, UserMessage
     from scribe.context.stats import figures_of
     from scribe.fakeapi import FakeMessagesServer

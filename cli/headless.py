@@ -36,6 +36,7 @@ from scribe.agent.protocol import (
     Notice,
     Retrying,
     SessionOpened,
+    SubagentEvent,
     TextDelta,
     TextWithdrawn,
     ToolCall,
@@ -95,10 +96,25 @@ class TextSink:
             self._note(event.text)
         elif isinstance(event, Compressed):
             self._note(compressed_line(event))
+        elif isinstance(event, SubagentEvent) and (line := subagent_line(event)) is not None:
+            self._note(line)
 
     def _note(self, text: str) -> None:
         self.err.write(visible(text) + "\n")
         self.err.flush()
+
+
+def subagent_line(event: SubagentEvent) -> str | None:
+    """One line for what a sub-agent did: it started, called a tool, or ended (and how)."""
+    inner = event.event
+    if isinstance(inner, SessionOpened):
+        return f"  ↳ sub-agent {event.agent}: started (session {event.session_id})"
+    if isinstance(inner, ToolCall):
+        return f"  ↳ {event.agent.split(':', 1)[0]} → {inner.name} {inner.summary}"
+    if isinstance(inner, TurnEnded):
+        how = "done" if inner.reason == "end_turn" else inner.reason.replace("_", " ")
+        return f"  ↳ sub-agent {event.agent}: {how} after {inner.calls} model call{'s' if inner.calls != 1 else ''}"
+    return None
 
 
 @dataclass
@@ -183,6 +199,10 @@ class StreamJson:
                 "trigger": "auto", "pre_tokens": event.tokens_before, "post_tokens": event.tokens_after},
                 kind=event.kind, seq_from=event.seq_from, seq_to=event.seq_to, seq=event.seq, folded=event.folded,
                 model_free=event.model_free, text=compressed_line(event))
+        if isinstance(event, SubagentEvent):
+            line = subagent_line(event)
+            return self._system("subagent", agent=event.agent, agent_session_id=event.session_id,
+                                event=type(event.event).__name__, text=line) if line is not None else None
         if isinstance(event, Compacted):
             return self._system("compact_boundary", compact_metadata={
                 "trigger": "manual", "pre_tokens": event.before, "post_tokens": event.after})

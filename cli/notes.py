@@ -61,8 +61,8 @@ def curate(
     session_id: Annotated[str | None, typer.Argument(help="Session id or any unique part of it. [default: the latest]")] = None,
 ) -> None:
     """Merge what a session taught into the notes now (one call to the cheaper model)."""
+    from scribe.agent.config import AgentConfig, SessionChoice
     from scribe.agent.core import Agent
-    from scribe.agent.opening import AgentConfig, SessionChoice
     from scribe.agent.protocol import Curated, CurateNotes, Failed, Notice
 
     with cli_errors():

@@ -19,8 +19,8 @@ def reflect(
     """Compress a session's memory now: summarise the older conversation into observations
     (the most recent part stays word for word), then condense the observations. Prints the
     context size before and after."""
+    from scribe.agent.config import AgentConfig, SessionChoice
     from scribe.agent.core import Agent
-    from scribe.agent.opening import AgentConfig, SessionChoice
     from scribe.agent.protocol import Compact, Compacted, Compressed, Event, Failed, Notice
 
     def show(event: Event) -> None:

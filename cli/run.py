@@ -101,8 +101,8 @@ def run(
     """
     # Imported here, not at the top: what the agent needs is not what `--help` needs.
     from scribe.agent.actions.attach import image_files
+    from scribe.agent.config import AgentConfig, Overrides, SessionChoice
     from scribe.agent.core import Agent
-    from scribe.agent.opening import AgentConfig, Overrides, SessionChoice
     from scribe.model.client import preload_sdk
 
     conversing = input_format is InputFormat.stream_json

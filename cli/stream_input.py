@@ -7,6 +7,7 @@ line, in Claude Code's shapes wherever they fit (docs/usage.md lists them):
                                                                       cancel what runs now
     {"type":"control_request",...,"request":{"subtype":"set_permission_mode","mode":M}}
     {"type":"control_request",...,"request":{"subtype":"set_model","model":M}}
+    {"type":"control_request",...,"request":{"subtype":"accept_plan","mode":M}}   (scribe's own)
     {"type":"control_request",...,"request":{"subtype":"compact","focus":"..."}}   (scribe's own)
     {"type":"control_request",...,"request":{"subtype":"end"}}        (scribe's own; so is EOF)
     {"type":"control_response","response":{"subtype":"success","request_id":ID,
@@ -28,6 +29,7 @@ from dataclasses import dataclass
 from typing import IO, Any
 
 from scribe.agent.protocol import (
+    AcceptPlan,
     ApprovalAnswer,
     Cancel,
     Compact,
@@ -147,12 +149,19 @@ def _control(request: dict[str, Any]) -> Submission:
         if not isinstance(model, str) or not model:
             raise Unreadable('set_model needs a "model"')
         return SwitchModel(model)
+    if subtype == "accept_plan":
+        mode = MODES.get(str(request.get("mode", "acceptEdits")))
+        if mode is None:
+            raise Unreadable(f"unknown permission mode {request.get('mode')!r} (one of {', '.join(MODES)})")
+        remark = request.get("remark", "")
+        return AcceptPlan(mode, remark if isinstance(remark, str) else "")
     if subtype == "compact":
         focus = request.get("focus", "")
         return Compact(focus if isinstance(focus, str) else "")
     if subtype == "end":
         return End()
-    raise Unreadable(f"unknown control request {subtype!r} (interrupt, set_permission_mode, set_model, compact, end)")
+    raise Unreadable(f"unknown control request {subtype!r} (interrupt, set_permission_mode, set_model, accept_plan, "
+                     "compact, end)")
 
 
 def _approval(response: Any) -> ApprovalAnswer:

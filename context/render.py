@@ -40,6 +40,7 @@ from scribe.log.events import (
     GitUndoEvent,
     HookEvent,
     InterruptEvent,
+    ModeEvent,
     ObservationEvent,
     ReflectionEvent,
     SessionEvent,
@@ -283,6 +284,8 @@ def render_messages(events: Sequence[Event], output_chars: int, settled: Settled
             texts.append({"type": "text", "text": undo_text(event)})
         elif isinstance(event, HookEvent) and event.feedback:
             texts.append({"type": "text", "text": hook_text(event)})
+        elif isinstance(event, ModeEvent) and (said := mode_text(event)) is not None:
+            texts.append({"type": "text", "text": said})
     close_user_turn()
     return messages
 
@@ -350,6 +353,22 @@ def file_change_text(event: FileChangeEvent) -> str:
     if event.during_command:
         return f"[while your command ran: {event.path} was {what}{note}]"
     return f"[outside scribe: {event.path} was {what}{note}]"
+
+
+PLAN_MODE = "plan"
+
+
+def mode_text(event: ModeEvent) -> str | None:
+    """What the model is told of a change of permission mode: entering plan mode and leaving it
+    (the plan accepted); other changes show in what its calls are allowed, and are not said."""
+    if event.mode == PLAN_MODE and event.previous != PLAN_MODE:
+        return ("[Plan mode: the user wants a plan before any change. Read, search and research as you need; "
+                "edits, commands and other changes are refused until the user accepts the plan. End your answer "
+                "with the plan: the steps, the files each one touches, and how you will check the result.]")
+    if event.previous == PLAN_MODE and event.mode != PLAN_MODE:
+        return (f"[Plan mode ended: the user accepted the plan, and the permission mode is now {event.mode}. "
+                "Carry out the plan.]")
+    return None
 
 
 def hook_text(event: HookEvent) -> str:

@@ -174,10 +174,13 @@ class SessionSummary:
     # What is wrong with its log, if anything: lines the reader skipped, or a first line that is
     # not a session event (then it cannot be continued).
     damaged: str | None = None
+    # A sub-agent's: the session whose task call started it.
+    parent: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {"id": self.id, "cwd": self.cwd, "started": self.started, "last_activity": self.last_activity,
-                "events": self.events, "turns": self.turns, **self.figures.as_dict(), "damaged": self.damaged}
+                "events": self.events, "turns": self.turns, **self.figures.as_dict(), "damaged": self.damaged,
+                "parent": self.parent}
 
 
 def damage(header_problem: str | None, skipped_lines: int, torn: bool) -> str | None:

@@ -65,6 +65,11 @@ class SessionEvent(Event):
     mcp: list[dict[str, Any]] = field(default_factory=list)
     # What protected scribe from the commands it ran (workspace/sandbox.py Protection.record()).
     protection: dict[str, Any] = field(default_factory=dict)
+    # The sub-agents its `task` tool can start, as their definitions were at its start
+    # (settings/agents.py AgentSpec.record): a continued session starts the same ones.
+    agents: list[dict[str, Any]] = field(default_factory=list)
+    # A sub-agent's session: the session and the task call that started it, and its kind.
+    parent: dict[str, Any] | None = None
 
     @functools.cached_property
     def recorded(self) -> RecordedConfig:
@@ -144,6 +149,8 @@ class ToolResultEvent(Event):
     blocks: list[Block] = field(default_factory=list)
     # Non-text content of an MCP result the API cannot take (audio, binary resources, links), as sent.
     attachments: list[Block] = field(default_factory=list)
+    # A task call's sub-agent: its session, kind and how it ended (agent/task.py).
+    child: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -283,6 +290,16 @@ class ModelSwitchEvent(Event):
 
 
 @dataclass(frozen=True)
+class ModeEvent(Event):
+    """The permission mode changed in the session (`/mode`, Shift-Tab, a plan accepted). Entering
+    and leaving plan mode are said to the model (context/render.py); other changes are not."""
+
+    type: ClassVar[str] = "mode"
+    mode: str
+    previous: str
+
+
+@dataclass(frozen=True)
 class ContextWindowEvent(Event):
     """What the session learned of its model's context window: the server's own report at a
     session start (source "server") or the numbers of a request it refused for its size
@@ -379,6 +396,7 @@ EVENT_CLASSES: dict[str, type[Event]] = {
         UndoEvent,
         NotesEvent,
         ModelSwitchEvent,
+        ModeEvent,
         ContextWindowEvent,
         NoToolsEvent,
         LeftOutEvent,

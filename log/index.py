@@ -37,7 +37,7 @@ REPRICE_BATCH = 10_000
 # name by going through the names: ten thousand rows of 25 took a third of a second): what
 # tells a row is fresh, then IndexedSession's fields in order, its figures last.
 LISTED = ("size", "mtime_ns", "path", "id", "created", "cwd", "header_problem", "is_session", "session_created",
-          "session_cwd", "model", "events", "turns", "skipped", "torn", "first_ts", "last_ts", "calls", "input",
+          "session_cwd", "model", "parent", "events", "turns", "skipped", "torn", "first_ts", "last_ts", "calls", "input",
           "cache_read", "cache_write", "output", "cost_usd", "uncached_cost_usd", "unpriced")
 _LISTING = f"SELECT {', '.join(LISTED)} FROM sessions"
 
@@ -65,6 +65,7 @@ class IndexedSession:
     session_created: str | None
     session_cwd: str | None
     model: str | None
+    parent: str | None  # a sub-agent's: the session that started it
     events: int
     turns: int
     skipped: int
@@ -316,6 +317,14 @@ class LogIndex:
         found: tuple[Any, ...] | None = listing.execute(f"{_LISTING} WHERE id = ?", (session_id,)).fetchone()
         return found
 
+    def children(self, session_id: str) -> list[IndexedSession]:
+        """The sessions a session's task calls started (its sub-agents), oldest first, as far as
+        the index has folded their logs (`sessions` brings them up to date)."""
+        listing = self.db.cursor()
+        listing.row_factory = None
+        rows = listing.execute(f"{_LISTING} WHERE parent = ? ORDER BY created, id", (session_id,)).fetchall()
+        return [_indexed(row) for row in rows]
+
     def stats(self, session_id: str) -> IndexedStats | None:
         """What `scribe log stats` shows of a session, as far as the index covers its log."""
         row = self._row(session_id)
@@ -359,10 +368,10 @@ def _fresh(size: int, mtime_ns: int, recorded: str, path: str, info: os.stat_res
 
 def _indexed(row: tuple[Any, ...]) -> IndexedSession:
     """An IndexedSession of a LISTED row."""
-    (_, _, path, session_id, created, cwd, header, is_session, session_created, session_cwd, model, events, turns,
-     skipped, torn, first_ts, last_ts, *figures) = row
+    (_, _, path, session_id, created, cwd, header, is_session, session_created, session_cwd, model, parent, events,
+     turns, skipped, torn, first_ts, last_ts, *figures) = row
     return IndexedSession(session_id, path, created, cwd, header, bool(is_session), session_created, session_cwd,
-                          model, events, turns, skipped, bool(torn), first_ts, last_ts, Figures.of_row(*figures))
+                          model, parent, events, turns, skipped, bool(torn), first_ts, last_ts, Figures.of_row(*figures))
 
 
 class EventsAt:

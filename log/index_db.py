@@ -11,7 +11,7 @@ from pathlib import Path
 
 INDEX_NAME = "index.sqlite3"
 # Bumped when the tables change: an index of another version is dropped and rebuilt.
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 BUSY_TIMEOUT_MS = 10_000
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -25,6 +25,7 @@ CREATE TABLE IF NOT EXISTS sessions (
     -- from the first readable event when it is the session event
     is_session INTEGER NOT NULL DEFAULT 0,
     session_created TEXT, session_cwd TEXT, model TEXT,
+    parent TEXT,                         -- a sub-agent's: the session whose task call started it
     -- what the index covers of the file
     size INTEGER NOT NULL DEFAULT 0, mtime_ns INTEGER NOT NULL DEFAULT 0,
     covered INTEGER NOT NULL DEFAULT 0,  -- bytes of whole lines folded in

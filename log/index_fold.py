@@ -51,7 +51,9 @@ def fold_line(fold: Fold, event: Event | None, offset: int, raw: bytes, skipped:
     if event is None:
         return
     if v["events"] == 0 and isinstance(event, SessionEvent):
-        v.update(is_session=1, session_created=event.created, session_cwd=event.cwd, model=event.model)
+        v.update(is_session=1, session_created=event.created, session_cwd=event.cwd, model=event.model,
+                 parent=str(event.parent["session"]) if isinstance(event.parent, dict) and event.parent.get("session")
+                 else None)
     v["events"] += 1
     v["first_ts"] = v["first_ts"] or event.ts
     v["last_ts"] = event.ts

@@ -49,6 +49,7 @@ def find_workspace(cwd: Path) -> Path:
 STATE_ENTRIES = ("config.toml", "sessions", "notes.md", "history", "mcp", "commands")
 # The workspace's custom commands (settings/commands.py), by their name in it.
 WORKSPACE_COMMANDS = ".scribe/commands"
+WORKSPACE_AGENTS = ".scribe/agents"
 # Past these a command file, or a folder of them, is not read (a command is a prompt, not a book).
 COMMAND_FILE_BYTES = 64 * 1024
 COMMAND_FILES = 200
@@ -96,8 +97,9 @@ def workspace_files(workspace: Path) -> dict[str, bytes]:
                 found[name] = path.read_bytes()
             except OSError as exc:
                 raise ConfigError(f"{path}: cannot read ({exc.strerror})") from None
-    commands, _ = read_command_files(workspace / WORKSPACE_COMMANDS)
-    found.update({f"{WORKSPACE_COMMANDS}/{name}": data for name, data in commands.items()})
+    for folder in (WORKSPACE_COMMANDS, WORKSPACE_AGENTS):
+        files, _ = read_command_files(workspace / folder)
+        found.update({f"{folder}/{name}": data for name, data in files.items()})
     return found
 
 

@@ -1,4 +1,4 @@
-"""The hooks a person configures: commands scribe runs at fixed points of a turn, read from the
+"""The hooks a person configures: commands scribe runs at fixed points of a session, read from the
 `[[hooks.EVENT]]` tables of the config files that apply (settings/files.py), so a workspace's own
 hooks apply only when the workspace is trusted, as its other settings do.
 
@@ -23,10 +23,13 @@ from typing import Any, Literal
 from .files import ConfigError, ConfigFiles, own_config_path
 from .values import clipped_repr
 
-HookName = Literal["pre_tool_use", "post_tool_use", "user_prompt_submit", "stop"]
-HOOK_NAMES: tuple[HookName, ...] = ("pre_tool_use", "post_tool_use", "user_prompt_submit", "stop")
-# Events about one tool call: only these take a matcher.
-TOOL_HOOKS = ("pre_tool_use", "post_tool_use")
+HookName = Literal["pre_tool_use", "post_tool_use", "user_prompt_submit", "stop", "session_start", "session_end",
+                   "pre_compact", "subagent_stop", "notification"]
+HOOK_NAMES: tuple[HookName, ...] = ("pre_tool_use", "post_tool_use", "user_prompt_submit", "stop", "session_start",
+                                    "session_end", "pre_compact", "subagent_stop", "notification")
+# Events about one tool call (the matcher is on the tool's name), and about one sub-agent (on its
+# kind): only these take a matcher.
+TOOL_HOOKS = ("pre_tool_use", "post_tool_use", "subagent_stop")
 DEFAULT_TIMEOUT_S = 60.0
 MAX_TIMEOUT_S = 600.0
 KEYS = ("matcher", "command", "timeout_s", "pass_env")
@@ -113,7 +116,7 @@ def _spec(event: HookName, entry: Any, where: str, source: str, owner: Literal["
         raise ConfigError(f"{where}: matcher must be a string (a regular expression on the tool name)")
     if matcher.strip() and event not in TOOL_HOOKS:
         if matcher.strip() != "*":
-            raise ConfigError(f"{where}: only {' and '.join(TOOL_HOOKS)} hooks take a matcher")
+            raise ConfigError(f"{where}: only {', '.join(TOOL_HOOKS)} hooks take a matcher")
     pattern = None
     if event in TOOL_HOOKS and matcher.strip() not in ("", "*"):
         try:

@@ -13,11 +13,12 @@ import os
 import shlex
 import tomllib
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from scribe.workspace.environment import is_secret
 
-from .files import WORKSPACE_COMMANDS
+from .files import WORKSPACE_AGENTS, WORKSPACE_COMMANDS
 from .mcp_servers import VARIABLE
 from .trust import MCP_JSON, WorkspaceTrust
 
@@ -34,6 +35,8 @@ class OwnFile:
     unreadable: str | None = None
     # A custom command file (settings/commands.py): the command it adds, `/review`.
     command: str | None = None
+    # A sub-agent file (settings/agents.py): the agent it adds.
+    agent: str | None = None
     # name -> the secret variables of the person's environment its settings name (`${GITHUB_TOKEN}`
     # in its env, headers, URL or arguments): given to the server as it starts, in or out of the sandbox.
     secrets: dict[str, tuple[str, ...]] = field(default_factory=dict)
@@ -46,6 +49,9 @@ class OwnFile:
             return f"{self.name}: {self.unreadable}"
         if self.command is not None:
             return f"{self.name} adds the command {self.command} (its text is sent to the model when you type it)"
+        if self.agent is not None:
+            return (f"{self.name} adds the sub-agent {self.agent} (its text is the system prompt of the agents the "
+                    "model starts with the task tool)")
         parts = []
         if self.settings:
             parts.append("sets " + ", ".join(f"{k} = {v}" for k, v in self.settings.items()))
@@ -63,6 +69,8 @@ class OwnFile:
             return f"{self.name} ({self.unreadable})"
         if self.command is not None:
             return f"{self.name} (command {self.command})"
+        if self.agent is not None:
+            return f"{self.name} (sub-agent {self.agent})"
         what = list(self.settings)
         if self.rules:
             what.append(f"{len(self.rules)} permission rule{'s' if len(self.rules) > 1 else ''}")
@@ -73,7 +81,8 @@ class OwnFile:
 
 def own_files(trust: WorkspaceTrust) -> list[OwnFile]:
     # The config file first: it is the one that can lift protections; command files last.
-    order = sorted(trust.files.items(), key=lambda item: (item[0].startswith(WORKSPACE_COMMANDS + "/"),
+    order = sorted(trust.files.items(), key=lambda item: (item[0].startswith((WORKSPACE_COMMANDS + "/",
+                                                                              WORKSPACE_AGENTS + "/")),
                                                           item[0] == MCP_JSON, item[0]))
     return [_read(name, data) for name, data in order]
 
@@ -99,6 +108,8 @@ def _read(name: str, data: bytes) -> OwnFile:
     if name.startswith(WORKSPACE_COMMANDS + "/"):
         relative = name.removeprefix(WORKSPACE_COMMANDS + "/").removesuffix(".md")
         return OwnFile(name, {}, {}, command="/" + ":".join(relative.split("/")).lower())
+    if name.startswith(WORKSPACE_AGENTS + "/"):
+        return OwnFile(name, {}, {}, agent=Path(name).stem.lower())
     try:
         text = data.decode("utf-8")
         parsed: Any = json.loads(text) if name == MCP_JSON else tomllib.loads(text)

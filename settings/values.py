@@ -34,6 +34,7 @@ class PermissionMode(StrEnum):
     """What runs without asking (agent/permissions.py has the table)."""
 
     READ_ONLY = "read-only"
+    PLAN = "plan"  # reading only, until the person accepts the plan
     ASK = "ask"
     ACCEPT_EDITS = "accept-edits"
     FULL_AUTO = "full-auto"
@@ -94,6 +95,8 @@ class Settings:
     regex_timeout_s: float = 5.0
     # New sessions offer the model the todo tool (its task list); a session keeps what it started with.
     todo_tool: bool = True
+    # New sessions offer the model the task tool: sub-agents it hands work to (agent/task.py).
+    task_tool: bool = True
     # The model's context window in tokens; 0: known from the model (Claude), the server's own
     # report (llama.cpp's /props) or a refused request's words (model/window.py).
     context_tokens: int = 0

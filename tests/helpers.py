@@ -17,9 +17,10 @@ from typing import Any
 import pexpect
 import pytest
 
+from scribe.agent.config import AgentConfig, SessionChoice
 from scribe.agent.driver import drive
 from scribe.agent.loop import TurnLoop
-from scribe.agent.opening import AgentConfig, Opened, SessionChoice, assemble
+from scribe.agent.opening import Opened, assemble
 from scribe.agent.session.session import Session
 from scribe.fakeapi import FakeMessagesServer
 from scribe.log.events import Event

@@ -19,8 +19,8 @@ from prompt_toolkit.output import DummyOutput
 from rich.console import Console
 
 from helpers import as_a_person
+from scribe.agent.config import AgentConfig, SessionChoice
 from scribe.agent.core import Agent
-from scribe.agent.opening import AgentConfig, SessionChoice
 from scribe.cli.repl.repl import Repl
 from scribe.cli.repl.view import View
 from scribe.fakeapi import FakeMessagesServer, Reply

@@ -17,7 +17,8 @@ if TYPE_CHECKING:
 
 # "mcp" and "mcp-read": a tool of an MCP server, and one its server marks read-only. "web": a
 # fetch from the web; "web-listed": one of a domain on the person's allow-list (tools/web.py).
-ToolKind = Literal["read", "edit", "command", "mcp", "mcp-read", "web", "web-listed"]
+# "task": a call that hands work to a sub-agent, whose own calls its own mode decides (agent/task.py).
+ToolKind = Literal["read", "edit", "command", "mcp", "mcp-read", "web", "web-listed", "task"]
 
 
 class ToolError(Exception):
@@ -46,6 +47,8 @@ class ToolOutput:
     # Git configuration a command created or changed (workspace/gitplanted.py), for the person and
     # the log (a `git_config` event); the model reads it in `text`.
     git_config: list[dict[str, Any]] = field(default_factory=list)
+    # A task call's sub-agent (agent/task.py): its session, kind and how it ended; logged, never sent.
+    child: dict[str, Any] | None = None
 
 
 class CommandInterrupted(KeyboardInterrupt):

@@ -9,6 +9,13 @@ how long it took, what it said on stderr and what of it the model is shown.
     post_tool_use       after a tool call ran: exit 2 shows its stderr to the model
     stop                when the model ends its answer: exit 2 shows its stderr to the model,
                         which goes on (at most STOP_BLOCKS times a turn)
+    session_start       a session opened (new, resumed, or after /clear): exit 0 with output
+                        adds that output for the model
+    session_end         the session ends (scribe exits, /clear, /resume)
+    pre_compact         memory is about to be compressed (asked for, or as a call needs it)
+    subagent_stop       a sub-agent ended (matcher: its kind): exit 2 shows its stderr to the
+                        model, beside the sub-agent's result
+    notification        scribe waits for the person: an approval is asked
 
 Any other exit code, a timeout or a hook that cannot start is a failure the person is told of
 in one line, and the turn goes on as if the hook had said nothing (as Claude Code does: a hook
@@ -151,13 +158,14 @@ class HookRunner:
             return HookProcess(None, "", f"could not start: {exc.strerror or exc}", 0)
 
     def _feedback(self, event: HookName, outcome: str, ran: HookProcess | None, stderr: str) -> str:
-        """What the model is shown of this run: a prompt hook's output as added context, the
-        stderr of a post_tool_use or stop hook that exited 2; nothing otherwise."""
+        """What the model is shown of this run: a prompt or session_start hook's output as added
+        context, the stderr of a post_tool_use, stop or subagent_stop hook that exited 2; nothing
+        otherwise."""
         if ran is None:
             return ""
-        if event == "user_prompt_submit" and outcome == "ok":
+        if event in ("user_prompt_submit", "session_start") and outcome == "ok":
             return _cut(self.redact(ran.stdout.strip()), FEEDBACK_CHARS)
-        if event in ("post_tool_use", "stop") and outcome == "blocked":
+        if event in ("post_tool_use", "stop", "subagent_stop") and outcome == "blocked":
             return _cut(stderr or "(the hook gave no reason)", FEEDBACK_CHARS)
         return ""
 

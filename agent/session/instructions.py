@@ -31,6 +31,20 @@ How to work:
 - When you are done, answer briefly: what you changed, what you ran and what it showed, what remains."""
 
 
+SUBAGENT_GUIDANCE = """\
+You are a sub-agent of scribe, a coding agent working in a person's repository. The main agent handed you one task, and you see only its words. Do it with your tools, then answer once.
+How to work:
+- Your final answer is all the main agent gets back: give the result itself (the findings, file paths and line numbers, exact text, commands and what they showed), not an account of what you did.
+- Read before you conclude; do not invent files, APIs or results. If you cannot finish, say what is missing and what you found so far.
+- Keep to the task: do not start other work.
+- Your whole work is kept in your own log, which the main agent can read back."""
+
+
+def subagent_guidance(role: str) -> str:
+    """A sub-agent's instructions: the shared ones, then its kind's own (its agent file's text)."""
+    return SUBAGENT_GUIDANCE + (f"\n\nYour role:\n{role.strip()}" if role.strip() else "")
+
+
 @dataclass(frozen=True)
 class Environment:
     cwd: str
@@ -138,10 +152,11 @@ def _read(path: Path) -> str:
     return text
 
 
-def system_text(env: Environment, project: list[ProjectText] | None = None) -> str:
-    """Guidance, environment, then the project's own texts. Part of the cached prefix, and recorded
-    in the session event: a file edited during the session takes effect in the next session."""
-    parts = [GUIDANCE, f"Environment at session start:\n{env.describe()}"]
+def system_text(env: Environment, project: list[ProjectText] | None = None, guidance: str | None = None) -> str:
+    """Guidance (the main agent's, or a sub-agent's own), environment, then the project's own
+    texts. Part of the cached prefix, and recorded in the session event: a file edited during the
+    session takes effect in the next session."""
+    parts = [guidance or GUIDANCE, f"Environment at session start:\n{env.describe()}"]
     parts += [f"{t.label}:\n{t.text.strip()}" for t in project or []]
     return "\n\n".join(parts)
 

@@ -25,16 +25,19 @@ from scribe.workspace.git import git_state
 
 def start_session(workspace: Path, settings: Settings, tool_definitions: list[dict[str, Any]],
                   mcp: list[dict[str, Any]] | None = None,
-                  protection: dict[str, Any] | None = None) -> Session:
+                  protection: dict[str, Any] | None = None, *, agents: list[dict[str, Any]] | None = None,
+                  parent: dict[str, Any] | None = None, guidance: str | None = None) -> Session:
     """`mcp`: the MCP servers as found at the start (agent/mcptools.pin); their tools are
-    already among `tool_definitions`."""
+    already among `tool_definitions`. `agents`: the sub-agents its task tool may start; `parent`
+    and `guidance`: a sub-agent's parent (session, tool_use_id, agent) and its own instructions,
+    in place of the main agent's (agent/task.py)."""
     store = store_for(workspace)
     state = git_state(workspace, read_only(settings.sandbox))
     exclude_from_git(workspace, store.root, state.exclude_dir)
     env = Environment(cwd=str(workspace), git_branch=state.branch, git_head=state.head, started=date.today())
     read = read_project_texts(workspace, notes_path(workspace))
     project = read.texts
-    system = system_text(env, project)
+    system = system_text(env, project, guidance)
     session_id = store.new_id()
     path = store.path_for(session_id)
     writer = LogWriter.create(path)
@@ -54,6 +57,8 @@ def start_session(workspace: Path, settings: Settings, tool_definitions: list[di
         sources=[t.source() for t in project],
         mcp=mcp or [],
         protection=protection or {},
+        agents=agents or [],
+        parent=parent,
     )
     session = Session(session_id, path, EventLog(header, [header], [(0, 1)]), writer, [], notices=list(read.refused))
     session.digest.add(header)

@@ -34,11 +34,12 @@ def list_sessions(
                                         "no model was called (opened, then left).")] = False,
 ) -> None:
     """List sessions, oldest first: id, started, last activity, turns, model calls, prompt tokens
-    (input + cache read + cache write), cache hit rate and cost. Sessions in which nothing was
-    asked and no model called are left out (--empty lists them)."""
+    (input + cache read + cache write), cache hit rate and cost. A sub-agent's session is listed
+    under its parent's. Sessions in which nothing was asked and no model called are left out
+    (--empty lists them)."""
     with log_command(), open_index() as index:
         every = [_row(found, index.session(found.id)) for found in indexed_scope(index, all_)]
-        rows = every if empty else [r for r in every if not _empty(r)]
+        rows = as_tree(every if empty else [r for r in every if not _empty(r)])
         if len(rows) < len(every):
             left = len(every) - len(rows)
             print(f"scribe: note: {left} session{'s' * (left != 1)} in which nothing was asked and no model was "
@@ -52,6 +53,26 @@ def list_sessions(
                       file=sys.stderr)
             return
         _print(rows, all_)
+
+
+def as_tree(rows: list[SessionSummary]) -> list[SessionSummary]:
+    """Each sub-agent's session right after its parent's (where its parent is listed), in order."""
+    listed = {r.id for r in rows}
+    children: dict[str, list[SessionSummary]] = {}
+    for r in rows:
+        if r.parent in listed:
+            children.setdefault(r.parent, []).append(r)
+    out: list[SessionSummary] = []
+
+    def add(row: SessionSummary) -> None:
+        out.append(row)
+        for child in children.get(row.id, []):
+            add(child)
+
+    for r in rows:
+        if r.parent not in listed:
+            add(r)
+    return out
 
 
 def _empty(row: SessionSummary) -> bool:
@@ -70,7 +91,7 @@ def _row(found: SessionFile, indexed: IndexedSession | None) -> SessionSummary:
         return SessionSummary(found.id, None, i.first_ts, i.last_ts, i.events, i.turns, i.figures,
                               damage(found.damaged, i.skipped + i.torn, False))
     return SessionSummary(found.id, i.session_cwd, i.session_created, i.last_ts, i.events, i.turns, i.figures,
-                          damage(found.damaged, i.skipped, i.torn))
+                          damage(found.damaged, i.skipped, i.torn), parent=i.parent)
 
 
 def _print(rows: list[SessionSummary], with_cwd: bool) -> None:
@@ -86,7 +107,7 @@ def _print(rows: list[SessionSummary], with_cwd: bool) -> None:
     cells: list[list[str]] = []
     for r in rows:
         f = r.figures
-        cells.append([r.id, local_time(r.started, seconds=False), local_time(r.last_activity, seconds=False),
+        cells.append([f"└ {r.id}" if r.parent is not None else r.id, local_time(r.started, seconds=False), local_time(r.last_activity, seconds=False),
                       str(r.turns), str(f.calls), f"{f.prompt_tokens:,}", hit_rate(f), spent(f, f.cost_usd),
                       *([r.cwd or "?"] if with_cwd else []), *([r.damaged or ""] if damaged else [])])
     out = console()

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from enum import StrEnum
+from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from scribe.context.stats import PURPOSES, Compression, Figures, SessionStats, session_stats
+from scribe.log.index import IndexedSession
+from scribe.log.jsonl import read_first_record
 from scribe.log.pricing import price_for
 from scribe.log.store import SessionFile
 from scribe.tools.textio import plural
@@ -61,13 +64,20 @@ def stats(
         if figures is None:
             with streamed(found) as events:
                 figures = session_stats(events, price, per_call=False)
+        children = sub_agents(found)
         if as_json:
             # every call listed, read again from the log as the document is written
             document = {"session_id": found.id, "log": str(found.path), **figures.as_dict()}
+            if children:
+                document["children"] = [{"session_id": c.id, "log": c.path, "agent": agent_of(Path(c.path)),
+                                         "usage": c.figures.as_dict()} for c in children]
+                document["with_children"] = with_children(figures.total, children).as_dict()
             document["per_call"] = CallsOfLog(found.path, price, figures.total.calls)
             write_json(document)
             return
         _print(found.id, figures)
+        if children:
+            _print_children(figures.total, children)
 
 
 COLUMNS = ("purpose", "calls", "input", "cache read", "cache write", "output", "hit rate", "cost", "no-cache cost")
@@ -164,6 +174,45 @@ def _print(session_id: str, figures: SessionStats) -> None:
     for line in lines[1:]:
         out.print(line)
     say_left_out(hidden, out.width)
+
+
+def sub_agents(found: SessionFile) -> list[IndexedSession]:
+    """The sessions `found`'s task calls started, from the index (every log of the workspace
+    brought up to date first); none where the index cannot stand for the logs."""
+    _, store = workspace_store()
+    if found.path.resolve().parent != store.sessions_dir.resolve():
+        return []
+    with open_index() as index:
+        if index.in_memory:
+            return []
+        index.sessions(store)
+        return index.children(found.id)
+
+
+def with_children(own: Figures, children: list[IndexedSession]) -> Figures:
+    """A session's calls and its sub-agents' together: what the work cost in all."""
+    total = Figures()
+    total.merge(own)
+    for child in children:
+        total.merge(child.figures)
+    return total
+
+
+def agent_of(log: Path) -> str | None:
+    """A sub-agent's kind, as its session event names it."""
+    parent = (read_first_record(log) or {}).get("parent")
+    return str(parent.get("agent")) if isinstance(parent, dict) and parent.get("agent") else None
+
+
+def _print_children(own: Figures, children: list[IndexedSession]) -> None:
+    out = console()
+    out.print(f"sub-agents ({len(children)}):", style="bold")
+    for child in children:
+        f = child.figures
+        out.print(f"  {child.id}  {agent_of(Path(child.path)) or '?'}: {plural(f.calls, 'call')}, "
+                  f"{hit_rate(f)} hit rate, {spent(f, f.cost_usd)}")
+    total = with_children(own, children)
+    out.print(f"with its sub-agents: {plural(total.calls, 'call')}, {spent(total, total.cost_usd)}", style="bold")
 
 
 def _from_index(found: SessionFile) -> SessionStats | None:

@@ -130,9 +130,12 @@ class PersonApprover:
     def __init__(self, view: View, area: InputArea, context: ToolContext, keys: TurnKeys) -> None:
         self.view, self.area, self.context, self.keys = view, area, context, keys
 
-    def ask(self, call: ToolCall, asked: Question) -> tuple[Decision, Offer | None]:
-        """The person's decision, and the rules they chose to keep after "always" (if any)."""
+    def ask(self, call: ToolCall, asked: Question, agent: str | None = None) -> tuple[Decision, Offer | None]:
+        """The person's decision, and the rules they chose to keep after "always" (if any).
+        `agent`: the sub-agent that asks, named above the question."""
         self.view.pause()  # stop the "running…" spinner: the question needs the terminal
+        if agent is not None:
+            self.view.note(f"  asked by sub-agent {visible(agent)}:")
         shown = preview(call, self.context)
         if shown.failure is not None:
             return Decision.ALLOW, None  # it would only be refused: let the tool say why, to the model

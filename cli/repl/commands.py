@@ -312,6 +312,14 @@ def _mode(repl: Repl, arg: str) -> None:
     repl.run(SetMode(PermissionMode(mode)))
 
 
+@command("plan", "plan mode: the model reads and plans, and changes nothing until you accept its plan; "
+                 "/plan TEXT plans that", "[TEXT...]")
+def _plan(repl: Repl, arg: str) -> Send | None:
+    if repl.agent.loop.policy.mode != PermissionMode.PLAN:
+        repl.run(SetMode(PermissionMode.PLAN))
+    return Send(arg) if arg.strip() else None
+
+
 @command("clear", "start a new session (this one stays in the log; /resume returns to it)")
 def _clear(repl: Repl, arg: str) -> None:
     repl.run(NewSession())

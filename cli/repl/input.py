@@ -36,6 +36,8 @@ from .pastes import ExpandedHistory, Pastes, paste_bindings
 # Never offered: git's and scribe's own folders are not the person's files.
 HIDDEN_DIRS = {".git", ".scribe"}
 MAX_PATH_COMPLETIONS = 200
+# What `read` returns for Shift-Tab: not a line, a request for the next permission mode.
+CYCLE_MODE = "\x00cycle-mode"
 STYLE = Style.from_dict({"prompt": "bold", "note": "#8a8a8a", "bottom-toolbar": "noreverse bg:#303030 #d0d0d0"})
 
 
@@ -172,7 +174,7 @@ class InputArea:
             completer=ReplCompleter(workspace, commands),
             complete_while_typing=True,
             key_bindings=merge_key_bindings([_bindings(rest, self.typing), paste_bindings(self.pastes),
-                                             tab_bindings()]),
+                                             tab_bindings(), self._mode_bindings()]),
             bottom_toolbar=lambda: toolbar(_columns()),
             style=STYLE,
             multiline=False,
@@ -186,6 +188,17 @@ class InputArea:
         # What the next prompt starts with: a message typed at an approval question instead of
         # an answer (approve.py), for the person to send or change.
         self.draft = ""
+
+    def _mode_bindings(self) -> KeyBindings:
+        """Shift-Tab: the next permission mode (the REPL cycles them), the line kept as it was."""
+        kb = KeyBindings()
+
+        @kb.add("s-tab")
+        def _cycle(event: KeyPressEvent) -> None:
+            self.draft = event.current_buffer.text
+            event.app.exit(result=CYCLE_MODE)
+
+        return kb
 
     def once_drawn(self, callback: Callable[[], None]) -> None:
         """Call `callback` once, when the prompt has first been drawn."""
@@ -204,4 +217,5 @@ class InputArea:
         typed = self.rest.typed_ahead() if self.rest is not None else None  # it waits, unsent
         if typed is not None:
             self.typing.begin(typed)
-        return self.pastes.sent(self.session.prompt(FormattedText([("class:prompt", "› ")]), default=draft))
+        line = self.session.prompt(FormattedText([("class:prompt", "› ")]), default=draft)
+        return line if line == CYCLE_MODE else self.pastes.sent(line)

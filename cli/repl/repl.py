@@ -26,9 +26,10 @@ from typing import Any
 from rich.text import Text
 
 from scribe.agent import driver
+from scribe.agent.config import AgentConfig, Overrides, SessionChoice
 from scribe.agent.core import Agent
-from scribe.agent.opening import AgentConfig, Overrides, SessionChoice
 from scribe.agent.protocol import (
+    AcceptPlan,
     ActionDone,
     ApprovalAnswer,
     ApprovalRequested,
@@ -43,10 +44,13 @@ from scribe.agent.protocol import (
     ServersAnswer,
     ServersToConfirm,
     SessionOpened,
+    SetMode,
     ShellDone,
+    SubagentEvent,
     Submission,
     TrustAnswer,
     TrustRequested,
+    TurnEnded,
     UserMessage,
 )
 from scribe.agent.session.session import Session, store_for
@@ -58,6 +62,7 @@ from scribe.settings.files import find_workspace, state_dir
 from scribe.settings.values import PERMISSION_MODES, PermissionMode
 
 from ..exits import cli_errors, fail, warn
+from ..headless import subagent_line
 from ..rule_flags import rules_of
 from ..signals import Ending, Stopped, ending_signals
 from ..trust import ask_servers, ask_trust
@@ -65,16 +70,32 @@ from ..visible import visible
 from .approve import PersonApprover
 from .commands import COMMANDS, ExitRepl, command_help, dispatch, message_of
 from .excerpts import fold
-from .input import InputArea
+from .input import CYCLE_MODE, InputArea
 from .keys import TurnKeys
 from .lifecycle import exit_line, show_life
 from .memory_notes import MemoryNotes
+from .question import GUARD_S, Answers, ask
 from .shell import shell_command, with_attachments
 from .stats import Numbers, numbers, tokens, toolbar_text
 from .view import RUNNING, THINKING, View, make_console
 
 # In the REPL a refused call names the command that allows it, not the flag.
 MODE_COMMAND = "/mode"
+
+# Shift-Tab's cycle of permission modes, as Claude Code's; from any other mode, the first.
+MODE_CYCLE = (PermissionMode.ASK, PermissionMode.ACCEPT_EDITS, PermissionMode.PLAN)
+# The answers a plan is accepted with, and the mode each carries it out in.
+PLAN_MODES = {"accept": PermissionMode.ACCEPT_EDITS, "full-auto": PermissionMode.FULL_AUTO,
+              "ask": PermissionMode.ASK}
+PLAN_ANSWERS = Answers({"a": "accept", "f": "full-auto", "y": "ask"},
+                       {"a": "accept", "accept": "accept", "f": "full-auto", "full-auto": "full-auto", "y": "ask",
+                        "ask": "ask"}, on_escape="keep planning",
+                       meaning={"accept": "carry it out, accepting edits", "ask": "carry it out, asking before each"})
+
+
+def next_mode(mode: PermissionMode) -> PermissionMode:
+    return MODE_CYCLE[(MODE_CYCLE.index(mode) + 1) % len(MODE_CYCLE)] if mode in MODE_CYCLE else MODE_CYCLE[0]
+
 
 # Further Ctrl-C presses this soon after the one that cancelled a turn are ignored: they would
 # otherwise land in the middle of recording the interrupt.
@@ -114,6 +135,7 @@ class Repl:
         self._area: InputArea | None = None
         self._numbers: Numbers | None = None
         self._asked: Submission | None = None  # what runs now
+        self._ended: TurnEnded | None = None  # how its turn ended
         # SIGTERM and SIGHUP end the REPL (cli/signals.py); start() installs the handlers.
         self.ending = Ending(())
 
@@ -149,7 +171,7 @@ class Repl:
     def run(self, submission: Submission) -> None:
         """One submission's work through the core, shown as it happens; Esc and Ctrl-C cancel it.
         A compaction the person asked for shows every memory event; a turn only the first."""
-        self._asked = submission
+        self._asked, self._ended = submission, None
         try:
             with cancellable(), self.keys.running():
                 self.run_quietly(self.agent.run(submission))
@@ -168,7 +190,7 @@ class Repl:
     def show(self, event: Event) -> None:
         """One event on screen; a question asked of the person, and the answer submitted."""
         if isinstance(event, ApprovalRequested):
-            decision, keep = self.approver.ask(event.call, event.question)
+            decision, keep = self.approver.ask(event.call, event.question, event.agent)
             self.agent.submit(ApprovalAnswer(event.id, decision, keep=keep))
         elif isinstance(event, TrustRequested):
             self.agent.submit(TrustAnswer(ask_trust(self.view.console, event)))
@@ -184,6 +206,13 @@ class Repl:
                            f"raw {tokens(event.raw_before)} → {tokens(event.raw_after)})")
         elif isinstance(event, ShellDone):
             self.shell_done(event)
+        elif isinstance(event, TurnEnded):
+            self._ended = event
+            self.view.handle(event)
+        elif isinstance(event, SubagentEvent):
+            line = subagent_line(event)
+            if line is not None:
+                self.view.note(line)
         elif isinstance(event, ModeChanged):
             self.view.note(f"permission mode {event.mode}")
         elif isinstance(event, ModelSwitched):
@@ -272,6 +301,10 @@ class Repl:
             except EOFError:
                 return
             armed = False
+            if line == CYCLE_MODE:
+                self.run(SetMode(next_mode(self.agent.loop.policy.mode)))
+                self.refresh()
+                continue
             if not line.strip():
                 continue
             try:
@@ -318,10 +351,29 @@ class Repl:
         finally:
             self.view.pause()
 
-    def turn(self, message: UserMessage) -> None:
+    def turn(self, message: UserMessage | AcceptPlan) -> None:
         self.view.busy(THINKING)  # at once: the first model call may be a while in coming
         self.run(message)
         self.view.console.print()
+        ended = self._ended
+        if ended is not None and ended.reason == "end_turn" and ended.text.strip() \
+                and self.agent.has_session and self.agent.loop.policy.mode == PermissionMode.PLAN:
+            self.offer_plan()
+
+    def offer_plan(self) -> None:
+        """A turn in plan mode ended with a plan: the person accepts it (and says in which mode it
+        is carried out), or types what to change (sent at once, still planning), or keeps planning."""
+        with self.keys.asking() as discard:
+            choice = ask("  accept this plan? a: carry it out, accepting edits · f: full-auto · y: asking before "
+                         "each change, or type what to change › ", PLAN_ANSWERS, discard=discard,
+                         guard_s=GUARD_S if self.keys.on_terminal() else 0.0)
+            self.keys.answered(choice)
+        if choice.word == "message" and choice.message.strip():
+            self.turn(UserMessage(choice.message))
+        elif choice.word in PLAN_MODES:
+            self.turn(AcceptPlan(PLAN_MODES[choice.word]))
+        else:
+            self.view.note("still planning: say what to change, or /mode when you want to carry it out")
 
     def close(self) -> None:
         for event in self.agent.finish_ahead():

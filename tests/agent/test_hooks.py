@@ -191,7 +191,7 @@ def test_a_workspace_cannot_pass_secrets_to_its_hooks(workspace: Path, home: Pat
 def test_hook_tables_are_checked(workspace: Path, home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
     for text, said in [('[[hooks.pre_tol_use]]\ncommand = "x"\n', "unknown hook event pre_tol_use"),
-                       ('[[hooks.stop]]\ncommand = "x"\nmatcher = "Bash"\n', "only pre_tool_use and post_tool_use"),
+                       ('[[hooks.stop]]\ncommand = "x"\nmatcher = "Bash"\n', "only pre_tool_use, post_tool_use, subagent_stop hooks take a matcher"),
                        ('[[hooks.pre_tool_use]]\ncommand = "x"\nmatcher = "("\n', "is not a regular expression"),
                        ('[[hooks.pre_tool_use]]\ncommand = ""\n', "command must be a non-empty string"),
                        ('[[hooks.pre_tool_use]]\ncommand = "x"\ntimeout_s = 0\n', "timeout_s must be")]:
@@ -318,3 +318,62 @@ def test_scribe_config_lists_the_hooks_and_whose_they_are(workspace: Path, home:
     assert "hook stop: make test (the workspace's, in the sandbox, 60 s;" in shown.out
     listed = run_scribe(["config", "--json"], workspace, env).json()["hooks"]["value"]
     assert [(h["event"], h["owner"]) for h in listed] == [("post_tool_use", "person"), ("stop", "workspace")]
+
+
+def test_session_start_end_pre_compact_subagent_stop_and_notification_hooks_run_with_the_event_on_stdin(
+        workspace: Path, home: Path, tmp_path: Path) -> None:
+    record = tmp_path / "hooks.jsonl"
+    _config(home, "".join(f"\n[[hooks.{event}]]\ncommand = 'cat >> \"{record}\" && echo >> \"{record}\"'\n"
+                          for event in ("session_start", "session_end", "pre_compact", "subagent_stop",
+                                        "notification"))
+            + "\n[[hooks.session_start]]\ncommand = 'echo the build is make check'\n")
+
+    def model(request: dict) -> Reply:  # type: ignore[type-arg]
+        system = request.get("system") or []
+        if "sub-agent of scribe" in json.dumps(system):
+            return Reply.text("The child's answer.")
+        last = request["messages"][-1]["content"]
+        if any(b.get("type") == "tool_result" for b in last):
+            return Reply.text("Done.")
+        return Reply([tool_use_block("task", {"description": "look", "prompt": "Look around."})])
+
+    with FakeMessagesServer(model) as server:
+        env = scribe_env(server.base_url, home)
+        ran = run_scribe(["run", "use a sub-agent"], workspace, env)
+        compacted = run_scribe(["reflect"], workspace, env)
+    assert ran.code == 0, ran.err
+    assert compacted.code == 0, compacted.err
+    seen = [json.loads(line) for line in record.read_text().splitlines()]
+    events = [s["hook_event_name"] for s in seen]
+    # the run: its session starts, its sub-agent stops, it ends; then `scribe reflect` compacts it
+    assert events[:3] == ["session_start", "subagent_stop", "session_end"]
+    assert "pre_compact" in events[3:]
+    start, stop, end = seen[:3]
+    assert start["source"] == "startup" and end["reason"] == "exit"
+    assert stop["agent"] == "general" and stop["reason"] == "end_turn" and stop["agent_session_id"]
+    compact = next(s for s in seen if s["hook_event_name"] == "pre_compact")
+    assert compact["trigger"] == "manual"
+    # a session_start hook's output is added for the model, from the log
+    first = server.requests[0].json["messages"][0]
+    assert any("the build is make check" in text for text in _texts(first))
+
+
+def test_a_notification_hook_runs_while_an_approval_waits(workspace: Path, tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    import scribe
+    from helpers import as_a_person
+
+    as_a_person(monkeypatch, workspace, tmp_path / "home")
+    record = tmp_path / "notified.json"
+    _config(tmp_path / "home", f"[[hooks.notification]]\ncommand = 'cat > \"{record}\"'\n")
+    script = [Reply([tool_use_block("run_command", {"command": "echo hi"})]), Reply.text("Done.")]
+    with FakeMessagesServer(script) as server:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.base_url)
+        with scribe.open_session(workspace, permission_mode="accept-edits") as session:
+            for event in session.send("say hi"):
+                if isinstance(event, scribe.ApprovalRequested):
+                    # the hook ran before the question was put
+                    given = json.loads(record.read_text())
+                    session.answer(event, scribe.Decision.ALLOW)
+    assert given["hook_event_name"] == "notification" and given["kind"] == "approval"
+    assert given["tool_name"] == "run_command" and "permission" in given["message"]

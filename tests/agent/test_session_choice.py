@@ -17,7 +17,7 @@ from rich.console import Console
 from conftest import CORRUPT_ON_PURPOSE
 from helpers import events_of, run_scribe, scribe_env, session_logs
 from repl_driver import open_repl
-from scribe.agent.opening import SessionChoice
+from scribe.agent.config import SessionChoice
 from scribe.cli.repl.view import View
 from scribe.fakeapi import FakeMessagesServer, Reply
 from scribe.log.events import UserEvent

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from helpers import agent_for, events_of, session_logs
-from scribe.agent.opening import SessionChoice
+from scribe.agent.config import SessionChoice
 from scribe.agent.protocol import TurnEnded
 from scribe.context.checkpoint import checkpoint_path
 from scribe.fakeapi import FakeMessagesServer, Reply

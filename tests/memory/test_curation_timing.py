@@ -10,8 +10,8 @@ import pytest
 from typer.testing import CliRunner
 
 from helpers import as_a_person, events_of, new_session, session_logs
+from scribe.agent.config import SessionChoice
 from scribe.agent.curation.background import BackgroundCuration, uncurated
-from scribe.agent.opening import SessionChoice
 from scribe.cli.app import app
 from scribe.fakeapi import FakeMessagesServer, Reply, SideCallModel, side_call_kind
 from scribe.log.events import NotesEvent, UsageEvent
