@@ -89,7 +89,6 @@ def _warm_up() -> None:
     load_command("run")
     _sdk()
     import anthropic.lib.streaming  # noqa: F401, PLC0415
-    import httpx2  # noqa: F401, PLC0415
 
 
 def fingerprint(runtime: Path) -> dict[str, tuple[int, int]]:
