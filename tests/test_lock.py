@@ -70,3 +70,27 @@ def test_a_version_that_moved_is_reported_with_both_sides() -> None:
     newest = read_pins("anthropic==2.18.0\ndocstring-parser==0.18.0\nnew==2\n")
     assert [(c.package, c.locked, c.newest) for c in compare(locked, newest)] == [
         ("anthropic", "2.17.0", "2.18.0"), ("new", None, "2"), ("old", "1", None)]
+
+
+def test_a_failing_test_is_reported_by_name_with_the_first_line_of_why(tmp_path: Path) -> None:
+    import sys
+
+    from benchmarks.deps import Report, failures, section
+
+    (tmp_path / "test_probe.py").write_text(
+        "import pytest\n\ndef test_holds():\n    pass\n\n"
+        "def test_breaks():\n    assert 1 == 2, 'the SDK raised something new\\nsecond line'\n\n"
+        "@pytest.mark.skip(reason='not here')\ndef test_skipped():\n    pass\n")
+    junit = tmp_path / "junit.xml"
+    ran = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={junit}",
+                          str(tmp_path / "test_probe.py")], cwd=tmp_path, capture_output=True, text=True, check=False)
+    assert ran.returncode == 1, ran.stdout
+    passed, failed, skipped = failures(junit)
+    assert (passed, skipped) == (1, 1)
+    assert [(f.test, f.reason) for f in failed] == [("test_probe::test_breaks",
+                                                     "AssertionError: the SDK raised something new")]
+    report = Report(python="3.11", changes=compare({"anthropic": "2.17.0"}, {"anthropic": "2.18.0"}),
+                    passed=passed, failed=failed, skipped=skipped, pytest_status=1)
+    text = section(report)
+    assert report.broken and "| anthropic | 2.17.0 | 2.18.0 |" in text
+    assert "| `test_probe::test_breaks` | AssertionError: the SDK raised something new |" in text
