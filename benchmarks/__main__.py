@@ -1,11 +1,16 @@
-"""`python -m benchmarks [costs|chain|llama|memory-paths|memory|overhead|startup|housekeeping|watcher|all] [--before REV] [--docs]`: run the
+"""`python -m benchmarks [costs|chain|llama|memory-paths|memory|overhead|startup|housekeeping|watcher|all] [--before REV] [--docs]`
+(or `python -m benchmarks deps`, below): run the
 benchmarks, print a markdown report, and write it with the raw figures to benchmarks/results/
 (latest.md, latest.json); `--docs` also puts it in docs/performance.md.
 
 Everything runs locally against the project's fake Messages API; no key, no network. The cost
 suite drives the `scribe` executable of this virtualenv and, on the tool-heavy shape, the same
 repository at REV when `--before REV` is given (compared side by side; by default it is not),
-installed once under the temporary folder."""
+installed once under the temporary folder.
+
+`python -m benchmarks deps` is no benchmark of scribe but of its dependencies, and never part of
+`all`: the quick tests against the newest versions the project's ranges allow, and what differs
+from constraints.txt (deps.py)."""
 
 from __future__ import annotations
 
@@ -13,6 +18,7 @@ import argparse
 import json
 import os
 import platform
+import sys
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -20,7 +26,7 @@ from typing import Any
 
 from scribe import __version__
 
-from . import cost_report, housekeeping, llama, memory_figures, memory_paths, overhead, startup, watcher
+from . import cost_report, deps, housekeeping, llama, memory_figures, memory_paths, overhead, startup, watcher
 
 RESULTS = Path(__file__).parent / "results"
 
@@ -121,6 +127,8 @@ BEGIN, END = "<!-- benchmarks:begin -->", "<!-- benchmarks:end -->"
 
 
 def main() -> None:
+    if sys.argv[1:2] == ["deps"]:
+        raise SystemExit(deps.main(sys.argv[2:]))
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
     parser.add_argument("suites", nargs="*", metavar="SUITE", help=f"{', '.join(SUITES)} or all (the default)")
     parser.add_argument("--before", default="none", help="a revision to compare on the tool-heavy shape (default: none)")

@@ -52,8 +52,8 @@ class Broke:
 Step = Began | Piece | Done | Broke
 
 # What the SDK raises while reading a 200 whose body is not what it expects: it parses without
-# validating, so a malformed answer can surface as any of these (and httpx's DecodingError, for a
-# body that does not decompress).
+# validating, so a malformed answer can surface as any of these. A body that fails to arrive or
+# to decompress is the SDK's public APIConnectionError (client.py retries it).
 UNREADABLE = (ValueError, LookupError, TypeError, AttributeError, RuntimeError, AssertionError)
 
 
@@ -79,8 +79,6 @@ class Attempt:
         self._abandoned.set()
 
     def _read(self) -> None:
-        import httpx2  # noqa: PLC0415 - the SDK's HTTP layer, loaded with it by the time a call is made
-
         try:
             manager = self._open()
             with manager as stream:
@@ -88,7 +86,7 @@ class Attempt:
                 self._steps.put(Began(content_type, ANTHROPIC_HEADER in stream.response.headers))
                 try:
                     message = self._events(stream)
-                except (*UNREADABLE, httpx2.DecodingError) as exc:
+                except UNREADABLE as exc:
                     raise unreadable(exc, content_type) from exc
                 if message is not None:
                     self._steps.put(Done(message, getattr(manager, "usage_missing", frozenset())))

@@ -6,6 +6,11 @@ whole call, and nothing is appended to the log until a call has completed, so a 
 duplicates an event; its text is not shown twice either (shown.py). The stream is read in a
 thread of its own (attempt.py), so a silent server is reported as it happens.
 
+Failures are told apart by what the SDK's public API promises (`APIStatusError`,
+`APIConnectionError`, `APITimeoutError`), never by its HTTP library's classes, which it does not
+export and has changed; the causes it chains (Python's `raise ... from`) only refine a message
+where they are there (connection.py).
+
 The SDK takes about two seconds to import, longer than everything else scribe loads. It is
 imported when the first call needs it; `preload_sdk` starts that import in a thread, so an
 interactive session can show its prompt at once and import while the person types.
@@ -32,6 +37,7 @@ from scribe.settings.values import DEFAULT_REQUEST_TIMEOUT_S, Settings
 
 from .attempt import Attempt, Began, Done, FilledMessageStream, Piece
 from .complete import BrokenAnswer
+from .connection import connect_timed_out, connection_refused, lost_words
 from .errors import BadBaseUrl, ContextOverflow, MissingCredentials, ModelError, SideCallTooSlow
 from .events import Notice, Retrying, TextDelta, TextWithdrawn, Waiting
 from .retry import RetryPolicy, retry_after, should_retry
@@ -108,13 +114,12 @@ class ModelClient:
     @property
     def client(self) -> anthropic.Anthropic:
         if self._client is None:
-            import httpx2  # noqa: PLC0415 - the SDK's HTTP layer, loaded with it
-
+            anthropic = _sdk()
             # max_retries=0: retries are ours (see retry.py), so every one is visible and configurable.
             # The read timeout bounds the silence between two pieces of the answer, not the whole
             # answer, so a long streamed answer is never cut; connecting gets a short one of its own.
-            timeout = httpx2.Timeout(self.request_timeout_s, connect=self.connect_timeout_s)
-            self._client = _sdk().Anthropic(max_retries=0, timeout=timeout)
+            timeout = anthropic.Timeout(self.request_timeout_s, connect=self.connect_timeout_s)
+            self._client = anthropic.Anthropic(max_retries=0, timeout=timeout)
         return self._client
 
     @property
@@ -135,8 +140,6 @@ class ModelClient:
         its waits, as a Ctrl-C would (KeyboardInterrupt)."""
         client = self.client
         anthropic = _sdk()
-        import httpx2  # noqa: PLC0415 - the SDK's HTTP layer, loaded with it
-
         shown = ShownText()
         for attempt in range(self.retry.retries + 1):
             if attempt:
@@ -152,13 +155,13 @@ class ModelClient:
                 yield self._retrying(attempt, f"{_status_reason(exc)}", wait)
                 _pause(wait, cancelled)
                 continue
-            except (anthropic.APIConnectionError, httpx2.TransportError, BrokenAnswer) as exc:
+            except (anthropic.APIConnectionError, BrokenAnswer) as exc:
                 # A connection that failed or went silent, or an answer cut or garbled after it
                 # began: the call is redone whole.
                 reason = self._failure(exc)
                 # Nothing listens there: a retry minutes of backoff later finds the same, so it is
                 # said at once (a server still starting is the person's to wait for).
-                refused = _connection_refused(exc)
+                refused = connection_refused(exc)
                 if attempt == self.retry.retries or refused or (isinstance(exc, BrokenAnswer) and not exc.retry):
                     raise ModelError(f"model call failed{_after(attempt)}: {reason}") from None
                 wait = self.retry.delay(attempt + 1)
@@ -232,20 +235,17 @@ class ModelClient:
 
     def _failure(self, exc: BaseException) -> str:
         """One line for a failed connection or a broken answer; a timeout says it timed out."""
-        import httpx2  # noqa: PLC0415 - the SDK's HTTP layer, loaded with it
-
-        cause = exc.__cause__ if isinstance(exc.__cause__, httpx2.TimeoutException) else exc
-        if isinstance(cause, httpx2.ConnectTimeout):
-            return f"could not connect to {self._server()}: timed out after {self.connect_timeout_s:g} s"
-        if isinstance(cause, httpx2.TimeoutException) or isinstance(exc, _sdk().APITimeoutError):
-            return (f"timed out after {self.request_timeout_s:g} s without a word from {self._server()} "
-                    "(request_timeout_s sets this)")
         if isinstance(exc, BrokenAnswer):
             return str(exc)
-        if _connection_refused(exc):
+        if isinstance(exc, _sdk().APITimeoutError):
+            if connect_timed_out(exc):
+                return f"could not connect to {self._server()}: timed out after {self.connect_timeout_s:g} s"
+            return (f"timed out after {self.request_timeout_s:g} s without a word from {self._server()} "
+                    "(request_timeout_s sets this)")
+        if connection_refused(exc):
             return (f"could not connect to {self._server()}: connection refused (no server is listening "
                     "there; is it running, and does ANTHROPIC_BASE_URL name it?)")
-        return f"connection lost ({_reason(_root(exc))})"
+        return f"connection lost ({_reason(lost_words(exc))})"
 
     def _server(self) -> str:
         base_url = self._base_url()
@@ -311,20 +311,7 @@ def _no_usage_note(server: str, missing: frozenset[str]) -> str:
             "and cache figures leave it out")
 
 
-def _root(exc: BaseException) -> BaseException:
-    """The first cause of a chain of wrapped errors (the SDK's "Connection error." holds the
-    socket's own words)."""
-    seen: list[BaseException] = [exc]
-    while (cause := seen[-1].__cause__ or seen[-1].__context__) is not None and cause not in seen:
-        seen.append(cause)
-    return seen[-1]
-
-
-def _connection_refused(exc: BaseException) -> bool:
-    return isinstance(_root(exc), ConnectionRefusedError)
-
-
-def _reason(exc: BaseException) -> str:
+def _reason(exc: BaseException | str) -> str:
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     return text[:300]
 

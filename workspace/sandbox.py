@@ -42,6 +42,7 @@ from scribe.workspace.bwrap import (
 from scribe.workspace.environment import can_hide_process, hide_own_process
 from scribe.workspace.gitfolders import git_folders
 from scribe.workspace.limits import DEFAULT_MEMORY_MB, DEFAULT_PROCESSES, Limits, limits_here
+from scribe.workspace.runtime import own_python, program_needs
 
 __all__ = ["Protection", "command_protection", "hide_own_process"]
 
@@ -79,6 +80,9 @@ class Protection:
     # Every git folder of the workspace, as git names them: the file tools never write there.
     git_folders: tuple[str, ...] = ()
     limits: Limits = field(default_factory=Limits)
+    # Folders inside the real /tmp that a command sees read-only in its private one: the Python
+    # scribe runs on, where it lives there (runtime.py).
+    runtime: tuple[str, ...] = ()
 
     @property
     def sandboxed(self) -> bool:
@@ -107,8 +111,14 @@ class Protection:
             return list(argv)
         return [*self._args(writes=writes, binds=binds), "--", *argv]
 
-    def _args(self, *, writes: bool, binds: Sequence[str] = (), command: bool = False) -> list[str]:
+    def _args(self, *, writes: bool, binds: Sequence[str] = (), command: bool = False,
+              sees: Sequence[str] = ()) -> list[str]:
         args = base_args(self.bwrap, private_tmp=command)
+        if command:
+            # Into the private /tmp, before anything writable: a venv inside the workspace stays
+            # as writable as the rest of it.
+            args += [a for path in dict.fromkeys([*self.runtime, *sees]) if os.path.isdir(path)
+                     for a in ("--ro-bind", path, path)]
         if writes:
             args += [a for path in self.writable for a in ("--bind", path, path)]
             # Checked now, not when the protection was worked out: bubblewrap fails on a missing source.
@@ -122,13 +132,16 @@ class Protection:
                 args += ["--tmpfs", path, "--remount-ro", path]
         return [*args, *cap_args(self.as_root), *(["--setenv", "TMPDIR", "/tmp"] if command else [])]
 
-    def wrap(self, argv: Sequence[str], cwd: str) -> list[str]:
+    def wrap(self, argv: Sequence[str], cwd: str, path_variable: str | None = None) -> list[str]:
         """`argv` run directly (no shell) in `cwd` under this protection, its stdin and stdout
         passed through: how a program scribe starts because of the workspace (an MCP server it
-        defines) runs as a command does."""
+        defines) runs as a command does. What its command line names in the real /tmp (its venv's
+        interpreter, its script's folder) it sees there, read-only; `path_variable` is the PATH
+        it finds its program on."""
         if not self.sandboxed:
             return list(argv)
-        return [*self._args(writes=True, command=True), "--chdir", cwd, "--", *argv]
+        sees = program_needs(argv, cwd, path_variable)
+        return [*self._args(writes=True, command=True, sees=sees), "--chdir", cwd, "--", *argv]
 
     def sweep(self) -> list[str]:
         """Remove the git configuration entries a sandboxed command created where there were none
@@ -158,6 +171,8 @@ class Protection:
                           limits=self.limits.record())
             if self.refused:
                 record["refused"] = list(self.refused)
+            if self.runtime:
+                record["tmp_read_only"] = list(self.runtime)
         else:
             record.update(reason=self.reason, process_readable=self.as_root or not can_hide_process())
         return record
@@ -169,6 +184,8 @@ class Protection:
         folders = ", ".join(self.git_folders) or "none here"
         if self.sandboxed:
             writable = ", ".join([*self.writable, "a private /tmp"])
+            if self.runtime:
+                writable += f" (showing, read-only, the Python scribe runs on: {', '.join(self.runtime)})"
             hidden = f"; {', '.join(self.hidden)} hidden" if self.hidden else ""
             git = ("; git's own configuration, hooks and pointers (config, hooks/, info/, the .git file) are "
                    "read-only, and .git cannot be moved or replaced" if self.read_only or self.pinned else "")
@@ -234,7 +251,7 @@ def command_protection(workspace: Path, *, allowed_roots: Sequence[Path] = (), s
     limits = limits_here(max_processes, max_memory_mb, own_user_namespace=probed.own_user_namespace, as_root=root)
     return Protection("bubblewrap", base, writable, hidden, tuple(map(str, folders.pinned)),
                       tuple(map(str, folders.read_only)), folders.refused, tuple(map(str, folders.absent)),
-                      bwrap=found, as_root=root, git_folders=protected, limits=limits)
+                      bwrap=found, as_root=root, git_folders=protected, limits=limits, runtime=own_python())
 
 
 def _writable(workspace: Path, allowed_roots: Sequence[Path], git_outside: Sequence[Path]) -> tuple[str, ...]:

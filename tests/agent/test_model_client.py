@@ -8,7 +8,7 @@ import io
 import re
 from pathlib import Path
 
-import httpx2
+import anthropic
 import pytest
 from rich.console import Console
 
@@ -136,8 +136,8 @@ def test_a_stream_that_stalls_mid_answer_is_reported_as_paused(client_for) -> No
 def test_the_sdk_gets_a_read_timeout_and_a_short_connect_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
     monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:9")
-    assert ModelClient.for_settings(Settings(request_timeout_s=42)).client.timeout == httpx2.Timeout(42, connect=10)
-    assert ModelClient.for_settings(Settings(request_timeout_s=2)).client.timeout == httpx2.Timeout(2, connect=2)
+    assert ModelClient.for_settings(Settings(request_timeout_s=42)).client.timeout == anthropic.Timeout(42, connect=10)
+    assert ModelClient.for_settings(Settings(request_timeout_s=2)).client.timeout == anthropic.Timeout(2, connect=2)
     assert ModelClient.for_settings(Settings()).client.timeout.read == 120
 
 
@@ -228,3 +228,75 @@ def test_a_pause_mid_answer_is_said_above_the_answer_and_keeps_it(client_for) ->
     assert screen.count("The parser reads ") == 1 and screen.count("one line at a time") == 1
     assert (screen.index("The parser reads ") < screen.index("waiting: the answer paused from")
             < screen.index("one line at a time"))
+
+
+def _raised(exc: BaseException, cause: BaseException | None = None, *, implicit: bool = False) -> BaseException:
+    """`exc` as the SDK would raise it: from `cause`, or while handling it (`implicit`)."""
+    try:
+        try:
+            if cause is not None:
+                raise cause
+            raise exc
+        except BaseException as inner:
+            if inner is exc:
+                raise
+            if implicit:
+                raise exc  # noqa: B904 - the implicit chain is the point
+            raise exc from inner
+    except BaseException as outer:  # noqa: BLE001 - returned for the test to examine
+        return outer
+    raise AssertionError("unreachable")
+
+
+def _request() -> object:
+    """A request as the SDK's exceptions carry it, from a real call to a port nobody listens on."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    client = anthropic.Anthropic(api_key="k", base_url=f"http://127.0.0.1:{port}", max_retries=0)
+    with pytest.raises(anthropic.APIConnectionError) as failed:
+        client.messages.create(model="m", max_tokens=1, messages=[{"role": "user", "content": "hi"}])
+    return failed.value.request
+
+
+def test_failures_are_told_apart_by_the_public_classes_and_the_chain_only_refines_them() -> None:
+    from scribe.model.connection import connect_timed_out, connection_refused, lost_words
+
+    request = _request()
+    bare = anthropic.APIConnectionError(request=request)  # type: ignore[arg-type]
+    # no chain at all: a lost connection, in the SDK's own words, retried like any other
+    assert not connection_refused(bare) and lost_words(bare) == "Connection error."
+    # the socket's words where the SDK said no more; its own where it did
+    assert lost_words(_raised(bare, OSError("peer closed the line"))) == "peer closed the line"
+    said = anthropic.APIConnectionError(message="Connection to h failed: reset", request=request)  # type: ignore[arg-type]
+    assert lost_words(_raised(said, OSError("reset"))) == "Connection to h failed: reset"
+    # refused, however the SDK chained it (explicitly or while handling it, at any depth)
+    refused = ConnectionRefusedError(111, "Connection refused")
+    assert connection_refused(_raised(anthropic.APIConnectionError(request=request), refused))  # type: ignore[arg-type]
+    assert connection_refused(_raised(anthropic.APIConnectionError(request=request),  # type: ignore[arg-type]
+                                      _raised(RuntimeError("wrapped"), refused), implicit=True))
+
+    class ConnectTimeout(Exception):  # the HTTP library's, whichever it is: matched by name, never imported
+        pass
+
+    timeout = anthropic.APITimeoutError(request)  # type: ignore[arg-type]
+    assert connect_timed_out(_raised(timeout, ConnectTimeout()))
+    assert not connect_timed_out(anthropic.APITimeoutError(request))  # type: ignore[arg-type]
+
+
+def test_the_client_never_names_the_sdks_http_library() -> None:
+    """Which HTTP library the SDK runs on is its own business: model/ and cli/ import only the
+    SDK's public names (anthropic.Timeout, its exceptions), so a change of library cannot break them."""
+    import ast
+
+    root = Path(__file__).resolve().parents[2]
+    found = []
+    for path in [*(root / "model").rglob("*.py"), *(root / "cli").rglob("*.py")]:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            found += [f"{path.relative_to(root)}: {n}" for n in names if n.split(".")[0].startswith("httpx")
+                      or n.startswith("anthropic._")]
+    assert found == []

@@ -154,7 +154,7 @@ class Link:
                 errlog.write(f"scribe: not passed to the sandboxed server: {', '.join(withheld)} (each holds a "
                              "secret of scribe's environment; `sandbox = false` runs it outside, confirmed)\n")
                 errlog.flush()
-            return self.protection.wrap(argv, str(server_cwd(self.spec, self.workspace))), env
+            return self.protection.wrap(argv, str(server_cwd(self.spec, self.workspace)), env.get("PATH")), env
         if self.spec.owner == "workspace":
             import anyio.to_thread
 
