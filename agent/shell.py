@@ -8,7 +8,8 @@ edits, not commands), full-auto runs; an "always" given to run_command holds her
 
 What ran is logged as the person's input: a user event whose text says who ran what and holds
 the output (as much as a tool result shows, head and tail), so the model reads it with the next
-message and every byte of that prompt comes from the log. Nothing is logged for a command that
+message and every byte of that prompt comes from the log; its `shell` field is the command alone
+(what telemetry may export of it: never the output). Nothing is logged for a command that
 was refused or declined. Ctrl-C ends the command; what it printed until then is kept.
 """
 
@@ -67,7 +68,7 @@ def run_shell(agent: Agent, command: str, *, how_to_allow: str = "/mode") -> She
             out = stop.output
     limit = agent.session.header.recorded.render_output_chars
     text = f"{HEADER}\n$ {agent.context.redact(command)}\n{head_and_tail(out.text, limit)}"
-    event = agent.session.append(UserEvent, text=text)
+    event = agent.session.append(UserEvent, text=text, shell=agent.context.redact(command))
     if out.git_config:  # shown with the output; the log says it in its own event too
         agent.session.append(GitConfigEvent, changes=out.git_config)
     agent.session.sync()

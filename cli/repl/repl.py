@@ -311,16 +311,17 @@ class Repl:
             with cancellable(), self.keys.running():
                 sent = dispatch(self, line)
             if sent is not None:  # a custom command's text, /init's instruction: a turn of its own
-                text, images = with_attachments(self.agent, self.view, sent.text)
-                self.run_turn(text, images, sent.command)
+                attached = with_attachments(self.agent, self.view, sent.text)
+                self.run_turn(attached.text, attached.images, sent.command, attached_at=attached.attached_at)
         else:
-            self.run_turn(*with_attachments(self.agent, self.view, message))
+            attached = with_attachments(self.agent, self.view, message)
+            self.run_turn(attached.text, attached.images, attached_at=attached.attached_at)
 
-    def run_turn(self, text: str, images: Sequence[PreparedImage] = (),
-                 command: dict[str, Any] | None = None) -> TurnEnded:
+    def run_turn(self, text: str, images: Sequence[PreparedImage] = (), command: dict[str, Any] | None = None,
+                 *, attached_at: int | None = None) -> TurnEnded:
         self.view.busy(THINKING)  # at once: the first model call may be a while in coming
         with cancellable(), self.keys.running():
-            ended = drive(self.agent.turn(text, images, command), self.show)
+            ended = drive(self.agent.turn(text, images, command, attached_at=attached_at), self.show)
             dangling = unanswered_tool_uses(self.session.events)
             if dangling:  # only if an interrupt escaped the agent's own handler
                 self.session.append(InterruptEvent, tool_use_ids=dangling, reason="cancelled by the user")

@@ -6,10 +6,9 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from scribe.agent.attach import attach
+from scribe.agent.attach import Attached, attach
 from scribe.agent.loop import Agent
 from scribe.agent.shell import ShellRefused, run_shell
-from scribe.workspace.images import PreparedImage
 
 from ..visible import visible
 from .excerpts import fold
@@ -50,7 +49,7 @@ def run_bang(agent: Agent, view: View, command: str, how_to_allow: str) -> None:
     view.note("(the command and its output go to the model with your next message)")
 
 
-def with_attachments(agent: Agent, view: View, message: str) -> tuple[str, list[PreparedImage]]:
+def with_attachments(agent: Agent, view: View, message: str) -> Attached:
     """`message` with the files its `@path` words name attached, and the images it attaches;
     each is named on screen."""
     attached = attach(message, agent.context)
@@ -60,4 +59,4 @@ def with_attachments(agent: Agent, view: View, message: str) -> tuple[str, list[
         view.note(image.describe())
     for refusal in attached.refused:
         view.warn(refusal)
-    return attached.text, attached.images
+    return attached
