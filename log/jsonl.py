@@ -358,6 +358,8 @@ def adopt_log(path: Path) -> int:
     """Seal a log as it is now, whole lines only, at the person's word (`scribe log adopt`): from
     then on scribe acts on it as on its own. Under the session's lock; the log itself is not
     changed. Returns the bytes sealed."""
+    if path.is_symlink():
+        raise LogError(f"{path} is a symbolic link: scribe seals only a log in its own place (copy the log there)")
     lock = SessionLock.acquire(path)
     try:
         with path.open("rb") as fh:
