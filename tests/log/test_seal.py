@@ -71,6 +71,25 @@ def test_a_log_committed_to_a_repository_is_shown_but_drives_no_undo_continue_or
     assert kept.read_text() == "the person's own notes\n" and made.read_text() == "the person's list\n"
 
 
+def test_a_lock_file_a_repository_ships_as_a_link_is_not_followed(tmp_path: Path, home: Path) -> None:
+    """The lock is taken before the seal is looked at, and its file cut and written (the pid): a
+    `.lock` committed as a link to a file of the person's would empty that file."""
+    hostile = HostileRepository.create(tmp_path)
+    victim = hostile.outside / "notes.txt"
+    victim.write_text("the person's own notes\n")
+    clone_path = tmp_path / "clone"
+    hostile.with_session_log(clone_path, COMMITTED, {victim: ("the person's own notes\n", "theirs\n")})
+    (hostile.root / ".scribe" / "sessions" / f"{COMMITTED}.lock").symlink_to(victim)
+    hostile.commit(f".scribe/sessions/{COMMITTED}.lock", message="lock")
+    clone = hostile.clone(clone_path)
+    assert (clone / ".scribe" / "sessions" / f"{COMMITTED}.lock").is_symlink()
+    env = scribe_env(NO_API, home)
+    for args in (["undo"], ["log", "adopt", COMMITTED], ["run", "--session", COMMITTED, "go on"]):
+        ran = run_scribe(args, clone, env)
+        assert victim.read_text() == "the person's own notes\n", args
+        assert ran.code != 0 and "is a symbolic link" in ran.err and "Traceback" not in ran.err, (args, ran.err)
+
+
 def undoable_session(workspace: Path, home: Path) -> Path:
     """A real session whose one turn wrote `notes.txt`: undo would put back what it held."""
     (workspace / "notes.txt").write_text("before\n")
