@@ -12,6 +12,7 @@ import os
 import secrets
 import shutil
 import stat
+import subprocess
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,6 +26,7 @@ from scribe.fakeapi import FakeMessagesServer, Reply, tool_use_block
 from scribe.log.events import ToolResultEvent, UserEvent
 from scribe.log.jsonl import LogWriter, NotSealed, read_log
 from scribe.log.seal import authenticate_file, key_path, read_seal, seal_path
+from scribe.workspace.bwrap import ReadOnly, find_bwrap
 
 COMMITTED = "20260101-000000-c0ffee"
 
@@ -281,7 +283,8 @@ def state_home(request: pytest.FixtureRequest, workspace: Path) -> Iterator[Path
 
 
 def test_a_sandboxed_command_cannot_read_the_key_or_write_a_seal_record(workspace: Path, home: Path,
-                                                                       state_home: Path) -> None:
+                                                                       state_home: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     """Real bubblewrap: a command looks for the key where scribe keeps it, in every way a model
     might print it (reversed, base64, hex), tries to plant a record and a key of its own, and to
     move the real folder aside and make one in its place. Nothing of the key reaches the log, the
@@ -312,3 +315,10 @@ def test_a_sandboxed_command_cannot_read_the_key_or_write_a_seal_record(workspac
         assert marker not in (workspace / "leak.txt").read_text()
     assert key.read_text().strip() == secret and not (folder / "heads" / "planted").exists()
     assert not Path(f"{top}-moved").exists()
+    # scribe's own git asks its questions in a sandbox of its own, which hides the folder too
+    monkeypatch.setenv("XDG_STATE_HOME", str(state_home))
+    bwrap = find_bwrap()
+    assert bwrap is not None
+    asked = subprocess.run(ReadOnly(bwrap, os.geteuid() == 0).confine(["cat", str(key)]), capture_output=True,
+                           check=False)
+    assert asked.returncode != 0 and secret.encode() not in asked.stdout
