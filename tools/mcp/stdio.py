@@ -54,7 +54,7 @@ MAX_MESSAGE_BYTES = 16_000_000
 JUNK_GRACE_S = 0.5
 # An answer over MAX_MESSAGE_BYTES is waited for to its line end while its bytes keep coming (the
 # calls after it are then sent to a server done writing it); stopped this long, it is judged.
-STALL_S = 0.5
+STALL_S = 1.0
 TOO_LARGE = -32011
 MALFORMED = -32012
 # How much of an oversized line's head and tail is kept to find its id.
