@@ -335,7 +335,8 @@ class Agent:
         loop = self.loop
         ended: TurnEnded | None = None
         try:
-            ended = yield from loop.turn(message.text, message.images, message.command)
+            ended = yield from loop.turn(message.text, message.images, message.command,
+                                         attached_at=message.attached_at)
         except KeyboardInterrupt:
             ended = None
         if ended is None:

@@ -108,18 +108,21 @@ class TurnLoop:
     # Runs the task calls: each a sub-agent of this session (agent/task.py); None: no task tool.
     subagents: Subagents | None = None
 
-    def turn(self, prompt: str, images: Sequence[PreparedImage] = (),
-             command: dict[str, Any] | None = None) -> Generator[AgentEvent, ApprovalAnswer | None, TurnEnded]:
+    def turn(self, prompt: str, images: Sequence[PreparedImage] = (), command: dict[str, Any] | None = None,
+             *, attached_at: int | None = None) -> Generator[AgentEvent, ApprovalAnswer | None, TurnEnded]:
         """Run one user turn to its end, yielding what happens as it happens; its end is the
         last event, and what it returns. `images`: attached to the message (sent before its
-        text); `command`: the slash command whose text `prompt` is (recorded with the message in
-        the log, never sent)."""
+        text); `command`: the slash command whose text `prompt` is; `attached_at`: where in
+        `prompt` the files its `@path` words attached begin (agent/actions/attach.py). Both are recorded
+        with the message in the log, never sent."""
         if self.committer is not None:
             self.committer.begin_turn(self.session)
         if self.watcher is not None and (problem := self.watcher.start()) is not None:
             yield Notice(problem)
             self.watcher = None
-        ended = yield from self._turn(prompt, images, command)
+        origin = {**({"command": command} if command else {}),
+                  **({"attached_at": attached_at} if attached_at is not None else {})}
+        ended = yield from self._turn(prompt, images, origin)
         if self.committer is not None:
             yield from self.committer.end_turn(self.session, self.context.seen_hashes, prompt)
         yield ended
@@ -131,7 +134,7 @@ class TurnLoop:
             self.watcher.stop()
 
     def _turn(self, prompt: str, images: Sequence[PreparedImage],
-              command: dict[str, Any] | None) -> Generator[AgentEvent, ApprovalAnswer | None, TurnEnded]:
+              origin: dict[str, Any]) -> Generator[AgentEvent, ApprovalAnswer | None, TurnEnded]:
         calls = 0
         final_text = ""
         stops = 0  # times a stop hook sent the model back to work
@@ -141,7 +144,7 @@ class TurnLoop:
                 HookRunner.log(self.session, verdict)
                 return TurnEnded("error", "", 0, error=f"not sent: a user_prompt_submit hook blocked it: "
                                                        f"{verdict.reason or '(it gave no reason)'}")
-            user = self.session.append_message(prompt, images, **({"command": command} if command else {}))
+            user = self.session.append_message(prompt, images, **origin)
             if verdict.records or verdict.planted:  # what a hook added follows the message
                 HookRunner.log(self.session, verdict)
             while True:

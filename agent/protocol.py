@@ -40,6 +40,9 @@ class UserMessage:
     text: str
     images: tuple[PreparedImage, ...] = ()
     command: dict[str, Any] | None = None
+    # Where in `text` the files its `@path` words attached begin (agent/actions/attach.py): what
+    # came before is what was typed, the part telemetry may export.
+    attached_at: int | None = None
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ of interleaving lines. A writer appends only to a log whose seal holds (or one t
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import hashlib
 import json
@@ -358,6 +359,8 @@ def adopt_log(path: Path) -> int:
     """Seal a log as it is now, whole lines only, at the person's word (`scribe log adopt`): from
     then on scribe acts on it as on its own. Under the session's lock; the log itself is not
     changed. Returns the bytes sealed."""
+    if path.is_symlink():
+        raise LogError(f"{path} is a symbolic link: scribe seals only a log in its own place (copy the log there)")
     lock = SessionLock.acquire(path)
     try:
         with path.open("rb") as fh:
@@ -391,8 +394,13 @@ class SessionLock:
     def acquire(cls, log_path: Path) -> SessionLock:
         lock_path = log_path.with_suffix(".lock")
         try:
-            fd = open_private(lock_path, os.O_RDWR | os.O_CREAT)
+            # Never through a link: a repository can ship `<id>.lock` as one, and the lock file
+            # is cut and written (the pid) before the log's seal is looked at.
+            fd = open_private(lock_path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW)
         except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise LogWriteError(f"cannot write session {lock_path.stem}: {lock_path} is a symbolic link "
+                                    f"(to {os.readlink(lock_path)}); scribe never follows one there") from None
             raise LogWriteError(f"cannot write session {lock_path.stem} ({lock_path}): {exc.strerror}") from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -20,7 +20,7 @@ from typing import Any
 from scribe.log.codec import EventFormatError, from_record
 from scribe.log.events import SessionEvent
 from scribe.log.jsonl import LogError, SessionLock, read_first_record
-from scribe.log.seal import has_seal
+from scribe.log.seal import unsealed
 
 
 class SessionNotFound(LogError):
@@ -124,25 +124,25 @@ class SessionStore:
     def to_continue(self, cwd: Path | None = None) -> Continuation:
         """The session with the latest activity that can be continued (`-c`). One that holds only
         its session event is not activity: it is chosen only when no other session has any.
-        Damaged sessions, and those without a seal (log/seal.py: not written by scribe on this
-        account, or before it sealed its logs), are passed over, and named, when they are newer
-        than the one chosen. Whether a seal holds is checked when the chosen one is opened."""
+        Damaged sessions, and those without a seal of the current form (log/seal.py: not written
+        by scribe on this account, or by an older scribe), are passed over, and named, when they
+        are newer than the one chosen. Whether a seal holds is checked when the chosen one is opened."""
         ranked = sorted(self.sessions(cwd), key=lambda s: (not s.empty, s.moment, s.created or "", s.id), reverse=True)
         skipped: list[SessionFile] = []
-        unsealed = False
+        passed_over = False
         for session in ranked:
-            if session.damaged is None and not has_seal(session.path):
-                unsealed = True
-                session = replace(session, damaged=f"it has no seal (not written by scribe on this account, or "
-                                                   f"before it sealed its logs; `scribe log adopt {session.id}` "
-                                                   "if you know where it came from)")
+            if session.damaged is None and (why := unsealed(session.path)) is not None:
+                passed_over = True
+                session = replace(session, damaged=f"{why} (not written by scribe on this account, or by an "
+                                                   f"older scribe; `scribe log adopt {session.id}` if you know "
+                                                   "where it came from)")
             if session.damaged is None:
                 return Continuation(session, skipped)
             skipped.append(session)
         if skipped:
             why = "; ".join(f"{s.id}: {s.damaged}" for s in skipped[:3])
             raise SessionNotFound(f"no session to continue in {self.sessions_dir}: every log is damaged"
-                                  f"{' or unsealed' if unsealed else ''} ({why})")
+                                  f"{' or unsealed' if passed_over else ''} ({why})")
         raise SessionNotFound(f"no sessions yet in {self.sessions_dir}")
 
     def find(self, part: str, cwd: Path | None = None) -> SessionFile:

@@ -1,7 +1,9 @@
 """What one log event is worth to a team's dashboards: counter readings and log records.
 
 Pure: an event (and the session it belongs to) in, readings out; no OpenTelemetry here, so the
-mapping is tested without a collector. The names follow Claude Code's (`claude_code.token.usage`
+mapping is tested without a collector. What a person typed is the most a record holds (with
+`telemetry_log_prompts`); a file's content, a tool's output and a `!command`'s output never
+leave the machine. The names follow Claude Code's (`claude_code.token.usage`
 and so on) under the prefix `scribe.`; token kinds keep the log's own names (input, output,
 cache_read, cache_write), so a dashboard's sums and `scribe log stats --json` agree key by key.
 """
@@ -51,7 +53,7 @@ class Reading:
 @dataclass(frozen=True)
 class Record:
     """One log record (an OpenTelemetry event): its name and attributes, never a prompt's text
-    unless the person opted in."""
+    unless the person opted in, and then only what they typed."""
 
     name: str
     attributes: Attributes
@@ -116,11 +118,29 @@ class SessionReadings:
         return [Reading("scribe.tool.decision", 1, attributes)], [Record("scribe.tool_result", record)]
 
     def _prompt(self, event: UserEvent) -> Record:
-        attributes = self._base(prompt_length=len(event.text))
+        typed = typed_text(event)
+        attributes = self._base(prompt_length=len(typed))
         images = image_refs(event.images)
         if images:
             attributes["images"] = len(images)
-        return Record("scribe.user_prompt", attributes, event.text if self.log_prompts else "")
+        return Record("scribe.user_prompt", attributes, typed if self.log_prompts else "")
+
+
+def typed_text(event: UserEvent) -> str:
+    """What the person typed to make a user event, and nothing a file or a command gave it: the
+    event's text holds more (the files `@path` attached, the output of a `!command`, the text a
+    slash command's file expands to), which is sent to the model but never exported."""
+    shell = event.extra.get("shell")
+    if isinstance(shell, str):
+        return f"!{shell}"
+    command = event.extra.get("command")
+    if isinstance(command, dict) and isinstance(command.get("name"), str):
+        arguments = command.get("arguments")
+        return f"/{command['name']}" + (f" {arguments}" if isinstance(arguments, str) and arguments else "")
+    attached_at = event.extra.get("attached_at")
+    if isinstance(attached_at, int) and not isinstance(attached_at, bool):
+        return event.text[:max(0, attached_at)]
+    return event.text
 
 
 def record_attributes(record: Record) -> dict[str, Any]:

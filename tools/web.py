@@ -7,7 +7,8 @@ built for a hostile other end:
 - the host's addresses are resolved once and checked, and the connection goes to the address
   checked (a DNS answer that changes between the check and the connection cannot redirect it):
   loopback, private, link-local (the cloud metadata service at 169.254.169.254), multicast and
-  reserved addresses are refused unless the host is named exactly in `web_fetch_domains`;
+  reserved addresses are refused unless the host is named exactly in `web_fetch_domains`, and so
+  is an IPv6 address that carries one (NAT64, 6to4, Teredo, IPv4-mapped: tools/addresses.py);
 - with `web_fetch_domains` set, only those domains (and their subdomains) are fetched;
 - redirects are followed up to MAX_REDIRECTS, each hop checked like the first;
 - the whole fetch, headers and body, has one deadline: a server that trickles bytes (slow loris)
@@ -38,6 +39,7 @@ from typing import Any
 from urllib.parse import urljoin, urlsplit
 
 from scribe import __version__
+from scribe.tools.addresses import not_public
 from scribe.tools.base import ToolContext, ToolError, ToolKind, ToolOutput
 from scribe.tools.webtext import html_to_markdown
 
@@ -192,14 +194,14 @@ def _address(host: str, port: int, limits: WebLimits) -> str:
     except ValueError:
         found = _resolve(host, port, limits.timeout_s)
         named = f"{host} is at {found[0]}, which"
-    allowed = limits.named(host)
-    for address in found:
-        ip = ipaddress.ip_address(address.split("%")[0])
-        mapped = getattr(ip, "ipv4_mapped", None)
-        if allowed or (ip.is_global and (mapped is None or mapped.is_global) and not ip.is_multicast):
+    if limits.named(host):
+        return found[0]
+    refusals = [not_public(ipaddress.ip_address(address.split("%")[0])) for address in found]
+    for address, why in zip(found, refusals, strict=True):
+        if why is None:
             return address
-    raise FetchRefused(f"web_fetch: {named} is a loopback, private, link-local or reserved address; not fetched "
-                       "(name the host in web_fetch_domains to allow it)")
+    raise FetchRefused(f"web_fetch: {named} {refusals[0]}; not fetched (name the host in web_fetch_domains to "
+                       "allow it)")
 
 
 def _resolve(host: str, port: int, timeout_s: float) -> list[str]:

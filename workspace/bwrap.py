@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from scribe.log.account import AccountFolderError, own_account_folder
+
 # Docker's default capability set, less CAP_MKNOD (a device node in the writable workspace
 # would open the raw disk): enough for chown, setuid tools and binding low ports as root.
 ROOT_CAPS = ("CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FOWNER", "CAP_FSETID", "CAP_KILL", "CAP_SETGID",
@@ -61,9 +63,33 @@ def find_bwrap() -> str | None:
 def base_args(bwrap: str, *, private_tmp: bool = True) -> list[str]:
     """What every sandbox starts with: the whole file system read-only, a private /dev and /proc,
     a PID namespace of its own, ended with scribe; and, for a command, a private /tmp (scribe's
-    own git sees the real one, read-only: a workspace or a home may be there)."""
+    own git sees the real one, read-only: a workspace or a home may be there). Every sandbox ends
+    its mounts with `account_args`."""
     return [bwrap, "--die-with-parent", "--unshare-pid", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
             *(["--tmpfs", "/tmp"] if private_tmp else [])]
+
+
+def account_args(writable: Sequence[str] = ()) -> list[str]:
+    """What hides the account's folder (log/account.py: the log key and the seal records) from a
+    sandbox: an empty, read-only tmpfs over it, given after every bind (a bind of the workspace or
+    the home would show it again). The folder is made first if it is missing: a sandbox that
+    outlives this call (the git server, an MCP server) would otherwise see it appear.
+
+    When a writable folder holds it (a workspace that is the home), the folder's topmost parent
+    below that one is bound read-only onto itself too: as a mount point it cannot be renamed, so a
+    command cannot move the real folder aside and make a folder of its own, with a key of its
+    own, where scribe looks for it."""
+    try:
+        folder = own_account_folder().resolve()
+    except AccountFolderError:
+        return []  # no key can be made either: there is nothing to hide
+    args: list[str] = []
+    for root in map(Path, writable):
+        if folder != root and folder.is_relative_to(root):
+            top = root / folder.relative_to(root).parts[0]
+            if top != folder:
+                args += ["--ro-bind", str(top), str(top)]
+    return [*args, "--tmpfs", str(folder), "--remount-ro", str(folder)]
 
 
 def cap_args(as_root: bool) -> list[str]:
@@ -121,7 +147,8 @@ class ReadOnly:
     def confine(self, argv: Sequence[str], *, writes: bool = False, binds: Sequence[str] = ()) -> list[str]:
         if writes:
             raise ValueError("the read-only sandbox cannot run a program that writes; give it a Protection")
-        return [*base_args(self.bwrap, private_tmp=False), *bind_args(binds), *cap_args(self.as_root), "--", *argv]
+        return [*base_args(self.bwrap, private_tmp=False), *bind_args(binds), *account_args(binds),
+                *cap_args(self.as_root), "--", *argv]
 
     def questions(self) -> Confinement:
         return self

@@ -4,8 +4,9 @@ it, or the plain process with what can be had without one, and a plain account o
 In the sandbox a command gets a PID namespace with its own /proc (scribe's process, its
 environment and every other process are out of sight), the workspace, `allowed_paths` and the
 repository's git folders writable (git's own configuration, hooks and pointers in them read-only,
-and `.git` pinned in place: see gitfolders.py), a private /tmp, the state folder (`.scribe/`) hidden and the
-rest of the file system read-only, and limits on its processes and memory (limits.py). Network
+and `.git` pinned in place: see gitfolders.py), a private /tmp, the state folder (`.scribe/`) and the
+account's folder (the log key and the seal records: log/account.py) hidden and the rest of the file
+system read-only, and limits on its processes and memory (limits.py). Network
 is shared, as without a sandbox. When scribe runs as root the sandbox keeps only the
 capabilities a container runtime grants by default: with CAP_SYS_ADMIN a command could unmount
 the private /proc and read the host's.
@@ -28,10 +29,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from scribe.log.account import account_folder
 from scribe.workspace.bwrap import (
     Confinement,
     Plain,
     ReadOnly,
+    account_args,
     base_args,
     bind_args,
     cap_args,
@@ -130,6 +133,7 @@ class Protection:
         for path in self.hidden:
             if Path(path).is_dir():  # bubblewrap would create a missing one, in the real workspace
                 args += ["--tmpfs", path, "--remount-ro", path]
+        args += account_args([*(self.writable if writes else ()), *binds])
         return [*args, *cap_args(self.as_root), *(["--setenv", "TMPDIR", "/tmp"] if command else [])]
 
     def wrap(self, argv: Sequence[str], cwd: str, path_variable: str | None = None) -> list[str]:
@@ -166,7 +170,7 @@ class Protection:
                                   "network": "shared", "git_folders": list(self.git_folders),
                                   "scribe_git": "sandboxed" if self.sandboxed else "not sandboxed"}
         if self.sandboxed:
-            record.update(writable=[*self.writable, "/tmp (private)"], hidden=list(self.hidden),
+            record.update(writable=[*self.writable, "/tmp (private)"], hidden=[*self.hidden, str(account_folder())],
                           read_only="the rest of the file system", git_read_only=list(self.read_only),
                           limits=self.limits.record())
             if self.refused:
@@ -186,7 +190,7 @@ class Protection:
             writable = ", ".join([*self.writable, "a private /tmp"])
             if self.runtime:
                 writable += f" (showing, read-only, the Python scribe runs on: {', '.join(self.runtime)})"
-            hidden = f"; {', '.join(self.hidden)} hidden" if self.hidden else ""
+            hidden = f"; {', '.join([*self.hidden, str(account_folder())])} hidden"
             git = ("; git's own configuration, hooks and pointers (config, hooks/, info/, the .git file) are "
                    "read-only, and .git cannot be moved or replaced" if self.read_only or self.pinned else "")
             return [

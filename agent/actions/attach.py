@@ -62,6 +62,9 @@ class Attached:
     files: list[AttachedFile] = field(default_factory=list)
     refused: list[str] = field(default_factory=list)  # one line each: `@x: why it is not attached`
     images: list[PreparedImage] = field(default_factory=list)  # sent before the text
+    # Where in `text` the attached files begin (None: none are): what comes before is the
+    # message as typed, all that telemetry may export of it (telemetry/readings.py).
+    attached_at: int | None = None
 
 
 def mentioned(text: str) -> list[str]:
@@ -114,7 +117,8 @@ def attach(text: str, ctx: ToolContext) -> Attached:
         files.append(AttachedFile(name, total, shown_lines, cut))
     if not blocks:
         return Attached(text, files, refused, images)
-    return Attached(text.rstrip("\n") + "\n\n" + "\n\n".join(blocks), files, refused, images)
+    typed = text.rstrip("\n")
+    return Attached(typed + "\n\n" + "\n\n".join(blocks), files, refused, images, len(typed))
 
 
 def _attach_image(word: str, name: str, target: Path, ctx: ToolContext, images: list[PreparedImage],

@@ -55,7 +55,8 @@ def run_shell(command: str, *, tools: Sequence[Tool], context: ToolContext, sess
             out = stop.output
     limit = session.header.recorded.render_output_chars
     text = f"{HEADER}\n$ {context.redact(command)}\n{head_and_tail(out.text, limit)}"
-    event = session.append(UserEvent, text=text)
+    # `shell`: the command alone (what telemetry may export of it: never the output).
+    event = session.append(UserEvent, text=text, shell=context.redact(command))
     if out.git_config:  # shown with the output; the log says it in its own event too
         session.append(GitConfigEvent, changes=out.git_config)
     session.sync()

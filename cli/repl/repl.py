@@ -339,11 +339,12 @@ class Repl:
             with cancellable(), self.keys.running():
                 sent = dispatch(self, line)
             if sent is not None:  # a custom command's text, /init's instruction: a turn of its own
-                text, images = with_attachments(self.agent.loop.context, self.view, sent.text)
-                self.turn(UserMessage(text, tuple(images), sent.command))
+                attached = with_attachments(self.agent.loop.context, self.view, sent.text)
+                self.turn(UserMessage(attached.text, tuple(attached.images), sent.command or None,
+                                      attached.attached_at))
         else:
-            text, images = with_attachments(self.agent.loop.context, self.view, message)
-            self.turn(UserMessage(text, tuple(images)))
+            attached = with_attachments(self.agent.loop.context, self.view, message)
+            self.turn(UserMessage(attached.text, tuple(attached.images), attached_at=attached.attached_at))
 
     def run_shell(self, command: str) -> None:
         try:

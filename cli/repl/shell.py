@@ -5,9 +5,8 @@ logging."""
 
 from __future__ import annotations
 
-from scribe.agent.actions.attach import attach
+from scribe.agent.actions.attach import Attached, attach
 from scribe.tools.base import ToolContext
-from scribe.workspace.images import PreparedImage
 
 from .view import View
 
@@ -21,7 +20,7 @@ def shell_command(line: str) -> str | None:
     return text[1:].strip()
 
 
-def with_attachments(context: ToolContext, view: View, message: str) -> tuple[str, list[PreparedImage]]:
+def with_attachments(context: ToolContext, view: View, message: str) -> Attached:
     """`message` with the files its `@path` words name attached, and the images it attaches;
     each is named on screen."""
     attached = attach(message, context)
@@ -31,4 +30,4 @@ def with_attachments(context: ToolContext, view: View, message: str) -> tuple[st
         view.note(image.describe())
     for refusal in attached.refused:
         view.warn(refusal)
-    return attached.text, attached.images
+    return attached

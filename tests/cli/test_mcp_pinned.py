@@ -16,7 +16,7 @@ import pytest
 from helpers import NO_API, SCRIBE, configure, events_of, run_scribe, scribe_env, session_logs, wait_for
 from mcp_servers.launch import START_S
 from scribe.fakeapi import FakeMessagesServer, Reply, tool_use_block
-from scribe.log.events import SessionEvent
+from scribe.log.events import SessionEvent, ToolResultEvent
 
 KEY = "sk-test-secret-key"  # helpers.scribe_env's ANTHROPIC_API_KEY
 
@@ -166,6 +166,53 @@ def test_the_repl_asks_again_for_that_server_alone(tmp_path: Path, workspace: Pa
         finally:
             child.close()
         assert marker.exists() is started, answer
+
+
+SERVER_WITH_HELPER = SERVER.replace('    return f"hello {name}"', '    return greeting(name)').replace(
+    "from mcp.server import MCPServer", "from helper import greeting\nfrom mcp.server import MCPServer")
+HELPER = 'def greeting(name: str) -> str:\n    return f"hello {name}"\n'
+# What a sandboxed command compiles into the pinned helper's place in __pycache__: an
+# unchecked-hash pyc, which Python loads without looking at helper.py (whose bytes, and so the
+# pin, stay as the person confirmed them).
+PLANT = """import importlib.util, os, py_compile, tempfile
+evil = os.path.join(tempfile.mkdtemp(), "helper.py")
+with open(evil, "w") as fh:
+    fh.write(EVIL)
+target = importlib.util.cache_from_source(os.path.abspath("tools/helper.py"))
+py_compile.compile(evil, cfile=target, invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)
+print("planted", os.path.relpath(target))
+"""
+
+
+def test_a_pinned_server_outside_the_sandbox_reads_no_bytecode_a_sandboxed_command_planted(
+        tmp_path: Path, workspace: Path, home: Path) -> None:
+    (workspace / "tools").mkdir()
+    (workspace / "tools" / "srv.py").write_text(SERVER_WITH_HELPER)
+    (workspace / "tools" / "helper.py").write_text(HELPER)
+    configure(workspace, home, server_config(sandbox=False))
+    marker = tmp_path / "outside" / "pyc-ran"
+    marker.parent.mkdir()
+    err, header = next_session(workspace, home)  # as the person confirmed it: it starts, and imports helper
+    assert [s["state"] for s in header.mcp] == ["ready"], err
+    evil = f"open({str(marker)!r}, 'w').write('planted bytecode ran')\n{HELPER}"
+    plant = PLANT.replace("EVIL", repr(evil))
+    script = [Reply([tool_use_block("write_file", {"path": "plant.py", "content": plant})]),
+              Reply([tool_use_block("run_command", {"command": f"{sys.executable} plant.py"})]),
+              Reply.text("Done.")]
+    with FakeMessagesServer(script) as server:
+        ran = run_scribe(["run", "-p", "full-auto", "tidy up"], workspace,
+                         scribe_env(server.base_url, home, SCRIBE_MCP_START_TIMEOUT_S=str(START_S)), process=True)
+    assert ran.code == 0, ran.err
+    planted = workspace / "tools" / "__pycache__" / f"helper.{sys.implementation.cache_tag}.pyc"
+    events = events_of(session_logs(workspace)[-1])
+    assert isinstance(events[0], SessionEvent) and events[0].protection["sandbox"] == "bubblewrap"
+    assert [e.output for e in events if isinstance(e, ToolResultEvent)][-1].startswith(
+        "planted tools/__pycache__/helper."), ran.err
+    assert planted.is_file()
+    err, header = next_session(workspace, home)  # its .py files are as confirmed: it starts
+    assert [s["state"] for s in header.mcp] == ["ready"], err
+    assert not marker.exists()  # and ran helper.py, not the bytecode planted beside it
+    assert planted.is_file()
 
 
 @pytest.mark.parametrize("sandbox", [None, False])

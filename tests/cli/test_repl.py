@@ -210,7 +210,8 @@ def test_an_interrupt_that_escapes_the_agent_still_closes_its_tool_call(
     from scribe.agent.loop import TurnLoop
     from scribe.log.events import AssistantEvent
 
-    def turn(self: TurnLoop, prompt: str, images: object = (), command: object = None) -> Iterator[object]:
+    def turn(self: TurnLoop, prompt: str, images: object = (), command: object = None,
+             attached_at: object = None) -> Iterator[object]:
         self.session.append(UserEvent, text=prompt)
         self.session.append(AssistantEvent, content=[tool_use_block("run_command", {"command": "true"}, id="toolu_x")],
                             stop_reason="tool_use")

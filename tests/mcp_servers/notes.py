@@ -10,9 +10,10 @@ upgraded between two runs would. NOTES_MODE makes it misbehave on purpose:
     chatty      print lines that are not JSON-RPC on stdout, then exit
 Its tools `crash`, `exit_soon`, `hang` and `garble` fail mid-session: exit during the call, exit
 just after answering, never answer, or answer with a result that is not an MCP result. With
-NOTES_FAULTS=1, three more answer in ways no client should wait out: `malformed` (JSON that is not
-JSON-RPC, for its id), `junk` (a line that is not JSON at all, and no answer) and `huge` (an
-answer of 50 MB).
+NOTES_FAULTS=1, more answer in ways no client should wait out: `malformed` (JSON that is not
+JSON-RPC, for its id), `junk` (a line that is not JSON at all, and no answer), `huge` (an answer
+of 50 MB), `deep` (an answer nested 200,000 brackets deep) and `endless` (40 MB with no line end,
+then silence).
 """
 
 from __future__ import annotations
@@ -137,6 +138,29 @@ def huge(ctx: Context) -> str:
     while data:
         data = data[os.write(WIRE, data):]
     return "too late: the answer above came first"
+
+
+@_faulty
+def deep(ctx: Context) -> str:
+    """Answer the call with a result nested 200,000 brackets deep, in one line."""
+    depth = 200_000
+    head = json.dumps({"jsonrpc": "2.0", "id": _request_id(ctx), "result": {"content": []}})[:-2]
+    _write(head.encode() + b', "deep": ' + b"[" * depth + b"]" * depth + b"}}\n")
+    return "too late: the answer above came first"
+
+
+@_faulty
+def endless() -> str:
+    """Write 40 MB on stdout with no line end, then nothing more, and never answer."""
+    _write(b'{"jsonrpc": "2.0", "result": {"content": [{"type": "text", "text": "' + b"x" * 40_000_000)
+    time.sleep(3600)
+    return "unreachable"
+
+
+def _write(data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(WIRE, view):]
 
 
 def main() -> None:

@@ -32,6 +32,7 @@ class Received:
     metrics: list[ExportMetricsServiceRequest] = field(default_factory=list)
     logs: list[ExportLogsServiceRequest] = field(default_factory=list)
     paths: list[str] = field(default_factory=list)
+    bodies: list[bytes] = field(default_factory=list)  # every export as it came, undecoded
 
     def sums(self, name: str) -> dict[tuple[tuple[str, Any], ...], float]:
         """Counter `name` summed by its attributes. Sums are cumulative: each process's last export
@@ -83,6 +84,7 @@ def collector() -> Iterator[tuple[str, Received]]:
         def do_POST(self) -> None:  # noqa: N802 (http.server's name)
             body = self.rfile.read(int(self.headers["Content-Length"]))
             received.paths.append(self.path)
+            received.bodies.append(body)
             assert self.headers["Content-Type"] == "application/x-protobuf"
             if self.path == "/v1/metrics":
                 received.metrics.append(ExportMetricsServiceRequest.FromString(body))
@@ -173,6 +175,33 @@ def test_prompt_text_is_exported_only_when_asked_for_and_redacted(
     assert ran.code == 0, ran.err
     [prompt] = [r for r in received.records() if r["name"] == "scribe.user_prompt"]
     assert prompt["body"] == "deploy with [redacted DEPLOY_TOKEN] please"
+
+
+def test_no_file_content_or_command_output_is_exported_even_with_prompts_on(
+        workspace: Path, home: Path, collector: tuple[str, Received], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The REPL, as a person uses it: `@.env` attaches the file, `!cat .env` runs a command, the
+    model reads the file and cats it too. The prompts are exported as typed; the file's content
+    reaches the collector by none of those four ways."""
+    from helpers import as_a_person
+    from repl_driver import run_repl
+
+    endpoint, received = collector
+    marker = "sk_live_51Hx9marker"
+    (workspace / ".env").write_text(f"STRIPE_KEY={marker}\n")
+    as_a_person(monkeypatch, workspace, home)
+    monkeypatch.setenv("SCRIBE_ENABLE_TELEMETRY", "1")
+    monkeypatch.setenv("SCRIBE_TELEMETRY_LOG_PROMPTS", "1")
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint)
+    script = [Reply([tool_use_block("read_file", {"path": ".env"}),
+                     tool_use_block("run_command", {"command": "cat .env"})]),
+              Reply.text("It holds a Stripe key."), Reply.text("You are welcome.")]
+    ran = run_repl(workspace, script, "@.env what is in here?\r!cat .env\rthanks\r", mode="full-auto")
+    assert marker in ran.texts[0]  # the model was sent the file, as the person asked
+    prompts = [r for r in received.records() if r["name"] == "scribe.user_prompt"]
+    assert [(p["body"], p["prompt_length"]) for p in prompts] == [
+        ("@.env what is in here?", 22), ("!cat .env", 9), ("thanks", 6)]
+    assert len([r for r in received.records() if r["name"] == "scribe.tool_result"]) == 2
+    assert received.bodies and not any(marker.encode() in body for body in received.bodies)
 
 
 def test_a_collector_that_is_down_costs_one_line_and_never_the_run(workspace: Path, home: Path) -> None:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import base64
+import importlib.machinery
 import json
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -16,6 +18,7 @@ from scribe.agent.mcptools import pin, start_notes, waited
 from scribe.agent.permissions import PermissionPolicy
 from scribe.context.render import prefix_blocks, render
 from scribe.fakeapi.validate import validate_request
+from scribe.log.account import account_folder
 from scribe.log.events import AssistantEvent, ToolResultEvent, UserEvent
 from scribe.settings.files import ConfigError
 from scribe.settings.mcp_servers import mcp_config
@@ -23,7 +26,8 @@ from scribe.settings.values import Settings, load_settings
 from scribe.tools.mcp.catalog import listed_tools
 from scribe.tools.mcp.content import result_parts
 from scribe.tools.mcp.hub import ServerState
-from scribe.tools.mcp.spec import tool_name, unique_names
+from scribe.tools.mcp.pins import content_pin, outside_python, what_changed
+from scribe.tools.mcp.spec import ServerSpec, tool_name, unique_names
 
 API_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
@@ -292,3 +296,34 @@ def test_images_render_inside_the_tool_result_and_the_prefix_stays_stable() -> N
     later = render([*events, AssistantEvent(seq=4, ts="t", content=[{"type": "text", "text": "a red square"}],
                                             stop_reason="end_turn"), UserEvent(seq=5, ts="t", text="thanks")])
     assert prefix_blocks(later)[: len(prefix_blocks(request))] == prefix_blocks(request)
+
+
+# -- what a pin covers ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("planted", ["helper/__init__.py", f"helper{importlib.machinery.EXTENSION_SUFFIXES[0]}",
+                                     "helper.abi3.so"])
+def test_a_file_python_would_load_ahead_of_a_pinned_module_is_what_the_pin_covers(
+        tmp_path: Path, planted: str) -> None:
+    """A package or an extension module of the same name is loaded before `helper.py`: planted
+    beside it, the pin names it (so the server asks again), not the untouched `helper.py`."""
+    (tmp_path / "tools").mkdir()
+    (tmp_path / "tools" / "srv.py").write_text("import helper\n")
+    (tmp_path / "tools" / "helper.py").write_text("NAME = 'helper'\n")
+    spec = ServerSpec("srv", "stdio", "workspace", command=sys.executable, args=("tools/srv.py",))
+    confirmed = content_pin(spec, tmp_path).as_dict()
+    assert "tools/helper.py" in confirmed
+    (tmp_path / "tools" / planted).parent.mkdir(exist_ok=True)
+    (tmp_path / "tools" / planted).write_bytes(b"\x7fELF planted")
+    assert what_changed(confirmed, content_pin(spec, tmp_path)) == (
+        f"tools/{planted} is new; tools/helper.py is no longer run since you confirmed it")
+
+
+def test_a_pinned_python_server_keeps_its_bytecode_in_the_accounts_folder() -> None:
+    """Not in the workspace's __pycache__, where a sandboxed command writes: in the environment,
+    and as an option of the interpreter (which `-I` does not undo)."""
+    argv, env = outside_python([sys.executable, "-I", "tools/srv.py"], {"PYTHONPYCACHEPREFIX": "tools/cache"},
+                               Path(sys.executable).resolve())
+    cache = str(account_folder() / "mcp-pycache")
+    assert env == {"PYTHONPYCACHEPREFIX": cache}
+    assert argv == [sys.executable, "-X", f"pycache_prefix={cache}", "-I", "tools/srv.py"]
+    assert outside_python(["node", "srv.js"], {}, Path("/usr/bin/node"))[0] == ["node", "srv.js"]

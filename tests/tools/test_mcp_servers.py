@@ -106,6 +106,36 @@ def test_an_answer_that_is_not_an_mcp_result_is_an_error(hub: McpHub) -> None:
         hub.call("notes", "garble", {})
 
 
+@pytest.fixture(scope="module")
+def faulty_hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[McpHub]:
+    """A notes server whose `deep` and `endless` tools answer in ways no call should wait out. Its
+    calls may take 30 s: what is asserted is the error each gets, never the timeout's."""
+    root = tmp_path_factory.mktemp("mcp-faulty")
+    with McpHub([notes_spec(NOTES_FAULTS="1")], root, log_dir=root / "logs", start_timeout_s=START_S,
+                call_timeout_s=30) as hub:
+        hub.start()
+        hub.wait()
+        yield hub
+
+
+def test_an_answer_nested_too_deep_to_parse_fails_its_call_at_once(faulty_hub: McpHub) -> None:
+    """200,000 nested brackets: the JSON reader refuses it and Python's own would overflow its
+    stack; the call is told so, not left to its timeout."""
+    with pytest.raises(McpCallError, match=r"^MCP server 'notes': the server's answer is nested too deeply to read "
+                                           r"\(Invalid JSON: recursion limit exceeded.*\); it was dropped$"):
+        faulty_hub.call("notes", "deep", {})
+    assert faulty_hub.call("notes", "find_notes", {"query": "q"})["content"][0]["text"] == "no note matches 'q'"
+
+
+def test_an_answer_too_long_without_a_line_end_fails_its_call_at_once(faulty_hub: McpHub) -> None:
+    """40 MB and no line end, then silence: the call fails once its bytes stop coming, not at the
+    end of a line that never ends, nor at its timeout."""
+    with pytest.raises(McpCallError, match=r"^MCP server 'notes': the server's answer passed the 16.0 MB scribe "
+                                           r"reads of one answer, then stopped with no line end \(\d+\.\d MB so "
+                                           r"far\); it was dropped$"):
+        faulty_hub.call("notes", "endless", {})
+
+
 def test_servers_that_cannot_start_each_say_why(tmp_path: Path) -> None:
     specs = [notes_spec("broken", NOTES_MODE="fail"), ServerSpec("missing", "stdio", "t", command="/nonexistent/x"),
              ServerSpec("web", "http", "t", url=f"http://127.0.0.1:{free_port()}/mcp")]

@@ -4,6 +4,7 @@ in sessions that started with the setting on; and what a hostile server or URL t
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 import zlib
@@ -17,7 +18,7 @@ from helpers import events_of, run_scribe, scribe_env, session_logs
 from scribe.fakeapi import FakeMessagesServer, Reply, tool_use_block
 from scribe.log.events import SessionEvent, ToolResultEvent
 from scribe.tools.base import ToolError
-from scribe.tools.web import WebLimits, fetch
+from scribe.tools.web import WebLimits, check_url, fetch
 
 PAGE = (b"<!doctype html><html><head><title>Release notes</title><script>steal()</script>"
         b"<style>p{}</style></head><body><nav>Home | Blog</nav><main><h1>Version 2.1</h1>"
@@ -116,7 +117,7 @@ def test_a_page_is_read_as_markdown_and_the_tool_is_there_only_when_the_setting_
     assert "pip install thing==2.1" in result.output
     for furniture in ("steal()", "Home | Blog", "(c) someone", "p{}"):
         assert furniture not in result.output
-    assert [t["name"] for t in header.tools][-1] == "web_fetch" and header.config["web_fetch"] is True
+    assert [t["name"] for t in header.tools][-2:] == ["web_fetch", "task"] and header.config["web_fetch"] is True
     # a continued session keeps its tools whatever the setting says now, and so its cached prefix
     server = FakeMessagesServer([Reply.text("Yes."), Reply.text("No tool.")])
     try:
@@ -196,6 +197,31 @@ def test_a_page_that_names_utf7_is_read_as_utf8_so_its_markup_stays_visible(site
 def test_a_url_that_reaches_inside_or_carries_credentials_is_refused_before_connecting(url: str, refusal: str) -> None:
     with pytest.raises(ToolError, match=refusal.replace("[", r"\[")):
         fetch(url, WebLimits(timeout_s=2.0))
+
+
+@pytest.mark.parametrize(("address", "refusal"), [
+    ("64:ff9b::7f00:1", "reaches 127.0.0.1 (NAT64)"),
+    ("64:ff9b::a9fe:a9fe", "reaches 169.254.169.254 (NAT64)"),
+    ("64:ff9b:1::a9fe:a9fe", "is a local-use NAT64 address"),
+    ("64:ff9b:1:ffff::808:808", "is a local-use NAT64 address"),
+    ("2002:7f00:1::", "reaches 127.0.0.1 (6to4)"),
+    ("2002:a00:1:1::1", "reaches 10.0.0.1 (6to4)"),
+    ("2001:0:808:808::80ff:fffe", "is a loopback"),  # Teredo: server 8.8.8.8, client 127.0.0.1
+    ("::7f00:1", "reaches 127.0.0.1 (IPv4-compatible)"),
+    ("::ffff:0:a9fe:a9fe", "reaches 169.254.169.254 (IPv4-translated)"),
+    ("::ffff:a9fe:a9fe", "is a loopback"),  # IPv4-mapped
+])
+def test_an_ipv6_address_that_carries_an_inside_ipv4_one_is_refused(address: str, refusal: str) -> None:
+    """NAT64, 6to4, Teredo and the IPv4 forms of IPv6 reach the IPv4 address they carry: judged by
+    it, whatever Python's `is_global` says of the IPv6 prefix (3.11 calls the first six global)."""
+    with pytest.raises(ToolError, match=re.escape(f"web_fetch: {address} {refusal}")):
+        check_url(f"http://[{address}]:8080/", WebLimits(timeout_s=2.0))
+    assert check_url(f"http://[{address}]:8080/", WebLimits(domains=(address,))).address == address
+
+
+@pytest.mark.parametrize("address", ["64:ff9b::808:808", "2002:808:808::1", "2606:4700:4700::1111"])
+def test_an_ipv6_address_that_carries_a_public_ipv4_one_is_fetched(address: str) -> None:
+    assert check_url(f"http://[{address}]/", WebLimits(timeout_s=2.0)).address == address
 
 
 @pytest.mark.parametrize(("mode", "unlisted", "listed"), [

@@ -30,7 +30,7 @@ from scribe.tools.textio import one_line, plural
 from scribe.workspace.sandbox import Protection
 
 from .catalog import ListedTool, listed_tools
-from .pins import content_pin, program_of, server_cwd, what_changed
+from .pins import content_pin, outside_python, program_of, server_cwd, what_changed
 from .spec import ServerSpec, safe
 
 State = Literal["not started", "starting", "ready", "failed", "stopped"]
@@ -166,7 +166,10 @@ class Link:
                                    f"your environment; {changed} (`scribe trust` confirms it)")
         from mcp.client.stdio import get_default_environment
 
-        return argv, get_default_environment() | self.spec.env
+        env = get_default_environment() | self.spec.env
+        if self.spec.owner == "workspace":
+            return outside_python(argv, env, program_of(self.spec, server_cwd(self.spec, self.workspace), os.environ))
+        return argv, env
 
     def _errlog(self) -> IO[str]:
         """Where the server's stderr goes: a file per server (the terminal belongs to scribe)."""

@@ -8,6 +8,12 @@ beside the workspace's trust): a model that rewrites `tools/srv.py`, or the modu
 changes what the next start would run, so the server does not start until the person confirms
 again, and `what_changed` says in one line what differs.
 
+What Python loads of a pinned module is what is pinned: the file its import system would take
+for the name (a package's `__init__`, an extension module, a `.py`, a `.pyc` with no source, in
+that order), and never bytecode the workspace's `__pycache__` holds: such a server runs with its
+bytecode cache in the account's folder (`outside_python`), which no sandboxed command can write,
+so a `.pyc` planted beside a pinned `.py` is never read.
+
 Not pinned, and said so in docs/mcp.md: what a program reads or loads by other means (a dynamic
 import, a config file it opens, a package in a virtualenv), and files a script in another language
 pulls in.
@@ -17,6 +23,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import importlib.machinery
 import os
 import shlex
 import shutil
@@ -24,8 +31,15 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from scribe.log.account import account_folder
+
 from .spec import ServerSpec
 
+# The order importlib's path finder tries a name's files in, in each folder.
+_SUFFIXES = (*importlib.machinery.EXTENSION_SUFFIXES, *importlib.machinery.SOURCE_SUFFIXES,
+             *importlib.machinery.BYTECODE_SUFFIXES)
+# The bytecode cache of servers run outside the sandbox, in the account's folder.
+PYCACHE = "mcp-pycache"
 # A file larger than this is pinned by its size and modification time, not read whole.
 HASHED_BYTES = 64 * 1024 * 1024
 # Imported modules followed at most (a workspace that is one big package still pins quickly).
@@ -75,13 +89,14 @@ def content_pin(spec: ServerSpec, workspace: Path, environ: Mapping[str, str] | 
             if path.is_file():
                 files[path.resolve()] = None
     scripts = [p for p in files if p.suffix == ".py" or (p == program and _is_python_script(p))]
+    # (files of other suffixes a module name resolves to, .so and .pyc, are pinned, not read)
     module = _module_arg(words) if python else None
     roots = [cwd]
     if module is not None:
-        found = _module_file(module, [cwd])
-        if found is not None:
-            files[found] = None
-            scripts.append(found)
+        for found in (_module_file(module, [cwd]), _main_of(module, [cwd])):
+            if found is not None:
+                files[found] = None
+                scripts.append(found)
     for path in _imports(scripts, roots, workspace):
         files[path] = None
     shown = sorted((_shown(path, workspace), _mark(path)) for path in files)
@@ -163,13 +178,38 @@ def _module_arg(words: list[str]) -> str | None:
 
 
 def _module_file(name: str, roots: list[Path]) -> Path | None:
+    """The file Python's path finder loads for module `name` from the first root that has one:
+    in each folder a package (`NAME/__init__` with any suffix) comes before a module, and an
+    extension module before source, source before sourceless bytecode (importlib's own order).
+    A file planted ahead of the pinned `.py` is then what is pinned, so the pin changes."""
     parts = name.split(".")
     for root in roots:
-        for candidate in (root.joinpath(*parts).with_suffix(".py"), root.joinpath(*parts, "__init__.py"),
-                          root.joinpath(*parts, "__main__.py")):
+        folder = root.joinpath(*parts[:-1])
+        package = folder / parts[-1]
+        candidates = [package / f"__init__{suffix}" for suffix in _SUFFIXES] if package.is_dir() else []
+        for candidate in [*candidates, *(folder / f"{parts[-1]}{suffix}" for suffix in _SUFFIXES)]:
             if candidate.is_file():
                 return candidate.resolve()
     return None
+
+
+def _main_of(name: str, roots: list[Path]) -> Path | None:
+    """What `python -m PACKAGE` runs after the package: its `__main__`."""
+    return _module_file(f"{name}.__main__", roots) if name else None
+
+
+def outside_python(argv: list[str], env: dict[str, str], program: Path | None) -> tuple[list[str], dict[str, str]]:
+    """The command line and environment of a pinned server, run outside the sandbox, such that the
+    Python in it (the server, or a program it starts) reads no bytecode from the workspace: its
+    cache is a folder of the account's, which every sandbox hides (log/account.py), not the
+    `__pycache__` beside each source, where a sandboxed command can plant a `.pyc` (an
+    unchecked-hash one is loaded without a look at the source the pin covers). Set in the
+    environment, and for a Python interpreter as an option too, which `-I` and `-E` do not undo."""
+    cache = str(account_folder() / PYCACHE)
+    env = {**env, "PYTHONPYCACHEPREFIX": cache}
+    if program is not None and program.name.startswith("python") and argv:
+        argv = [argv[0], "-X", f"pycache_prefix={cache}", *argv[1:]]
+    return argv, env
 
 
 def _imports(scripts: list[Path], roots: list[Path], workspace: Path) -> list[Path]:

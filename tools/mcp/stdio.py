@@ -8,8 +8,11 @@ answer ran into its timeout). This one, a drop-in for `mcp.client.stdio.stdio_cl
 streams, same shutdown order: stdin closed, a grace period, then the process group ended):
 
 - reads lines as bytes, keeping at most MAX_MESSAGE_BYTES of one; a longer answer is dropped as
-  it arrives and its call gets an error result saying how large it was (the id is found in the
-  answer's head or tail, or it is the one call in flight);
+  it arrives and its call gets an error result saying how large it was when its line ends, or
+  STALL_S after its bytes stop coming with no line end (the id is found in the answer's head or
+  tail, or it is the one call in flight);
+- fails the call of an answer nested deeper than the JSON reader goes, at once (Python's own
+  reader would overflow its stack on it, and the reading would stop);
 - answers a call at once with an error when its answer is JSON but not JSON-RPC (the id is
   there), and within JUNK_GRACE_S when the server writes something else that is not JSON-RPC on
   stdout and no valid answer follows;
@@ -49,11 +52,16 @@ from scribe.tools.textio import human_bytes, one_line
 MAX_MESSAGE_BYTES = 16_000_000
 # After a line that is not JSON-RPC, how long a call in flight may still get its real answer.
 JUNK_GRACE_S = 0.5
+# An answer over MAX_MESSAGE_BYTES is waited for to its line end while its bytes keep coming (the
+# calls after it are then sent to a server done writing it); stopped this long, it is judged.
+STALL_S = 1.0
 TOO_LARGE = -32011
 MALFORMED = -32012
 # How much of an oversized line's head and tail is kept to find its id.
 _ENDS = 4096
 _ID = re.compile(rb'"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")')
+# What the JSON reader (pydantic's) says of nesting deeper than it goes.
+_RECURSION = "recursion limit exceeded"
 # Closing: the server's grace after its stdin closes, then SIGTERM, then SIGKILL (as the SDK's).
 CLOSE_GRACE_S = 2.0
 KILL_AFTER_S = 2.0
@@ -64,8 +72,13 @@ class Line:
     """One line of the server's stdout: its bytes, or the ends of it when it was too long."""
 
     data: bytes
-    size: int  # the whole line's length
+    size: int  # the whole line's length (so far, when it is not finished)
     tail: bytes = b""
+    # Over the limit, with no line end yet, and nothing more coming: judged before it ends.
+    unfinished: bool = False
+    # Its end, after it was judged unfinished: only a call its tail names (an answer written
+    # into it) is still told of it.
+    judged: bool = False
 
     @property
     def too_long(self) -> bool:
@@ -90,6 +103,12 @@ class LineCutter:
             start = end + 1
         self._add(chunk[start:])
         return lines
+
+    def unfinished(self) -> Line | None:
+        """The line being read, when it is over the limit already (its head and tail so far)."""
+        if self._size <= self.limit:
+            return None
+        return Line(bytes(self._buffer[:_ENDS]), self._size, self._tail, unfinished=True)
 
     def _add(self, piece: bytes) -> None:
         room = self.limit - len(self._buffer)
@@ -174,10 +193,16 @@ def error_answer(request_id: Any, code: int, message: str) -> SessionMessage:
 def judge(line: Line, flight: InFlight, now: float) -> list[SessionMessage | Exception]:
     """What one line of the server's stdout is for the session."""
     if line.too_long:
-        what = (f"the server's answer was {human_bytes(line.size)}, over the {human_bytes(MAX_MESSAGE_BYTES)} "
-                "scribe reads of one answer; it was dropped")
-        ids = [json.loads(m.group(1)) for part in (line.data[:_ENDS], line.tail) for m in _ID.finditer(part)]
-        request_id = next((i for i in ids if _key(i) in flight.methods), flight.only())
+        if line.unfinished:
+            what = (f"the server's answer passed the {human_bytes(MAX_MESSAGE_BYTES)} scribe reads of one answer, "
+                    f"then stopped with no line end ({human_bytes(line.size)} so far); it was dropped")
+        else:
+            what = (f"the server's answer was {human_bytes(line.size)}, over the {human_bytes(MAX_MESSAGE_BYTES)} "
+                    "scribe reads of one answer; it was dropped")
+        ids = _ids(line.data[:_ENDS], line.tail)
+        request_id = _answering(ids, flight) if not line.judged else _named(ids, flight)
+        if line.judged and request_id is None:
+            return []
         if request_id is not None and flight.answered(request_id):
             return [error_answer(request_id, TOO_LARGE, what)]
         if any(flight.late(i) for i in ids):
@@ -190,6 +215,8 @@ def judge(line: Line, flight: InFlight, now: float) -> list[SessionMessage | Exc
     try:
         message = jsonrpc_message_adapter.validate_json(line.data, by_name=False)
     except ValueError as exc:
+        if _RECURSION in str(exc):
+            return _too_deep(line.data, exc, flight, now)
         return _malformed(text, exc, flight, now)
     if isinstance(message, JSONRPCResponse | JSONRPCError) and not flight.answered(message.id):
         if not flight.late(message.id):
@@ -199,10 +226,42 @@ def judge(line: Line, flight: InFlight, now: float) -> list[SessionMessage | Exc
     return [SessionMessage(message)]
 
 
+def _ids(*parts: bytes) -> list[Any]:
+    """The ids an answer's ends name (a request's or a response's: the caller tells them apart)."""
+    return [json.loads(m.group(1)) for part in parts for m in _ID.finditer(part)]
+
+
+def _named(ids: list[Any], flight: InFlight) -> Any:
+    return next((i for i in ids if _key(i) in flight.methods), None)
+
+
+def _answering(ids: list[Any], flight: InFlight) -> Any:
+    """The call an unreadable answer is for: one in flight its ends name, else, when they name
+    none already answered (the rest of an answer dropped earlier), the one call in flight."""
+    named = _named(ids, flight)
+    if named is not None or any(flight.late(i) for i in ids):
+        return named
+    return flight.only()
+
+
+def _too_deep(data: bytes, problem: ValueError, flight: InFlight, now: float) -> list[SessionMessage | Exception]:
+    """An answer nested deeper than the JSON reader goes: its call is told so at once. The id is
+    found in its head, as for an answer too long to read (no reader can take it apart)."""
+    what = f"the server's answer is nested too deeply to read ({_first_problem(problem)}); it was dropped"
+    ids = _ids(data[:_ENDS])
+    request_id = _answering(ids, flight)
+    if request_id is not None and flight.answered(request_id):
+        return [error_answer(request_id, MALFORMED, what)]
+    if any(flight.late(i) for i in ids):
+        return []
+    flight.saw_junk(what, now)
+    return [ValueError(what)]
+
+
 def _malformed(text: str, problem: ValueError, flight: InFlight, now: float) -> list[SessionMessage | Exception]:
     try:
         record = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # nested deeper than Python's stack: not an answer to read
         record = None
     request_id = record.get("id") if isinstance(record, dict) and "method" not in record else None
     if isinstance(request_id, int | str) and flight.answered(request_id):
@@ -238,20 +297,26 @@ async def bounded_stdio(argv: Sequence[str], env: Mapping[str, str], cwd: str,
     read_in, read_out = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_in, write_out = anyio.create_memory_object_stream[SessionMessage](0)
     flight = InFlight()
+    cutter = LineCutter(MAX_MESSAGE_BYTES)
     stopping = False
+    last_bytes_at = anyio.current_time()
+    stalled = False  # the over-long line being read was judged already, before its end
 
     async def deliver(items: list[SessionMessage | Exception]) -> None:
         for item in items:
             await read_in.send(item)
 
     async def stdout_reader() -> None:
+        nonlocal last_bytes_at, stalled
         assert process.stdout is not None
-        cutter = LineCutter(MAX_MESSAGE_BYTES)
         try:
             async with read_in:
                 try:
                     async for chunk in process.stdout:
+                        last_bytes_at = anyio.current_time()
                         for line in cutter.feed(chunk):
+                            if stalled:  # its call was told when the line stopped
+                                stalled, line.judged = False, True
                             await deliver(judge(line, flight, anyio.current_time()))
                 finally:
                     await _drain(process)
@@ -259,12 +324,20 @@ async def bounded_stdio(argv: Sequence[str], env: Mapping[str, str], cwd: str,
             pass  # closing, or the session is gone: the read stream's end says so
 
     async def overdue_calls() -> None:
-        """Fail the calls a line of junk left without an answer, once their grace is over."""
+        """Fail the calls a line of junk left without an answer, once their grace is over, and the
+        call of an answer that passed the size limit and then stopped short of its line end."""
+        nonlocal stalled
         while not stopping:
             await anyio.sleep(JUNK_GRACE_S / 5)
-            late = flight.overdue(anyio.current_time())
+            now = anyio.current_time()
+            items: list[SessionMessage | Exception] = []
+            line = cutter.unfinished()
+            if line is not None and not stalled and now - last_bytes_at >= STALL_S:
+                stalled = True
+                items += judge(line, flight, now)
+            items += [error_answer(i, MALFORMED, f"{why}; no answer followed") for i, why in flight.overdue(now)]
             try:
-                await deliver([error_answer(i, MALFORMED, f"{why}; no answer followed") for i, why in late])
+                await deliver(items)
             except (anyio.ClosedResourceError, anyio.BrokenResourceError):
                 return
 
