@@ -1,11 +1,12 @@
-"""`python -m benchmarks [costs|chain|llama|memory-paths|memory|overhead|startup|housekeeping|watcher|all] [--before REV] [--docs]`: run the
-benchmarks, print a markdown report, and write it with the raw figures to benchmarks/results/
+"""`python -m benchmarks [costs|long-outputs|chain|llama|memory-paths|memory|overhead|startup|housekeeping|watcher|all] [--before REV] [--docs]`:
+run the benchmarks, print a markdown report, and write it with the raw figures to benchmarks/results/
 (latest.md, latest.json); `--docs` also puts it in docs/performance.md.
 
 Everything runs locally against the project's fake Messages API; no key, no network. The cost
 suite drives the `scribe` executable of this virtualenv and, on the tool-heavy shape, the same
 repository at REV when `--before REV` is given (compared side by side; by default it is not),
-installed once under the temporary folder."""
+installed once under the temporary folder. The long-output suite runs its chain through Claude
+Code (when installed) and scribe, and through scribe at REV with `--before REV`."""
 
 from __future__ import annotations
 
@@ -20,7 +21,17 @@ from typing import Any
 
 from scribe import __version__
 
-from . import cost_report, housekeeping, llama, memory_figures, memory_paths, overhead, startup, watcher
+from . import (
+    beside_claude,
+    cost_report,
+    housekeeping,
+    llama,
+    memory_figures,
+    memory_paths,
+    overhead,
+    startup,
+    watcher,
+)
 
 RESULTS = Path(__file__).parent / "results"
 
@@ -48,6 +59,11 @@ def run_memory() -> tuple[dict[str, Any], str]:
 def run_costs(before: str | None) -> tuple[dict[str, Any], str]:
     executable = cost_report.install_before(before) if before else None
     return cost_report.section(cost_report.measure(executable))
+
+
+def run_long_outputs(before: str | None) -> tuple[dict[str, Any], str]:
+    data = beside_claude.measure(before)
+    return data, beside_claude.section(data)
 
 
 def run_overhead() -> tuple[dict[str, Any], str]:
@@ -114,8 +130,10 @@ def run_housekeeping() -> tuple[dict[str, Any], str]:
 
 
 SUITES = {"chain": run_chain, "llama": run_llama, "memory-paths": run_memory_paths, "costs": run_costs,
+          "long-outputs": run_long_outputs,
           "memory": run_memory, "overhead": run_overhead, "startup": run_startup, "housekeeping": run_housekeeping,
           "watcher": run_watcher}
+TAKE_BEFORE = ("costs", "long-outputs")
 PAGE = Path(__file__).resolve().parent.parent / "docs" / "performance.md"
 BEGIN, END = "<!-- benchmarks:begin -->", "<!-- benchmarks:end -->"
 
@@ -123,7 +141,8 @@ BEGIN, END = "<!-- benchmarks:begin -->", "<!-- benchmarks:end -->"
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
     parser.add_argument("suites", nargs="*", metavar="SUITE", help=f"{', '.join(SUITES)} or all (the default)")
-    parser.add_argument("--before", default="none", help="a revision to compare on the tool-heavy shape (default: none)")
+    parser.add_argument("--before", default="none",
+                        help="a revision to compare on the tool-heavy shape and the long-output chain (default: none)")
     parser.add_argument("--docs", action="store_true", help="write the report into docs/performance.md")
     args = parser.parse_args()
     before = None if args.before.lower() == "none" else args.before
@@ -138,7 +157,7 @@ def main() -> None:
     data: dict[str, Any] = {"date": when, "machine": machine, "scribe": __version__}
     texts: dict[str, str] = {}
     for name in chosen:
-        data[name], texts[name] = SUITES[name](before) if name == "costs" else SUITES[name]()
+        data[name], texts[name] = SUITES[name](before) if name in TAKE_BEFORE else SUITES[name]()
     command = " ".join(["python -m benchmarks", *(args.suites or ["all"]), *(["--docs"] if args.docs else [])])
     header = (f"Measured {when} on {machine}, scribe {__version__}, with `{command}` "
               f"({time.monotonic() - started:.0f} s; the machine's other work moves the timings).")
