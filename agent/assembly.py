@@ -25,6 +25,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from scribe.context.preview import OutputView
 from scribe.context.tokens import TokenEstimator
 from scribe.log.codec import to_record
 from scribe.log.pricing import PriceBook
@@ -269,8 +270,7 @@ class Opened:
             images=session.images.folder,
         )
         recorded = session.header.recorded
-        estimator = TokenEstimator(output_chars=recorded.render_output_chars,
-                                   settled_chars=recorded.settled_output_chars)
+        estimator = TokenEstimator(OutputView.of(recorded), settled_chars=recorded.settled_output_chars)
         estimator.learn(session.digest.calibration)
         memory = Compressor(self.client, settings, estimator)
         if self.opening.turns:

@@ -7,8 +7,9 @@ mode is there to limit: read-only refuses, ask and accept-edits ask (accept-edit
 edits, not commands), full-auto runs; an "always" given to run_command holds here too.
 
 What ran is logged as the person's input: a user event whose text says who ran what and holds
-the output (as much as a tool result shows, head and tail), so the model reads it with the next
-message and every byte of that prompt comes from the log. Nothing is logged for a command that
+the output (its head and tail within PERSON_OUTPUT_CHARS: the person ran it to show it, so it
+is not cut to a tool output's preview), so the model reads it with the next message and every
+byte of that prompt comes from the log. Nothing is logged for a command that
 was refused or declined. Ctrl-C ends the command; what it printed until then is kept.
 """
 
@@ -25,6 +26,8 @@ from .loop import Agent
 from .protocol import ToolCall
 
 COMMAND_TOOL = "run_command"
+# The most of a `!command`'s output the user event holds (head and tail).
+PERSON_OUTPUT_CHARS = 12_000
 HEADER = "[the person ran this shell command in the workspace with `!` (you did not run it); its output follows]"
 
 
@@ -65,8 +68,7 @@ def run_shell(agent: Agent, command: str, *, how_to_allow: str = "/mode") -> She
             out = run_tool(agent.tools, tool.name, args, agent.context)
         except CommandInterrupted as stop:  # the person's Ctrl-C ends their command, not the session
             out = stop.output
-    limit = agent.session.header.recorded.render_output_chars
-    text = f"{HEADER}\n$ {agent.context.redact(command)}\n{head_and_tail(out.text, limit)}"
+    text = f"{HEADER}\n$ {agent.context.redact(command)}\n{head_and_tail(out.text, PERSON_OUTPUT_CHARS)}"
     event = agent.session.append(UserEvent, text=text)
     if out.git_config:  # shown with the output; the log says it in its own event too
         agent.session.append(GitConfigEvent, changes=out.git_config)
