@@ -19,14 +19,14 @@ from pathlib import Path
 from typing import Any
 
 from scribe.fakeapi import FakeMessagesServer, RecordedRequest
-from scribe.settings.values import DEFAULT_MODEL, FIELDS, Settings
+from scribe.settings.values import DEFAULT_MODEL, Settings
 
 from .bills import Bill, bill_of
 from .cost_report import install_before
 from .long_outputs import TURNS, LongOutputModel, turns
 from .startup import SCRIBE, Tool, _claude_version, _clean_env, _git_workspace, find_claude
 
-# Preview sizes tried beside the shipped default (when this scribe has the setting).
+# Preview sizes tried beside the shipped default.
 SWEEP = (1_000, 4_000, 8_000, 16_000)
 TARGET = 0.40  # scribe's dollars as a share of Claude Code's, on this chain
 
@@ -81,10 +81,8 @@ def _agents(root: Path, base_url: str, claude: str | None, before: str | None) -
     if before is not None:
         earlier = install_before(before)
         variants.append(("before", earlier.label, str(earlier.scribe), {}))
-    if "preview_chars" in FIELDS:
-        shipped = Settings().preview_chars  # type: ignore[attr-defined]
-        variants += [(f"preview-{n}", f"scribe, preview_chars = {n:,}", SCRIBE, {"SCRIBE_PREVIEW_CHARS": str(n)})
-                     for n in SWEEP if n != shipped]
+    variants += [(f"preview-{n}", f"scribe, preview_chars = {n:,}", SCRIBE, {"SCRIBE_PREVIEW_CHARS": str(n)})
+                 for n in SWEEP if n != Settings().preview_chars]
     for key, label, executable, extra in variants:
         home = root / f"{key}-home"
         home.mkdir()

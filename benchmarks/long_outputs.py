@@ -151,7 +151,7 @@ def read_on_call(dialect: Dialect, request: dict[str, Any], shown: str, line: in
     seq = re.search(r'"seq": (\d+)', shown) or re.search(r"recall\(seq_from=(\d+)", shown)
     if seq is None:
         return None
-    recall = next((t for t in request.get("tools") or [] if t.get("name") == "recall"), {})
+    recall: dict[str, Any] = next((t for t in request.get("tools") or [] if t.get("name") == "recall"), {})
     if "lines" in recall.get("input_schema", {}).get("properties", {}):
         return tool_use_block("recall", {"seq": int(seq.group(1)), "lines": f"{first}-{last}"})
     at = int(seq.group(1))
