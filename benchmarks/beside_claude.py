@@ -27,7 +27,7 @@ from .long_outputs import TURNS, LongOutputModel, turns
 from .startup import SCRIBE, Tool, _claude_version, _clean_env, _git_workspace, find_claude
 
 # Preview sizes tried beside the shipped default.
-SWEEP = (1_000, 4_000, 8_000, 16_000)
+SWEEP = (500, 1_000, 4_000, 8_000, 16_000)
 TARGET = 0.40  # scribe's dollars as a share of Claude Code's, on this chain
 
 

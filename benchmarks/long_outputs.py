@@ -1,19 +1,25 @@
 """A 15-turn coding chain with long outputs, played by the fake Messages API to scribe or Claude
 Code alike (coding_session.py tells them apart by the tools a request offers).
 
-Twelve turns are coding_session's steps (write a small module, run it, read it back). Three print
-long outputs and ask about rows the model can only answer from the output itself:
+Eleven turns are coding_session's steps (write a small module, run it, read it back). Four print
+long outputs and ask what the model can only answer from the output itself:
 - Data 1: write gen.py, which writes data.csv (4,000 rows), run it and list the file with `cat -n`
   (4,002 lines); the amount on row 1,234.
 - Data 2: `tail -n 1500 data.csv`; the last row and row 2,600.
+- Tests 1: write run_tests.py and run it: 300 tests, one line each (about 14,700 characters),
+  then the summary a test run ends with (8 failures named, about 800 characters); which failed.
 - Data 3: `sed -n '1201,2300p' data.csv` (1,100 lines from the middle); row 1,800.
 
 The model answers from what it was sent. A row the output as shown does not hold, it reads on
 as each agent offers: scribe's `recall` by line range where its schema has `lines` (else by
 query over that event, as scribe's recall took it before), Claude Code's `Read` of the file its
 `<persisted-output>` names, each for a window of 21 lines around the row (the model knows on
-which line of the output a row lands, as a person who ran the command would). A row still
-missing after one read is answered as not found, so the turn counts as not done.
+which line of the output a row lands, as a person who ran the command would). A test run whose
+summary it sees whole (every failure the last line counts) it answers from; else it looks for
+the failures: scribe's `recall` by query over that event, Claude Code's `grep` of its saved
+output. What is still missing after one read is answered as not found, so the turn counts as
+not done. The test run is where a preview's size shows: one too small to hold the summary
+costs a read-on call, one large enough to hold it costs its size on every call.
 """
 
 from __future__ import annotations
@@ -38,6 +44,7 @@ from .coding_session import (
 ROWS = 4000
 WINDOW = 10  # lines read on either side of the row sought
 _DATA = re.compile(r"^Data (\d+): ")
+_TESTS = re.compile(r"^Tests 1: ")
 
 GEN_PY = ('rows = ["id,name,amount,checksum"]\n'
           f"for k in range(1, {ROWS + 1}):\n"
@@ -86,8 +93,42 @@ DATA_STEPS = (
     DataStep(3, "print lines 1201-2300 of data.csv and tell me about row 1800.",
              "sed -n '1201,2300p' data.csv", (1800,), first_row_line=1 - 1199),
 )
-# Where the data turns fall among the steps: turns 2, 7 and 12 of 15.
-ORDER: tuple[int | DataStep, ...] = (1, DATA_STEPS[0], 2, 3, 4, 5, DATA_STEPS[1], 6, 7, 8, 9, DATA_STEPS[2], 10, 11, 12)
+
+
+FAILING = (17, 102, 150, 188, 201, 233, 260, 299)
+RUN_TESTS_PY = ('import sys\n'
+                f"failing = {{{', '.join(map(str, FAILING))}}}\n"
+                "for i in range(300):\n"
+                "    verdict = 'FAILED' if i in failing else 'PASSED'\n"
+                "    print(f'tests/test_mod_{i:03d}.py::test_case_{i % 5} {verdict} [{i * 100 // 300:3d}%]')\n"
+                "print('=' * 27 + ' short test summary info ' + '=' * 28)\n"
+                "for i in sorted(failing):\n"
+                "    print(f'FAILED tests/test_mod_{i:03d}.py::test_case_{i % 5} - AssertionError: '\n"
+                "          f'checksum {i * 31 % 9973} != {i * 31 % 9973 + 1}')\n"
+                "print('=' * 24 + f' {len(failing)} failed, {300 - len(failing)} passed in 12.34s ' + '=' * 24)\n"
+                "sys.exit(1)\n")
+# A summary line, wherever a read-on answer puts it (after a line number, a seq, ...).
+_FAILED = re.compile(r"FAILED (\S+) - AssertionError")
+_COUNTED = re.compile(r" (\d+) failed, \d+ passed in ")
+
+
+class TestRun:
+    prompt = "Tests 1: write run_tests.py (it runs the suite and reports as pytest does), run it, and tell me which tests failed."
+
+    @staticmethod
+    def answer(names: list[str], counted: int | None) -> str:
+        if counted is None or len(names) != counted:
+            return f"The run's summary is not all in view: {len(names)} failures seen, {counted} counted."
+        return f"{counted} tests failed: " + ", ".join(names) + "."
+
+    def expected(self) -> str:
+        return self.answer([f"tests/test_mod_{i:03d}.py::test_case_{i % 5}" for i in FAILING], len(FAILING))
+
+
+TESTS = TestRun()
+# Where the long outputs fall among the steps: turns 2, 6, 9 and 12 of 15.
+ORDER: tuple[int | DataStep | TestRun, ...] = (1, DATA_STEPS[0], 2, 3, 4, DATA_STEPS[1], 5, 6, TESTS, 7, 8,
+                                               DATA_STEPS[2], 9, 10, 11)
 TURNS = len(ORDER)
 
 
@@ -110,11 +151,34 @@ class LongOutputModel:
 
     def __call__(self, request: dict[str, Any]) -> ScriptItem:
         dialect = dialect_of(request)
-        found = current_prompt(request, _DATA) if dialect is not None and side_call_kind(request) == "agent" else None
-        if dialect is None or found is None:
+        if dialect is None or side_call_kind(request) != "agent":
+            return self.coding(request)
+        data, tests = current_prompt(request, _DATA), current_prompt(request, _TESTS)
+        if data is None and tests is None:
             return self.coding(request)
         self.coding.count(f"{dialect.name} agent")
-        return self._data(DATA_STEPS[int(found[0].group(1)) - 1], found[1], dialect, request)
+        if tests is not None:
+            return self._tests(tests[1], dialect, request)
+        assert data is not None
+        return self._data(DATA_STEPS[int(data[0].group(1)) - 1], data[1], dialect, request)
+
+    def _tests(self, results: list[str], dialect: Dialect, request: dict[str, Any]) -> Reply:
+        if not results:
+            workspace = self.coding.workspaces[dialect.name]
+            return Reply([text_block("I'll write run_tests.py."),
+                          tool_use_block(dialect.write, {dialect.path_key: dialect.path(workspace, "run_tests.py"),
+                                                         "content": RUN_TESTS_PY})])
+        if len(results) == 1:
+            return Reply([tool_use_block(dialect.run, {"command": "python3 run_tests.py"})])
+        seen = "\n".join(results[1:])
+        names = sorted(set(_FAILED.findall(seen)))
+        counted = _COUNTED.search(seen)
+        complete = counted is not None and len(names) == int(counted.group(1))
+        read_on = failures_call(dialect, request, results[1])
+        if not complete and len(results) == 2 and read_on is not None:
+            self.read_ons[dialect.name] = self.read_ons.get(dialect.name, 0) + 1
+            return Reply([read_on])
+        return Reply.text(TESTS.answer(names, int(counted.group(1)) if counted else None))
 
     def _data(self, step: DataStep, results: list[str], dialect: Dialect, request: dict[str, Any]) -> Reply:
         workspace = self.coding.workspaces[dialect.name]
@@ -140,6 +204,25 @@ def _row_in(text: str, k: int) -> tuple[str, str, str] | None:
     return (match.group(1), match.group(2), match.group(3)) if match else None
 
 
+def failures_call(dialect: Dialect, request: dict[str, Any], shown: str) -> dict[str, Any] | None:
+    """The call that finds the lines naming failures in the output `shown` stands for."""
+    if dialect is CLAUDE_CODE:
+        saved = re.search(r"Full output saved to: (\S+)", shown)
+        return tool_use_block("Bash", {"command": f"grep '^FAILED ' {saved.group(1)}"}) if saved else None
+    seq = re.search(r'"seq": (\d+)', shown) or re.search(r"recall\(seq_from=(\d+)", shown)
+    if seq is None:
+        return None
+    at = int(seq.group(1))
+    if _recall_takes_lines(request):
+        return tool_use_block("recall", {"seq": at, "query": "^FAILED "})
+    return tool_use_block("recall", {"query": "^FAILED ", "seq_from": at, "seq_to": at})
+
+
+def _recall_takes_lines(request: dict[str, Any]) -> bool:
+    recall: dict[str, Any] = next((t for t in request.get("tools") or [] if t.get("name") == "recall"), {})
+    return "lines" in recall.get("input_schema", {}).get("properties", {})
+
+
 def read_on_call(dialect: Dialect, request: dict[str, Any], shown: str, line: int, k: int) -> dict[str, Any] | None:
     """The call that reads lines around `line` of the output `shown` stands for, as this agent
     offers it; None when the output names no way to read on."""
@@ -151,8 +234,7 @@ def read_on_call(dialect: Dialect, request: dict[str, Any], shown: str, line: in
     seq = re.search(r'"seq": (\d+)', shown) or re.search(r"recall\(seq_from=(\d+)", shown)
     if seq is None:
         return None
-    recall: dict[str, Any] = next((t for t in request.get("tools") or [] if t.get("name") == "recall"), {})
-    if "lines" in recall.get("input_schema", {}).get("properties", {}):
+    if _recall_takes_lines(request):
         return tool_use_block("recall", {"seq": int(seq.group(1)), "lines": f"{first}-{last}"})
     at = int(seq.group(1))
     return tool_use_block("recall", {"query": f"item-{k:05d}", "seq_from": at, "seq_to": at})
