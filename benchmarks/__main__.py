@@ -158,7 +158,8 @@ def main() -> None:
     texts: dict[str, str] = {}
     for name in chosen:
         data[name], texts[name] = SUITES[name](before) if name in TAKE_BEFORE else SUITES[name]()
-    command = " ".join(["python -m benchmarks", *(args.suites or ["all"]), *(["--docs"] if args.docs else [])])
+    command = " ".join(["python -m benchmarks", *(args.suites or ["all"]), *(["--before", before] if before else []),
+                        *(["--docs"] if args.docs else [])])
     header = (f"Measured {when} on {machine}, scribe {__version__}, with `{command}` "
               f"({time.monotonic() - started:.0f} s; the machine's other work moves the timings).")
     report = header + "\n\n" + "\n\n".join(texts.values()) + "\n"

@@ -134,12 +134,12 @@ def section(data: dict[str, Any]) -> str:
                     f"{agent} | {run['read_ons']} | {run['turns_done']}/{data['turns']} | {run['seconds']:.0f} |")
     version = (data["claude_code"] or "").split(" ")[0]
     lines = [f"### The long-output chain beside Claude Code {version}".rstrip(), "",
-             f"{data['turns']} turns (`benchmarks/long_outputs.py`): twelve write-run-read steps and three long "
-             "outputs (a 4,000-row CSV generated and listed with `cat -n`, its last 1,500 lines, 1,100 lines from "
-             "its middle), each followed by a question about rows the answer must come from. Both agents ask for "
-             f"`{data['model']}`; dollars at list price for every call each made. \"Read-ons\": calls that read "
-             "more of an output than the prompt showed (scribe's `recall`, Claude Code's `Read` of its saved "
-             "output).", "", *rows, ""]
+             f"{data['turns']} turns (`benchmarks/long_outputs.py`): eleven write-run-read steps and four long "
+             "outputs, each followed by a question the answer must come from (a 4,000-row CSV generated and listed "
+             "with `cat -n`, its last 1,500 lines, a test run of 300 tests ending in a summary of 8 failures, 1,100 "
+             f"lines from the CSV's middle). Both agents ask for `{data['model']}`; dollars at list price for every "
+             "call each made. \"Read-ons\": calls that read more of an output than the prompt showed (scribe's "
+             "`recall`, Claude Code's `Read` or `grep` of its saved output).", "", *rows, ""]
     scribe = runs.get("scribe")
     if base and scribe:
         verdict = "at or below" if scribe["usd"] / base <= TARGET else "above"
