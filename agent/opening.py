@@ -47,6 +47,7 @@ from scribe.agent.session.instructions import subagent_guidance
 from scribe.agent.session.session import Session, store_for
 from scribe.agent.session.start import open_session, start_session
 from scribe.agent.task import TASK, ChildFactory, Subagents
+from scribe.context.preview import OutputView
 from scribe.context.tokens import TokenEstimator
 from scribe.log.codec import to_record
 from scribe.log.events import ModeEvent
@@ -287,8 +288,7 @@ class Opened:
             cancelled=self.cancelled,
         )
         recorded = session.header.recorded
-        estimator = TokenEstimator(output_chars=recorded.render_output_chars,
-                                   settled_chars=recorded.settled_output_chars)
+        estimator = TokenEstimator(OutputView.of(recorded), settled_chars=recorded.settled_output_chars)
         estimator.learn(session.digest.calibration)
         memory = Compressor(self.client, settings, estimator, cancelled=self.cancelled)
         if config.turns:

@@ -1,4 +1,4 @@
-"""`python -m benchmarks [costs|chain|llama|memory-paths|memory|overhead|startup|housekeeping|watcher|all] [--before REV] [--docs]`
+"""`python -m benchmarks [costs|long-outputs|chain|llama|memory-paths|memory|overhead|startup|housekeeping|watcher|all] [--before REV] [--docs]`
 (or `python -m benchmarks deps`, below): run the
 benchmarks, print a markdown report, and write it with the raw figures to benchmarks/results/
 (latest.md, latest.json); `--docs` also puts it in docs/performance.md.
@@ -6,7 +6,8 @@ benchmarks, print a markdown report, and write it with the raw figures to benchm
 Everything runs locally against the project's fake Messages API; no key, no network. The cost
 suite drives the `scribe` executable of this virtualenv and, on the tool-heavy shape, the same
 repository at REV when `--before REV` is given (compared side by side; by default it is not),
-installed once under the temporary folder.
+installed once under the temporary folder. The long-output suite runs its chain through Claude
+Code (when installed) and scribe, and through scribe at REV with `--before REV`.
 
 `python -m benchmarks deps` is no benchmark of scribe but of its dependencies, and never part of
 `all`: the quick tests against the newest versions the project's ranges allow, and what differs
@@ -26,7 +27,18 @@ from typing import Any
 
 from scribe import __version__
 
-from . import cost_report, deps, housekeeping, llama, memory_figures, memory_paths, overhead, startup, watcher
+from . import (
+    beside_claude,
+    cost_report,
+    deps,
+    housekeeping,
+    llama,
+    memory_figures,
+    memory_paths,
+    overhead,
+    startup,
+    watcher,
+)
 
 RESULTS = Path(__file__).parent / "results"
 
@@ -54,6 +66,11 @@ def run_memory() -> tuple[dict[str, Any], str]:
 def run_costs(before: str | None) -> tuple[dict[str, Any], str]:
     executable = cost_report.install_before(before) if before else None
     return cost_report.section(cost_report.measure(executable))
+
+
+def run_long_outputs(before: str | None) -> tuple[dict[str, Any], str]:
+    data = beside_claude.measure(before)
+    return data, beside_claude.section(data)
 
 
 def run_overhead() -> tuple[dict[str, Any], str]:
@@ -120,8 +137,10 @@ def run_housekeeping() -> tuple[dict[str, Any], str]:
 
 
 SUITES = {"chain": run_chain, "llama": run_llama, "memory-paths": run_memory_paths, "costs": run_costs,
+          "long-outputs": run_long_outputs,
           "memory": run_memory, "overhead": run_overhead, "startup": run_startup, "housekeeping": run_housekeeping,
           "watcher": run_watcher}
+TAKE_BEFORE = ("costs", "long-outputs")
 PAGE = Path(__file__).resolve().parent.parent / "docs" / "performance.md"
 BEGIN, END = "<!-- benchmarks:begin -->", "<!-- benchmarks:end -->"
 
@@ -131,7 +150,8 @@ def main() -> None:
         raise SystemExit(deps.main(sys.argv[2:]))
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
     parser.add_argument("suites", nargs="*", metavar="SUITE", help=f"{', '.join(SUITES)} or all (the default)")
-    parser.add_argument("--before", default="none", help="a revision to compare on the tool-heavy shape (default: none)")
+    parser.add_argument("--before", default="none",
+                        help="a revision to compare on the tool-heavy shape and the long-output chain (default: none)")
     parser.add_argument("--docs", action="store_true", help="write the report into docs/performance.md")
     args = parser.parse_args()
     before = None if args.before.lower() == "none" else args.before
@@ -146,8 +166,9 @@ def main() -> None:
     data: dict[str, Any] = {"date": when, "machine": machine, "scribe": __version__}
     texts: dict[str, str] = {}
     for name in chosen:
-        data[name], texts[name] = SUITES[name](before) if name == "costs" else SUITES[name]()
-    command = " ".join(["python -m benchmarks", *(args.suites or ["all"]), *(["--docs"] if args.docs else [])])
+        data[name], texts[name] = SUITES[name](before) if name in TAKE_BEFORE else SUITES[name]()
+    command = " ".join(["python -m benchmarks", *(args.suites or ["all"]), *(["--before", before] if before else []),
+                        *(["--docs"] if args.docs else [])])
     header = (f"Measured {when} on {machine}, scribe {__version__}, with `{command}` "
               f"({time.monotonic() - started:.0f} s; the machine's other work moves the timings).")
     report = header + "\n\n" + "\n\n".join(texts.values()) + "\n"

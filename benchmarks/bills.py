@@ -46,6 +46,10 @@ class Call:
         u = self.usage
         return u["input_tokens"] + UNIT_WRITE * u["cache_creation_input_tokens"] + UNIT_READ * u["cache_read_input_tokens"]
 
+    @property
+    def read(self) -> int:
+        return int(self.usage["cache_read_input_tokens"])
+
 
 @dataclass
 class Bill:
@@ -67,6 +71,12 @@ class Bill:
     @property
     def largest_prompt(self) -> int:
         return max((c.prompt for c in self.calls if c.purpose == "agent"), default=0)
+
+    @property
+    def hit_rate(self) -> float:
+        """The share of all prompt tokens read from the cache (what `scribe log stats` calls the hit rate)."""
+        prompt = sum(c.prompt for c in self.calls)
+        return sum(c.read for c in self.calls) / prompt if prompt else 0.0
 
     def count(self, purpose: str) -> int:
         return sum(1 for c in self.calls if c.purpose == purpose)

@@ -26,7 +26,7 @@ from typing import Any
 
 from scribe.fakeapi import Reply, ScriptItem, SideCallModel, side_call_kind, text_block, tool_use_block
 
-__all__ = ["CLAUDE_CODE", "SCRIBE", "CodingModel", "Dialect", "answer_for", "prompt_for"]
+__all__ = ["CLAUDE_CODE", "SCRIBE", "CodingModel", "Dialect", "answer_for", "current_prompt", "prompt_for", "result_text"]
 
 _STEP = re.compile(r"^Step (\d+): ")
 _PRINTED = re.compile(r"square of (\d+) is (\d+)")
@@ -81,6 +81,10 @@ class CodingModel:
         self._lock = threading.Lock()
         self._memory = SideCallModel(tools="honour")
 
+    def count(self, label: str) -> None:
+        with self._lock:
+            self.calls[label] += 1
+
     def __call__(self, request: dict[str, Any]) -> ScriptItem:
         # A memory side call may carry the agent's tools (it is sent through the agent's cached
         # prefix), so its kind is asked first.
@@ -90,8 +94,7 @@ class CodingModel:
             label = f"scribe {memory}"
         else:
             label = f"{dialect.name} agent" if dialect is not None else "other side"
-        with self._lock:
-            self.calls[label] += 1
+        self.count(label)
         if memory != "agent":
             return self._memory(request)
         if dialect is None:
@@ -129,7 +132,7 @@ def _texts(message: dict[str, Any]) -> list[str]:
     return [b.get("text", "") for b in content or [] if isinstance(b, dict) and b.get("type") == "text"]
 
 
-def _result_text(block: dict[str, Any]) -> str:
+def result_text(block: dict[str, Any]) -> str:
     content = block.get("content", "")
     if isinstance(content, list):
         return "\n".join(item.get("text", "") for item in content if isinstance(item, dict))
@@ -139,20 +142,27 @@ def _result_text(block: dict[str, Any]) -> str:
 def _current_step(request: dict[str, Any]) -> tuple[int, list[str]] | None:
     """(N, the tool results since "Step N:" in order) for the step being worked on, or None when
     the last prompt is not a step."""
+    found = current_prompt(request, _STEP)
+    return (int(found[0].group(1)), found[1]) if found else None
+
+
+def current_prompt(request: dict[str, Any], pattern: re.Pattern[str]) -> tuple[re.Match[str], list[str]] | None:
+    """(the match of `pattern` on the person's last prompt, the tool results after it in order),
+    or None when that prompt does not match (reminders an agent adds to a message are not a prompt)."""
     messages = request.get("messages") or []
     for i in range(len(messages) - 1, -1, -1):
         message = messages[i]
         if message.get("role") != "user":
             continue
         texts = [t.strip() for t in _texts(message)]
-        match = next((m for m in map(_STEP.match, texts) if m), None)
+        match = next((m for m in map(pattern.match, texts) if m), None)
         if match is None:
             if any(t and not t.startswith("<system-reminder>") for t in texts):
-                return None  # a later prompt that is not a step
+                return None  # a later prompt that does not match
             continue  # tool results, or reminders only
-        results = [_result_text(b) for later in messages[i + 1:] if later.get("role") == "user"
+        results = [result_text(b) for later in messages[i + 1:] if later.get("role") == "user"
                    for b in later.get("content") or [] if isinstance(b, dict) and b.get("type") == "tool_result"]
-        return int(match.group(1)), results
+        return match, results
     return None
 
 

@@ -75,15 +75,15 @@ def _turns(name: str) -> int:
 def section(results: dict[str, list[Row]]) -> tuple[dict[str, Any], str]:
     data: dict[str, Any] = {}
     parts = []
-    summary = ["| shape | turns | scribe as shipped | of it, curation | full history, cached | scribe ÷ cached | "
-               "floor | facts kept | s per turn |", "|---|---|---|---|---|---|---|---|---|"]
+    summary = ["| shape | turns | scribe as shipped | hit rate | of it, curation | full history, cached | scribe ÷ cached | "
+               "floor | facts kept | s per turn |", "|---|---|---|---|---|---|---|---|---|---|"]
     over: list[str] = []
     lost: list[str] = []
     for shape, rows in results.items():
         by = {r.strategy: r for r in rows}
         cached, floor, shipped = by[FULL_CACHED].bill.usd, by[FLOOR].bill.usd, by[SHIPPED]
         data[shape] = [r.as_dict() for r in rows]
-        summary.append(f"| {shape} | {_turns(shape)} | ${shipped.bill.usd:.4f} | "
+        summary.append(f"| {shape} | {_turns(shape)} | ${shipped.bill.usd:.4f} | {shipped.bill.hit_rate:.1%} | "
                        f"${shipped.bill.usd_by_purpose['curator']:.4f} | ${cached:.4f} | "
                        f"{shipped.bill.usd / cached:.1%} | ${floor:.4f} | {shipped.kept.cell()} | "
                        f"{shipped.seconds / _turns(shape):.1f} |")
@@ -91,19 +91,19 @@ def section(results: dict[str, list[Row]]) -> tuple[dict[str, Any], str]:
             over.append(f"{shape} ({shipped.bill.usd / cached:.1%})")
         if shipped.kept.count < shipped.kept.total:
             lost.append(shape)
-        table = ["| strategy | $ | vs cached full history | agent $ / side calls $ | input tokens (units) | "
+        table = ["| strategy | $ | vs cached full history | agent $ / side calls $ | hit rate | input tokens (units) | "
                  "calls: agent / observer / reflector / curator | largest prompt | facts kept | rejected | wall s |",
-                 "|---|---|---|---|---|---|---|---|---|---|"]
+                 "|---|---|---|---|---|---|---|---|---|---|---|"]
         for r in rows:
             b = r.bill
             side = b.usd - b.usd_by_purpose["agent"]
             table.append(
                 f"| {r.strategy} | {b.usd:.4f} | {b.usd / cached:.1%} | {b.usd_by_purpose['agent']:.4f} / {side:.4f} | "
-                f"{b.input_units:,.0f} | {b.count('agent')} / {b.count('observer')} / {b.count('reflector')} / "
+                f"{b.hit_rate:.1%} | {b.input_units:,.0f} | {b.count('agent')} / {b.count('observer')} / {b.count('reflector')} / "
                 f"{b.count('curator')} | {b.largest_prompt:,} | {r.kept.cell()} | {b.rejected} | "
                 f"{r.seconds:.0f} |" if r.seconds else
                 f"| {r.strategy} | {b.usd:.4f} | {b.usd / cached:.1%} | {b.usd_by_purpose['agent']:.4f} / {side:.4f} | "
-                f"{b.input_units:,.0f} | {b.count('agent')} / 0 / 0 / 0 | {b.largest_prompt:,} | {r.kept.cell()} | "
+                f"{b.hit_rate:.1%} | {b.input_units:,.0f} | {b.count('agent')} / 0 / 0 / 0 | {b.largest_prompt:,} | {r.kept.cell()} | "
                 f"{b.rejected} | rebuilt |")
         parts.append(f"#### {shape} ({_turns(shape)} turns)\n\n" + "\n".join(table))
     target = _target(results.get(TARGET_SHAPE, []))

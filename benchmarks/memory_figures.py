@@ -6,12 +6,14 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from scribe.context.preview import OutputView
 from scribe.context.render import render, render_messages
 from scribe.log.events import (
     AssistantEvent,
     Event,
     ObservationEvent,
     ReflectionEvent,
+    SessionEvent,
     ToolResultEvent,
     UserEvent,
 )
@@ -101,7 +103,9 @@ def largest_turn(events: list[Event]) -> int:
     largest = 0
     for a, b in zip(starts, starts[1:], strict=False):
         turn = [e for e in events[a:b] if not isinstance(e, ObservationEvent | ReflectionEvent)]
-        messages = render_messages(turn, int(events[0].config.get("render_output_chars", 12_000)))  # type: ignore[attr-defined]
+        header = events[0]
+        assert isinstance(header, SessionEvent)
+        messages = render_messages(turn, OutputView.of(header.recorded))
         largest = max(largest, prompt_tokens({"messages": messages}))
     return largest
 

@@ -18,6 +18,7 @@ from scribe.agent.compression.compressor import Compressor
 from scribe.agent.session.session import Session
 from scribe.agent.session.start import open_session
 from scribe.context.checkpoint import checkpoint_path
+from scribe.context.preview import OutputView
 from scribe.context.render import render
 from scribe.context.tokens import TokenEstimator
 from scribe.fakeapi import FakeMessagesServer, Reply
@@ -82,7 +83,7 @@ def measure(sizes: tuple[int, ...] = (1_000, 10_000, 100_000)) -> dict[str, Any]
             session = open_session(SessionFile(path.stem, path, None, None))
             session.close()  # its events stay readable; the lock is not needed to read them
             events = list(session.events)
-            memory = Compressor(model=None, settings=Settings(), estimator=TokenEstimator(12_000))  # type: ignore[arg-type]
+            memory = Compressor(model=None, settings=Settings(), estimator=TokenEstimator(OutputView(Settings().preview_chars)))  # type: ignore[arg-type]
 
             def bookkeeping(session: Session = session, memory: Compressor = memory) -> None:
                 """Per call: context size, threshold and payback checks, render, estimate for calibration."""

@@ -64,7 +64,7 @@ class Row:
     def as_dict(self) -> dict[str, Any]:
         return {"strategy": self.strategy, "usd": round(self.bill.usd, 6),
                 "usd_by_purpose": {k: round(v, 6) for k, v in self.bill.usd_by_purpose.items()},
-                "input_units": round(self.bill.input_units, 1), "largest_prompt": self.bill.largest_prompt,
+                "input_units": round(self.bill.input_units, 1), "hit_rate": round(self.bill.hit_rate, 4), "largest_prompt": self.bill.largest_prompt,
                 "calls": {p: self.bill.count(p) for p in ("agent", "observer", "reflector", "curator")},
                 "facts_kept": self.kept.count, "facts_in_prompt": self.kept.in_prompt,
                 "facts_recalled": self.kept.recalled, "rejected": self.bill.rejected,

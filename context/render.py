@@ -18,9 +18,10 @@ it is given, and is a pure function of the log and that store. An image the sour
 is sent as a fixed line saying so (MISSING_IMAGE), never an error: the session goes on;
 `scribe log prompt` passes a source that refuses instead, since it promises the exact bytes.
 
-Tool outputs are shown up to `render_output_chars`, except those of turns that had ended when
-the latest observation chunk was made, shown up to `settled_output_chars` (see Settled): what
-a request shows of an event changes only when a chunk is added, which rewrites the tail anyway.
+A long tool output is shown as a preview of `preview_chars` (context/preview.py), or of
+`settled_output_chars` once its turn had ended when the latest observation chunk was made (see
+Settled): what a request shows of an event changes only when a chunk is added, which rewrites
+the tail anyway.
 """
 
 from __future__ import annotations
@@ -31,8 +32,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from scribe.context.chunks import ChunkIndex, tail_after
+from scribe.context.preview import UNSETTLED, OutputView, Settled
 from scribe.log.events import (
-    BEFORE_OUTPUT_CHARS,
     AssistantEvent,
     Block,
     Event,
@@ -57,7 +58,6 @@ CACHE_TTL_S = 300.0
 # requires messages to open with a user turn. Fixed text: it is part of the cached prefix.
 RESUME_NOTE = "(Earlier parts of this session are summarised in the observations above.)"
 INTERRUPTED = "[interrupted: this tool call did not finish; its result is unknown]"
-NO_OUTPUT = "(no output)"
 # Why an interrupt was recorded, when it was the person who stopped the request (Esc or Ctrl-C
 # in the REPL, Ctrl-C in `scribe run`; "interrupted" is the reason of logs that named none).
 PERSON_CANCELLED = ("cancelled by the user", "stopped by SIGINT", "interrupted")
@@ -173,7 +173,7 @@ def render(events: Sequence[Event], index: ChunkIndex | None = None, images: Ima
         system[-1]["cache_control"] = CACHE
 
     settled = Settled(index.settled_before, recorded.settled_output_chars)
-    messages = render_messages(index.shown(tail_after(events, observed_to)), recorded.render_output_chars, settled,
+    messages = render_messages(index.shown(tail_after(events, observed_to)), OutputView.of(recorded), settled,
                                images or NoImages())
     if not messages or messages[0]["role"] != "user":
         messages.insert(0, {"role": "user", "content": [{"type": "text", "text": RESUME_NOTE}]})
@@ -204,23 +204,7 @@ def chunk_text(chunk: ObservationEvent | ReflectionEvent) -> str:
     return f"<observations reflected=\"{chunk.seq}\">\n{chunk.text.strip()}\n</observations>"
 
 
-@dataclass(frozen=True)
-class Settled:
-    """Tool outputs before seq `before` had settled (their turn had ended) when the latest
-    observation or reflection was made; they are shown as head and tail of `chars`.
-
-    That chunk rewrote everything after it in the cache anyway, so shortening them then costs
-    nothing extra, and it holds until the next chunk: between chunks the bytes do not change.
-    Their turn is over, the observations say what they showed, and `recall` has them whole."""
-
-    before: int = -1
-    chars: int = BEFORE_OUTPUT_CHARS
-
-    def limit(self, event: ToolResultEvent, limit: int) -> int:
-        return min(limit, self.chars) if event.seq < self.before else limit
-
-
-def render_messages(events: Sequence[Event], output_chars: int, settled: Settled = Settled(),
+def render_messages(events: Sequence[Event], outputs: OutputView, settled: Settled = UNSETTLED,
                     images: ImageSource | None = None) -> list[dict[str, Any]]:
     """Raw events as alternating turns. A user turn collects, in order: the results of the
     previous assistant's tool calls (first, as the API requires, in call order; a call with no
@@ -256,10 +240,8 @@ def render_messages(events: Sequence[Event], output_chars: int, settled: Settled
         elif isinstance(event, ToolResultEvent):
             if event.tool_use_id in pending_ids and event.tool_use_id not in results:
                 turn.ran(event.tool_use_id)
-                # recall answers are bounded by recall itself; eliding one would hide what was asked for
-                limit = settled.limit(event, len(event.output) if event.tool == "recall" else output_chars)
-                text = elide(event.output, limit, event.seq) if event.output else NO_OUTPUT
-                results[event.tool_use_id] = _tool_result(event.tool_use_id, text, event.is_error, event.blocks)
+                results[event.tool_use_id] = _tool_result(event.tool_use_id, outputs.text(event, settled),
+                                                          event.is_error, event.blocks)
         elif isinstance(event, InterruptEvent):
             for tool_use_id in event.tool_use_ids:
                 if tool_use_id in pending_ids and tool_use_id not in results:
@@ -392,41 +374,6 @@ def undo_text(event: UndoEvent) -> str:
                      "removed")
     return (f"[the person undid your file changes of the turn at seq {event.turn} (/undo): "
             f"{'; '.join(parts) or 'no files changed'}]")
-
-
-def elide(text: str, limit: int, seq: int) -> str:
-    """Head and tail of a long output, with a line naming the event to `recall` for the rest."""
-    if len(text) <= limit:
-        return text
-    lines = text.splitlines(keepends=True)
-    head_budget, tail_budget = limit * 2 // 5, limit * 3 // 5
-    head: list[str] = []
-    used = 0
-    for line in lines:
-        if used + len(line) > head_budget:
-            break
-        head.append(line)
-        used += len(line)
-    tail: list[str] = []
-    used = 0
-    for line in reversed(lines[len(head):]):
-        if used + len(line) > tail_budget:
-            break
-        tail.append(line)
-        used += len(line)
-    tail.reverse()
-    if not head and not tail:  # one enormous line
-        head, tail = [text[:head_budget]], [text[-tail_budget:]]
-        hidden_lines = 0
-    else:
-        hidden_lines = len(lines) - len(head) - len(tail)
-    hidden_chars = len(text) - sum(map(len, head)) - sum(map(len, tail))
-    marker = (f"[… {hidden_lines} lines ({hidden_chars} characters) elided; "
-              f"recall(seq_from={seq}, seq_to={seq}) returns the whole output …]\n")
-    joined_head = "".join(head)
-    if joined_head and not joined_head.endswith("\n"):
-        joined_head += "\n"
-    return joined_head + marker + "".join(tail)
 
 
 def place_message_breakpoints(messages: list[dict[str, Any]]) -> None:

@@ -11,6 +11,7 @@ import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from scribe.context.preview import OutputView, Settled
 from scribe.log.events import (
     AssistantEvent,
     Event,
@@ -37,9 +38,9 @@ def estimate_text(text: str) -> int:
     return int(len(text) / CHARS_PER_TOKEN) + 1 if text else 0
 
 
-def event_tokens(event: Event, output_chars: int | None = None) -> int:
+def event_tokens(event: Event, shown: str | None = None) -> int:
     """Estimated tokens this event adds to a prompt when rendered raw (0 if it is not rendered).
-    With `output_chars`, a tool output counts only as much as the renderer shows of it."""
+    `shown`: what the renderer shows of a tool output (its preview), when not the output whole."""
     if isinstance(event, UserEvent):
         # An attached image is billed by its pixels (log/images.py), whatever its bytes.
         pictures = sum(ref.tokens + BLOCK_OVERHEAD for ref in image_refs(event.images)) if event.images else 0
@@ -48,7 +49,7 @@ def event_tokens(event: Event, output_chars: int | None = None) -> int:
         return sum(estimate_text(b.get("text") or json.dumps(b.get("input", b), ensure_ascii=False))
                    + BLOCK_OVERHEAD for b in event.content)
     if isinstance(event, ToolResultEvent):
-        size = len(event.output) if output_chars is None else min(len(event.output), output_chars + 120)
+        size = len(event.output if shown is None else shown)
         return int(size / CHARS_PER_TOKEN) + 1 + BLOCK_OVERHEAD + len(event.blocks) * BLOCK_TOKENS
     if isinstance(event, FileChangeEvent):
         return estimate_text(event.path) + estimate_text(event.dest or "") + 16
@@ -67,9 +68,10 @@ class TokenEstimator:
     """Per-session estimates: each event is estimated once (events never change), and the
     factor learnt from reported usage scales the sum."""
 
-    output_chars: int | None = None
+    # How the session shows tool outputs (its recorded config); None: whole.
+    outputs: OutputView | None = None
     factor: float = 1.0
-    # Tool outputs before this seq are rendered short (render.Settled), at most settled_chars.
+    # Tool outputs before this seq are rendered short (preview.Settled), at most settled_chars.
     # The Compressor copies it from the session's ChunkIndex before each estimate.
     settled_before: int = -1
     settled_chars: int = 12_000
@@ -86,14 +88,16 @@ class TokenEstimator:
             return self._shown(event)
         size = self._settled.get(event.seq)
         if size is None:
-            limit = min(self.output_chars or self.settled_chars, self.settled_chars)  # as Settled.limit
-            size = self._settled[event.seq] = event_tokens(event, limit)
+            outputs = self.outputs or OutputView(self.settled_chars)
+            shown = outputs.text(event, Settled(event.seq + 1, self.settled_chars))
+            size = self._settled[event.seq] = event_tokens(event, shown)
         return size
 
     def _shown(self, event: Event) -> int:
         size = self._cache.get(event.seq)
         if size is None:
-            size = self._cache[event.seq] = event_tokens(event, self.output_chars)
+            shown = self.outputs.text(event) if self.outputs and isinstance(event, ToolResultEvent) else None
+            size = self._cache[event.seq] = event_tokens(event, shown)
         return size
 
     def total(self, events: Iterable[Event]) -> int:

@@ -85,11 +85,15 @@ BEFORE_OUTPUT_CHARS = 12_000
 
 @dataclass(frozen=True)
 class RecordedConfig:
-    """The part of a session's recorded config that decides its requests, typed: render, the
-    token estimates and `!command` read these, and only these, so all three agree."""
+    """The part of a session's recorded config that decides its requests, typed: render and the
+    token estimates read these, and only these, so both agree."""
 
     model: str
     max_tokens: int
+    # A long tool output enters the prompt as a preview of this many characters (context/preview.py).
+    # None: a session recorded before previews, whose long outputs were shown as head and tail
+    # up to `render_output_chars`, and still are, so its requests rebuild byte for byte.
+    preview_chars: int | None
     render_output_chars: int
     # Outputs older than the last few turns are shown this short; a session recorded before the
     # setting existed shortens nothing.
@@ -98,9 +102,11 @@ class RecordedConfig:
     @classmethod
     def of(cls, config: Mapping[str, Any], model: str) -> RecordedConfig:
         output_chars = _whole(config.get("render_output_chars"), BEFORE_OUTPUT_CHARS)
+        preview = config.get("preview_chars")
         return cls(
             model=str(config.get("model") or model),
             max_tokens=_whole(config.get("max_tokens"), BEFORE_MAX_TOKENS),
+            preview_chars=None if preview is None else _whole(preview, BEFORE_OUTPUT_CHARS),
             render_output_chars=output_chars,
             settled_output_chars=_whole(config.get("settled_output_chars"), output_chars),
         )

@@ -30,7 +30,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from scribe.context.chunks import Chunk, ChunkIndex, tail_after
-from scribe.context.render import CACHE, ImageSource, Request, Settled, render, render_messages
+from scribe.context.preview import OutputView, Settled
+from scribe.context.render import CACHE, ImageSource, Request, render, render_messages
 from scribe.log.events import Event, SessionEvent, UserEvent
 from scribe.log.pricing import price_for
 
@@ -232,7 +233,7 @@ def stretch_messages(events: Sequence[Event], seq_to: int, index: ChunkIndex, ob
     assert isinstance(header, SessionEvent)
     recorded = header.recorded
     settled = Settled(index.settled_before, recorded.settled_output_chars)
-    messages = render_messages([e for e in raw if e.seq <= seq_to], recorded.render_output_chars, settled)
+    messages = render_messages([e for e in raw if e.seq <= seq_to], OutputView.of(recorded), settled)
     opens_mid_turn = not messages or messages[0]["role"] != "user"
     return len(messages) + (1 if opens_mid_turn else 0)
 

@@ -63,7 +63,9 @@ class Settings:
     compress_when_cold: bool = True
     reflect_on_payback: bool = True
     command_timeout_s: float = 120.0
-    render_output_chars: int = 12_000
+    # A longer tool output enters the prompt as a preview of this many characters (its head, and
+    # its tail where the end matters), saying how to `recall` the rest (context/preview.py).
+    preview_chars: int = 2_000
     settled_output_chars: int = 2_000
     output_cap_bytes: int = 1_000_000
     max_retries: int = 4
@@ -124,7 +126,7 @@ FIELDS = {f.name: f for f in dataclasses.fields(Settings)}
 LIMITS: dict[str, tuple[float, float | None]] = {
     "max_tokens": (1, None), "max_turns": (1, None), "observe_tokens": (500, None),
     "reflect_tokens": (500, None), "retention": (0.0, 0.9), "command_timeout_s": (0.1, None),
-    "render_output_chars": (200, None), "settled_output_chars": (200, None),
+    "preview_chars": (200, None), "settled_output_chars": (200, None),
     "output_cap_bytes": (1000, None), "max_retries": (0, None), "retry_backoff_s": (0.0, None),
     "request_timeout_s": (0.1, None), "notes_tokens": (0, None), "mcp_start_timeout_s": (0.1, None),
     "mcp_call_timeout_s": (0.1, None), "regex_timeout_s": (0.01, None), "context_tokens": (0, None),
@@ -134,6 +136,11 @@ LIMITS: dict[str, tuple[float, float | None]] = {
     "side_call_tokens": (1_500, 190_000), "side_call_max_tokens": (64, 32_000),
     "web_fetch_max_bytes": (1_000, 100_000_000), "web_fetch_timeout_s": (0.1, 600.0),
 }
+
+
+# Settings known by an earlier name, which config files and SCRIBE_* variables may still use:
+# the old name sets the new setting (naming both is refused).
+RENAMED: Mapping[str, str] = {"render_output_chars": "preview_chars"}
 
 
 # The REPL's own defaults: a person is there to answer, so it asks before edits and commands.
@@ -201,8 +208,7 @@ def explain_settings(workspace: Path, flags: Mapping[str, Any] | None = None,
         found = _settings_in(path, data)
         values.update(found)
         origin.update({name: str(path) for name in found})
-    for name in FIELDS:
-        variable = f"SCRIBE_{name.upper()}"
+    for name, variable in _variables():
         raw = environ.get(variable)
         if raw is not None and raw != "":
             values[name] = _from_environment(name, raw, variable)
@@ -225,13 +231,23 @@ def explain_settings(workspace: Path, flags: Mapping[str, Any] | None = None,
     return settings, origin
 
 
+def _variables() -> list[tuple[str, str]]:
+    """(setting, SCRIBE_* variable) for every setting, each earlier name's variable before the
+    current one's, so that the current one wins where both are set."""
+    old = [(new, f"SCRIBE_{name.upper()}") for name, new in RENAMED.items()]
+    return old + [(name, f"SCRIBE_{name.upper()}") for name in FIELDS]
+
+
 def _settings_in(path: Path, data: dict[str, Any]) -> dict[str, Any]:
     # [mcp.servers.NAME] tables are read by settings/mcp_servers.py, [prices.MODEL] by settings/prices.py,
     # [[hooks.EVENT]] by settings/hooks.py, [permissions] by settings/rules.py.
-    unknown = sorted(set(data) - set(FIELDS) - TABLES)
+    unknown = sorted(set(data) - set(FIELDS) - set(RENAMED) - TABLES)
     if unknown:
         raise ConfigError(f"{path}: unknown setting {', '.join(unknown)} (known: {', '.join(FIELDS)})")
-    return {k: _coerce(k, v, f"{path}: {k}") for k, v in data.items() if k not in TABLES}
+    both = sorted(old for old, new in RENAMED.items() if old in data and new in data)
+    if both:
+        raise ConfigError(f"{path}: {both[0]} is the earlier name of {RENAMED[both[0]]}; set one of them")
+    return {RENAMED.get(k, k): _coerce(RENAMED.get(k, k), v, f"{path}: {k}") for k, v in data.items() if k not in TABLES}
 
 
 TABLES = {"mcp", "prices", "hooks", "permissions"}

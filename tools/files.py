@@ -28,8 +28,10 @@ from scribe.workspace.atomic import WriteRefused, refuse_special, special_kind
 DEFAULT_LIMIT = 2000
 MAX_LINE_CHARS = 2000
 # Total characters one read returns, whatever the limit: 2000 very long lines would otherwise
-# flood the context. The "more lines" trailer tells the model where to continue.
-MAX_READ_CHARS = 250_000
+# flood the context. The "more lines" trailer tells the model where to continue. A read is
+# shown to the model whole, never as a preview (context/preview.py): it holds the exact lines an
+# edit is made from, so this is also what one read may add to the prompt (about 11k tokens).
+MAX_READ_CHARS = 40_000
 MAX_DIFF_LINES = 150
 
 

@@ -26,6 +26,9 @@ from scribe.tools.registry import run_tool
 from scribe.workspace.changes import ChangeSource
 
 COMMAND_TOOL = "run_command"
+# The most of a `!command`'s output the user event holds (head and tail): the person ran it to
+# show it, so it is not cut to a tool output's preview.
+PERSON_OUTPUT_CHARS = 12_000
 HEADER = "[the person ran this shell command in the workspace with `!` (you did not run it); its output follows]"
 
 
@@ -53,8 +56,7 @@ def run_shell(command: str, *, tools: Sequence[Tool], context: ToolContext, sess
             out = run_tool(list(tools), tool.name, args, context)
         except CommandInterrupted as stop:  # the person's Ctrl-C ends their command, not the session
             out = stop.output
-    limit = session.header.recorded.render_output_chars
-    text = f"{HEADER}\n$ {context.redact(command)}\n{head_and_tail(out.text, limit)}"
+    text = f"{HEADER}\n$ {context.redact(command)}\n{head_and_tail(out.text, PERSON_OUTPUT_CHARS)}"
     # `shell`: the command alone (what telemetry may export of it: never the output).
     event = session.append(UserEvent, text=text, shell=context.redact(command))
     if out.git_config:  # shown with the output; the log says it in its own event too

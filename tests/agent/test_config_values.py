@@ -89,3 +89,23 @@ def test_scribe_run_refuses_a_bad_value_in_one_line(workspace: Path, home: Path,
     ran = run_scribe(["run", "hi"], workspace, scribe_env("http://127.0.0.1:9", home, **setup))
     assert ran.code == 2
     assert ran.err.count("\n") == 1 and message in ran.err and "Traceback" not in ran.err
+
+
+def test_preview_chars_is_still_set_by_its_earlier_name(write_config, workspace: Path) -> None:  # type: ignore[no-untyped-def]
+    """A config or a variable that says render_output_chars meant how much of an output the
+    model sees; preview_chars is that setting now."""
+    write_config("render_output_chars = 5000")
+    assert load_settings(workspace, environ={}).preview_chars == 5000
+    assert load_settings(workspace, environ={"SCRIBE_PREVIEW_CHARS": "800"}).preview_chars == 800
+    path = write_config("render_output_chars = 100")
+    with pytest.raises(ConfigError) as caught:
+        load_settings(workspace, environ={})
+    assert str(caught.value) == f"{path}: render_output_chars: preview_chars must be at least 200, got 100"
+    path = write_config("render_output_chars = 5000\npreview_chars = 3000")
+    with pytest.raises(ConfigError) as caught:
+        load_settings(workspace, environ={})
+    assert str(caught.value) == f"{path}: render_output_chars is the earlier name of preview_chars; set one of them"
+    write_config("")
+    old = {"SCRIBE_RENDER_OUTPUT_CHARS": "700"}
+    assert load_settings(workspace, environ=old).preview_chars == 700
+    assert load_settings(workspace, environ=old | {"SCRIBE_PREVIEW_CHARS": "900"}).preview_chars == 900

@@ -88,7 +88,7 @@ def _events_before_call(events: list, n: int) -> int:  # type: ignore[type-arg]
     return [i for i, e in enumerate(events) if isinstance(e, AssistantEvent)][n]
 
 
-def test_a_huge_output_is_elided_in_the_prompt_and_kept_whole_in_the_log(workspace: Path, home: Path) -> None:
+def test_a_huge_output_is_a_preview_in_the_prompt_and_kept_whole_in_the_log(workspace: Path, home: Path) -> None:
     script = [Reply([tool_use_block("run_command", {"command": "seq 1 100000"})]), Reply.text("Counted.")]
     with FakeMessagesServer(script) as server:
         ran = run_scribe(["run", "-p", "full-auto", "count"], workspace, scribe_env(server.base_url, home))
@@ -96,8 +96,10 @@ def test_a_huge_output_is_elided_in_the_prompt_and_kept_whole_in_the_log(workspa
     result = [e for e in events_of(session_logs(workspace)[0]) if isinstance(e, ToolResultEvent)][0]
     assert result.output.splitlines()[-1] == "100000" and len(result.output.splitlines()) == 100000
     shown = server.requests[1].json["messages"][-1]["content"][0]["content"]
-    assert len(shown) < 13_000 and shown.startswith("1\n") and shown.rstrip().endswith("100000")
-    assert f"recall(seq_from={result.seq}, seq_to={result.seq})" in shown
+    note, first = shown.splitlines()[:2]
+    assert len(shown) < 2_500 and first == "1" and shown.rstrip().endswith("\n99999\n100000")
+    assert note.startswith("[run_command output: 100,000 lines, 588,895 characters; shown here: lines 1-")
+    assert f'recall {{"seq": {result.seq}, "lines": ' in note
 
 
 def test_continue_only_appends_and_keeps_the_prefix_byte_stable(workspace: Path, home: Path) -> None:

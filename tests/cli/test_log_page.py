@@ -110,7 +110,7 @@ def compressed(tmp_path_factory: pytest.TempPathFactory) -> Built:
         replies.append(Reply([text_block(f"Run {k}."), tool_use_block("run_command", {"command": _lines(LINES, k)})]))
         replies.append(Reply([text_block(f"Run **{k}** printed 300 lines:\n\n- first `run{k} line 1`\n- then more")]))
     replies[-2:-2] = [Reply([tool_use_block("run_command", {"command": "echo oops >&2; exit 3"})])]
-    settings = Settings(permission_mode="full-auto", observe_tokens=OBSERVE, reflect_tokens=60, render_output_chars=3000)
+    settings = Settings(permission_mode="full-auto", observe_tokens=OBSERVE, reflect_tokens=60, preview_chars=3000)
     with pytest.MonkeyPatch.context() as mp, FakeMessagesServer(Model(replies)) as server:
         mp.setenv("ANTHROPIC_BASE_URL", server.base_url)
         mp.setenv("ANTHROPIC_API_KEY", "sk-test")

@@ -125,10 +125,12 @@ def test_an_http_server_from_a_trusted_mcp_json(workspace: Path, home: Path) -> 
     assert "mcp__web__find_notes" in [t["name"] for t in requests[0]["tools"]]
     results = tool_results(requests[1]["messages"][-1])
     assert results[find["id"]]["content"] == "no note matches 'anything'" and "is_error" not in results[find["id"]]
-    # a large result is shown as head and tail with the pointer to recall the rest; the log keeps it whole
+    # a large result is shown as a preview of its head, saying how to recall the rest; the log keeps it whole
     shown = results[big["id"]]["content"]
-    assert shown.startswith("line 1 of the report\n") and shown.endswith("line 600 of the report")
-    assert "elided; recall(seq_from=" in shown and len(shown) < 12_500
+    note, first = shown.splitlines()[:2]
+    assert note.startswith("[mcp__web__big output: 600 lines, ") and first == "line 1 of the report"
+    assert shown.endswith(" not shown …]\n") and "line 600 of the report" not in shown
+    assert ' recall {"seq": ' in note and len(shown) < 2_500
     [kept] = [e for e in events_of(session_logs(workspace)[0]) if isinstance(e, ToolResultEvent) and "big" in e.tool]
     assert kept.output.count("\n") == 599
 

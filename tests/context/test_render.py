@@ -56,17 +56,17 @@ class LogBuilder:
     def user(self, text: str) -> None:
         self.add(UserEvent, text=text)
 
-    def tool_turn(self, outputs: list[str]) -> None:
+    def tool_turn(self, outputs: list[str], tool: str = "read_file") -> None:
         ids = []
         content: list[dict] = [{"type": "text", "text": "Let me look."}]
         for _ in outputs:
             self.n += 1
             ids.append(f"toolu_{self.n}")
-            content.append({"type": "tool_use", "id": ids[-1], "name": "read_file", "input": {"path": "a"}})
+            content.append({"type": "tool_use", "id": ids[-1], "name": tool, "input": {"path": "a"}})
         self.add(AssistantEvent, content=content, stop_reason="tool_use")
         self.add(UsageEvent, purpose="agent", model="m", input=1, cache_read=0, cache_write=0, output=1)
         for tool_use_id, output in zip(ids, outputs, strict=True):
-            self.add(ToolResultEvent, tool_use_id=tool_use_id, tool="read_file", output=output)
+            self.add(ToolResultEvent, tool_use_id=tool_use_id, tool=tool, output=output)
 
     def answer(self, text: str) -> None:
         self.add(AssistantEvent, content=[{"type": "text", "text": text}], stop_reason="end_turn")
@@ -283,10 +283,14 @@ def test_records_round_trip_and_keep_unknown_fields_and_types() -> None:
 
 # --- the property: render(L) is a prefix of render(L + E) -----------------------------------
 
+# Each kind of output a preview treats its own way: a command's keeps both ends, a page's its
+# head; a file read and a recall answer are shown whole until their turn settles.
+TOOL_NAMES = ["run_command", "read_file", "web_fetch", "mcp__notes__find", "recall"]
 actions = st.lists(
     st.one_of(
         st.tuples(st.just("user"), st.text(min_size=1, max_size=30).filter(str.strip)),
-        st.tuples(st.just("tools"), st.lists(st.text(max_size=200), min_size=1, max_size=3)),
+        st.tuples(st.just("tools"), st.tuples(st.sampled_from(TOOL_NAMES),
+                                              st.lists(st.text(max_size=400), min_size=1, max_size=3))),
         st.tuples(st.just("answer"), st.text(min_size=1, max_size=30)),
         st.tuples(st.just("change"), st.sampled_from(["a.py", "b/c.txt"])),
         st.tuples(st.just("usage"), st.none()),
@@ -297,9 +301,14 @@ actions = st.lists(
 )
 
 
-def build(steps: list) -> LogBuilder:  # type: ignore[type-arg]
-    # Settled outputs shorter than the rest, so a chunk changes what render shows of them.
-    log = LogBuilder(render_output_chars=120, settled_output_chars=5)
+# Settled outputs shorter than the rest, so a chunk changes what render shows of them: a session
+# with previews, and one recorded before them.
+CONFIGS = [{"preview_chars": 150, "settled_output_chars": 60}, {"render_output_chars": 120, "settled_output_chars": 5}]
+configs = st.sampled_from(CONFIGS)
+
+
+def build(steps: list, config: dict[str, int] = CONFIGS[0]) -> LogBuilder:  # type: ignore[type-arg]
+    log = LogBuilder(**config)
     log.user("start")
     return grow(log, steps)
 
@@ -309,7 +318,7 @@ def grow(log: LogBuilder, steps: list) -> LogBuilder:  # type: ignore[type-arg]
         if kind == "user":
             log.user(arg)
         elif kind == "tools":
-            log.tool_turn(arg)
+            log.tool_turn(arg[1], arg[0])
         elif kind == "answer":
             log.answer(arg)
         elif kind == "change":
@@ -328,9 +337,9 @@ def grow(log: LogBuilder, steps: list) -> LogBuilder:  # type: ignore[type-arg]
 
 
 @settings(max_examples=300, deadline=None)
-@given(actions, st.integers(min_value=0, max_value=25))
-def test_render_is_a_prefix_of_render_after_appending(steps: list, cut: int) -> None:  # type: ignore[type-arg]
-    full = build(steps).events
+@given(actions, st.integers(min_value=0, max_value=25), configs)
+def test_render_is_a_prefix_of_render_after_appending(steps: list, cut: int, config: dict[str, int]) -> None:  # type: ignore[type-arg]
+    full = build(steps, config).events
     # Calls happen once the first user message exists: cut at or after it.
     cut = max(1, min(cut, len(full) - 1))
     before = full[: cut + 1]
@@ -347,11 +356,12 @@ def test_render_is_a_prefix_of_render_after_appending(steps: list, cut: int) -> 
 
 
 @settings(max_examples=150, deadline=None)
-@given(actions, st.lists(st.integers(min_value=0, max_value=3), max_size=12))
-def test_incremental_chunk_index_matches_a_fresh_scan(steps: list, compressions: list[int]) -> None:  # type: ignore[type-arg]
+@given(actions, st.lists(st.integers(min_value=0, max_value=3), max_size=12), configs)
+def test_incremental_chunk_index_matches_a_fresh_scan(steps: list, compressions: list[int],  # type: ignore[type-arg]
+                                                      config: dict[str, int]) -> None:
     """Observations and reflections appended at any point: the index kept across calls always
     agrees with a fresh scan, and render with it equals render without."""
-    log = build(steps)
+    log = build(steps, config)
     observed_to = 0
     chunk_seqs: list[int] = []
     for kind in compressions:
@@ -376,10 +386,10 @@ def test_incremental_chunk_index_matches_a_fresh_scan(steps: list, compressions:
 
 
 @settings(max_examples=150, deadline=None)
-@given(actions, st.integers(min_value=0, max_value=25), actions)
+@given(actions, st.integers(min_value=0, max_value=25), actions, configs)
 def test_after_a_chunk_the_request_stays_a_prefix_as_raw_events_are_appended(
-        before_chunk: list, cut: int, after_chunk: list) -> None:  # type: ignore[type-arg]
-    log = build(before_chunk)  # tool turns come with their results: no call is left open
+        before_chunk: list, cut: int, after_chunk: list, config: dict[str, int]) -> None:  # type: ignore[type-arg]
+    log = build(before_chunk, config)  # tool turns come with their results: no call is left open
     # As the agent makes one: at a turn start, after the user's message, covering older events.
     log.user("next")
     log.add(ObservationEvent, text="🔴 observed", seq_from=1, seq_to=max(1, len(log.events) // 3), tokens=3,

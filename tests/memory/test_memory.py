@@ -13,8 +13,9 @@ from helpers import agent_for
 from scribe.agent.protocol import Compressed, TurnEnded
 from scribe.agent.session.session import Session
 from scribe.agent.session.start import open_session, start_session
+from scribe.context.preview import OutputView, Settled
 from scribe.context.render import prefix_blocks, render
-from scribe.context.tokens import TokenEstimator
+from scribe.context.tokens import TokenEstimator, event_tokens
 from scribe.fakeapi import FakeMessagesServer, Reply, text_block, tool_use_block
 from scribe.log.events import (
     AssistantEvent,
@@ -86,11 +87,15 @@ def test_an_observation_in_the_raw_tail_does_not_count_toward_the_retention_floo
 
 
 def test_a_settled_output_is_estimated_at_the_size_render_shows_it() -> None:
-    est = TokenEstimator(output_chars=6000, settled_chars=500)
+    outputs = OutputView(6000)
+    est = TokenEstimator(outputs, settled_chars=500)
     output = ev(ToolResultEvent, 5, tool_use_id="t", tool="run_command", output="row\n" * 5000)
+    assert isinstance(output, ToolResultEvent)
     shown = est.of(output)
+    assert shown == event_tokens(output, outputs.text(output))  # its preview, as render shows it
     est.settled_before = 9  # a chunk was made after the turn of seq 5 ended
     settled = est.of(output)
+    assert settled == event_tokens(output, outputs.text(output, Settled(9, 500)))
     assert 120 < settled < 250 and shown > 1500, (settled, shown)
     est.settled_before = 5  # seq 5 is in the current turn: shown as before
     assert est.of(output) == shown
@@ -184,7 +189,7 @@ def command_turns(n: int) -> list[Reply]:
     return script
 
 
-SMALL = dict(permission_mode="full-auto", observe_tokens=3000, reflect_tokens=1200, render_output_chars=3000)
+SMALL = dict(permission_mode="full-auto", observe_tokens=3000, reflect_tokens=1200, preview_chars=3000)
 
 
 def test_observer_and_reflector_run_keep_the_cache_prefix_and_the_log_append_only(
@@ -346,7 +351,7 @@ def test_scribe_reflect_from_the_shell_with_thresholds_from_the_environment(work
         # The observer named: on a server that is not Anthropic's host the default is the agent's
         # model, whose cached prefix this Model does not answer observer calls through.
         env = scribe_env(server.base_url, tmp_path, SCRIBE_OBSERVE_TOKENS="2000", SCRIBE_REFLECT_TOKENS="50000",
-                         SCRIBE_RENDER_OUTPUT_CHARS="3000", SCRIBE_OBSERVER_MODEL=DEFAULT_OBSERVER_MODEL)
+                         SCRIBE_PREVIEW_CHARS="3000", SCRIBE_OBSERVER_MODEL=DEFAULT_OBSERVER_MODEL)
         for k in range(2):
             args = ["run", "-p", "full-auto", f"do run {k}"]
             assert run_scribe(args if k == 0 else ["run", "-c", *args[1:]], workspace, env).code == 0
