@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 import threading
 import weakref
-from collections.abc import Generator
+from collections.abc import Callable, Generator, Iterable
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -51,7 +51,9 @@ from scribe.context.preview import OutputView
 from scribe.context.tokens import TokenEstimator
 from scribe.log.codec import to_record
 from scribe.log.events import ModeEvent
+from scribe.log.jsonl import LogError, read_first_record, read_log
 from scribe.log.pricing import PriceBook
+from scribe.log.seal import authenticate_file
 from scribe.log.store import SessionFile
 from scribe.model.client import ModelClient
 from scribe.model.events import Notice
@@ -280,6 +282,7 @@ class Opened:
             command_timeout_s=settings.command_timeout_s,
             output_cap_bytes=settings.output_cap_bytes,
             read_log=lambda: (to_record(e) for e in session.events),
+            read_child_log=lambda child: child_log(self.workspace, session.id, child),
             seen_hashes=dict(session.digest.seen),
             protection=protection,
             regex_timeout_s=settings.regex_timeout_s,
@@ -408,6 +411,20 @@ def _settings(workspace: Path, config: AgentConfig, files: ConfigFiles) -> Setti
     if settings.permission_mode == PermissionMode.ASK and not config.answers:
         return replace(settings, permission_mode=HEADLESS_FOR_ASK)
     return settings
+
+
+def child_log(workspace: Path, parent: str, child: str) -> Callable[[], Iterable[dict[str, Any]]] | None:
+    """A sub-agent's log to read (recall's `session`), when `child` names one of `parent`'s:
+    its first line names `parent` as the session that started it, and its seal holds."""
+    try:
+        found = store_for(workspace).find(child, workspace)
+    except LogError:
+        return None
+    header = read_first_record(found.path) or {}
+    named = header.get("parent")
+    if not isinstance(named, dict) or named.get("session") != parent or not authenticate_file(found.path).ok:
+        return None
+    return lambda: (to_record(event) for event in read_log(found.path).events)
 
 
 def recorded_mode(session: Session) -> str:

@@ -91,6 +91,9 @@ class ToolContext:
     scribe_folders: tuple[Path, ...] = ()
     # Where the session keeps the images attached to its messages (log/attachments.py), for recall.
     images: Path | None = None
+    # A sub-agent's log, by its session id, as `read_log` gives this session's; None when the id
+    # is not a sub-agent of this session (recall's `session`).
+    read_child_log: Callable[[str], Callable[[], Iterable[dict[str, Any]]] | None] | None = None
     # Set when the person (or a program) cancels what runs now: a tool that waits checks it
     # between its waits and stops as a Ctrl-C would stop it (`stop_if_cancelled`).
     cancelled: threading.Event | None = None

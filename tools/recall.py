@@ -11,6 +11,7 @@ lines as `str.splitlines` cuts them, numbered from 1: the numbering a preview gi
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections.abc import Iterable
@@ -37,7 +38,7 @@ class Recall:
         "Read this session's log back exactly. seq and lines (\"1500-1600\"): those lines of one "
         "event (a preview names its seq). seq and query: its matching lines, with context. seq, or "
         "seq_from/seq_to: events whole. query alone (regex, or words that must all appear): matching lines "
-        "in the log."
+        "in the log. session: a sub-agent's log instead (its task result names it)."
     )
     input_schema: dict[str, Any] = {
         "type": "object",
@@ -47,6 +48,7 @@ class Recall:
             "lines": {"type": "string"},
             "seq_from": {"type": "integer", "minimum": 0, "description": "First seq of a range."},
             "seq_to": {"type": "integer", "minimum": 0, "description": "Last seq (inclusive)."},
+            "session": {"type": "string"},
         },
         "required": [],
         "additionalProperties": False,
@@ -65,6 +67,8 @@ class Recall:
     def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         if ctx.read_log is None:
             raise ToolError("recall is not available: this session has no log")
+        if args.get("session"):
+            ctx = _child(ctx, str(args["session"]))
         query, lo, hi = args.get("query"), args.get("seq_from"), args.get("seq_to")
         seq, lines = args.get("seq"), args.get("lines")
         if seq is not None:
@@ -92,6 +96,14 @@ class Recall:
         if isinstance(matcher, BoundedPattern) and matcher.cut:
             found += f"\n… {cut_note(matcher.cut)}"
         return ToolOutput(_bounded(found))
+
+
+def _child(ctx: ToolContext, session: str) -> ToolContext:
+    """The context with a sub-agent's log to read in place of this session's."""
+    reader = ctx.read_child_log(session) if ctx.read_child_log is not None else None
+    if reader is None:
+        raise ToolError(f"no sub-agent session {session!r} of this session: give the id a task result names")
+    return dataclasses.replace(ctx, read_log=reader)
 
 
 def _event(ctx: ToolContext, seq: int) -> dict[str, Any]:

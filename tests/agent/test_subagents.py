@@ -182,3 +182,37 @@ def test_a_cancel_reaches_the_children_and_each_says_it_was_cancelled(
         assert any(isinstance(e, InterruptEvent) for e in child_events)
         assert any(isinstance(e, ToolResultEvent) and e.tool == "read_file" for e in child_events)
     assert any(isinstance(e, InterruptEvent) for e in events)
+
+
+def test_the_parent_reads_a_childs_log_back_with_recall(files: Path, home: Path) -> None:
+    """A child that stopped says where its log is; `recall` with its session reads it back, and
+    refuses a session that is not one of this session's sub-agents."""
+    import re
+
+    def cut(which: str) -> Any:
+        return Reply([text_block(f"{which} begins with alph")], stop_reason="max_tokens")
+
+    class Recalling(Model):
+        def __call__(self, request: dict[str, Any]) -> Any:
+            if is_child(request):
+                return super().__call__(request)
+            last = request["messages"][-1]["content"]
+            results = [b for b in last if b.get("type") == "tool_result"]
+            if results and "session" in str(results[0].get("content")):
+                child = re.search(r"session (\d{8}-\d{6}-[0-9a-f]+)", str(results[0]["content"]))
+                assert child is not None
+                return Reply([tool_use_block("recall", {"session": child.group(1), "query": "read_file"}),
+                              tool_use_block("recall", {"session": "20000101-000000-abcdef", "query": "x"})])
+            if results:
+                return Reply.text("Read its log.")
+            return super().__call__(request)
+
+    with FakeMessagesServer(Recalling(cut)) as server:
+        ran = run_scribe(["run", "-o", "json", "read both files with sub-agents"], files,
+                         scribe_env(server.base_url, home))
+    assert ran.code == 0, ran.err
+    results = [e for e in events_of(SessionStore(files / ".scribe").find(ran.json()["session_id"], files).path)
+               if isinstance(e, ToolResultEvent) and e.tool == "recall"]
+    assert len(results) == 2
+    assert "read_file" in results[0].output and not results[0].is_error
+    assert results[1].is_error and "no sub-agent session" in results[1].output
