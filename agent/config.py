@@ -77,7 +77,8 @@ class AgentConfig:
     rules: tuple[Rule, ...] = ()
     # A sub-agent's: its parent and kind (its tools a subset of the parent's, its mode never wider).
     child: ChildOf | None = None
-    # Permission rules given on the command line (--allowed-tools, --disallowed-tools).
-    rules: tuple[Rule, ...] = ()
-    # A sub-agent's: its parent and kind (its tools a subset of the parent's, its mode never wider).
-    child: ChildOf | None = None
+    # What a session ends with still to do (its memory's compression, the notes' curation) is
+    # done after it, by a process of its own or before scribe exits (agent/finishing/): the
+    # front ends a person runs (`scribe run`, the REPL). Headless, it is never done before a call
+    # that does not need it.
+    finish_after: bool = False

@@ -188,7 +188,8 @@ class Agent:
                 self.finish_ahead()
                 self._session_end("exit")
             lines = self._opened.close()
-        self._ended = Ended(session_id, tuple(lines))
+        left = tuple(self._opened.left) if self._opened is not None else ()
+        self._ended = Ended(session_id, tuple(lines), left)
         return self._ended
 
     def __enter__(self) -> Agent:
@@ -378,7 +379,8 @@ class Agent:
     def _curate(self) -> Work:
         yield CurationStarted(earlier=False)
         try:
-            outcome = curate(self.session, self.opened.client, self.opened.settings, notes_path(self.opened.workspace))
+            outcome = curate(self.session, self.opened.client, self.opened.settings, notes_path(self.opened.workspace),
+                            asked=True)
         except KeyboardInterrupt:
             yield CurationEnded(skipped=True)
             return

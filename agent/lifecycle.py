@@ -1,42 +1,20 @@
 """A session's life around its turns, as events a front end shows (agent/protocol.py, run through
 agent/driver.py): the greeting once a front end runs in a session (with a note of each later
-session a continuation skipped), a switch of model, and a curation the person asked for
-(`/notes curate`). Which session to run in, and the agent for it, are
-agent/opening.py's; the curation nobody asked for runs in the background
-(agent/curation/background.py); the MCP servers' start is agent/mcptools.py's.
-
-`skippable`: a person is there, and a Ctrl-C skips a wait. Without one (a headless run) a
-KeyboardInterrupt is a signal that ends scribe, and it goes on up."""
+session a continuation skipped) and a switch of model. Which session to run in, and the agent for
+it, are agent/opening.py's; curation is agent/curation/'s; the MCP servers' start is
+agent/mcptools.py's."""
 
 from __future__ import annotations
 
-from collections.abc import Generator
 from pathlib import Path
 
-from scribe.agent.curation.curator import curate
 from scribe.agent.mcptools import start_notes
-from scribe.agent.protocol import Curated, CurationEnded, CurationStarted, LifeEvent, SessionOpened
+from scribe.agent.protocol import SessionOpened
 from scribe.agent.session.session import Session
 from scribe.context.render import current_model
 from scribe.log.events import ModelSwitchEvent
 from scribe.log.store import SessionFile
-from scribe.model.client import ModelClient
-from scribe.settings.values import PermissionMode, Settings
-
-
-def curating(session: Session, model: ModelClient, settings: Settings, notes: Path, *,
-             skippable: bool = False) -> Generator[LifeEvent, None, None]:
-    """What `session` taught merged into the project notes at `notes` now (agent/curation/curator.py)."""
-    yield CurationStarted(earlier=False)
-    try:
-        outcome = curate(session, model, settings, notes)
-    except KeyboardInterrupt:
-        if not skippable:
-            raise
-        yield CurationEnded(skipped=True)
-        return
-    yield Curated(outcome.message, outcome.noteworthy)
-    yield CurationEnded()
+from scribe.settings.values import PermissionMode
 
 
 def greeting(session: Session, mode: PermissionMode, *, resumed: bool) -> SessionOpened:

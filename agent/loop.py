@@ -101,6 +101,9 @@ class TurnLoop:
     # A person waits on each call (the REPL): a compression the window does not need is started
     # in the background as the call goes ahead, instead of before it (agent/compression/ahead.py).
     compress_off_path: bool = False
+    # Nobody waits between turns, and what the session leaves is compressed after it
+    # (agent/finishing/): a compression the window does not need is not made before a call.
+    compress_after: bool = False
     # The configured hooks (settings/hooks.py), run by agent/hooks/runner.py at their points of a turn.
     hooks: Hooks = NO_HOOKS
     # Set when what runs is cancelled (agent/core.py): every wait of the turn looks at it.
@@ -224,8 +227,19 @@ class TurnLoop:
 
     def _compress(self) -> Generator[AgentEvent, None, None]:
         """What memory compresses before a call: now, or, where a person waits and the request
-        fits the window anyway, in the background while the call goes ahead."""
+        fits the window anyway, in the background while the call goes ahead; headless, where it
+        fits, nothing: it is compressed after the run (agent/finishing/), and a compression the
+        window needs says what the call waits for, and for how long."""
         assert self.memory is not None
+        if self.compress_after:
+            if self.memory.fits(self.session):
+                return
+            yield Notice("memory: this request does not fit the context window as it is; compressing first")
+            started = time.monotonic()
+            yield from self.run_hooks("pre_compact", {"trigger": "auto", "custom_instructions": ""})
+            yield from self.memory.before_call(self.session)
+            yield Notice(f"memory: compressed in {time.monotonic() - started:.1f} s; the request goes ahead")
+            return
         if self.compress_off_path and self.memory.fits(self.session):
             if self.memory.due(self.session):
                 yield from self.run_hooks("pre_compact", {"trigger": "auto", "custom_instructions": ""})

@@ -6,12 +6,15 @@ yields (TrustRequested, ServersToConfirm), answered by the submission the front 
                           prices, the model client, the MCP servers, the hooks, telemetry
     Opened.open(choice) -> the session (new or continued) and its turn loop (tools, permissions,
                           watcher, compressor, hooks), the context window learned from the server
-    Opened.close()    ->  the loop (its watcher), the session (checkpoint, lock), the curation in
-                          the background, the MCP servers, in that order
+    Opened.close()    ->  the loop (its watcher), the session (checkpoint, lock, what it leaves
+                          to do after it: `left`), the curation in the background, the MCP
+                          servers, in that order
 
-Earlier sessions are curated into the project notes in the background (agent/curation/) as a new
-session is prepared; a person never waits for it (what it adds reaches the next session). The
-REPL switches sessions (`/clear`, `/resume`) inside one opening: the servers and client stay.
+For a person, earlier sessions are curated into the project notes in the background
+(agent/curation/) as a new session is prepared; they never wait for it (what it adds reaches the
+next session). What a session of `scribe run` or the REPL ends with still to do is handed on to
+be done after it (agent/finishing/). The REPL switches sessions (`/clear`, `/resume`) inside one
+opening: the servers and client stay.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from scribe.agent.builtins import new_session_tools, session_builtins
 from scribe.agent.compression.compressor import Compressor
 from scribe.agent.config import AgentConfig, ChildOf, SessionChoice
 from scribe.agent.curation.background import BackgroundCuration, uncurated
+from scribe.agent.finishing.handover import Handover, take_back
 from scribe.agent.lifecycle import greeting, skipped_note, switch_model
 from scribe.agent.loop import TurnLoop
 from scribe.agent.mcptools import allowed_without_asking, open_hub, pinned_servers, pinning, session_tools
@@ -51,10 +55,11 @@ from scribe.context.preview import OutputView
 from scribe.context.tokens import TokenEstimator
 from scribe.log.codec import to_record
 from scribe.log.events import ModeEvent
-from scribe.log.jsonl import LogError, read_first_record, read_log
+from scribe.log.jsonl import LogError, SessionLocked, read_first_record, read_log
 from scribe.log.pricing import PriceBook
 from scribe.log.seal import authenticate_file
 from scribe.log.store import SessionFile
+from scribe.memory.notes import teaches
 from scribe.model.client import ModelClient
 from scribe.model.events import Notice
 from scribe.model.window import PROBE_TIMEOUT_S, anthropic_url, read_props
@@ -117,6 +122,14 @@ class Opened:
         # from the start-up).
         self._curate_later = config.person
         self._loop: TurnLoop | None = None
+        # Where the current session stood when it was opened (its events then), and whether it was
+        # taken back from a finisher still at it: what it ends with still to do is worked out from
+        # these (`end`).
+        self._opened_with = 0
+        self._taken_back = False
+        # What the sessions this opening ended left to do, for the front end to hand on
+        # (agent/finishing/); only where `config.finish_after`.
+        self.left: list[Handover] = []
         # Set by the core when what runs is to stop (agent/core.py): shared by every wait of every
         # session this opening runs.
         self.cancelled = cancelled or threading.Event()
@@ -152,6 +165,7 @@ class Opened:
             session.close()
             raise
         self._loop = loop
+        self._opened_with = len(session.events)
         mode = loop.policy.mode
         if mode == PermissionMode.PLAN and recorded_mode(session) != mode:
             # Planning from the start: the model is told, as it is when the mode changes later.
@@ -170,13 +184,27 @@ class Opened:
         return self._loop
 
     def end(self) -> None:
-        """The current session ends (nothing is curated now: the next new session curates it)."""
+        """The current session ends; what it leaves to do is kept in `left` (where the front end
+        hands it on)."""
         loop, self._loop = self._loop, None
         if loop is not None:
             try:
                 loop.close()  # stops its file watcher
+                if self.config.finish_after and self.config.child is None:
+                    self._leave(loop)
             finally:
                 loop.session.close()
+
+    def _leave(self, loop: TurnLoop) -> None:
+        """Keep what the session ends with still to do: its memory compressed as between turns,
+        and the notes curated from it when what it said since it was opened teaches something
+        (or a finisher was stopped to open it, and may have left a curation)."""
+        session, memory = loop.session, loop.memory
+        compress = memory is not None and memory.due(session, ahead=True)
+        taught = any(teaches(event) for event in session.events[self._opened_with:])
+        curate = self.settings.curate_notes and (taught or self._taken_back)
+        if compress or curate:
+            self.left.append(Handover(self.workspace, session.id, self.settings.recorded(), compress, curate))
 
     def set_mode(self, mode: PermissionMode) -> None:
         """The permission mode, for this session and the next ones of this opening; the change is
@@ -223,32 +251,40 @@ class Opened:
         else:
             continuation = store.to_continue(self.workspace)
             found, skipped = continuation.found, continuation.skipped
-        session = open_session(found)
+        self._taken_back = False
+        try:
+            session = open_session(found)
+        except SessionLocked:
+            # A finisher still compressing or curating it after an earlier run gives way to the
+            # person's next one: what it was doing is done again after this run.
+            if not (self.config.finish_after and take_back(found.path)):
+                raise
+            session = open_session(found)
+            self._taken_back = True
         session.notices += [skipped_note(s) for s in skipped]
         if choice.model:
             switch_model(session, choice.model)
         return session
 
     def _new(self, protection: Protection) -> Generator[LifeEvent | Notice, Any, Session]:
-        """A new session. Its MCP servers start and the earlier sessions are curated in the
-        background meanwhile. A headless run waits for that curation, so its instructions take
-        every earlier fact; a person does not (the session starts with the notes as they are, the
-        curation goes on in the background, and what it adds reaches the next session). Then it
-        waits for the servers at most `mcp_start_timeout_s` and pins what they offer. A
-        sub-agent's session does none of that: its tools are the ones its parent gave it."""
+        """A new session. Its MCP servers start and, for a person, the earlier sessions are
+        curated in the background meanwhile (the session starts with the notes as they are, and
+        what the curation adds reaches the next session; a headless run's sessions are curated
+        after it ends). Then it waits for the servers at most `mcp_start_timeout_s` and pins what
+        they offer. A sub-agent's session does none of that: its tools are the ones its parent
+        gave it."""
         config = self.config
         if config.child is not None:
             return self._new_child(config.child, protection)
         if config.turns and self.hub is not None:
             self.hub.start()
-        if self.curation is None or not self.curation.running:
+        if config.person and (self.curation is None or not self.curation.running):
+            # The REPL says what it did at a later prompt. A headless run curates nothing on its
+            # way: what its sessions teach is curated after them (agent/finishing/).
             self.curation = BackgroundCuration(self.workspace, self.settings, self.client,
                                                uncurated(self.workspace, self.settings))
             if not self._curate_later:
                 self.curation.start()
-        if not config.person:  # the REPL says what the curation did at a later prompt
-            self.curation.wait()
-            yield from self.curated()
         mcp_definitions: list[dict[str, Any]] = []
         record: list[dict[str, Any]] = []
         if config.turns and self.hub is not None and self.hub.specs:
@@ -322,6 +358,7 @@ class Opened:
                        if self.children is not None and any(t.name == TASK for t in tools) else None),
             # A person waits on each call: compression the window does not need goes on beside it.
             compress_off_path=config.person and settings.observe_ahead != "never",
+            compress_after=config.finish_after and not config.person,
         )
         if watcher is not None:
             weakref.finalize(loop, watcher.stop)

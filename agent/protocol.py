@@ -23,6 +23,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any, Literal
 
+from scribe.agent.finishing.handover import Handover
 from scribe.log.events import AssistantEvent, ToolResultEvent, UsageEvent
 from scribe.model.events import Notice, Retrying, TextDelta, TextWithdrawn, Waiting
 from scribe.settings.rules import Rule
@@ -413,6 +414,8 @@ class Ended:
 
     session_id: str | None
     lines: tuple[str, ...] = field(default=())  # what the teardown had to say (telemetry that could not export)
+    # What its sessions left to do after them (agent/finishing/): the front end hands it on.
+    left: tuple[Handover, ...] = field(default=())
 
 
 LifeEvent = (TrustRequested | ServersToConfirm | CurationStarted | Curated | CurationEnded | ServersStarting

@@ -18,6 +18,7 @@ import typer
 from scribe.agent import driver
 from scribe.agent.protocol import (
     CommitFailed,
+    Compressed,
     Curated,
     Event,
     Notice,
@@ -30,6 +31,7 @@ from scribe.log.figures import Pricer
 from scribe.settings.values import PERMISSION_MODES, PermissionMode
 
 from .app import ALLOWED_HELP, DISALLOWED_HELP
+from .compressed import compressed_line
 from .exits import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_MAX_TURNS, EXIT_OK, cli_errors, fail, warn
 from .headless import StreamJson, TextSink, TurnFigures
 from .rule_flags import rules_of
@@ -103,6 +105,7 @@ def run(
     from scribe.agent.actions.attach import image_files
     from scribe.agent.config import AgentConfig, Overrides, SessionChoice
     from scribe.agent.core import Agent
+    from scribe.agent.finishing.finisher import hand_over
     from scribe.model.client import preload_sdk
 
     conversing = input_format is InputFormat.stream_json
@@ -129,7 +132,7 @@ def run(
         config = AgentConfig(Path.cwd(), SessionChoice(continue_, session, model),
                              Overrides(permission_mode=mode, model=model, max_turns=max_turns, auto_commit=auto_commit),
                              trust_workspace=trust_workspace, answers=conversing,
-                             rules=rules_of(allowed_tools, disallowed_tools))
+                             rules=rules_of(allowed_tools, disallowed_tools), finish_after=True)
         agent = Agent(config)
         said.agent = agent
         try:
@@ -138,8 +141,13 @@ def run(
             else:
                 code = _one_turn(agent, UserMessage(text, tuple(images)), output, said)
         finally:
-            for line in agent.close().lines:
+            ended = agent.close()
+            for line in ended.lines:
                 warn(line)
+        # After the answer: what the session left is handed on to a finisher (or, with
+        # housekeeping = "inline", done now, saying so with the seconds it took).
+        for done in hand_over(ended.left):
+            said.housekeeping(done)
         ending.raise_if_received()  # a signal ended the turn: scribe ends now, saying so
         raise typer.Exit(code)
 
@@ -280,6 +288,17 @@ class RunLines:
             for line in event.mcp:
                 print(f"scribe: {visible(line)}", file=sys.stderr)
         elif self.before_session(event):
+            print(f"scribe: {visible(event.text)}", file=sys.stderr)
+
+    def housekeeping(self, event: Event) -> None:
+        """What was done after the answer, before exiting (housekeeping = "inline"): on stderr,
+        whatever the output (the answer is out, and the JSON outputs are written)."""
+        if isinstance(event, Compressed):
+            print(f"scribe: {visible(compressed_line(event))}", file=sys.stderr)
+        elif isinstance(event, Curated):
+            if event.noteworthy:
+                print(f"scribe: {visible(event.text)}", file=sys.stderr)
+        elif isinstance(event, Notice):
             print(f"scribe: {visible(event.text)}", file=sys.stderr)
 
     def before_session(self, event: Event) -> bool:

@@ -40,6 +40,8 @@ class SessionFile:
     damaged: str | None = None
     # When the file was last written, for ordering a log whose lines say nothing readable.
     mtime: float = 0.0
+    # The session whose task call started it (a sub-agent's), or None.
+    parent: str | None = None
 
     @property
     def empty(self) -> bool:
@@ -172,9 +174,12 @@ def describe(path: Path) -> SessionFile:
         mtime = path.stat().st_mtime
     except OSError:
         mtime = 0.0
+    parent = record.get("parent")
+    parent_id = parent.get("session") if isinstance(parent, dict) else None
     return SessionFile(path.stem, path, cwd if isinstance(cwd, str) else None,
                        created if isinstance(created, str) else None,
-                       activity=last_activity(path), damaged=header_problem(first), mtime=mtime)
+                       activity=last_activity(path), damaged=header_problem(first), mtime=mtime,
+                       parent=parent_id if isinstance(parent_id, str) else None)
 
 
 def header_problem(first: dict[str, Any] | None) -> str | None:
@@ -197,10 +202,19 @@ _TAIL_CHUNK = 64 * 1024
 _LINES_LOOKED_AT = 32
 
 
+# What memory's housekeeping appends (a compression, a curation: agent/finishing/ makes them after
+# a run, and the curation of a session may come after later sessions): not the session's activity,
+# or `scribe run -c` would continue the session curated last instead of the one worked in last.
+_HOUSEKEEPING_TYPES = (b"notes", b"observation", b"reflection")
+_HOUSEKEEPING_PURPOSES = (b'"purpose":"observer"', b'"purpose":"reflector"', b'"purpose":"curator"')
+
+
 def last_activity(path: Path) -> str | None:
-    """The ts of the last whole line after the session event, read from the end of the file.
+    """The ts of the last whole line after the session event, read from the end of the file,
+    memory's housekeeping passed over while there is work before it among the lines looked at.
     Lines that cannot be read are passed over (a torn last line, a damaged one); None when the
     log holds only its session event, or nothing readable near its end."""
+    housekeeping: str | None = None
     try:
         with path.open("rb") as fh:
             end = fh.seek(0, os.SEEK_END)
@@ -216,10 +230,15 @@ def last_activity(path: Path) -> str | None:
                     if not isinstance(record, dict) or not isinstance(record.get("ts"), str):
                         continue
                     ts, kind = record["ts"], str(record.get("type")).encode()
-                return None if kind == b"session" else ts
+                if kind == b"session":
+                    return housekeeping
+                if kind in _HOUSEKEEPING_TYPES or any(p in line for p in _HOUSEKEEPING_PURPOSES):
+                    housekeeping = housekeeping or ts
+                    continue
+                return ts
     except OSError:
         return None
-    return None
+    return housekeeping
 
 
 def _last_lines(fh: Any, end: int) -> Iterator[bytes]:

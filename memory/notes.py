@@ -8,6 +8,7 @@ curator request holds; memory/notes_reader.py reads the curator's answer.
 
 from __future__ import annotations
 
+import re
 from collections import deque
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -60,6 +61,7 @@ class SessionFacts:
     newest: list[Fact]
     count: int
     last_seq: int  # the newest fact's seq; -1 when there is none
+    lessons: int = 0  # of the facts, those that teach (`teaches`): none, and nothing is worth curating
 
 
 def session_facts(events: Sequence[Event], since_seq: int = 0, *, tokens: int,
@@ -68,7 +70,7 @@ def session_facts(events: Sequence[Event], since_seq: int = 0, *, tokens: int,
     curation already took), of which the newest within `tokens`: `facts_within` of them with
     any budget up to `tokens` is what it would be of every fact."""
     kept: deque[Fact] = deque()
-    used = count = 0
+    used = count = lessons = 0
     last = -1
     for event in tail_after(events, since_seq):
         for fact in _facts_of(event, limit_chars):
@@ -77,22 +79,43 @@ def session_facts(events: Sequence[Event], since_seq: int = 0, *, tokens: int,
             used += fact_tokens(fact)
             while used > tokens:
                 used -= fact_tokens(kept.popleft())
-    return SessionFacts(list(kept), count, last)
+        lessons += teaches(event)
+    return SessionFacts(list(kept), count, last, lessons)
 
 
 def _facts_of(event: Event, limit_chars: int) -> Iterator[Fact]:
-    if isinstance(event, UserEvent) and event.text.strip():
-        yield Fact(event.seq, event.text.strip()[:limit_chars])
+    if isinstance(event, UserEvent) and (words := typed(event)):
+        yield Fact(event.seq, words[:limit_chars])
     elif isinstance(event, ObservationEvent | ReflectionEvent):
         for line in event.text.splitlines():
             if line.startswith(MUST_KEEP):
                 yield Fact(event.seq, line[1:].strip()[:limit_chars])
 
 
+def typed(event: UserEvent) -> str:
+    """What the person wrote in a message: not a slash command's text (scribe's own words), nor
+    the files its `@path` words attached after it."""
+    if event.extra.get("command"):
+        return ""
+    attached_at = event.extra.get("attached_at")
+    text = event.text[:attached_at] if isinstance(attached_at, int) else event.text
+    return text.strip()
+
+
+# The words by which a person says something meant to last: a preference, a convention, a rule,
+# a fact about how "we" work. A message without one ("hello", "fix the failing test") asks for
+# work and teaches the notes nothing, so a session of only such messages costs no curator call
+# (`/notes curate` curates whatever was said); the observer's must-keep lines teach whatever
+# their words. Erring towards yes costs one cheap call the curator may answer with no change.
+LASTING = re.compile(r"\b(remember|always|never|don'?t|do not|prefer\w*|instead|from now on|make sure|note that|"
+                     r"keep in mind|conventions?|we|we're|our|us|must|should|avoid|rules?)\b", re.IGNORECASE)
+
+
 def teaches(event: Event) -> bool:
-    """Whether `event` holds a fact `session_facts` would take."""
+    """Whether `event` holds something worth a curation: a person's words that say something
+    meant to last (LASTING), or a must-keep observation."""
     if isinstance(event, UserEvent):
-        return bool(event.text.strip())
+        return LASTING.search(typed(event)) is not None
     if isinstance(event, ObservationEvent | ReflectionEvent):
         return any(line.startswith(MUST_KEEP) for line in event.text.splitlines())
     return False

@@ -44,6 +44,10 @@ PERMISSION_MODES = tuple(m.value for m in PermissionMode)
 # When the REPL compresses memory: "auto" between turns (while the person types) on a server whose
 # calls are slow, else at the call that needs it; "always" and "never" decide it outright.
 OBSERVE_AHEAD = ("auto", "always", "never")
+# What a session leaves to do as it ends (compressing its memory, curating the notes), in `scribe
+# run` and the REPL: "detached" after scribe exits, by a short-lived process of its own;
+# "inline" before scribe exits (the exit waits for it, and says so).
+HOUSEKEEPING = ("detached", "inline")
 # Seconds a model call may go without a byte from the server: enough for a long prompt to be
 # read and for the pauses of a long answer, far short of the SDK's ten minutes.
 DEFAULT_REQUEST_TIMEOUT_S = 120.0
@@ -82,6 +86,7 @@ class Settings:
     # Side calls ask for a forced tool call with a schema (servers without tools answer text).
     side_call_tools: bool = True
     observe_ahead: str = "auto"
+    housekeeping: str = "detached"
     watch_files: bool = True
     # MCP servers (configured in [mcp.servers.NAME] tables or a trusted .mcp.json; settings/mcp_servers.py).
     mcp_start_timeout_s: float = 10.0
@@ -118,6 +123,13 @@ class Settings:
     def recorded(self) -> dict[str, Any]:
         """What the session event keeps: everything, so a request is rebuilt from the log alone."""
         return {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(self).items()}
+
+    @classmethod
+    def from_recorded(cls, record: Mapping[str, Any]) -> Settings:
+        """The settings `recorded()` gave (a setting this scribe does not know is left out)."""
+        values = {name: tuple(value) if isinstance(value, list) else value
+                  for name, value in record.items() if name in FIELDS}
+        return cls(**values)
 
 
 FIELDS = {f.name: f for f in dataclasses.fields(Settings)}
@@ -228,6 +240,8 @@ def explain_settings(workspace: Path, flags: Mapping[str, Any] | None = None,
     settings = Settings(**values)
     if settings.observe_ahead not in OBSERVE_AHEAD:
         raise ConfigError(f"observe_ahead '{settings.observe_ahead}' is not one of {', '.join(OBSERVE_AHEAD)}")
+    if settings.housekeeping not in HOUSEKEEPING:
+        raise ConfigError(f"housekeeping '{settings.housekeeping}' is not one of {', '.join(HOUSEKEEPING)}")
     return settings, origin
 
 

@@ -51,7 +51,11 @@ def scribe_env(base_url: str, home: Path, **extra: str) -> dict[str, str]:
                XDG_CONFIG_HOME=str(home / ".config"), NO_COLOR="1",
                # Curating notes adds a model call at the end of each run; tests that script
                # exact calls leave it off, and the notes tests turn it on.
-               SCRIBE_CURATE_NOTES="false")
+               SCRIBE_CURATE_NOTES="false",
+               # What a run leaves (a compression, a curation) is done before it exits: a test
+               # reads the logs as they are once the command returns. Detached finishers are
+               # tested on their own (tests/agent/test_finishing.py).
+               SCRIBE_HOUSEKEEPING="inline")
     env.update(extra)
     return env
 
@@ -84,6 +88,7 @@ def as_a_person(monkeypatch: pytest.MonkeyPatch, workspace: Path, home: Path, *,
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
     # Most tests script every model call; notes curation (its own call) is tested on its own.
     monkeypatch.setenv("SCRIBE_CURATE_NOTES", "true" if curate_notes else "false")
+    monkeypatch.setenv("SCRIBE_HOUSEKEEPING", "inline")  # see scribe_env
     monkeypatch.chdir(workspace)
 
 
@@ -238,3 +243,19 @@ def configure(workspace: Path, home: Path, servers: str) -> None:
     config.parent.mkdir(parents=True, exist_ok=True)
     config.write_text(servers)
     trust(workspace, home)
+
+
+def left_running(needle: str) -> list[str]:
+    """Live processes whose command line or environment names `needle` (a test's own folder)."""
+    found = []
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            if (proc / "stat").read_text().rsplit(")", 1)[1].split()[0] == "Z":
+                continue
+            cmdline = (proc / "cmdline").read_bytes()
+            environ = (proc / "environ").read_bytes()
+        except OSError:
+            continue
+        if needle.encode() in cmdline or needle.encode() in environ:
+            found.append(cmdline.replace(b"\0", b" ").decode(errors="replace"))
+    return found

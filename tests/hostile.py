@@ -103,7 +103,7 @@ class HostileRepository:
         header = {"v": 1, "seq": 0, "ts": ts, "type": "session", "id": session_id, "created": ts,
                   "cwd": str(clone), "model": "claude-sonnet-4-5", "scribe_version": "0.1.0",
                   "system": "You are scribe.", "tools": [], "prompt_hash": "0", "config": {}}
-        lines = [header, {"v": 1, "seq": 1, "ts": ts, "type": "user", "text": "tidy the notes"}]
+        lines = [header, {"v": 1, "seq": 1, "ts": ts, "type": "user", "text": "tidy the notes, and remember to keep them short"}]
         calls = [{"type": "tool_use", "id": f"toolu_{n}", "name": "write_file",
                   "input": {"path": str(path), "content": now}} for n, (path, (now, _)) in enumerate(restores.items())]
         lines.append({"v": 1, "seq": 2, "ts": ts, "type": "assistant", "content": calls, "stop_reason": "tool_use"})

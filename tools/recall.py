@@ -37,17 +37,17 @@ class Recall:
     description = (
         "Read this session's log back exactly. seq and lines (\"1500-1600\"): those lines of one "
         "event (a preview names its seq). seq and query: its matching lines, with context. seq, or "
-        "seq_from/seq_to: events whole. query alone (regex, or words that must all appear): matching lines "
-        "in the log. session: a sub-agent's log instead (its task result names it)."
+        "seq_from/seq_to (inclusive): events whole. query alone (regex, or words that must all appear): "
+        "matching lines. session: a sub-agent's log instead (its task result names it)."
     )
     input_schema: dict[str, Any] = {
         "type": "object",
         "properties": {
-            "query": {"type": "string", "description": "Regular expression or words to find."},
+            "query": {"type": "string", "description": "Regex or words to find."},
             "seq": {"type": "integer", "minimum": 0},
             "lines": {"type": "string"},
-            "seq_from": {"type": "integer", "minimum": 0, "description": "First seq of a range."},
-            "seq_to": {"type": "integer", "minimum": 0, "description": "Last seq (inclusive)."},
+            "seq_from": {"type": "integer", "minimum": 0},
+            "seq_to": {"type": "integer", "minimum": 0},
             "session": {"type": "string"},
         },
         "required": [],

@@ -150,19 +150,34 @@ class Compressor:
                     yield from self.reflect(session, plan=self.paid_off_reflection(session))
         yield from self.reflect(session)
 
-    def due(self, session: SessionLike) -> bool:
+    def due(self, session: SessionLike, *, ahead: bool = False) -> bool:
         """Whether `before_call` would compress anything now, by the same tests and without a
-        model call: so a front end where a person waits can have it done off their path."""
+        model call: so a front end where a person waits can have it done off their path, and a
+        headless run leave it for after its answer (agent/finishing/)."""
         size = self.context(session)
-        threshold, cold = self._observe_threshold(session, ahead=False)
+        threshold, cold = self._observe_threshold(session, ahead)
         if size.raw > session.digest.backoff(OBSERVE_FAILED_KIND, ObservationEvent):
-            if size.raw > threshold or (self.settings.observe_on_payback
-                                        and self.paid_off_span(session, cold=cold) is not None):
+            if size.raw > threshold and self._observable(session, None if ahead else
+                                                         current_turn_start(session.events)):
+                return True
+            if self.settings.observe_on_payback and self.paid_off_span(session, cold=cold) is not None:
                 return True
         chunks, _ = self.sizes.update(session)
         plan = plan_reflection(chunks, self.limits(session).reflect, room=self.sizes.budget(session).room(REFLECTOR_SYSTEM))
         waiting = session.digest.backoff(BACKOFF_KIND, ReflectionEvent)
         return plan is not None and not (waiting and sum(chunk_size(c) for c in chunks) <= waiting)
+
+    def _observable(self, session: SessionLike, keep_from: int | None) -> bool:
+        """Whether `observe` would find a span to observe (by its own choice, before `keep_from`):
+        a tail of one long turn past the threshold may all be within the retention floor."""
+        _, observed_to = self.sizes.update(session)
+        raw = self.sizes.raw(session, max(observed_to, 0))
+        keep = int(self.limits(session).observe * self.settings.retention)
+        before = raw
+        if keep_from is not None:
+            before = [e for e in raw if e.seq < keep_from]
+            keep = max(0, keep - self.estimator.total(raw[len(before):]))
+        return bool(before) and choose_span(before, self.estimator, keep_tokens=keep) is not None
 
     def _observe_threshold(self, session: SessionLike, ahead: bool) -> tuple[int, bool]:
         """The raw tokens past which the tail is observed now, and whether the cache is cold."""

@@ -31,10 +31,12 @@ from scribe.settings.values import Settings
 
 def uncurated(workspace: Path, settings: Settings) -> list[SessionFile]:
     """The sessions of the workspace whose logs say something the notes have not taken, oldest
-    first (none when `curate_notes` is off)."""
+    first (none when `curate_notes` is off). A sub-agent's session is not among them: its
+    messages are its parent model's words, not the person's."""
     if not settings.curate_notes:
         return []
-    return [found for found in store_for(workspace).sessions(workspace) if needs_curation(found.path)]
+    return [found for found in store_for(workspace).sessions(workspace)
+            if found.parent is None and needs_curation(found.path)]
 
 
 class BackgroundCuration:
@@ -91,19 +93,22 @@ class BackgroundCuration:
             for found in self.sessions:
                 if self._stop.is_set():
                     return
-                self._done.put(self._curate(found))
+                self._done.put(curate_session(found, self.model, self.settings, self.workspace))
         except Exception as exc:  # noqa: BLE001 - handed to the front end, which says it in one line
             self._failure = exc
 
-    def _curate(self, found: SessionFile) -> Curation:
-        try:
-            session = open_session(found)
-        except SessionLocked:
-            return Curation(False, f"notes: session {found.id} is in use by another process; skipped "
-                                   "(it is curated when the next new session starts)")
-        except LogError as exc:
-            return Curation(False, f"notes: session {found.id} skipped: {exc}")
-        try:
-            return curate(session, self.model, self.settings, notes_path(self.workspace))
-        finally:
-            session.close()
+
+def curate_session(found: SessionFile, model: ModelClient, settings: Settings, workspace: Path) -> Curation:
+    """Curate one earlier session into the workspace's notes, taking its log's one writer for it.
+    One another process writes is passed over without a word: it is curated once it ends."""
+    try:
+        session = open_session(found)
+    except SessionLocked:
+        return Curation(False, f"notes: session {found.id} is in use by another process; skipped",
+                        noteworthy=False)
+    except LogError as exc:
+        return Curation(False, f"notes: session {found.id} skipped: {exc}")
+    try:
+        return curate(session, model, settings, notes_path(workspace))
+    finally:
+        session.close()

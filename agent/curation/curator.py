@@ -13,8 +13,12 @@ The file is replaced atomically and only with an answer that passed its reader
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
-from collections.abc import Sequence
+import os
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,11 +28,12 @@ from scribe.context.budget import InputBudget
 from scribe.context.chunks import tail_after
 from scribe.context.tokens import estimate_text
 from scribe.log.events import ErrorEvent, Event, NotesEvent
-from scribe.log.private import make_private_folder, write_private
+from scribe.log.private import make_private_folder, open_private, write_private
 from scribe.memory.answer import UnusableAnswer
 from scribe.memory.answer_tools import NOTES_TOOL, NOTES_TOOL_NAME, notes_from_tool
 from scribe.memory.notes import (
     CURATOR_SYSTEM,
+    SessionFacts,
     curator_input,
     facts_within,
     read_notes,
@@ -46,6 +51,10 @@ from scribe.tools.textio import plural
 INPUT_FRAMING_TOKENS = 60
 # Below this many tokens for facts, a curation could not say anything new: it is not attempted.
 LEAST_ROOM_FOR_FACTS = 200
+# Beside the notes: held from reading them to writing them, so two curations (a finisher's and a
+# person's, two finishers') never write over each other's entries. The longest one waits its turn.
+NOTES_LOCK = "notes.lock"
+NOTES_WAIT_S = 600.0
 
 
 @dataclass(frozen=True)
@@ -58,7 +67,10 @@ class Curation:
     noteworthy: bool = True  # False when there was simply nothing new to curate
 
 
-def curate(session: Session, model: ModelClient, settings: Settings, path: Path) -> Curation:
+def curate(session: Session, model: ModelClient, settings: Settings, path: Path, *, asked: bool = False) -> Curation:
+    """Merge what `session` taught since its last curation into the notes at `path`. Nobody
+    `asked` (housekeeping): only a session that taught something (memory/notes.teaches) is worth
+    the call; a person who asked has whatever the session said curated."""
     events = session.events
     since = session.digest.notes_upto  # the last `notes` event's upto, kept as the log grows
     system = CURATOR_SYSTEM.format(budget=settings.notes_tokens)
@@ -67,9 +79,20 @@ def curate(session: Session, model: ModelClient, settings: Settings, path: Path)
     facts = session_facts(events, since, tokens=max(most, 0))
     if not facts.count:
         return Curation(False, "notes: nothing new to curate from this session", noteworthy=False)
+    if not asked and not facts.lessons:
+        return Curation(False, "notes: nothing in this session is meant to last; not curated", noteworthy=False)
     # A refusal follows what it read: one that read the newest fact comes after it.
     if facts.last_seq <= _refused_upto(tail_after(events, facts.last_seq), since):
         return Curation(False, "notes: nothing new since this session's last curation was refused", noteworthy=False)
+    with _notes_held(path) as held:
+        if not held:
+            return Curation(False, f"notes: another curation kept {path} busy for {NOTES_WAIT_S:.0f} s; "
+                                   "not curated this time")
+        return _merge(session, model, settings, path, facts, most, limit, system)
+
+
+def _merge(session: Session, model: ModelClient, settings: Settings, path: Path, facts: SessionFacts, most: int,
+           limit: int, system: str) -> Curation:
     try:
         current = Redactor.from_environ()(notes_text(path) or "")
     except InstructionFileRefused as exc:
@@ -98,7 +121,8 @@ def curate(session: Session, model: ModelClient, settings: Settings, path: Path)
         # `upto`: this answer is not asked for again until the session says something new.
         session.append(ErrorEvent, kind="notes", message=f"notes curation refused: {exc}", purpose="curator",
                        refused=True, upto=facts.last_seq)
-        return Curation(False, f"notes: {exc}; the notes are unchanged")
+        # `scribe log stats` counts it among the side calls that failed: not worth a word at a start.
+        return Curation(False, f"notes: {exc}; the notes are unchanged", noteworthy=False)
     before = hashlib.sha256(current.encode("utf-8")).hexdigest() if current else None
     _write_atomically(path, notes.text)
     extra = {"skipped": skipped} if skipped else {}
@@ -117,6 +141,27 @@ def _refused_upto(events: Sequence[Event], since: int) -> int:
     return max((int(e.extra["upto"]) for e in events if isinstance(e, ErrorEvent) and e.kind == "notes"
                 and e.extra.get("refused") and isinstance(e.extra.get("upto"), int) and e.extra["upto"] > since),
                default=-1)
+
+
+@contextmanager
+def _notes_held(path: Path) -> Iterator[bool]:
+    """The notes held for one curation (NOTES_LOCK); False when another held them too long."""
+    make_private_folder(path.parent)
+    fd = open_private(path.with_name(NOTES_LOCK), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW)
+    try:
+        deadline = time.monotonic() + NOTES_WAIT_S
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    yield False
+                    return
+                time.sleep(0.05)
+        yield True
+    finally:
+        os.close(fd)
 
 
 def _write_atomically(path: Path, text: str) -> None:

@@ -28,6 +28,7 @@ from rich.text import Text
 from scribe.agent import driver
 from scribe.agent.config import AgentConfig, Overrides, SessionChoice
 from scribe.agent.core import Agent
+from scribe.agent.finishing.finisher import hand_over
 from scribe.agent.protocol import (
     AcceptPlan,
     ActionDone,
@@ -380,7 +381,8 @@ class Repl:
         for event in self.agent.finish_ahead():
             self.show(event)
         session = self.agent.session if self.agent.has_session else None
-        for line in self.agent.close().lines:
+        ended = self.agent.close()
+        for line in ended.lines:
             warn(line)
         if session is not None:
             try:
@@ -388,6 +390,8 @@ class Repl:
             except SessionNotFound:
                 continued = None
             self.view.note(exit_line(session, continued))
+        for done in hand_over(ended.left):  # shown only when it is done before scribe exits
+            self.show(done)
 
 
 def start(*, continue_: bool, resume: str | None, permission_mode: str | None, model: str | None,
@@ -405,7 +409,7 @@ def start(*, continue_: bool, resume: str | None, permission_mode: str | None, m
         config = AgentConfig(Path.cwd(), SessionChoice(continue_, resume, model),
                              Overrides(permission_mode=mode, model=model, auto_commit=auto_commit),
                              trust_workspace=trust_workspace, person=True, answers=True,
-                             rules=rules_of(allowed_tools, disallowed_tools))
+                             rules=rules_of(allowed_tools, disallowed_tools), finish_after=True)
         repl = Repl(Agent(config), View(console))
         with repl.keys.session(), ending_signals(resume="scribe -c") as repl.ending:
             try:

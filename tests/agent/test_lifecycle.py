@@ -113,20 +113,23 @@ def test_run_and_the_repl_start_and_continue_a_session_through_the_one_assembly(
         repl_again = repl(capsys, continue_=True)
         continued_by_repl = taken(driven)
 
-    # a new session: the earlier ones curated (while the servers start; a run waits for it, the
-    # REPL does not and says what it did at a later prompt), the servers waited for, the greeting
-    assert [type(e) for e in by_run] == [Curated, ServersStarting, ServersWaited, SessionOpened]
-    assert [shape(e) for e in by_run[1:]] == [shape(e) for e in by_repl]
-    assert by_run[1] == ServersStarting(("notes",), Settings().mcp_start_timeout_s)
+    # a new session: the servers waited for, the greeting; nothing curated on the way (a run's
+    # sessions are curated after it, the REPL's earlier ones in the background)
+    assert [type(e) for e in by_run] == [ServersStarting, ServersWaited, SessionOpened]
+    assert [shape(e) for e in by_run] == [shape(e) for e in by_repl]
+    assert by_run[0] == ServersStarting(("notes",), Settings().mcp_start_timeout_s)
     run_opened, repl_opened = by_run[-1], by_repl[-1]
     assert isinstance(run_opened, SessionOpened) and isinstance(repl_opened, SessionOpened)
     assert not run_opened.resumed and run_opened.mcp and run_opened.mcp[0].startswith("mcp: server 'notes' failed")
     # each front end says what the events told it
-    curated = by_run[0]
-    assert isinstance(curated, Curated) and curated.noteworthy and "scribe: " + curated.text in run_said
     assert f"scribe: {run_opened.mcp[0]}" in run_said and repl_opened.mcp[0] in repl_said
     assert f"new session {repl_opened.session_id}" in repl_said
-    assert "make check" in events_of(run_opened.path)[0].system  # the run's session began with the fact
+    # the run curated its session and the earlier one after its answer (before it exited, as
+    # housekeeping = "inline" has it), so the REPL's new session began with both facts
+    assert "scribe: before exiting: curating the notes" in run_said
+    assert "make check" not in events_of(run_opened.path)[0].system
+    began_with = events_of(repl_opened.path)[0].system
+    assert "make check" in began_with and "tagged by hand" in began_with
 
     # continuing: no curation and no wait, the same session greeted as continued
     assert [shape(e) for e in continued_by_run] == [shape(e) for e in continued_by_repl] == [
@@ -134,5 +137,5 @@ def test_run_and_the_repl_start_and_continue_a_session_through_the_one_assembly(
     run_continued, repl_continued = continued_by_run[0], continued_by_repl[0]
     assert isinstance(run_continued, SessionOpened) and isinstance(repl_continued, SessionOpened)
     assert run_continued.session_id == repl_continued.session_id == run_opened.session_id
-    assert "scribe: " not in run_again
+    assert "scribe: " not in run_again  # "and again" teaches nothing: nothing to do after it
     assert f"continuing session {run_opened.session_id}" in repl_again

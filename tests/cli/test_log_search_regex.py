@@ -33,12 +33,12 @@ def test_a_fact_in_the_notes_is_one_hit_per_event_not_one_per_session_curated_af
     agent = SideCallModel([Reply.text(f"Noted {i}.") for i in range(6)])
     with FakeMessagesServer(agent) as server:
         env = scribe_env(server.base_url, home, SCRIBE_CURATE_NOTES="true")
-        for i in range(4):  # each new session curates the one before it into the notes
+        for i in range(4):  # each session is curated into the notes after its run
             assert run_scribe(["run", f"remember: the code word is PLUM{i}"], workspace, env).code == 0
         notes = run_scribe(["notes", "show"], workspace, env).out
         by_pattern = run_scribe(["log", "search", "PLUM0", "--all", "--json"], workspace, env).json()
         by_words = run_scribe(["log", "search", "-w", "plum0", "--all", "--json"], workspace, env).json()
-    assert notes.count("PLUM") == 3  # the fourth session is not curated yet
+    assert notes.count("PLUM") == 4
     for hits in (by_pattern, by_words):
         found = [(h["session_id"], h["seq"], h["type"]) for h in hits]
         assert len(found) == len(set(found)) == 2, hits  # its message, and its own notes event

@@ -15,7 +15,7 @@ from scribe.fakeapi import FakeMessagesServer, Reply, text_block, tool_use_block
 from scribe.log.events import AssistantEvent, SessionEvent, ToolResultEvent
 from scribe.tools.registry import builtin_tools
 
-BUILTINS = [t.name for t in builtin_tools()]
+BUILTINS = [t.name for t in builtin_tools()] + ["task"]  # a new session offers sub-agents
 NOTES_V1 = ["mcp__notes__add_note", "mcp__notes__find_notes", "mcp__notes__chart", "mcp__notes__big",
             "mcp__notes__crash", "mcp__notes__exit_soon", "mcp__notes__hang", "mcp__notes__garble"]
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import SCRIBE, events_of, scribe_env, session_logs
+from helpers import SCRIBE, events_of, left_running, scribe_env, session_logs
 from scribe.fakeapi import FakeMessagesServer, Reply, tool_use_block
 from scribe.log.events import ToolResultEvent
 from scribe.workspace.sandbox import command_protection
@@ -48,22 +48,6 @@ for path in sorted(seen):
         pass
 print('probe done')
 """
-
-
-def left_running(needle: str) -> list[str]:
-    """Live processes whose command line or environment names `needle` (a test's own folder)."""
-    found = []
-    for proc in Path("/proc").glob("[0-9]*"):
-        try:
-            if (proc / "stat").read_text().rsplit(")", 1)[1].split()[0] == "Z":
-                continue
-            cmdline = (proc / "cmdline").read_bytes()
-            environ = (proc / "environ").read_bytes()
-        except OSError:
-            continue
-        if needle.encode() in cmdline or needle.encode() in environ:
-            found.append(cmdline.replace(b"\0", b" ").decode(errors="replace"))
-    return found
 
 
 def run(workspace: Path, env: dict[str, str], *args: str, shell_prefix: str = "") -> subprocess.CompletedProcess[str]:

@@ -310,7 +310,7 @@ def test_curation_never_keeps_the_person_waiting_and_what_it_misses_is_picked_up
         return Reply.text("## Conventions\n- tests run with make check [from x#1]")
 
     with FakeMessagesServer(answer) as server:
-        first = run_repl(workspace, server, "tests run with make check\r")
+        first = run_repl(workspace, server, "our tests run with make check\r")
         assert "curating notes" not in first.out and len(server.requests) == 1  # leaving curated nothing
         asked.clear()
         second = run_repl(workspace, server, "hello again\r")

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import signal
 import subprocess
-import threading
 from pathlib import Path
 
 import pexpect
@@ -53,36 +52,28 @@ def all_gone(*commands: tuple[str, str]) -> bool:
 
 
 def test_a_run_stopped_before_its_prompt_was_recorded_says_so(workspace: Path, home: Path) -> None:
-    """SIGTERM while the new session waits for the curation of an earlier one: nothing of the
-    prompt is in any log, and the closing line says so instead of offering to continue."""
-    earlier = session_logs  # the workspace gets one session with something to curate first
-    curating, release = threading.Event(), threading.Event()
-
-    def answer(request: dict) -> Reply:  # type: ignore[type-arg]
-        if "tool_choice" in request:  # the curator's call: it does not answer in time
-            curating.set()
-            release.wait(30)
-        return Reply.text("Noted.")
-
-    with FakeMessagesServer(answer) as server:
+    """SIGTERM while a user_prompt_submit hook still runs (the message is recorded after it):
+    nothing of the prompt is in any log, and the closing line says so instead of offering to
+    continue."""
+    started = workspace / "hook-started"
+    config = home / ".config" / "scribe" / "config.toml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text('[[hooks.user_prompt_submit]]\ncommand = "touch hook-started; sleep 60"\n')
+    with FakeMessagesServer([Reply.text("never")]) as server:
         env = scribe_env(server.base_url, home)
-        first = subprocess.run([SCRIBE, "run", "remember: tests run with make check"], cwd=workspace, env=env,
-                               capture_output=True, text=True, timeout=60)
-        assert first.returncode == 0, first.stderr
-        proc = subprocess.Popen([SCRIBE, "run", "the prompt that was never sent"], cwd=workspace,
-                                env={**env, "SCRIBE_CURATE_NOTES": "true"}, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True)
+        proc = subprocess.Popen([SCRIBE, "run", "the prompt that was never sent"], cwd=workspace, env=env,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
-            assert curating.wait(30), proc.stderr
+            assert wait_for(started.exists, 30), proc.stderr
             proc.send_signal(signal.SIGTERM)
             out, err = proc.communicate(timeout=60)
         finally:
             proc.kill()
-            release.set()
+        assert server.requests == []
     assert proc.returncode == 128 + signal.SIGTERM, err
     assert err.splitlines()[-1] == ("scribe: stopped by SIGTERM before the prompt was recorded; nothing was sent: "
                                     "run it again")
-    texts = [getattr(e, "text", "") for log in earlier(workspace) for e in events_of(log)]
+    texts = [getattr(e, "text", "") for log in session_logs(workspace) for e in events_of(log)]
     assert "the prompt that was never sent" not in texts
 
 

@@ -22,7 +22,7 @@ import pytest
 from conftest import make_repository
 from helpers import NO_API, events_of, run_scribe, scribe_env, session_logs
 from hostile import HostileRepository
-from scribe.fakeapi import FakeMessagesServer, Reply, tool_use_block
+from scribe.fakeapi import FakeMessagesServer, Reply, SideCallModel, tool_use_block
 from scribe.log.events import ToolResultEvent, UserEvent
 from scribe.log.jsonl import LogWriter, NotSealed, read_log
 from scribe.log.seal import authenticate_file, key_path, read_seal, seal_path
@@ -63,13 +63,16 @@ def test_a_log_committed_to_a_repository_is_shown_but_drives_no_undo_continue_or
         f"({COMMITTED}: it has no seal")
     resumed = run_scribe(["run", "--session", COMMITTED, "go on"], clone, env)
     assert resumed.code == 2 and "was not sealed by scribe" in resumed.err
-    # a new session's notes are not curated from it (it says something the notes have not taken)
-    with FakeMessagesServer([Reply.text("hello")]) as server:
-        ran = run_scribe(["run", "hi"], clone, scribe_env(server.base_url, home, SCRIBE_CURATE_NOTES="true"),
-                         process=True)
+    # the notes are not curated from it (it says something the notes have not taken): the
+    # housekeeping after a run that taught something passes over it, saying why
+    model = SideCallModel(lambda request: Reply.text("hello"))
+    with FakeMessagesServer(model) as server:
+        ran = run_scribe(["run", "Remember: we greet with hi."], clone,
+                         scribe_env(server.base_url, home, SCRIBE_CURATE_NOTES="true"), process=True)
     assert ran.code == 0, ran.err
     assert f"notes: session {COMMITTED} skipped: session {COMMITTED} was not sealed" in ran.err
-    assert len(server.requests) == 1  # the agent's call; no curator call read the stranger's log
+    assert model.calls["curator"] == 1  # the run's own session; no curator call read the stranger's log
+    assert "tidy the notes" not in json.dumps([r.json for r in server.requests])
     assert kept.read_text() == "the person's own notes\n" and made.read_text() == "the person's list\n"
 
 

@@ -164,11 +164,10 @@ def test_a_side_call_through_the_cache_reads_its_stretch_from_the_cache_and_is_r
     assert any(isinstance(e, ObservationEvent) and e.model == "claude-sonnet-5-5" for e in events)
 
 
-def test_an_observation_before_a_paste_reads_the_conversation_before_it_from_the_cache(
+def test_an_observation_after_a_run_reads_the_whole_conversation_from_the_cache(
         workspace: Path, home: Path) -> None:
-    # A small window: the agent's prompt and the new paste do not fit beside an instruction, the
-    # conversation before the paste does. The observation made before the paste's call reads that
-    # conversation from the cache, and the paste reaches the model only in the agent's own call.
+    # A small window, and a paste each run: each is compressed after its run's answer, through
+    # the agent's own request, which the provider has just cached whole (the paste with it).
     model = Model(lambda body: "🔴 the person pasted texts\nCurrent task: reading texts\nNext step: go on")
     with FakeMessagesServer(model) as server:
         env = scribe_env(server.base_url, home, SCRIBE_MODEL="claude-sonnet-5-5",
@@ -180,15 +179,16 @@ def test_an_observation_before_a_paste_reads_the_conversation_before_it_from_the
                              stdin=paste(k, lines=150))
             assert ran.code == 0, ran.err
         observer = [r for r in server.requests if side_call_kind(r.json) == "observer"]
+        agent = [r for r in server.requests if side_call_kind(r.json) == "agent"]
     events = events_of(session_logs(workspace)[-1])
     usage = [e for e in events if isinstance(e, UsageEvent) and e.purpose == "observer"]
-    assert usage and len(usage) == len(observer)
+    assert len(usage) == len(observer) >= 3
     for row, sent in zip(usage, observer, strict=True):
         call = row.extra["side_call"]
         assert call["route"] == "cache", call["quote"]
-        current = next(e for e in reversed(events) if isinstance(e, UserEvent) and e.seq < row.seq)
-        assert call["prefix_to"] == current.seq
-        assert current.text[:40] not in canonical_json(sent.json)  # the new paste is not in the side call
+        assert "prefix_to" not in call  # the whole of the agent's last request, its answer after it
+        before = [r for r in agent if server.requests.index(r) < server.requests.index(sent)][-1]
+        assert sent.json["messages"][:len(before.json["messages"])] == before.json["messages"]
         prompt = sent.usage["input_tokens"] + sent.usage["cache_read_input_tokens"]
         assert sent.usage["cache_read_input_tokens"] > 0.7 * prompt, sent.usage
         rebuilt = run_scribe(["log", "prompt", "--at", str(row.seq)], workspace, env)

@@ -350,13 +350,15 @@ def test_scribe_reflect_from_the_shell_with_thresholds_from_the_environment(work
     with FakeMessagesServer(model) as server:
         # The observer named: on a server that is not Anthropic's host the default is the agent's
         # model, whose cached prefix this Model does not answer observer calls through.
-        env = scribe_env(server.base_url, tmp_path, SCRIBE_OBSERVE_TOKENS="2000", SCRIBE_REFLECT_TOKENS="50000",
+        # The runs' observe_tokens above what they leave, so nothing is compressed after them;
+        # `scribe reflect` then runs with a lower one from its environment.
+        env = scribe_env(server.base_url, tmp_path, SCRIBE_OBSERVE_TOKENS="20000", SCRIBE_REFLECT_TOKENS="50000",
                          SCRIBE_PREVIEW_CHARS="3000", SCRIBE_OBSERVER_MODEL=DEFAULT_OBSERVER_MODEL)
         for k in range(2):
             args = ["run", "-p", "full-auto", f"do run {k}"]
             assert run_scribe(args if k == 0 else ["run", "-c", *args[1:]], workspace, env).code == 0
         assert model.observe_calls == 0
-        ran = run_scribe(["reflect"], workspace, env)
+        ran = run_scribe(["reflect"], workspace, {**env, "SCRIBE_OBSERVE_TOKENS": "2000"})
     assert ran.code == 0, ran.err
     assert model.observe_calls == 1
     assert "observation: events 1-" in ran.out and "-> raw" in ran.out

@@ -85,7 +85,8 @@ def test_no_side_call_over_the_limit_on_a_100k_event_log(workspace: Path, home: 
     with FakeMessagesServer(model) as server:
         env = scribe_env(server.base_url, home, SCRIBE_CURATE_NOTES="true", SCRIBE_SIDE_CALL_TOKENS=str(LIMIT),
                          SCRIBE_WATCH_FILES="0")
-        continued = run_scribe(["run", "-c", "what is v7?"], workspace, env, timeout=180)
+        # it teaches something: the long session is compressed and curated after the run
+        continued = run_scribe(["run", "-c", "what is v7? remember it"], workspace, env, timeout=180)
         assert continued.code == 0, continued.err
         fresh = run_scribe(["run", "a new task"], workspace, env, timeout=180)
         assert fresh.code == 0, fresh.err

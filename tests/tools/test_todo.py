@@ -48,7 +48,7 @@ def test_the_items_are_in_the_log_and_on_the_page(workspace: Path, home: Path) -
         ran = run_scribe(["run", "-p", "read-only", "fix the parser"], workspace, env)
     assert ran.code == 0, ran.err
     # a fixed definition from the session's start, in every request
-    assert [t["name"] for t in server.requests[0].json["tools"]][-1] == "todo"
+    assert [t["name"] for t in server.requests[0].json["tools"]][-2:] == ["todo", "task"]
     first = server.requests[1].json["messages"][-1]["content"][0]
     assert first["content"].startswith("todo list (1 of 3 done; now: Fix the parser)")
     events = events_of(session_logs(workspace)[0])
@@ -107,4 +107,4 @@ def test_the_todo_tool_setting_leaves_it_out_of_new_sessions(workspace: Path, ho
         assert run_scribe(["run", "-c", "again"], workspace, scribe_env(server.base_url, home)).code == 0
     names = [[t["name"] for t in r.json["tools"]] for r in server.requests]
     assert names[0] == names[1] == ["read_file", "write_file", "edit_file", "run_command", "list_files",
-                                    "search_files", "recall"]
+                                    "search_files", "recall", "task"]

@@ -128,7 +128,7 @@ def test_a_page_is_read_as_markdown_and_the_tool_is_there_only_when_the_setting_
         server.stop()
     continued, fresh = (r.json["tools"] for r in server.requests)
     assert continued == header.tools
-    assert "web_fetch" not in [t["name"] for t in fresh] and fresh == header.tools[:-1]
+    assert "web_fetch" not in [t["name"] for t in fresh] and fresh == header.tools[:-2] + header.tools[-1:]
 
 
 def test_read_only_refuses_and_accept_edits_fetches_only_a_listed_domain(
