@@ -52,7 +52,7 @@ if _out:
 
     class _TimeRequests(importlib.abc.MetaPathFinder):
         def find_spec(self, name, path, target=None):
-            if name != "scribe.workspace.gitserver":
+            if name != "scribe.workspace.git.server":
                 return None
             sys.meta_path.remove(self)
             spec = importlib.util.find_spec(name)

@@ -30,7 +30,7 @@ def diff(
     from scribe.agent.protection import protection_here
     from scribe.log.jsonl import read_first_record
     from scribe.settings.files import find_workspace
-    from scribe.workspace.git import GitRefused, GitUnavailable, is_repository, session_diff
+    from scribe.workspace.git.repository import GitRefused, GitUnavailable, is_repository, session_diff
 
     from .log.common import resolve_session
 

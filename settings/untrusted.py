@@ -15,7 +15,7 @@ import tomllib
 from dataclasses import dataclass, field
 from typing import Any
 
-from scribe.workspace.environment import is_secret
+from scribe.workspace.sandbox.environment import is_secret
 
 from .files import WORKSPACE_COMMANDS
 from .mcp_servers import VARIABLE

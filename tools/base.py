@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 from scribe.tools.secrets import Redactor
 
 if TYPE_CHECKING:
-    from scribe.workspace.gitplanted import GitConfigWatch
-    from scribe.workspace.sandbox import Protection
+    from scribe.workspace.git.planted import GitConfigWatch
+    from scribe.workspace.sandbox.protection import Protection
 
 # "mcp" and "mcp-read": a tool of an MCP server, and one its server marks read-only. "web": a
 # fetch from the web; "web-listed": one of a domain on the person's allow-list (tools/web.py).

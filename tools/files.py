@@ -23,7 +23,7 @@ from scribe.tools.textio import (
     sha256_bytes,
     sha256_file,
 )
-from scribe.workspace.atomic import WriteRefused, refuse_special, special_kind
+from scribe.workspace.writers.atomic import WriteRefused, refuse_special, special_kind
 
 DEFAULT_LIMIT = 2000
 MAX_LINE_CHARS = 2000

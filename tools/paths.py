@@ -19,8 +19,8 @@ import os
 from pathlib import Path
 
 from scribe.tools.base import PathRefused, ToolContext, ToolError
-from scribe.workspace.confined import ConfinedRoot
-from scribe.workspace.gitfolders import git_folder_written
+from scribe.workspace.git.folders import git_folder_written
+from scribe.workspace.writers.confined import ConfinedRoot
 
 # Directory names refused at any depth: a nested `.git` is a submodule's or vendored repo's.
 _NO_WRITE = (".git", ".scribe")

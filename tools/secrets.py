@@ -21,8 +21,8 @@ import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
-from scribe.workspace.environment import URL_CREDENTIALS as _URL_CREDENTIALS
-from scribe.workspace.environment import is_secret, is_secret_name, url_passwords, without_secrets
+from scribe.workspace.sandbox.environment import URL_CREDENTIALS as _URL_CREDENTIALS
+from scribe.workspace.sandbox.environment import is_secret, is_secret_name, url_passwords, without_secrets
 
 __all__ = ["Form", "Redactor", "command_env", "is_secret", "is_secret_name", "url_passwords", "value_forms"]
 

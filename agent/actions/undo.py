@@ -33,10 +33,10 @@ from scribe.log.events import (
     UserEvent,
 )
 from scribe.tools.restore import CannotRestore, reverse
-from scribe.workspace.atomic import WriteRefused
-from scribe.workspace.bwrap import Confinement
-from scribe.workspace.changes import ChangeSource
-from scribe.workspace.confined import ConfinedRoot, ConfinedWrite, Outside
+from scribe.workspace.sandbox.bwrap import Confinement
+from scribe.workspace.watcher.changes import ChangeSource
+from scribe.workspace.writers.atomic import WriteRefused
+from scribe.workspace.writers.confined import ConfinedRoot, ConfinedWrite, Outside
 
 
 @dataclass

@@ -21,8 +21,8 @@ from typing import IO
 
 from scribe.tools.base import stop_if_cancelled
 from scribe.tools.secrets import command_env
-from scribe.workspace import leftovers
-from scribe.workspace.sandbox import Protection, hide_own_process
+from scribe.workspace.sandbox import leftovers
+from scribe.workspace.sandbox.protection import Protection, hide_own_process
 
 # Bytes of stdout and of stderr kept; the rest is read and counted, not kept.
 OUTPUT_CAP = 64 * 1024

@@ -33,8 +33,8 @@ from scribe.agent.session.session import Session
 from scribe.log.events import GitConfigEvent, HookEvent
 from scribe.settings.hooks import HookName, Hooks, HookSpec
 from scribe.tools.secrets import Redactor
-from scribe.workspace.gitplanted import GitConfigWatch, describe
-from scribe.workspace.sandbox import Protection
+from scribe.workspace.git.planted import GitConfigWatch, describe
+from scribe.workspace.sandbox.protection import Protection
 
 BLOCK = 2  # the exit code that blocks, as in Claude Code
 # The stderr a hook event keeps, and the most of a hook's output the model is shown.

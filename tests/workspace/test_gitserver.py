@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from helpers import running, sleep_argv, wait_for
-from scribe.workspace.bwrap import ReadOnly, find_bwrap, probe
-from scribe.workspace.gitserver import GitServer
+from scribe.workspace.git.server import GitServer
+from scribe.workspace.sandbox.bwrap import ReadOnly, find_bwrap, probe
 
 BWRAP = find_bwrap()
 needs_bwrap = pytest.mark.skipif(BWRAP is None or probe(BWRAP, os.geteuid() == 0).problem is not None,

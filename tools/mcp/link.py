@@ -27,7 +27,7 @@ from typing import IO, Any, Literal
 from scribe.tools.base import ToolError
 from scribe.tools.secrets import command_env, is_secret
 from scribe.tools.textio import one_line, plural
-from scribe.workspace.sandbox import Protection
+from scribe.workspace.sandbox.protection import Protection
 
 from .catalog import ListedTool, listed_tools
 from .pins import content_pin, program_of, server_cwd, what_changed

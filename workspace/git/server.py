@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from scribe.workspace.bwrap import Confinement
+    from scribe.workspace.sandbox.bwrap import Confinement
 
 # $1: the exchange folder, $2 the sandbox's own environment variables (unset for every command).
 # Each request, NUL-terminated fields: token, folder, 1 to stop at the first command that fails,

@@ -12,10 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from scribe.workspace.atomic import WriteRefused
-from scribe.workspace.bwrap import Confinement
-from scribe.workspace.confined import ConfinedRoot, ConfinedWrite
-from scribe.workspace.git import (
+from scribe.workspace.git.repository import (
     NO_OPTIONAL_LOCKS,
     TRAILER,
     GitRefused,
@@ -29,7 +26,10 @@ from scribe.workspace.git import (
     run_changes,
     serialised,
 )
-from scribe.workspace.gitrun import GitResult
+from scribe.workspace.git.run import GitResult
+from scribe.workspace.sandbox.bwrap import Confinement
+from scribe.workspace.writers.atomic import WriteRefused
+from scribe.workspace.writers.confined import ConfinedRoot, ConfinedWrite
 
 
 @dataclass(frozen=True)

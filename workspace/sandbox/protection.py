@@ -28,7 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from scribe.workspace.bwrap import (
+from scribe.workspace.git.folders import git_folders
+from scribe.workspace.sandbox.bwrap import (
     Confinement,
     Plain,
     ReadOnly,
@@ -39,9 +40,8 @@ from scribe.workspace.bwrap import (
     probe,
     read_only,
 )
-from scribe.workspace.environment import can_hide_process, hide_own_process
-from scribe.workspace.gitfolders import git_folders
-from scribe.workspace.limits import DEFAULT_MEMORY_MB, DEFAULT_PROCESSES, Limits, limits_here
+from scribe.workspace.sandbox.environment import can_hide_process, hide_own_process
+from scribe.workspace.sandbox.limits import DEFAULT_MEMORY_MB, DEFAULT_PROCESSES, Limits, limits_here
 
 __all__ = ["Protection", "command_protection", "hide_own_process"]
 

@@ -34,8 +34,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from scribe.workspace.bwrap import Confinement, read_only
-from scribe.workspace.gitrun import GitMissing, file_signature, run_git_batch, run_git_questions
+from scribe.workspace.git.run import GitMissing, file_signature, run_git_batch, run_git_questions
+from scribe.workspace.sandbox.bwrap import Confinement, read_only
 
 # Entries of a git folder that git reads as configuration or runs.
 CONFIG_ENTRIES = ("config", "config.worktree", "hooks", "info", "commondir", "gitdir")

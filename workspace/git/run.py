@@ -46,9 +46,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from scribe.workspace.bwrap import Confinement, read_only
-from scribe.workspace.environment import hide_own_process, without_secrets
-from scribe.workspace.gitserver import ServerGone, server_for
+from scribe.workspace.git.server import ServerGone, server_for
+from scribe.workspace.sandbox.bwrap import Confinement, read_only
+from scribe.workspace.sandbox.environment import hide_own_process, without_secrets
 
 GIT_TIMEOUT_S = 60
 # Always set, whoever's config says otherwise.

@@ -33,9 +33,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from scribe.workspace.atomic import TEMPORARY_SUFFIX
-from scribe.workspace.changes import FileChange, Pending, PendingChanges, file_hash
-from scribe.workspace.gitignore import GitIgnore, GitQuery
+from scribe.workspace.watcher.changes import FileChange, Pending, PendingChanges, file_hash
+from scribe.workspace.watcher.gitignore import GitIgnore, GitQuery
+from scribe.workspace.writers.atomic import TEMPORARY_SUFFIX
 
 DEBOUNCE_S = 0.15  # a path quiet this long has settled
 COMMAND_GRACE_S = 0.25  # events this soon after the agent's command ended are still its doing

@@ -30,7 +30,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from scribe.workspace.atomic import TEMPORARY_SUFFIX, WriteFailed, WriteRefused, failure_line, keep_owner
+from scribe.workspace.writers.atomic import (
+    TEMPORARY_SUFFIX,
+    WriteFailed,
+    WriteRefused,
+    failure_line,
+    keep_owner,
+)
 
 _SYS_OPENAT2 = 437  # the same number on every architecture Linux added it for (5.6)
 _RESOLVE_NO_MAGICLINKS = 0x02

@@ -80,7 +80,7 @@ def probe(bwrap: str, as_root: bool) -> Probe:
     """Whether bubblewrap can set up a sandbox here, and whether it gets a user namespace. Asked
     in the read-only sandbox that scribe's git questions then use (workspace/gitserver.py): the
     probe starts it."""
-    from scribe.workspace.gitserver import ServerGone, server_for
+    from scribe.workspace.git.server import ServerGone, server_for
 
     try:
         status, out, err = server_for(ReadOnly(bwrap, as_root), False).run(

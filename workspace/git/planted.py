@@ -28,9 +28,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from scribe.workspace.bwrap import Confinement
-from scribe.workspace.gitfolders import looks_like_git_folder
-from scribe.workspace.gitrun import GitMissing, names_a_program, run_git_batch
+from scribe.workspace.git.folders import looks_like_git_folder
+from scribe.workspace.git.run import GitMissing, names_a_program, run_git_batch
+from scribe.workspace.sandbox.bwrap import Confinement
 
 MAX_FOLDERS = 200_000
 # What a git folder holds that git reads as configuration, or runs.

@@ -1,0 +1,1 @@
+"""workspace/git/ (see workspace/__init__.py)."""

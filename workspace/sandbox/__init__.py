@@ -1,0 +1,1 @@
+"""workspace/sandbox/ (see workspace/__init__.py)."""

@@ -1,0 +1,1 @@
+"""workspace/watcher/ (see workspace/__init__.py)."""

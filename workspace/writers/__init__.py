@@ -1,0 +1,1 @@
+"""workspace/writers/ (see workspace/__init__.py)."""
