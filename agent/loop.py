@@ -54,9 +54,10 @@ from scribe.settings.hooks import NO_HOOKS, HookName, Hooks
 from scribe.tools.base import CommandInterrupted, Tool, ToolContext, ToolOutput, kind_of, stop_if_cancelled
 from scribe.tools.command import git_watch
 from scribe.tools.registry import run_tool
+from scribe.workspace.git.folders import command_protection
 from scribe.workspace.git.planted import describe
 from scribe.workspace.images import PreparedImage
-from scribe.workspace.sandbox.protection import Protection, command_protection
+from scribe.workspace.sandbox.protection import Protection
 from scribe.workspace.watcher.changes import ChangeSource
 
 # The longest the loop waits on a compression between turns without looking for a cancel.

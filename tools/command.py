@@ -29,10 +29,11 @@ from scribe.tools.base import (
 )
 from scribe.tools.secrets import command_env
 from scribe.tools.textio import human_bytes, plural
+from scribe.workspace.git.folders import command_protection
 from scribe.workspace.git.planted import MAX_FOLDERS, GitConfigWatch
 from scribe.workspace.sandbox import leftovers
 from scribe.workspace.sandbox.limits import CommandCgroup
-from scribe.workspace.sandbox.protection import Protection, command_protection, hide_own_process
+from scribe.workspace.sandbox.protection import Protection, hide_own_process
 
 MAX_TIMEOUT_S = 1800.0
 # After SIGTERM, how long the group gets before SIGKILL.

@@ -8,8 +8,8 @@ import subprocess
 from pathlib import Path
 
 from conftest import make_repository
+from scribe.workspace.git.folders import command_protection
 from scribe.workspace.git.planted import GitConfigWatch
-from scribe.workspace.sandbox.protection import command_protection
 
 
 def planted(workspace: Path, watch: GitConfigWatch, script: str) -> list[str]:

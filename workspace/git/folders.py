@@ -23,6 +23,9 @@ git reads as configuration or runs stays read-only: `config`, `config.worktree`,
 `info/` (attributes, exclude), the `commondir` and `gitdir` pointers, and the same in each
 worktree's and submodule's folder. So a command's own `git commit` works in the sandbox, and
 nothing it does there changes what scribe's git (or the person's) runs afterwards.
+
+`command_protection` is the Protection a workspace's commands get: the sandbox
+(sandbox/protection.py) built around these folders.
 """
 
 from __future__ import annotations
@@ -30,30 +33,20 @@ from __future__ import annotations
 import os
 import subprocess
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from scribe.workspace.git.run import GitMissing, file_signature, run_git_batch, run_git_questions
 from scribe.workspace.sandbox.bwrap import Confinement, read_only
+from scribe.workspace.sandbox.limits import DEFAULT_MEMORY_MB, DEFAULT_PROCESSES
+from scribe.workspace.sandbox.protection import GitFolders, Protection
+from scribe.workspace.sandbox.protection import command_protection as _protection
 
 # Entries of a git folder that git reads as configuration or runs.
 CONFIG_ENTRIES = ("config", "config.worktree", "hooks", "info", "commondir", "gitdir")
 # How deep submodules of submodules are followed under modules/.
 _MODULES_DEPTH = 8
-
-
-@dataclass(frozen=True)
-class GitFolders:
-    outside: tuple[Path, ...] = ()  # git folders outside the workspace that belong to it: writable
-    pinned: tuple[Path, ...] = ()  # bound onto themselves: a command cannot move or replace them
-    read_only: tuple[Path, ...] = ()  # configuration and programs, read-only to commands
-    refused: tuple[str, ...] = ()  # a git folder not made writable, and why
-    # Configuration entries missing when the sandbox was set up: a bind cannot keep a command from
-    # creating one, so scribe removes any that appears once the command ended (Protection.sweep).
-    absent: tuple[Path, ...] = ()
-    # Every git folder of the workspace, as git names them: never written by the file tools.
-    protected: tuple[Path, ...] = ()
 
 
 def looks_like_git_folder(folder: str | os.PathLike[str], adding: str | None = None) -> bool:
@@ -159,6 +152,15 @@ def ask_git(workspace: Path, box: Confinement | None = None) -> AskedGit:
             _asked.clear()
         _asked[key] = asked
     return asked
+
+
+def command_protection(workspace: Path, *, allowed_roots: Sequence[Path] = (), state_dir: Path | None = None,
+                       enabled: bool = True, bwrap: str | None = None, max_processes: int = DEFAULT_PROCESSES,
+                       max_memory_mb: int = DEFAULT_MEMORY_MB) -> Protection:
+    """The protection commands of this workspace get (sandbox/protection.py's, which see), built
+    around its git folders as git names them."""
+    return _protection(workspace, git_folders, allowed_roots=allowed_roots, state_dir=state_dir, enabled=enabled,
+                       bwrap=bwrap, max_processes=max_processes, max_memory_mb=max_memory_mb)
 
 
 def git_folders(workspace: Path, box: Confinement | None = None) -> GitFolders:

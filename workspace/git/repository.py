@@ -29,10 +29,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from scribe.workspace.git.commitlock import LockWaitedTooLong, commit_lock
-from scribe.workspace.git.folders import ask_git
+from scribe.workspace.git.folders import ask_git, command_protection
 from scribe.workspace.git.run import GitMissing, GitResult, run_git_batch, scratch
 from scribe.workspace.sandbox.bwrap import Confinement
-from scribe.workspace.sandbox.protection import command_protection
 
 TRAILER = "Scribe-Session"
 # Operations during which a commit would land in the middle of the person's work.
