@@ -72,7 +72,7 @@ from scribe.tools.base import Tool, ToolContext
 from scribe.tools.mcp.hub import McpHub
 from scribe.tools.registry import tool_definitions
 from scribe.workspace.git.commitlock import COMMIT_LOCK
-from scribe.workspace.git.run import query_in
+from scribe.workspace.git.repository import query_in
 from scribe.workspace.sandbox.protection import Protection
 from scribe.workspace.watcher.watcher import WorkspaceWatcher
 

@@ -20,8 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from scribe.workspace.git.repository import commit_paths, dirty_paths
-from scribe.workspace.git.run import query_in
+from scribe.workspace.git.repository import commit_paths, dirty_paths, query_in
 from scribe.workspace.watcher.watcher import WorkspaceWatcher
 
 FILES = 10_000

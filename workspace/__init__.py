@@ -6,9 +6,9 @@ each importing only the folders named in its own docstring (tests/test_layers.py
 - `sandbox/`: where a program scribe starts because of the workspace runs (bubblewrap, its
   read-only sandbox, the Protection commands get, their limits and leftovers) and the
   environment it gets (no secrets).
-- `git/`: scribe's own git, run in the sandbox as a command runs; the workspace's git folders
-  and the Protection built around them; facts, commits, diffs and undo; git configuration a
-  command planted. Imports `writers/` and `sandbox/`.
+- `git/`: scribe's own git, through GitPython with its git executable confined to the sandbox;
+  the workspace's git folders and the Protection built around them; facts, commits, diffs and
+  undo; git configuration a command planted. Imports `writers/` and `sandbox/`.
 - `watcher/`: files changed outside the agent's tools, and which of them git ignores (asked
   through the git query the caller hands in). Imports `writers/`.
 

@@ -27,7 +27,7 @@ from scribe.context.render import file_change_text, render
 from scribe.fakeapi import FakeMessagesServer, Reply, text_block, tool_use_block
 from scribe.log.events import AssistantEvent, FileChangeEvent, ToolResultEvent, UserEvent
 from scribe.settings.values import Settings
-from scribe.workspace.git.run import query_in
+from scribe.workspace.git.repository import query_in
 from scribe.workspace.watcher.changes import FileChange
 from scribe.workspace.watcher.watcher import MAX_CHANGES, WorkspaceWatcher
 
