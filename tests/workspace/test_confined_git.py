@@ -17,6 +17,7 @@ from scribe.workspace.git.confined import (
     UNRUNNABLE,
     ConfinedGit,
     confined,
+    git_environment,
     git_executable,
     gitpython,
 )
@@ -117,3 +118,30 @@ def test_a_call_past_its_timeout_ends_its_sandbox(box: ReadOnly, workspace: Path
         [started] = confined_git._started
         assert started.poll() is not None
         assert _git_call(confined_git, "version")[0] == 0  # the next call starts another
+
+
+def test_git_gets_no_secret_and_no_foreign_git_variable() -> None:
+    given = {"PATH": "/usr/bin", "HOME": "/home/p", "ANTHROPIC_API_KEY": "sk-ant-x", "DB_URL": "postgres://a:pw@db",
+             "GIT_DIR": "/elsewhere/.git", "GIT_WORK_TREE": "/elsewhere", "GIT_INDEX_FILE": "/tmp/i",
+             "GIT_EXEC_PATH": "/evil", "GIT_EXTERNAL_DIFF": "/evil/diff", "GIT_PAGER": "/evil/pager",
+             "GIT_SSH_COMMAND": "/evil/ssh", "GIT_CONFIG_PARAMETERS": "'core.hookspath'='/evil'",
+             "GIT_TRACE": "/tmp/trace", "GIT_PYTHON_GIT_EXECUTABLE": "/evil/git", "BASH_ENV": "/evil/rc",
+             "BASH_FUNC_printf%%": "() { :; }", "GIT_CONFIG_GLOBAL": "/home/p/.gitconfig", "GIT_CONFIG_COUNT": "1",
+             "GIT_CONFIG_KEY_0": "user.name", "GIT_CONFIG_VALUE_0": "P", "GIT_AUTHOR_NAME": "P"}
+    assert git_environment(given) == {
+        "PATH": "/usr/bin", "HOME": "/home/p", "GIT_CONFIG_GLOBAL": "/home/p/.gitconfig", "GIT_CONFIG_COUNT": "1",
+        "GIT_CONFIG_KEY_0": "user.name", "GIT_CONFIG_VALUE_0": "P", "GIT_AUTHOR_NAME": "P"}
+
+
+def test_git_is_never_one_the_workspace_put_on_path(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    real = git_executable(Path("/"))
+    for folder in ("bin", "tools"):
+        planted = workspace / folder / "git"
+        planted.parent.mkdir()
+        planted.write_text("#!/bin/sh\nexit 1\n")
+        planted.chmod(0o755)
+    (workspace / "git").write_text("#!/bin/sh\nexit 1\n")
+    (workspace / "git").chmod(0o755)
+    monkeypatch.chdir(workspace)
+    monkeypatch.setenv("PATH", os.pathsep.join(["", "bin", str(workspace / "tools"), os.environ["PATH"]]))
+    assert git_executable(workspace) == real

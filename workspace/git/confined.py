@@ -5,17 +5,20 @@ persistent `cat-file --batch` reader its object database keeps open, the diff-tr
 `Commit.diff`, its version check. It runs whatever `Git.GIT_PYTHON_GIT_EXECUTABLE` names, in
 scribe's whole environment. `ConfinedGit` is GitPython's `Git` with `execute` replaced:
 
-- the program is the git on PATH (`git_executable`), never what GIT_PYTHON_GIT_EXECUTABLE
-  names; GitPython's command line is accepted only when it starts with GitPython's own name for
+- the program is the git this machine has (`git_executable`: an absolute path, never one a
+  relative PATH entry finds, nor one inside the workspace, nor what GIT_PYTHON_GIT_EXECUTABLE
+  names); GitPython's command line is accepted only when it starts with GitPython's own name for
   git, so nothing but git is ever run through it;
 - it runs confined by the call's `Confinement`: in bubblewrap under the workspace's Protection
   (read-only for a question; the workspace and its git folders, not their configuration, writable
   for a commit or an undo), or, where there is no sandbox, as scribe's child with scribe's own
   process made unreadable first;
-- in the environment the caller gives it, which run.py builds (scribe's own less its secrets,
-  and the overrides that turn off every program the repository's configuration names);
-  GitPython's own additions (`update_environment`, which its `Repo` fills from GIT_DIR,
-  GIT_COMMON_DIR and GIT_OBJECT_DIRECTORY) are not passed;
+- in the environment the caller gives it, which run.py builds from `git_environment` (no secret,
+  no GIT_* variable of scribe's environment but those naming the person's config files, identity
+  and config; nothing bash reads at start-up) and the overrides that turn off every program the
+  repository's configuration names; GitPython's own additions (`update_environment`, which its
+  `Repo` fills from GIT_DIR, GIT_COMMON_DIR and GIT_OBJECT_DIRECTORY) are not passed: git finds
+  the repository from the folder it runs in;
 - every process it started (the persistent reader too) ends when the call does (`close`, which
   `confined()` calls on the way out) or when its timeout passes, whichever comes first.
 
@@ -31,11 +34,11 @@ share one sandbox: starting bubblewrap costs more than most of the git commands 
 
 from __future__ import annotations
 
+import functools
 import io
 import os
 import re
 import secrets
-import shutil
 import subprocess
 import threading
 from collections.abc import Iterator, Mapping, Sequence
@@ -47,13 +50,30 @@ from types import ModuleType
 from typing import IO, TYPE_CHECKING, Any
 
 from scribe.workspace.sandbox.bwrap import Confinement
-from scribe.workspace.sandbox.environment import hide_own_process
+from scribe.workspace.sandbox.environment import (
+    hide_own_process,
+    trusted_program,
+    url_passwords,
+    without_secrets,
+)
 
 GIT_TIMEOUT_S = 60
 # What GitPython itself is told git is: no process can be started from it (exec fails with EACCES
 # on anything but a regular file, for root too), so whatever GitPython would start without
 # ConfinedGit.execute fails instead of running outside the sandbox.
 UNRUNNABLE = os.devnull
+# GIT_* variables of scribe's environment that its git keeps: which config files are the person's,
+# their identity, and where git stops looking for a repository (and, see git_environment, their
+# own command-line config, which scribe's own entries follow). GIT_CONFIG_PARAMETERS is not among them: git reads it
+# after GIT_CONFIG_COUNT, so it would override scribe's own.
+KEPT_GIT_VARIABLES = frozenset({
+    "GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM", "GIT_CONFIG_NOSYSTEM",
+    "GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_AUTHOR_DATE", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL",
+    "GIT_COMMITTER_DATE", "GIT_CEILING_DIRECTORIES", "GIT_DISCOVERY_ACROSS_FILESYSTEM",
+})
+_COUNT = "GIT_CONFIG_COUNT"
+# What bash reads as it starts (a batch runs in bash): a file to source, options, functions.
+_SHELL_STARTUP = frozenset({"BASH_ENV", "ENV", "SHELLOPTS", "BASHOPTS", "CDPATH", "GLOBIGNORE"})
 _END_GRACE_S = 1.0  # a reader whose stdin closed has this long to end before it is killed
 _BATCH = resources.files(__package__).joinpath("batch.sh").read_text(encoding="utf-8")
 _import_lock = threading.Lock()
@@ -100,12 +120,53 @@ else:
     _Git, _Repo = gitpython.Git, gitpython.Repo
 
 
+def git_environment(base: Mapping[str, str]) -> dict[str, str]:
+    """What of `base` scribe's git (and whatever git starts) gets: no secret, no GIT_* variable
+    but KEPT_GIT_VARIABLES (GIT_DIR, GIT_INDEX_FILE, GIT_EXEC_PATH, GIT_EXTERNAL_DIFF, GIT_PAGER,
+    GIT_SSH_COMMAND, GIT_TRACE, GitPython's GIT_PYTHON_*, ... are not scribe's git's: it sets
+    what it needs itself), nothing bash reads as it starts. The person's own command-line config
+    (GIT_CONFIG_COUNT and its KEY_n/VALUE_n pairs) is kept whole, renumbered, but for an entry
+    whose value carries credentials in a URL: a KEY_n name is no secret, and a pair without its
+    other half would make git refuse to run at all."""
+    kept = {name: value for name, value in without_secrets(base).items()
+            if (not name.startswith("GIT_") or name in KEPT_GIT_VARIABLES) and name != _COUNT
+            and name not in _SHELL_STARTUP and not name.startswith("BASH_FUNC_")}
+    pairs = _command_line_config(base)
+    kept.update({f"GIT_CONFIG_{part}_{n}": value for n, (key, value) in enumerate(pairs)
+                 for part, value in (("KEY", key), ("VALUE", value))})
+    if pairs:
+        kept[_COUNT] = str(len(pairs))
+    return kept
+
+
+def _command_line_config(base: Mapping[str, str]) -> list[tuple[str, str]]:
+    """The GIT_CONFIG_COUNT entries of `base` that carry no credentials; none when the count is
+    not one git would take (git itself refuses to run then; scribe's own entries replace them)."""
+    try:
+        count = int(base.get(_COUNT, "0"))
+    except ValueError:
+        return []
+    pairs = []
+    for n in range(max(count, 0)):
+        key, value = base.get(f"GIT_CONFIG_KEY_{n}"), base.get(f"GIT_CONFIG_VALUE_{n}")
+        if key is None or value is None:
+            return []
+        if not url_passwords(value):
+            pairs.append((key, value))
+    return pairs
+
+
 def git_executable(cwd: Path) -> str:
-    """The git scribe runs in `cwd`: git on PATH."""
-    found = shutil.which("git")
+    """The git scribe runs in `cwd`: the first on PATH in an absolute folder outside `cwd`."""
+    found = _on_path("git", os.environ.get("PATH", os.defpath), str(cwd))
     if found is None:
-        raise GitMissing("git is not installed")
+        raise GitMissing("git is not installed (none on PATH outside the workspace)")
     return found
+
+
+@functools.lru_cache(maxsize=64)
+def _on_path(name: str, path: str, outside: str) -> str | None:
+    return trusted_program(name, (Path(outside),), path)
 
 
 class ConfinedGit(_Git):
@@ -168,7 +229,7 @@ class ConfinedGit(_Git):
         if len(commands) == 1:  # no shell needed to run one
             argv = [self.program, *commands[0]]
             return [self._finish(self._start(argv, None, None), argv, self.timeout)]
-        shell = shutil.which("bash")
+        shell = _on_path("bash", os.environ.get("PATH", os.defpath), str(self.cwd))
         if shell is None:
             raise GitMissing("bash is not installed (scribe asks git several questions at once through it)")
         token = secrets.token_hex(16)

@@ -48,10 +48,10 @@ from scribe.workspace.git.confined import (
     GitMissing,
     GitResult,
     confined,
+    git_environment,
 )
 from scribe.workspace.git.programs import inert, names_a_program
 from scribe.workspace.sandbox.bwrap import Confinement, read_only
-from scribe.workspace.sandbox.environment import without_secrets
 
 __all__ = ["GIT_TIMEOUT_S", "GitMissing", "GitResult", "neutral_env", "objects", "run_git",
            "run_git_batch", "run_git_questions", "scratch"]
@@ -62,8 +62,7 @@ REPOSITORY_SCOPES = frozenset({"local", "worktree"})
 _COUNT = "GIT_CONFIG_COUNT"
 _CACHE_MAX = 64
 # Variables that change which configuration git reads (besides GIT_CONFIG*).
-_DISCOVERY = frozenset({"HOME", "XDG_CONFIG_HOME", "GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR",
-                        "GIT_CEILING_DIRECTORIES", "GIT_DISCOVERY_ACROSS_FILESYSTEM"})
+_DISCOVERY = frozenset({"HOME", "XDG_CONFIG_HOME", "GIT_CEILING_DIRECTORIES", "GIT_DISCOVERY_ACROSS_FILESYSTEM"})
 
 
 def _with_config(base: Mapping[str, str], pairs: Sequence[tuple[str, str]]) -> dict[str, str]:
@@ -195,7 +194,7 @@ def run_git_questions(cwd: Path, commands: Sequence[Sequence[str]], *, box: Conf
     the configuration, which is kept for the git calls that follow: a session's first questions
     cost one sandbox, not two."""
     box = box or read_only()
-    env = without_secrets(os.environ)
+    env = git_environment(os.environ)
     with confined(cwd, box, _with_config(env, FIXED), timeout=timeout) as git:
         listed, *answers = git.batch([_LIST_CONFIG, *commands])
     _keep(cwd, env, listed)
@@ -205,7 +204,7 @@ def run_git_questions(cwd: Path, commands: Sequence[Sequence[str]], *, box: Conf
 def neutral_overrides(cwd: Path, base: Mapping[str, str] | None = None,
                       box: Confinement | None = None) -> list[tuple[str, str]]:
     """The command-line config that turns off every program the repository at `cwd` names."""
-    source = without_secrets(os.environ if base is None else base)
+    source = git_environment(os.environ if base is None else base)
     entries = _listing(cwd, source, box or read_only()).entries
     fixed = {key.lower() for key, _ in FIXED}
     chosen = {key for scope, key, _ in entries if scope in REPOSITORY_SCOPES and names_a_program(key)
@@ -220,9 +219,9 @@ def neutral_overrides(cwd: Path, base: Mapping[str, str] | None = None,
 
 
 def neutral_env(cwd: Path, base: Mapping[str, str] | None = None, box: Confinement | None = None) -> dict[str, str]:
-    """The environment to run git in `cwd` with: `base` (by default scribe's own) less its
-    secrets, and the overrides that turn off the repository's programs."""
-    source = without_secrets(os.environ if base is None else base)
+    """The environment to run git in `cwd` with: what git_environment keeps of `base` (by
+    default scribe's own) and the overrides that turn off the repository's programs."""
+    source = git_environment(os.environ if base is None else base)
     return _with_config(source, neutral_overrides(cwd, source, box))
 
 

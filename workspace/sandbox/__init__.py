@@ -4,6 +4,7 @@ git runs through); the Protection commands, hooks, MCP servers and scribe's own 
 (protection.py: the workspace writable, its git folders' configuration read-only, built around
 the git folders git names, which the caller finds); the limits on a command's processes and
 memory (limits.py); what ends a command's leftovers without a sandbox (leftovers.py); the
-environment without secrets (environment.py).
+environment without secrets and the programs found where a workspace cannot have planted them
+(environment.py).
 
 Imports nothing of the workspace: scribe's git sits above it and runs in it."""

@@ -6,17 +6,18 @@ git about a workspace in that one before it knows the workspace's git folders
 
 A `Confinement` is where a program runs: bubblewrap or the plain process. Both hand git (or any
 program) its command line through `confine`; it is the seam between the sandbox and scribe's git
-(workspace/git/run.py)."""
+(workspace/git/confined.py)."""
 
 from __future__ import annotations
 
 import functools
 import os
-import shutil
 import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
+
+from scribe.workspace.sandbox.environment import trusted_program
 
 # Docker's default capability set, less CAP_MKNOD (a device node in the writable workspace
 # would open the raw disk): enough for chown, setuid tools and binding low ports as root.
@@ -55,7 +56,7 @@ class Probe:
 
 
 def find_bwrap() -> str | None:
-    return shutil.which("bwrap")
+    return trusted_program("bwrap")
 
 
 def base_args(bwrap: str, *, private_tmp: bool = True) -> list[str]:
