@@ -78,7 +78,7 @@ class TurnLoop:
     # Approval requests are answered; otherwise what the mode asks about is refused.
     asks: bool = False
     memory: Compressor | None = None
-    # Files changed outside the agent's tools, drained at safe points (workspace/watcher.py).
+    # Files changed outside the agent's tools, drained at safe points (workspace/watcher/watcher.py).
     watcher: ChangeSource | None = None
     # Commits the files the turn's file tools wrote, at the turn's end (auto_commit).
     committer: TurnCommitter | None = None

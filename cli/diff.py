@@ -3,7 +3,7 @@
 Compared with the commit the session recorded at its start (`git_head` in its first line):
 tracked changes, committed since or not, and untracked files as additions. Coloured on a
 terminal, plain text otherwise (a pipe, NO_COLOR). git runs as every git call of scribe's does
-(workspace/gitrun.py: in the sandbox, without secrets).
+(workspace/git/run.py: in the sandbox, without secrets).
 """
 
 from __future__ import annotations

@@ -142,7 +142,7 @@ def _servers(table: dict[str, Any]) -> dict[str, str]:
 
 def _secrets(table: dict[str, Any]) -> dict[str, tuple[str, ...]]:
     """For each server that would start, the secret variables its settings name, by the rules
-    the sandbox strips them by (workspace/environment.py): whatever the sandbox strips, a
+    the sandbox strips them by (workspace/sandbox/environment.py): whatever the sandbox strips, a
     `${NAME}` in the config hands to the server all the same."""
     found = {}
     for name, entry in table.items():

@@ -43,7 +43,7 @@ class ToolOutput:
     attachments: list[dict[str, Any]] = field(default_factory=list)
     # How to take back a file tool's change (tools/restore.py); logged with the result, never sent.
     restore: dict[str, Any] | None = None
-    # Git configuration a command created or changed (workspace/gitplanted.py), for the person and
+    # Git configuration a command created or changed (workspace/git/planted.py), for the person and
     # the log (a `git_config` event); the model reads it in `text`.
     git_config: list[dict[str, Any]] = field(default_factory=list)
 

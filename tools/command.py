@@ -1,6 +1,6 @@
 """run_command: one bash command in the workspace, with bounded time and bounded output, under
-the protection `workspace/sandbox.py` decides (a bubblewrap sandbox where the platform allows,
-with its limits on processes and memory: workspace/limits.py).
+the protection `workspace/sandbox/protection.py` decides (a bubblewrap sandbox where the platform allows,
+with its limits on processes and memory: workspace/sandbox/limits.py).
 It owns the rule that every process a command starts ends with it: on exit, timeout, cancel
 and any signal that ends scribe (the sandbox's PID namespace, or the process group plus the
 marker of leftovers.py without one)."""

@@ -177,7 +177,7 @@ def undo_last(session: Session, workspace: Path, watcher: ChangeSource | None = 
     """Undo this session's latest commit if it is still HEAD, and record that in its log (the
     model is told at its next call, as an undo). For the REPL's /undo: the session's `watcher`
     is told what the undo left in each file, so it does not report them as changed outside
-    scribe. It waits for the workspace's other sessions' commits (workspace/commitlock.py).
+    scribe. It waits for the workspace's other sessions' commits (workspace/git/commitlock.py).
     Raises GitUnavailable outside a repository."""
     sha = session.digest.last_commit
     if sha is None:

@@ -8,7 +8,7 @@ from what is on disk now, which must be exactly what scribe's last change left t
 hash): a file changed since, by the person or a command, is never overwritten. Every file is
 checked and its earlier content prepared before any is put in place, so a refusal, or a write
 that fails, changes nothing. Every file is read, written and removed through the confined
-writer (workspace/confined.py): a path that leads through a link, climbs out with `..` or names
+writer (workspace/writers/confined.py): a path that leads through a link, climbs out with `..` or names
 a place outside the workspace (and the allowed roots) is refused, and nothing is restored. The
 `undo` event it appends tells the model at its next call.
 """

@@ -3,7 +3,7 @@ stderr read apart (each kept up to a cap), ended at its timeout with everything 
 
 The environment is a command's (tools/secrets.py `command_env`: no secret variable), plus the
 secrets the person's own config names in `pass_env`. A workspace's hook runs in the sandbox a
-command runs in (workspace/sandbox.py): a program scribe starts because of what a workspace
+command runs in (workspace/sandbox/protection.py): a program scribe starts because of what a workspace
 holds never runs outside it; where there is no sandbox, the workspace's hooks do not run.
 """
 

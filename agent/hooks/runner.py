@@ -14,7 +14,7 @@ Any other exit code, a timeout or a hook that cannot start is a failure the pers
 in one line, and the turn goes on as if the hook had said nothing (as Claude Code does: a hook
 that fails does not block). A workspace's hook runs as a command does, and like a command's,
 the git configuration it creates or changes is reported: one line for the person and a
-`git_config` event naming the hook (workspace/gitplanted.py). What the model is shown is the event's `feedback`, rendered from the
+`git_config` event naming the hook (workspace/git/planted.py). What the model is shown is the event's `feedback`, rendered from the
 log (context/render.py), so `scribe log prompt --at` rebuilds it and the cached prefix before it
 never moves.
 """

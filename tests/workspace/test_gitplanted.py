@@ -1,4 +1,4 @@
-"""The watch of the workspace's git configuration (workspace/gitplanted.py), asked directly: what
+"""The watch of the workspace's git configuration (workspace/git/planted.py), asked directly: what
 a command planted is found wherever it is, a folder shaped like a git folder included. Real git,
 and the real read-only sandbox that reads what a config names."""
 

@@ -279,7 +279,7 @@ class WorkspaceWatcher:
         consumed: set[str] = set()
         unknown: list[str] = []
         exists = {p: (self.root / p).is_file() for p in entries}
-        # scribe's own atomic writes (workspace/atomic.py, confined.py) go through a temporary
+        # scribe's own atomic writes (workspace/writers/atomic.py, confined.py) go through a temporary
         # file renamed over the target: never a change of its own, whichever drain sees which
         # half of it. The target's own entry says what happened to it.
         consumed.update(p for p in entries if p.rsplit("/", 1)[-1].endswith(TEMPORARY_SUFFIX))
