@@ -188,7 +188,7 @@ class ConfinedGit(_Git):
 
     # -- GitPython's way in ------------------------------------------------------------------------
 
-    def execute(  # type: ignore[override]  # one implementation for GitPython's overloads
+    def execute(  # one implementation for all of GitPython's overloads
             self, command: str | Sequence[Any], istream: int | IO[bytes] | None = None,
             with_extended_output: bool = False, with_exceptions: bool = True, as_process: bool = False,
             output_stream: IO[bytes] | None = None, stdout_as_string: bool = True,

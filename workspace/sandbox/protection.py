@@ -252,7 +252,7 @@ def command_protection(workspace: Path, git_folders: FindGitFolders, *, allowed_
         return Protection("none", base, reason=f"bubblewrap cannot create its namespaces here: {probed.problem}",
                           as_root=root, git_folders=protected)
     writable = _writable(workspace.resolve(), allowed_roots, folders.outside)
-    hidden = ()
+    hidden: tuple[str, ...] = ()
     if state_dir is not None:
         state = state_dir.resolve()
         # Never hide a folder that holds what commands must see.
