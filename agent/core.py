@@ -84,8 +84,8 @@ from scribe.model.events import Notice
 from scribe.settings.files import ConfigError
 from scribe.settings.values import PermissionMode
 from scribe.tools.mcp.hub import McpHub
-from scribe.workspace.git import GitRefused, GitUnavailable
-from scribe.workspace.gitplanted import describe
+from scribe.workspace.git.planted import describe
+from scribe.workspace.git.repository import GitRefused, GitUnavailable
 
 # What a submission's work may fail with that is the person's to hear about in one line, not a
 # crash: the core says it (Failed) and goes on.

@@ -56,10 +56,11 @@ from scribe.settings.hooks import NO_HOOKS, HookName, Hooks
 from scribe.tools.base import CommandInterrupted, Tool, ToolContext, ToolOutput, kind_of, stop_if_cancelled
 from scribe.tools.command import git_watch
 from scribe.tools.registry import run_tool
-from scribe.workspace.changes import ChangeSource
-from scribe.workspace.gitplanted import describe
+from scribe.workspace.git.folders import command_protection
+from scribe.workspace.git.planted import describe
 from scribe.workspace.images import PreparedImage
-from scribe.workspace.sandbox import Protection, command_protection
+from scribe.workspace.sandbox.protection import Protection
+from scribe.workspace.watcher.changes import ChangeSource
 
 # The longest the loop waits on a compression between turns without looking for a cancel.
 WAIT_SLICE_S = 0.05
@@ -92,7 +93,7 @@ class TurnLoop:
     # Approval requests are answered; otherwise what the mode asks about is refused.
     asks: bool = False
     memory: Compressor | None = None
-    # Files changed outside the agent's tools, drained at safe points (workspace/watcher.py).
+    # Files changed outside the agent's tools, drained at safe points (workspace/watcher/watcher.py).
     watcher: ChangeSource | None = None
     # Commits the files the turn's file tools wrote, at the turn's end (auto_commit).
     committer: TurnCommitter | None = None

@@ -84,10 +84,10 @@ from scribe.settings.values import HEADLESS_FOR_ASK, REPL_DEFAULTS, PermissionMo
 from scribe.tools.base import Tool, ToolContext
 from scribe.tools.mcp.hub import McpHub
 from scribe.tools.registry import tool_definitions
-from scribe.workspace.commitlock import COMMIT_LOCK
-from scribe.workspace.gitrun import query_in
-from scribe.workspace.sandbox import Protection
-from scribe.workspace.watcher import WorkspaceWatcher
+from scribe.workspace.git.commitlock import COMMIT_LOCK
+from scribe.workspace.git.repository import query_in
+from scribe.workspace.sandbox.protection import Protection
+from scribe.workspace.watcher.watcher import WorkspaceWatcher
 
 if TYPE_CHECKING:
     from scribe.telemetry.export import Telemetry

@@ -7,7 +7,8 @@ from pathlib import Path
 
 from scribe.settings.files import state_dir
 from scribe.settings.values import Settings, load_settings
-from scribe.workspace.sandbox import Protection, command_protection
+from scribe.workspace.git.folders import command_protection
+from scribe.workspace.sandbox.protection import Protection
 
 
 def protection_here(workspace: Path) -> Protection:

@@ -5,10 +5,11 @@ bubblewrap around it counts), from its start to its end, in real `scribe run`, `
 `python -m benchmarks.git_calls [--before DIR] [--runs N]`: DIR holds an earlier version's
 `scribe` package (`mkdir -p DIR/scribe && git archive REV | tar -x -C DIR/scribe`), run by the same
 interpreter; the two are measured in turn, run after run, so that a busy machine slows both
-alike. A git call is a git process (or bubblewrap around one), or a request to a long-lived git
-sandbox (workspace/gitserver.py), timed from its start to its answer; long-lived processes
-(those sandboxes, and an earlier version's gitpython `cat-file --batch` readers) are counted
-apart and not timed: they live as long as the process, and their requests are what is timed.
+alike. A git call is a git process (or bubblewrap around one, or the bash that runs several in
+one sandbox), GitPython's `cat-file --batch` readers among them (they end with the call that
+opened them), or a request to the long-lived git sandbox an earlier version kept
+(workspace/gitserver.py), timed from its start to its answer. Such a long-lived sandbox is
+counted apart and not timed: it lives as long as the process, and its requests are what is timed.
 
 Shapes: a read-only turn (list_files; the watcher starts), an auto-commit turn (write_file), then
 `scribe diff` and `scribe undo` of it."""
@@ -29,7 +30,7 @@ from typing import Any
 from scribe.fakeapi import FakeMessagesServer, Reply, text_block, tool_use_block
 
 # Imported by every scribe process the benchmark starts (PYTHONPATH): times each git process,
-# and each request to a long-lived git sandbox (workspace/gitserver.py, where there is one).
+# and each request to an earlier version's long-lived git sandbox (workspace/gitserver.py).
 _HOOK = '''
 import atexit, importlib.abc, importlib.util, json, os, subprocess, sys, time
 _out = os.environ.get("SCRIBE_BENCH_GIT_TIMES")
@@ -39,7 +40,7 @@ if _out:
     def _is_git(argv):
         return any(os.path.basename(str(a)) in ("git", "bwrap") for a in argv[:1]) or "scribe-git" in argv
     def _long_lived(argv):
-        return "--batch" in argv or "--batch-check" in argv or "scribe-git-sandbox" in argv
+        return "scribe-git-sandbox" in argv
     def init(self, args, *a, **k):
         self._bench = (time.perf_counter(), [str(x) for x in ([args] if isinstance(args, (str, bytes)) else args)])
         _init(self, args, *a, **k)

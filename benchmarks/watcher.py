@@ -20,9 +20,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from scribe.workspace.git import commit_paths, dirty_paths
-from scribe.workspace.gitrun import query_in
-from scribe.workspace.watcher import WorkspaceWatcher
+from scribe.workspace.git.repository import commit_paths, dirty_paths, query_in
+from scribe.workspace.watcher.watcher import WorkspaceWatcher
 
 FILES = 10_000
 TOP, SUB, LEAF = 20, 10, 50  # 20 x 10 folders x 50 files = 10,000

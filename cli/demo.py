@@ -130,8 +130,8 @@ def _run(workspace: Path, keep: bool) -> None:
 
 
 def _init_repo(path: Path) -> None:
-    from scribe.workspace.gitrun import run_git
-    from scribe.workspace.sandbox import command_protection
+    from scribe.workspace.git.folders import command_protection
+    from scribe.workspace.git.run import run_git
 
     box = command_protection(path)  # git writes the new repository as a command would, sandboxed
 

@@ -3,7 +3,7 @@
 Compared with the commit the session recorded at its start (`git_head` in its first line):
 tracked changes, committed since or not, and untracked files as additions. Coloured on a
 terminal, plain text otherwise (a pipe, NO_COLOR). git runs as every git call of scribe's does
-(workspace/gitrun.py: in the sandbox, without secrets).
+(workspace/git/run.py: in the sandbox, without secrets).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ def diff(
     from scribe.agent.protection import protection_here
     from scribe.log.jsonl import read_first_record
     from scribe.settings.files import find_workspace
-    from scribe.workspace.git import GitRefused, GitUnavailable, is_repository, session_diff
+    from scribe.workspace.git.repository import GitRefused, GitUnavailable, is_repository, session_diff
 
     from .log.common import resolve_session
 

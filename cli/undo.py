@@ -40,7 +40,7 @@ def undo(
     from scribe.log.jsonl import SessionLocked
     from scribe.settings.files import find_workspace
     from scribe.settings.values import load_settings
-    from scribe.workspace.git import GitRefused, GitUnavailable
+    from scribe.workspace.git.repository import GitRefused, GitUnavailable
 
     from .log.common import resolve_session
 

@@ -63,7 +63,7 @@ class SessionEvent(Event):
     # The MCP servers as the session found them: per server its name, transport, state and the
     # tools pinned from it (their definitions are in `tools`), so `--continue` offers the same.
     mcp: list[dict[str, Any]] = field(default_factory=list)
-    # What protected scribe from the commands it ran (workspace/sandbox.py Protection.record()).
+    # What protected scribe from the commands it ran (workspace/sandbox/protection.py Protection.record()).
     protection: dict[str, Any] = field(default_factory=dict)
     # The sub-agents its `task` tool can start, as their definitions were at its start
     # (settings/agents.py AgentSpec.record): a continued session starts the same ones.

@@ -284,7 +284,7 @@ def _epoch(ts: str | None) -> float | None:
 
 def exclude_from_git(workspace: Path, state_dir: Path, git_dir: Path | None = None) -> None:
     """Keep the state folder out of git through the repository's `info/exclude`, never a tracked
-    file: in `git_dir` (workspace/git.py's `exclude_dir`: the folder a linked worktree shares
+    file: in `git_dir` (workspace/git/repository.py's `exclude_dir`: the folder a linked worktree shares
     with its repository), else in the workspace's `.git` folder."""
     git_dir = git_dir or workspace / ".git"
     # Never through a link: a `.git` (or its info/) that leads elsewhere is not this workspace's to edit.

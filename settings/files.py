@@ -46,7 +46,8 @@ def find_workspace(cwd: Path) -> Path:
 
 
 # What scribe keeps in its state folder; in a workspace's own `.scribe` none may be a link.
-STATE_ENTRIES = ("config.toml", "sessions", "notes.md", "notes.lock", "history", "mcp", "commands", "finishing.err")
+STATE_ENTRIES = ("config.toml", "sessions", "notes.md", "notes.lock", "commit.lock", "history", "mcp", "commands",
+                 "finishing.err")
 # The workspace's custom commands (settings/commands.py), by their name in it.
 WORKSPACE_COMMANDS = ".scribe/commands"
 WORKSPACE_AGENTS = ".scribe/agents"

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from scribe.tools.mcp.spec import PREFIX as MCP_PREFIX
-from scribe.workspace.atomic import WriteRefused, write_atomic
+from scribe.workspace.writers.atomic import WriteRefused, write_atomic
 
 from .files import (
     ConfigError,

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from scribe.workspace.environment import is_secret
+from scribe.workspace.sandbox.environment import is_secret
 
 from .files import WORKSPACE_AGENTS, WORKSPACE_COMMANDS
 from .mcp_servers import VARIABLE
@@ -153,7 +153,7 @@ def _servers(table: dict[str, Any]) -> dict[str, str]:
 
 def _secrets(table: dict[str, Any]) -> dict[str, tuple[str, ...]]:
     """For each server that would start, the secret variables its settings name, by the rules
-    the sandbox strips them by (workspace/environment.py): whatever the sandbox strips, a
+    the sandbox strips them by (workspace/sandbox/environment.py): whatever the sandbox strips, a
     `${NAME}` in the config hands to the server all the same."""
     found = {}
     for name, entry in table.items():

@@ -92,10 +92,10 @@ class Settings:
     mcp_start_timeout_s: float = 10.0
     mcp_call_timeout_s: float = 120.0
     trust_mcp_json: bool = False
-    # Commands run in a bubblewrap sandbox where the platform allows it (workspace/sandbox.py).
+    # Commands run in a bubblewrap sandbox where the platform allows it (workspace/sandbox/protection.py).
     sandbox: bool = True
     # In the sandbox: the most processes (threads too) one command may run, and the most address
-    # space, in MiB, each of its processes may map; 0: no limit (workspace/limits.py).
+    # space, in MiB, each of its processes may map; 0: no limit (workspace/sandbox/limits.py).
     command_max_processes: int = 4096
     command_max_memory_mb: int = 16384
     # Seconds of regular-expression matching one search may spend (search_files, recall, log search).

@@ -28,6 +28,18 @@ MAY_IMPORT: dict[str, set[str]] = {
     # the scripted stand-in for the API, used by tests, benchmarks and `scribe demo`
     "fakeapi": set(),
 }
+# Inside a package, its folders by idea and the folders each may import (besides itself); the
+# modules beside the folders import none of them.
+INSIDE: dict[str, dict[str, set[str]]] = {
+    "workspace": {
+        "writers": set(),
+        "sandbox": set(),
+        # git runs in the sandbox and restores files through the writers
+        "git": {"sandbox", "writers"},
+        # the watcher asks git what it ignores through a query it is handed, not by importing git
+        "watcher": {"writers"},
+    },
+}
 
 
 def _modules(package: str) -> list[Path]:
@@ -65,6 +77,57 @@ def test_each_package_imports_only_the_packages_below_it(package: str) -> None:
         if bad:
             wrong[str(path.relative_to(ROOT))] = sorted(bad)
     assert not wrong, wrong
+
+
+def _folders_imported(path: Path, package: str) -> set[str]:
+    """The folders of `package` (`workspace`: writers, sandbox, ...) a module imports, at any depth."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            base = node.module or ""
+            names = [base, *(f"{base}.{alias.name}" for alias in node.names)]
+        else:
+            continue
+        for name in names:
+            parts = name.split(".")
+            if parts[:2] == ["scribe", package] and len(parts) > 2 and (ROOT / package / parts[2]).is_dir():
+                found.add(parts[2])
+    return found
+
+
+@pytest.mark.parametrize("package", list(INSIDE))
+def test_the_folders_inside_a_package_import_one_way(package: str) -> None:
+    order = INSIDE[package]
+    folders = {init.parent.name for init in (ROOT / package).glob("*/__init__.py")}
+    assert folders == set(order), f"{package}/ has folders the order does not place: {folders ^ set(order)}"
+    wrong = {}
+    for path in _modules(package):
+        inside = path.relative_to(ROOT / package).parts
+        folder = inside[0] if len(inside) > 1 else None
+        allowed = order[folder] | {folder} if folder else set()
+        bad = _folders_imported(path, package) - allowed
+        if bad:
+            wrong[str(path.relative_to(ROOT))] = sorted(bad)
+    assert not wrong, wrong
+
+
+@pytest.mark.parametrize("package", list(INSIDE))
+def test_each_folder_inside_a_package_says_what_it_owns_and_may_import(package: str) -> None:
+    for folder, allowed in INSIDE[package].items():
+        doc = ast.get_docstring(ast.parse((ROOT / package / folder / "__init__.py").read_text(encoding="utf-8")))
+        assert doc and len(doc) > 40, f"{package}/{folder}/__init__.py needs a docstring saying what it owns"
+        if allowed:
+            assert "May import: " + ", ".join(f"scribe.{package}.{f}" for f in sorted(allowed)) in doc, folder
+        else:
+            assert f"Imports nothing of the {package}" in doc, folder
+
+
+def test_the_inside_order_check_finds_a_wrong_import(tmp_path: Path) -> None:
+    module = tmp_path / "m.py"
+    module.write_text("from scribe.workspace.git.run import run_git\nimport scribe.workspace.sandbox.bwrap\n")
+    assert _folders_imported(module, "workspace") == {"git", "sandbox"}
 
 
 def test_every_package_says_what_it_owns_and_may_import() -> None:

@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 from scribe.tools.secrets import Redactor
 
 if TYPE_CHECKING:
-    from scribe.workspace.gitplanted import GitConfigWatch
-    from scribe.workspace.sandbox import Protection
+    from scribe.workspace.git.planted import GitConfigWatch
+    from scribe.workspace.sandbox.protection import Protection
 
 # "mcp" and "mcp-read": a tool of an MCP server, and one its server marks read-only. "web": a
 # fetch from the web; "web-listed": one of a domain on the person's allow-list (tools/web.py).
@@ -44,7 +44,7 @@ class ToolOutput:
     attachments: list[dict[str, Any]] = field(default_factory=list)
     # How to take back a file tool's change (tools/restore.py); logged with the result, never sent.
     restore: dict[str, Any] | None = None
-    # Git configuration a command created or changed (workspace/gitplanted.py), for the person and
+    # Git configuration a command created or changed (workspace/git/planted.py), for the person and
     # the log (a `git_config` event); the model reads it in `text`.
     git_config: list[dict[str, Any]] = field(default_factory=list)
     # A task call's sub-agent (agent/task.py): its session, kind and how it ended; logged, never sent.

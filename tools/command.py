@@ -1,6 +1,6 @@
 """run_command: one bash command in the workspace, with bounded time and bounded output, under
-the protection `workspace/sandbox.py` decides (a bubblewrap sandbox where the platform allows,
-with its limits on processes and memory: workspace/limits.py).
+the protection `workspace/sandbox/protection.py` decides (a bubblewrap sandbox where the platform allows,
+with its limits on processes and memory: workspace/sandbox/limits.py).
 It owns the rule that every process a command starts ends with it: on exit, timeout, cancel
 and any signal that ends scribe (the sandbox's PID namespace, or the process group plus the
 marker of leftovers.py without one)."""
@@ -29,10 +29,11 @@ from scribe.tools.base import (
 )
 from scribe.tools.secrets import command_env
 from scribe.tools.textio import human_bytes, plural
-from scribe.workspace import leftovers
-from scribe.workspace.gitplanted import MAX_FOLDERS, GitConfigWatch
-from scribe.workspace.limits import CommandCgroup
-from scribe.workspace.sandbox import Protection, command_protection, hide_own_process
+from scribe.workspace.git.folders import command_protection
+from scribe.workspace.git.planted import MAX_FOLDERS, GitConfigWatch
+from scribe.workspace.sandbox import leftovers
+from scribe.workspace.sandbox.limits import CommandCgroup
+from scribe.workspace.sandbox.protection import Protection, hide_own_process
 
 MAX_TIMEOUT_S = 1800.0
 # After SIGTERM, how long the group gets before SIGKILL.

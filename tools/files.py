@@ -1,7 +1,7 @@
 """The file tools: read_file, write_file and edit_file. They own how a file is shown to the
 model (numbered lines, binary summaries) and the rule that an edit never lands on a file that
 changed since the model last saw it (tracked through `ctx.seen_hashes`). What they write goes
-through the confined writer (workspace/confined.py): never through a link, never outside."""
+through the confined writer (workspace/writers/confined.py): never through a link, never outside."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from scribe.tools.textio import (
     sha256_bytes,
     sha256_file,
 )
-from scribe.workspace.atomic import WriteRefused, refuse_special, special_kind
+from scribe.workspace.writers.atomic import WriteRefused, refuse_special, special_kind
 
 DEFAULT_LIMIT = 2000
 MAX_LINE_CHARS = 2000

@@ -9,8 +9,8 @@ import subprocess
 from fnmatch import fnmatchcase
 from pathlib import Path
 
-from scribe.workspace.bwrap import Confinement
-from scribe.workspace.gitrun import GitMissing, run_git
+from scribe.workspace.git.run import GitMissing, run_git
+from scribe.workspace.sandbox.bwrap import Confinement
 
 # Skipped by the walk outside git; inside git, .gitignore decides (but .git/.scribe never show).
 SKIP_DIRS = frozenset({".git", ".scribe", "node_modules", "__pycache__", ".venv"})

@@ -7,7 +7,7 @@ or written, nor is any path that resolves into scribe's own folders (a state fol
 moved, the person's config and trust file); git folders may be read but never written (git
 itself, via run_command, owns them): `.git` at any depth, every folder git names for this
 workspace whatever its name (`.bare/`, `.git/modules/...`, a worktree's admin folder: see
-workspace/gitfolders.py, asked once per session), any folder shaped like one, as git
+workspace/git/folders.py, asked once per session), any folder shaped like one, as git
 recognises one (a repository a command made since), and any write that would complete that
 shape, so a git folder cannot be assembled piece by piece. The write itself then goes through the
 confined writer (`confined`): resolved again below its root without following a link, so a
@@ -19,8 +19,8 @@ import os
 from pathlib import Path
 
 from scribe.tools.base import PathRefused, ToolContext, ToolError
-from scribe.workspace.confined import ConfinedRoot
-from scribe.workspace.gitfolders import git_folder_written
+from scribe.workspace.git.shape import git_folder_written
+from scribe.workspace.writers.confined import ConfinedRoot
 
 # Directory names refused at any depth: a nested `.git` is a submodule's or vendored repo's.
 _NO_WRITE = (".git", ".scribe")

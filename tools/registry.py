@@ -20,7 +20,7 @@ from scribe.tools.search import ListFiles, SearchFiles
 from scribe.tools.textio import one_line
 from scribe.tools.todo import Todo
 from scribe.tools.web import WebFetch, WebLimits
-from scribe.workspace.atomic import WriteRefused
+from scribe.workspace.writers.atomic import WriteRefused
 
 # JSON Schema type names -> Python types. bool is excluded from numbers explicitly below,
 # because in Python True is an int.

@@ -2,7 +2,7 @@
 whatever a tool hands back (the log keeps tool output, and the next request sends it to the
 model).
 
-Which variables are secret is workspace/environment.py's (by name, or by credentials in a URL
+Which variables are secret is workspace/sandbox/environment.py's (by name, or by credentials in a URL
 value); scribe's own git calls leave them out the same way. Redaction works on values, not
 names: a secret's value is replaced wherever it appears in a tool's output, whichever tool
 produced it and however it got there (`env`, `cat .env`, a stack trace), and so are the shapes a
@@ -21,8 +21,8 @@ import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
-from scribe.workspace.environment import URL_CREDENTIALS as _URL_CREDENTIALS
-from scribe.workspace.environment import is_secret, is_secret_name, url_passwords, without_secrets
+from scribe.workspace.sandbox.environment import URL_CREDENTIALS as _URL_CREDENTIALS
+from scribe.workspace.sandbox.environment import is_secret, is_secret_name, url_passwords, without_secrets
 
 __all__ = ["Form", "Redactor", "command_env", "is_secret", "is_secret_name", "url_passwords", "value_forms"]
 

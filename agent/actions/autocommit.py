@@ -34,10 +34,8 @@ from scribe.log.events import (
 from scribe.settings.files import state_dir
 from scribe.tools.base import ToolContext, ToolError
 from scribe.tools.paths import display_path, resolve_path
-from scribe.workspace.bwrap import Confinement
-from scribe.workspace.changes import ChangeSource, file_hash
-from scribe.workspace.commitlock import COMMIT_LOCK
-from scribe.workspace.git import (
+from scribe.workspace.git.commitlock import COMMIT_LOCK
+from scribe.workspace.git.repository import (
     TRAILER,
     GitRefused,
     GitUnavailable,
@@ -45,7 +43,9 @@ from scribe.workspace.git import (
     dirty_paths,
     ignored_untracked,
 )
-from scribe.workspace.gitundo import UndoResult, undo_commit
+from scribe.workspace.git.undo import UndoResult, undo_commit
+from scribe.workspace.sandbox.bwrap import Confinement
+from scribe.workspace.watcher.changes import ChangeSource, file_hash
 
 EDIT_TOOLS = ("write_file", "edit_file")
 SUBJECT_MAX = 72
@@ -177,7 +177,7 @@ def undo_last(session: Session, workspace: Path, watcher: ChangeSource | None = 
     """Undo this session's latest commit if it is still HEAD, and record that in its log (the
     model is told at its next call, as an undo). For the REPL's /undo: the session's `watcher`
     is told what the undo left in each file, so it does not report them as changed outside
-    scribe. It waits for the workspace's other sessions' commits (workspace/commitlock.py).
+    scribe. It waits for the workspace's other sessions' commits (workspace/git/commitlock.py).
     Raises GitUnavailable outside a repository."""
     sha = session.digest.last_commit
     if sha is None:

@@ -23,7 +23,7 @@ from scribe.agent.session.session import Session
 from scribe.log.events import GitConfigEvent, UserEvent
 from scribe.tools.base import CommandInterrupted, Tool, ToolContext, ToolOutput
 from scribe.tools.registry import run_tool
-from scribe.workspace.changes import ChangeSource
+from scribe.workspace.watcher.changes import ChangeSource
 
 COMMAND_TOOL = "run_command"
 # The most of a `!command`'s output the user event holds (head and tail): the person ran it to

@@ -8,7 +8,7 @@ from what is on disk now, which must be exactly what scribe's last change left t
 hash): a file changed since, by the person or a command, is never overwritten. Every file is
 checked and its earlier content prepared before any is put in place, so a refusal, or a write
 that fails, changes nothing. Every file is read, written and removed through the confined
-writer (workspace/confined.py): a path that leads through a link, climbs out with `..` or names
+writer (workspace/writers/confined.py): a path that leads through a link, climbs out with `..` or names
 a place outside the workspace (and the allowed roots) is refused, and nothing is restored. The
 `undo` event it appends tells the model at its next call.
 """
@@ -33,10 +33,10 @@ from scribe.log.events import (
     UserEvent,
 )
 from scribe.tools.restore import CannotRestore, reverse
-from scribe.workspace.atomic import WriteRefused
-from scribe.workspace.bwrap import Confinement
-from scribe.workspace.changes import ChangeSource
-from scribe.workspace.confined import ConfinedRoot, ConfinedWrite, Outside
+from scribe.workspace.sandbox.bwrap import Confinement
+from scribe.workspace.watcher.changes import ChangeSource
+from scribe.workspace.writers.atomic import WriteRefused
+from scribe.workspace.writers.confined import ConfinedRoot, ConfinedWrite, Outside
 
 
 @dataclass

@@ -13,12 +13,8 @@ The file is replaced atomically and only with an answer that passed its reader
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
-import os
-import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,7 +24,8 @@ from scribe.context.budget import InputBudget
 from scribe.context.chunks import tail_after
 from scribe.context.tokens import estimate_text
 from scribe.log.events import ErrorEvent, Event, NotesEvent
-from scribe.log.private import make_private_folder, open_private, write_private
+from scribe.log.filelock import LockWaitedTooLong, held
+from scribe.log.private import make_private_folder, write_private
 from scribe.memory.answer import UnusableAnswer
 from scribe.memory.answer_tools import NOTES_TOOL, NOTES_TOOL_NAME, notes_from_tool
 from scribe.memory.notes import (
@@ -84,11 +81,11 @@ def curate(session: Session, model: ModelClient, settings: Settings, path: Path,
     # A refusal follows what it read: one that read the newest fact comes after it.
     if facts.last_seq <= _refused_upto(tail_after(events, facts.last_seq), since):
         return Curation(False, "notes: nothing new since this session's last curation was refused", noteworthy=False)
-    with _notes_held(path) as held:
-        if not held:
-            return Curation(False, f"notes: another curation kept {path} busy for {NOTES_WAIT_S:.0f} s; "
-                                   "not curated this time")
-        return _merge(session, model, settings, path, facts, most, limit, system)
+    try:
+        with held(path.with_name(NOTES_LOCK), NOTES_WAIT_S, "another curation"):
+            return _merge(session, model, settings, path, facts, most, limit, system)
+    except LockWaitedTooLong as exc:
+        return Curation(False, f"notes: {exc}; not curated this time")
 
 
 def _merge(session: Session, model: ModelClient, settings: Settings, path: Path, facts: SessionFacts, most: int,
@@ -141,27 +138,6 @@ def _refused_upto(events: Sequence[Event], since: int) -> int:
     return max((int(e.extra["upto"]) for e in events if isinstance(e, ErrorEvent) and e.kind == "notes"
                 and e.extra.get("refused") and isinstance(e.extra.get("upto"), int) and e.extra["upto"] > since),
                default=-1)
-
-
-@contextmanager
-def _notes_held(path: Path) -> Iterator[bool]:
-    """The notes held for one curation (NOTES_LOCK); False when another held them too long."""
-    make_private_folder(path.parent)
-    fd = open_private(path.with_name(NOTES_LOCK), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW)
-    try:
-        deadline = time.monotonic() + NOTES_WAIT_S
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    yield False
-                    return
-                time.sleep(0.05)
-        yield True
-    finally:
-        os.close(fd)
 
 
 def _write_atomically(path: Path, text: str) -> None:

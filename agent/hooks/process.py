@@ -3,7 +3,7 @@ stderr read apart (each kept up to a cap), ended at its timeout with everything 
 
 The environment is a command's (tools/secrets.py `command_env`: no secret variable), plus the
 secrets the person's own config names in `pass_env`. A workspace's hook runs in the sandbox a
-command runs in (workspace/sandbox.py): a program scribe starts because of what a workspace
+command runs in (workspace/sandbox/protection.py): a program scribe starts because of what a workspace
 holds never runs outside it; where there is no sandbox, the workspace's hooks do not run.
 """
 
@@ -21,8 +21,8 @@ from typing import IO
 
 from scribe.tools.base import stop_if_cancelled
 from scribe.tools.secrets import command_env
-from scribe.workspace import leftovers
-from scribe.workspace.sandbox import Protection, hide_own_process
+from scribe.workspace.sandbox import leftovers
+from scribe.workspace.sandbox.protection import Protection, hide_own_process
 
 # Bytes of stdout and of stderr kept; the rest is read and counted, not kept.
 OUTPUT_CAP = 64 * 1024

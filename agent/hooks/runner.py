@@ -21,7 +21,7 @@ Any other exit code, a timeout or a hook that cannot start is a failure the pers
 in one line, and the turn goes on as if the hook had said nothing (as Claude Code does: a hook
 that fails does not block). A workspace's hook runs as a command does, and like a command's,
 the git configuration it creates or changes is reported: one line for the person and a
-`git_config` event naming the hook (workspace/gitplanted.py). What the model is shown is the event's `feedback`, rendered from the
+`git_config` event naming the hook (workspace/git/planted.py). What the model is shown is the event's `feedback`, rendered from the
 log (context/render.py), so `scribe log prompt --at` rebuilds it and the cached prefix before it
 never moves.
 """
@@ -40,8 +40,8 @@ from scribe.agent.session.session import Session
 from scribe.log.events import GitConfigEvent, HookEvent
 from scribe.settings.hooks import HookName, Hooks, HookSpec
 from scribe.tools.secrets import Redactor
-from scribe.workspace.gitplanted import GitConfigWatch, describe
-from scribe.workspace.sandbox import Protection
+from scribe.workspace.git.planted import GitConfigWatch, describe
+from scribe.workspace.sandbox.protection import Protection
 
 BLOCK = 2  # the exit code that blocks, as in Claude Code
 # The stderr a hook event keeps, and the most of a hook's output the model is shown.

@@ -19,8 +19,8 @@ from scribe.log.jsonl import LogError, LogWriter, SessionLock
 from scribe.log.open_calls import unanswered_tool_uses
 from scribe.log.store import SessionFile, exclude_from_git
 from scribe.settings.values import Settings
-from scribe.workspace.bwrap import read_only
-from scribe.workspace.git import git_state
+from scribe.workspace.git.repository import git_state
+from scribe.workspace.sandbox.bwrap import read_only
 
 
 def start_session(workspace: Path, settings: Settings, tool_definitions: list[dict[str, Any]],

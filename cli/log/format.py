@@ -37,7 +37,7 @@ from scribe.log.events import (
     UserEvent,
 )
 from scribe.tools.textio import plural
-from scribe.workspace.gitplanted import describe
+from scribe.workspace.git.planted import describe
 
 from ..visible import visible
 from .common import local_time

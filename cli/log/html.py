@@ -12,7 +12,7 @@ import typer
 
 from scribe.log.attachments import ImageStore
 from scribe.log.events import Event, UserEvent
-from scribe.workspace.atomic import WriteRefused, write_atomic
+from scribe.workspace.writers.atomic import WriteRefused, write_atomic
 
 from ..exits import fail
 from .common import SESSION_HELP, log_command, resolve_session, streamed, workspace_prices

@@ -266,7 +266,7 @@ def _log(repl: Repl, arg: str) -> None:
 @command("diff", "what changed in the workspace since this session started (git); --stat: files only",
          "[--stat]")
 def _diff(repl: Repl, arg: str) -> None:
-    from scribe.workspace.git import GitRefused, GitUnavailable, session_diff
+    from scribe.workspace.git.repository import GitRefused, GitUnavailable, session_diff
 
     if arg and arg.lower() not in ("--stat", "stat"):
         raise Refused(f"/diff takes --stat or nothing, not {arg!r}")

@@ -15,7 +15,7 @@ from scribe.fakeapi import FakeMessagesServer, Reply, text_block, tool_use_block
 from scribe.log.events import AssistantEvent, HookEvent, ToolResultEvent, UserEvent
 from scribe.settings.files import ConfigError, read_config
 from scribe.settings.hooks import read_hooks
-from scribe.workspace.sandbox import command_protection
+from scribe.workspace.git.folders import command_protection
 
 
 def _config(home: Path, text: str) -> None:

@@ -17,7 +17,7 @@ import pytest
 from helpers import SCRIBE, events_of, left_running, scribe_env, session_logs
 from scribe.fakeapi import FakeMessagesServer, Reply, tool_use_block
 from scribe.log.events import ToolResultEvent
-from scribe.workspace.sandbox import command_protection
+from scribe.workspace.git.folders import command_protection
 
 SANDBOXED = command_protection(Path("/")).sandboxed
 

@@ -18,7 +18,7 @@ import pytest
 from helpers import SCRIBE, events_of, run_scribe, running, scribe_env, session_logs, sleep_argv, wait_for
 from scribe.fakeapi import FakeMessagesServer, Fault, Reply, text_block, tool_use_block
 from scribe.log.events import AssistantEvent, InterruptEvent, ToolResultEvent
-from scribe.workspace.sandbox import command_protection
+from scribe.workspace.git.folders import command_protection
 
 SANDBOXED = command_protection(Path("/")).sandboxed
 ENDED = "the command and the processes it started were ended"

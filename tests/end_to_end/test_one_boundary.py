@@ -42,7 +42,7 @@ from hostile import HostileRepository
 from mcp_servers.launch import START_S
 from scribe.fakeapi import FakeMessagesServer, Reply, text_block, tool_use_block
 from scribe.log.events import ToolResultEvent
-from scribe.workspace.sandbox import command_protection
+from scribe.workspace.git.folders import command_protection
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(not command_protection(Path("/")).sandboxed,
                                                    reason="bubblewrap cannot create namespaces here")]

@@ -26,7 +26,7 @@ from scribe.fakeapi import FakeMessagesServer, Reply, SideCallModel, tool_use_bl
 from scribe.log.events import ToolResultEvent, UserEvent
 from scribe.log.jsonl import LogWriter, NotSealed, read_log
 from scribe.log.seal import authenticate_file, key_path, read_seal, seal_path
-from scribe.workspace.bwrap import ReadOnly, find_bwrap
+from scribe.workspace.sandbox.bwrap import ReadOnly, find_bwrap
 
 COMMITTED = "20260101-000000-c0ffee"
 

@@ -187,7 +187,7 @@ def test_a_sandboxed_server_still_starting_when_scribe_closes_is_stopped(tmp_pat
     """Closed while the sandbox starts it (a person's /exit right after Ctrl-C stopped the wait),
     the server used to be left running after scribe had gone: asyncio's clean-up of a start cut
     short waited on it forever."""
-    from scribe.workspace.sandbox import command_protection
+    from scribe.workspace.git.folders import command_protection
 
     protection = command_protection(tmp_path)
     if not protection.sandboxed:

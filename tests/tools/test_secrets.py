@@ -15,7 +15,7 @@ from scribe.fakeapi import FakeMessagesServer, Reply, text_block, tool_use_block
 from scribe.tools.base import ToolContext, ToolOutput
 from scribe.tools.registry import builtin_tools, run_tool
 from scribe.tools.secrets import Redactor, is_secret, is_secret_name, value_forms
-from scribe.workspace.sandbox import command_protection
+from scribe.workspace.git.folders import command_protection
 
 KEY = "sk-test-secret-key"  # what helpers.scribe_env gives the executable
 SANDBOXED = command_protection(Path("/")).sandboxed

@@ -15,7 +15,7 @@ from scribe.tools.base import ToolContext
 from scribe.tools.command import RunCommand
 from scribe.tools.registry import builtin_tools, run_tool
 from scribe.tools.secrets import command_env
-from scribe.workspace.sandbox import command_protection
+from scribe.workspace.git.folders import command_protection
 
 SANDBOXED = command_protection(Path("/")).sandboxed
 ENDED = "the command and the processes it started were ended"

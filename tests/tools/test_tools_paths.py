@@ -131,7 +131,7 @@ def test_a_git_folder_of_any_name_is_read_only_to_the_file_tools(workspace: Path
     """`.git` is a file pointing at `.bare/`, and a submodule's folder sits in `.git/modules/`:
     git names them, the protection carries them, and their shape gives them away anyway."""
     from conftest import git, make_repository
-    from scribe.workspace.sandbox import command_protection
+    from scribe.workspace.git.folders import command_protection
 
     origin = make_repository(tmp_path / "origin")
     bare = tmp_path / "bare-clone"
@@ -184,7 +184,7 @@ def test_the_file_tools_cannot_assemble_a_git_folder_piece_by_piece(workspace: P
     on a terminal its pager)."""
     import pexpect
 
-    from scribe.workspace.sandbox import command_protection
+    from scribe.workspace.git.folders import command_protection
 
     marker = tmp_path / "outside" / "planted-program-ran"
     config = (f'[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tworktree = ..\n\tfsmonitor = "echo fsmonitor >> {marker}; true"\n'

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-import scribe.workspace.confined as confined
-from scribe.workspace.atomic import WriteRefused
-from scribe.workspace.confined import ConfinedRoot, Outside
+import scribe.workspace.writers.confined as confined
+from scribe.workspace.writers.atomic import WriteRefused
+from scribe.workspace.writers.confined import ConfinedRoot, Outside
 
 
 @pytest.fixture(params=["openat2", "walk"])

@@ -19,8 +19,8 @@ import pytest
 from conftest import git
 from scribe.tools.base import ToolContext
 from scribe.tools.registry import builtin_tools, run_tool
-from scribe.workspace.git import commit_paths
-from scribe.workspace.gitundo import undo_commit
+from scribe.workspace.git.repository import commit_paths
+from scribe.workspace.git.undo import undo_commit
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="mounting a tmpfs needs root")
 CANNOT_MOUNT = 77  # the child's exit status when it cannot have a small disk of its own

@@ -5,6 +5,7 @@ line in a marker file; every test drives the real `scribe` executable and real g
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 from pathlib import Path
@@ -16,8 +17,8 @@ from helpers import SCRIBE, events_of, run_scribe, scribe_env, session_logs
 from hostile import HOOKS, plant
 from scribe.fakeapi import FakeMessagesServer, Reply, text_block, tool_use_block
 from scribe.log.events import GitCommitEvent
-from scribe.workspace.git import GitRefused, commit_paths
-from scribe.workspace.gitrun import neutral_env
+from scribe.workspace.git.repository import GitRefused, commit_paths
+from scribe.workspace.git.run import neutral_env
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -122,6 +123,19 @@ def test_the_persons_own_identity_and_programs_stay(workspace: Path, tmp_path: P
     assert value("core.hooksPath") == "/dev/null" and value("core.fsmonitor") == "false"
 
 
+def test_the_persons_command_line_config_in_the_environment_stays(workspace: Path, home: Path) -> None:
+    """GIT_CONFIG_COUNT with its KEY_n/VALUE_n pairs is the person's (`git -c`'s environment
+    form): scribe's git keeps it whole, a KEY_n name being no secret, and its own entries follow."""
+    env = scribe_env("http://127.0.0.1:9", home, GIT_CONFIG_COUNT="2", GIT_CONFIG_KEY_0="user.name",
+                     GIT_CONFIG_VALUE_0="From The Environment", GIT_CONFIG_KEY_1="url.x.insteadOf",
+                     GIT_CONFIG_VALUE_1="https://me:hunter2@example.invalid/")
+    with FakeMessagesServer(_write_run("a.txt")) as server:
+        wrote = run_scribe(["run", "-p", "full-auto", "--auto-commit", "write a"], workspace,
+                           {**env, "ANTHROPIC_BASE_URL": server.base_url})
+    assert wrote.code == 0 and "committed" in wrote.err, wrote.err
+    assert git(workspace, "log", "-1", "--format=%an").strip() == "From The Environment"
+
+
 def test_a_required_filter_of_the_repositorys_fails_the_commit_rather_than_skip_it(workspace: Path,
                                                                                    tmp_path: Path) -> None:
     """git-crypt's way: a filter marked required. Its program does not run, and the file is not
@@ -138,9 +152,9 @@ def test_a_required_filter_of_the_repositorys_fails_the_commit_rather_than_skip_
 
 
 def test_no_module_starts_git_but_the_runner() -> None:
-    """A new git call site that bypasses workspace/gitrun.py fails here: it would run the
+    """A new git call site that bypasses workspace/git/run.py fails here: it would run the
     repository's programs, outside the sandbox, with scribe's secrets."""
-    allowed = {ROOT / "workspace" / "gitrun.py"}
+    allowed = {ROOT / "workspace" / "git" / "run.py", ROOT / "workspace" / "git" / "confined.py"}
     starts_git = re.compile(r"""git\.Repo\(|\[\s*["']git["']|which\(\s*["']git["']\)|import git\b|from git\b""")
     offenders = []
     # scribe's own packages only: a virtual environment inside the checkout (CI makes .ci-venv)
@@ -155,6 +169,79 @@ def test_no_module_starts_git_but_the_runner() -> None:
             if starts_git.search(line) and not line.lstrip().startswith("#"):
                 offenders.append(f"{path.relative_to(ROOT)}: {line.strip()}")
     assert offenders == [], offenders
+
+
+# -- the seam attacked: what could make scribe's git start something else ------------------------
+
+
+def _write_diff_undo(workspace: Path, env: dict[str, str], *, process: bool = False) -> None:
+    """An auto-committed write, `scribe diff` and `scribe undo`: each must land in `workspace`'s
+    own repository, through real git."""
+    base = git(workspace, "rev-parse", "HEAD").strip()
+    with FakeMessagesServer(_write_run("a.txt")) as server:
+        env = {**env, "ANTHROPIC_BASE_URL": server.base_url}
+        wrote = run_scribe(["run", "-p", "full-auto", "--auto-commit", "write a"], workspace, env, process=process)
+        assert wrote.code == 0 and "committed" in wrote.err, wrote.err
+        head = git(workspace, "rev-parse", "HEAD").strip()
+        assert head != base and git(workspace, "show", "--format=", "--name-only", "HEAD").split() == ["a.txt"]
+        diff = run_scribe(["diff"], workspace, env, process=process)
+        assert diff.code == 0 and "+a.txt by the agent" in diff.out, diff.err
+        undo = run_scribe(["undo"], workspace, env, process=process)
+        assert undo.code == 0 and f"undid {head[:10]}" in undo.err, undo.err
+    assert git(workspace, "rev-parse", "HEAD").strip() == base
+
+
+@pytest.mark.parametrize("sandbox", ["1", "0"], ids=["sandboxed", "no-sandbox"])
+def test_a_git_the_workspace_put_on_path_or_gitpython_is_told_of_never_runs(
+        workspace: Path, home: Path, tmp_path: Path, sandbox: str) -> None:
+    """A cloned repository ships `git` where PATH finds it from the workspace: in the workspace
+    itself (an empty entry), in `bin` (a relative entry), in `tools` (the person put the
+    workspace's tools on PATH); and GIT_PYTHON_GIT_EXECUTABLE names one too. Each would fail every
+    git call and leave a marker. The real executable: GitPython's import-time check is the point."""
+    marker = tmp_path / "marker"
+    for folder in (".", "bin", "tools"):
+        plant(workspace / folder / "git", marker, f"planted git in {folder}")
+        (workspace / folder / "git").write_text((workspace / folder / "git").read_text().replace("exit 0", "exit 1"))
+    git(workspace, "add", "git", "bin/git", "tools/git")
+    git(workspace, "commit", "--quiet", "-m", "tools")
+    told = plant(tmp_path / "evil" / "git", marker, "GIT_PYTHON_GIT_EXECUTABLE")
+    path = os.pathsep.join(["", "bin", str(workspace / "tools"), os.environ["PATH"]])
+    env = scribe_env("http://127.0.0.1:9", home, PATH=path, GIT_PYTHON_GIT_EXECUTABLE=str(told), SCRIBE_SANDBOX=sandbox)
+    _write_diff_undo(workspace, env, process=True)
+    assert ran(marker) == []
+
+
+@pytest.mark.parametrize("sandbox", ["1", "0"], ids=["sandboxed", "no-sandbox"])
+def test_git_variables_in_scribes_environment_change_nothing_it_runs(
+        workspace: Path, home: Path, tmp_path: Path, sandbox: str) -> None:
+    """scribe started with GIT_* variables (from inside a git hook, an alias's `git -c`, a
+    dotfiles setup): another repository named by GIT_DIR, GIT_COMMON_DIR and
+    GIT_OBJECT_DIRECTORY, hooks and an fsmonitor in GIT_CONFIG_PARAMETERS (which git reads after
+    scribe's own command-line config), programs in GIT_EXTERNAL_DIFF, GIT_PAGER, GIT_EDITOR,
+    GIT_SSH_COMMAND, GIT_ASKPASS and GitPython's GIT_PYTHON_GIT_EXECUTABLE, helpers in
+    GIT_EXEC_PATH, and a start-up file for bash in BASH_ENV. scribe's git works on the
+    workspace's repository and starts none of them."""
+    from conftest import make_repository
+
+    marker = tmp_path / "marker"
+    evil = tmp_path / "evil"
+    other = make_repository(tmp_path / "other")
+    other_head = git(other, "rev-parse", "HEAD").strip()
+    for name in HOOKS:
+        plant(evil / "hooks" / name, marker, f"hook {name}")
+    for name in ("git-status", "git-diff", "git-update-ref", "git-commit-tree"):
+        plant(evil / "exec" / name, marker, f"GIT_EXEC_PATH {name}")
+    programs = {name: str(plant(evil / name.lower(), marker, name, passthrough=True))
+                for name in ("GIT_EXTERNAL_DIFF", "GIT_PAGER", "GIT_EDITOR", "GIT_SSH_COMMAND", "GIT_ASKPASS",
+                             "GIT_PYTHON_GIT_EXECUTABLE", "BASH_ENV")}
+    fsmonitor = plant(evil / "fsmonitor", marker, "fsmonitor")
+    env = scribe_env("http://127.0.0.1:9", home, SCRIBE_SANDBOX=sandbox, GIT_DIR=str(other / ".git"),
+                     GIT_COMMON_DIR=str(other / ".git"), GIT_OBJECT_DIRECTORY=str(other / ".git" / "objects"),
+                     GIT_CONFIG_PARAMETERS=f"'core.hookspath'='{evil / 'hooks'}' 'core.fsmonitor'='{fsmonitor}'",
+                     GIT_EXEC_PATH=str(evil / "exec"), **programs)
+    _write_diff_undo(workspace, env)
+    assert ran(marker) == []
+    assert git(other, "rev-parse", "HEAD").strip() == other_head and git(other, "status", "--porcelain") == ""
 
 
 # -- auto-commit that tells the truth -----------------------------------------------------------

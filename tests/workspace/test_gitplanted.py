@@ -1,4 +1,4 @@
-"""The watch of the workspace's git configuration (workspace/gitplanted.py), asked directly: what
+"""The watch of the workspace's git configuration (workspace/git/planted.py), asked directly: what
 a command planted is found wherever it is, a folder shaped like a git folder included. Real git,
 and the real read-only sandbox that reads what a config names."""
 
@@ -8,8 +8,8 @@ import subprocess
 from pathlib import Path
 
 from conftest import make_repository
-from scribe.workspace.gitplanted import GitConfigWatch
-from scribe.workspace.sandbox import command_protection
+from scribe.workspace.git.folders import command_protection
+from scribe.workspace.git.planted import GitConfigWatch
 
 
 def planted(workspace: Path, watch: GitConfigWatch, script: str) -> list[str]:

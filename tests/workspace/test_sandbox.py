@@ -16,7 +16,8 @@ from scribe.fakeapi import FakeMessagesServer, Reply
 from scribe.settings.values import Settings
 from scribe.tools.base import ToolContext
 from scribe.tools.registry import builtin_tools, run_tool
-from scribe.workspace.sandbox import Protection, command_protection
+from scribe.workspace.git.folders import command_protection
+from scribe.workspace.sandbox.protection import Protection
 
 SANDBOXED = command_protection(Path("/")).sandboxed
 needs_sandbox = pytest.mark.skipif(not SANDBOXED, reason="bubblewrap cannot create namespaces here")

@@ -13,7 +13,7 @@ from conftest import git, make_repository
 from helpers import events_of, run_scribe, scribe_env, session_logs
 from scribe.fakeapi import FakeMessagesServer, Reply, text_block, tool_use_block
 from scribe.log.events import GitCommitEvent, ToolResultEvent
-from scribe.workspace.sandbox import command_protection
+from scribe.workspace.git.folders import command_protection
 
 needs_sandbox = pytest.mark.skipif(not command_protection(Path("/")).sandboxed,
                                    reason="bubblewrap cannot create namespaces here")

@@ -18,8 +18,8 @@ import pytest
 
 from scribe.tools.base import ToolContext
 from scribe.tools.registry import builtin_tools, run_tool
-from scribe.workspace.runtime import interpreter_folders, outermost, program_needs
-from scribe.workspace.sandbox import command_protection
+from scribe.workspace.git.folders import command_protection
+from scribe.workspace.sandbox.runtime import interpreter_folders, outermost, program_needs
 
 SANDBOXED = command_protection(Path("/")).sandboxed
 needs_sandbox = pytest.mark.skipif(not SANDBOXED, reason="bubblewrap cannot create namespaces here")

@@ -27,9 +27,9 @@ from scribe.context.render import file_change_text, render
 from scribe.fakeapi import FakeMessagesServer, Reply, text_block, tool_use_block
 from scribe.log.events import AssistantEvent, FileChangeEvent, ToolResultEvent, UserEvent
 from scribe.settings.values import Settings
-from scribe.workspace.changes import FileChange
-from scribe.workspace.gitrun import query_in
-from scribe.workspace.watcher import MAX_CHANGES, WorkspaceWatcher
+from scribe.workspace.git.repository import query_in
+from scribe.workspace.watcher.changes import FileChange
+from scribe.workspace.watcher.watcher import MAX_CHANGES, WorkspaceWatcher
 
 WAIT_S = 5.0
 
@@ -82,7 +82,7 @@ class Clock:
 def manual(tmp_path: Path) -> tuple[WorkspaceWatcher, Clock]:
     clock = Clock()
     watcher = WorkspaceWatcher(tmp_path, clock=clock)  # never started: the test plays watchdog
-    from scribe.workspace.gitignore import GitIgnore
+    from scribe.workspace.watcher.gitignore import GitIgnore
 
     watcher._ignore = GitIgnore(tmp_path, query_in(tmp_path))
     return watcher, clock

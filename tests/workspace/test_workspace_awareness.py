@@ -222,8 +222,8 @@ def test_commit_message_is_the_prompts_first_line_cut_short_with_the_session_tra
 
 
 def test_git_helpers_in_a_repository_without_commits_and_across_sessions(tmp_path: Path) -> None:
-    from scribe.workspace.git import commit_paths, session_diff
-    from scribe.workspace.gitundo import undo_commit
+    from scribe.workspace.git.repository import commit_paths, session_diff
+    from scribe.workspace.git.undo import undo_commit
 
     repo = tmp_path / "fresh"
     repo.mkdir()

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from scribe.tools.base import stop_if_cancelled
-from scribe.workspace.sandbox import Protection
+from scribe.workspace.sandbox.protection import Protection
 
 from .catalog import ListedTool
 from .link import Link, McpCallError, State

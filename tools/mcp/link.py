@@ -7,7 +7,7 @@ connection dies; calls run as their own tasks on the same loop. Every way a serv
 as one line in `error` or a `McpCallError`, never as an exception out of the hub.
 
 How a stdio server starts is decided here, each time it starts (a restart after a crash too):
-a server the workspace defines runs in the command sandbox (workspace/sandbox.py), without the
+a server the workspace defines runs in the command sandbox (workspace/sandbox/protection.py), without the
 secrets of scribe's environment; one that runs outside it (its `sandbox = false`, or no sandbox
 on this machine) starts only while the files it runs are the ones the person confirmed
 (tools/mcp/pins.py). A server of the person's own config runs as configured.
@@ -27,7 +27,7 @@ from typing import IO, Any, Literal
 from scribe.tools.base import ToolError
 from scribe.tools.secrets import command_env, is_secret
 from scribe.tools.textio import one_line, plural
-from scribe.workspace.sandbox import Protection
+from scribe.workspace.sandbox.protection import Protection
 
 from .catalog import ListedTool, listed_tools
 from .pins import content_pin, outside_python, program_of, server_cwd, what_changed

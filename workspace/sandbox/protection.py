@@ -4,9 +4,10 @@ it, or the plain process with what can be had without one, and a plain account o
 In the sandbox a command gets a PID namespace with its own /proc (scribe's process, its
 environment and every other process are out of sight), the workspace, `allowed_paths` and the
 repository's git folders writable (git's own configuration, hooks and pointers in them read-only,
-and `.git` pinned in place: see gitfolders.py), a private /tmp, the state folder (`.scribe/`) and the
-account's folder (the log key and the seal records: log/account.py) hidden and the rest of the file
-system read-only, and limits on its processes and memory (limits.py). Network
+and `.git` pinned in place: `GitFolders`, which workspace/git/folders.py finds), a private /tmp,
+the state folder (`.scribe/`) and the account's folder (the log key and the seal records:
+log/account.py) hidden and the rest of the file system read-only, and limits on its processes and
+memory (limits.py). Network
 is shared, as without a sandbox. When scribe runs as root the sandbox keeps only the
 capabilities a container runtime grants by default: with CAP_SYS_ADMIN a command could unmount
 the private /proc and read the host's.
@@ -18,7 +19,12 @@ Without bubblewrap (or where it cannot create namespaces, or with `sandbox = fal
 run as before; scribe makes its own process non-dumpable, so a command running as the same
 (non-root) user cannot read its environment, and finds the command's leftovers by a marker
 (see leftovers.py). `Protection.lines()` says which of the two is in force and what it does
-not cover; the session event records it."""
+not cover; the session event records it.
+
+Which folders are the workspace's git folders is git's answer, asked in the read-only sandbox
+before the Protection exists: `command_protection` takes what asks it (`FindGitFolders`,
+workspace/git/folders.py's `git_folders`), so the sandbox sits below scribe's git, which runs
+in it."""
 
 from __future__ import annotations
 
@@ -27,10 +33,10 @@ import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from scribe.log.account import account_folder
-from scribe.workspace.bwrap import (
+from scribe.workspace.sandbox.bwrap import (
     Confinement,
     Plain,
     ReadOnly,
@@ -42,12 +48,11 @@ from scribe.workspace.bwrap import (
     probe,
     read_only,
 )
-from scribe.workspace.environment import can_hide_process, hide_own_process
-from scribe.workspace.gitfolders import git_folders
-from scribe.workspace.limits import DEFAULT_MEMORY_MB, DEFAULT_PROCESSES, Limits, limits_here
-from scribe.workspace.runtime import own_python, program_needs
+from scribe.workspace.sandbox.environment import can_hide_process, hide_own_process
+from scribe.workspace.sandbox.limits import DEFAULT_MEMORY_MB, DEFAULT_PROCESSES, Limits, limits_here
+from scribe.workspace.sandbox.runtime import own_python, program_needs
 
-__all__ = ["Protection", "command_protection", "hide_own_process"]
+__all__ = ["FindGitFolders", "GitFolders", "Protection", "command_protection", "hide_own_process"]
 
 # Runs inside the sandbox as its first process (PID 2, after bubblewrap's init): the command
 # itself in a child bash, with the status pipe closed for it and its stderr the real one (the
@@ -57,6 +62,27 @@ __all__ = ["Protection", "command_protection", "hide_own_process"]
 # result can say so. $1 is the command, $2 the status pipe's fd.
 _WRAPPER = ('eval \'bash -c "$1" 2>&9 9>&- \'"$2"\'>&-\' 9>&2 2>/dev/null; s=$?; '
             'p=(/proc/[0-9]*); n=$((${#p[@]} - 2)); ((n > 0)) && printf "%d\\n" "$n" >&"$2"; exit $s')
+
+
+@dataclass(frozen=True)
+class GitFolders:
+    """A workspace's git folders, as the sandbox binds them."""
+
+    outside: tuple[Path, ...] = ()  # git folders outside the workspace that belong to it: writable
+    pinned: tuple[Path, ...] = ()  # bound onto themselves: a command cannot move or replace them
+    read_only: tuple[Path, ...] = ()  # configuration and programs, read-only to commands
+    refused: tuple[str, ...] = ()  # a git folder not made writable, and why
+    # Configuration entries missing when the sandbox was set up: a bind cannot keep a command from
+    # creating one, so scribe removes any that appears once the command ended (Protection.sweep).
+    absent: tuple[Path, ...] = ()
+    # Every git folder of the workspace, as git names them: never written by the file tools.
+    protected: tuple[Path, ...] = ()
+
+
+class FindGitFolders(Protocol):
+    """What asks git where a workspace's git folders are, git itself confined by `box`."""
+
+    def __call__(self, workspace: Path, box: Confinement) -> GitFolders: ...
 
 
 @dataclass(frozen=True)
@@ -227,10 +253,12 @@ class Protection:
         ]
 
 
-def command_protection(workspace: Path, *, allowed_roots: Sequence[Path] = (), state_dir: Path | None = None,
-                       enabled: bool = True, bwrap: str | None = None, max_processes: int = DEFAULT_PROCESSES,
+def command_protection(workspace: Path, git_folders: FindGitFolders, *, allowed_roots: Sequence[Path] = (),
+                       state_dir: Path | None = None, enabled: bool = True, bwrap: str | None = None,
+                       max_processes: int = DEFAULT_PROCESSES,
                        max_memory_mb: int = DEFAULT_MEMORY_MB) -> Protection:
-    """The protection commands of this workspace get: the sandbox when it can be had."""
+    """The protection commands of this workspace get: the sandbox when it can be had, built
+    around the git folders `git_folders` finds (asked in the read-only sandbox, or without one)."""
     root = os.geteuid() == 0
     base = str(workspace.resolve())
     found = (bwrap or find_bwrap()) if enabled else None
@@ -246,7 +274,7 @@ def command_protection(workspace: Path, *, allowed_roots: Sequence[Path] = (), s
         return Protection("none", base, reason=f"bubblewrap cannot create its namespaces here: {probed.problem}",
                           as_root=root, git_folders=protected)
     writable = _writable(workspace.resolve(), allowed_roots, folders.outside)
-    hidden = ()
+    hidden: tuple[str, ...] = ()
     if state_dir is not None:
         state = state_dir.resolve()
         # Never hide a folder that holds what commands must see.

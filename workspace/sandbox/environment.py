@@ -18,7 +18,8 @@ import functools
 import os
 import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 # Substrings that make a name secret wherever they stand (APIKEY, GITHUBTOKEN, DB_PASSWORD).
 # WEBHOOK: a Slack or Discord webhook URL posts as its owner; a connection string (Azure's)
@@ -72,6 +73,25 @@ def without_secrets(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """`environ` (scribe's own by default) less every secret variable."""
     environ = os.environ if environ is None else environ
     return {name: value for name, value in environ.items() if not is_secret(name, value)}
+
+
+def trusted_program(name: str, outside: Sequence[Path] = (), path: str | None = None) -> str | None:
+    """The first executable `name` in an absolute folder of PATH (`path`, scribe's own by default)
+    that is not inside any of `outside` (the workspace): never one a relative entry (`.`, `bin`, an
+    empty entry) finds from the folder scribe runs in, nor one a workspace ships or a command wrote
+    in a folder the person put on PATH (`$PWD/node_modules/.bin`). None when there is none. (A
+    workspace that is the whole file system avoids nothing.)"""
+    avoid = [Path(os.path.realpath(folder)) for folder in outside if Path(os.path.realpath(folder)) != Path("/")]
+    for entry in (os.environ.get("PATH", os.defpath) if path is None else path).split(os.pathsep):
+        if not os.path.isabs(entry):
+            continue
+        folder = Path(os.path.realpath(entry))
+        if any(folder == place or folder.is_relative_to(place) for place in avoid):
+            continue
+        candidate = folder / name
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return str(candidate)
+    return None
 
 
 _PR_SET_DUMPABLE = 4

@@ -7,7 +7,7 @@ double fork), so each command's processes carry a marker variable in their envir
 (`env -i`) loses the marker and is not found; the README says so.
 
 The same marker covers scribe's own death: a small reaper process (`python -m
-scribe.workspace.leftovers PREFIX`) waits for its stdin, a pipe only scribe holds, to close, which
+scribe.workspace.sandbox.leftovers PREFIX`) waits for its stdin, a pipe only scribe holds, to close, which
 happens however scribe ends, SIGKILL included, and then ends every process still marked with
 this scribe's prefix."""
 
@@ -126,7 +126,7 @@ def ensure_reaper(env: dict[str, str]) -> None:
         # Its own session: a Ctrl-C to scribe's terminal must not end it before scribe is done.
         # No stdout/stderr: it must not hold the pipes of whoever waits for scribe's output.
         _reaper = subprocess.Popen(
-            [sys.executable, "-m", "scribe.workspace.leftovers", instance_prefix()],
+            [sys.executable, "-m", "scribe.workspace.sandbox.leftovers", instance_prefix()],
             stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             start_new_session=True, env=clean, close_fds=True,
         )

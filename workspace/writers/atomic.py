@@ -1,7 +1,7 @@
 """Writing a file so that a failure never leaves half of it: the new content goes to a
 temporary file in the same folder, is flushed to disk, and is renamed over the target in one
 step. A full disk, a quota or a dying process leaves the old file whole. Files in the workspace
-written for the agent or the person go through workspace/confined.py, which does the same below
+written for the agent or the person go through workspace/writers/confined.py, which does the same below
 an open folder and never through a link; this path-based form is for files the person names
 themselves (`scribe log html -o PAGE`), wherever they are.
 

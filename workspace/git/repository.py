@@ -1,7 +1,7 @@
 """Git facts about the workspace, and the git side of auto-commit, diff and undo. Absent git, or
 a folder that is not a repository, is a normal case, not an error.
 
-Every git call runs through workspace/gitrun.py, as a command runs (sandboxed, no secrets, no
+Every git call runs through workspace/git/run.py, as a command runs (sandboxed, no secrets, no
 repository program), under the workspace's Protection (`box`; None: the sandbox as this machine
 gives it). Several questions asked at one moment go to the sandbox together (`run_git_batch`):
 these calls sit at the start and end of every turn.
@@ -13,7 +13,7 @@ Everything here leaves the person's own work alone:
 - `commit_paths` builds the commit in a temporary index, so what the person has staged stays
   staged and out of scribe's commit; hooks do not run (an automatic checkpoint must not start
   a formatter or stash the person's changes behind their back).
-- `undo_commit` (workspace/gitundo.py) takes back only scribe's commit at HEAD, and only the
+- `undo_commit` (workspace/git/undo.py) takes back only scribe's commit at HEAD, and only the
   files it changed.
 - `session_diff` reads through a copy of the index; the real one is untouched.
 """
@@ -28,11 +28,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from scribe.workspace.bwrap import Confinement
-from scribe.workspace.commitlock import LockWaitedTooLong, commit_lock
-from scribe.workspace.gitfolders import ask_git
-from scribe.workspace.gitrun import GitMissing, GitResult, run_git_batch, scratch
-from scribe.workspace.sandbox import command_protection
+from scribe.workspace.git.commitlock import LockWaitedTooLong, commit_lock
+from scribe.workspace.git.folders import ask_git, command_protection
+from scribe.workspace.git.run import GitMissing, GitResult, run_git, run_git_batch, scratch
+from scribe.workspace.sandbox.bwrap import Confinement
 
 TRAILER = "Scribe-Session"
 # Operations during which a commit would land in the middle of the person's work.
@@ -119,7 +118,7 @@ def _located(workspace: Path, result: GitResult) -> Repository | None:
 
 def open_repository(workspace: Path, box: Confinement | None, *more: Sequence[str],
           env: dict[str, str] | None = None) -> tuple[Repository, list[GitResult]]:
-    """The repository (as gitfolders.ask_git knows it: most often without another sandbox),
+    """The repository (as folders.ask_git knows it: most often without another sandbox),
     and the answers to `more` questions, asked together; GitUnavailable when `workspace` is not
     the top of a work tree."""
     if not workspace.is_dir():
@@ -135,7 +134,7 @@ def open_repository(workspace: Path, box: Confinement | None, *more: Sequence[st
 def git_state(workspace: Path, box: Confinement | None = None) -> GitState:
     """HEAD's commit (None: no commit yet) and branch (None: detached), as git says; both None
     when the workspace is not the top of a work tree. Shares its sandbox with the session's
-    other first questions (gitfolders.ask_git)."""
+    other first questions (folders.ask_git)."""
     root = workspace.resolve()
     asked = ask_git(root, box)
     if asked.top is None or asked.top.resolve() != root:
@@ -158,6 +157,31 @@ def _exclude_dir(root: Path, git_dir: Path | None, common_dir: Path | None) -> P
         return None
     registered = git_dir.resolve().parent == (common_dir / "worktrees").resolve()
     return common_dir if registered and linked.resolve() == own.resolve() else None
+
+
+@dataclass(frozen=True)
+class WorkspaceGit:
+    """scribe's git in one folder, as the watcher asks it (its GitQuery): where git says the work
+    tree's top is (the session's first questions already asked it: `ask_git`'s answer, kept), and
+    a command run as `run_git` runs it."""
+
+    cwd: Path
+    box: Confinement | None = None
+
+    def top(self) -> Path | None:
+        return ask_git(self.cwd.resolve(), self.box).top
+
+    def __call__(self, args: Sequence[str]) -> tuple[int, bytes]:
+        try:
+            done = run_git(self.cwd, *args, box=self.box)
+        except subprocess.TimeoutExpired as exc:
+            raise GitMissing(f"git took more than {exc.timeout:g} s") from None
+        return done.returncode, done.stdout
+
+
+def query_in(cwd: Path, box: Confinement | None = None) -> WorkspaceGit:
+    """The watcher's GitQuery for `cwd`, git confined by `box` (None: the read-only sandbox)."""
+    return WorkspaceGit(cwd, box)
 
 
 def is_repository(workspace: Path, box: Confinement | None = None) -> bool:
@@ -237,10 +261,10 @@ def index_locked(git_dir: Path) -> str | None:
 
 
 @contextmanager
-def _temporary_index(box: Confinement | None, writes: bool,
-                     copy_of: Path | None = None) -> Iterator[tuple[dict[str, str], Path]]:
-    """A temporary index (the environment that names it) in a folder git in `box` may write."""
-    with scratch(box, writes) as folder:
+def _temporary_index(copy_of: Path | None = None) -> Iterator[tuple[dict[str, str], Path]]:
+    """A temporary index (the environment that names it) in a folder of scribe's own, which the
+    git calls that use it are given to write (`binds`)."""
+    with scratch() as folder:
         index = folder / "index"
         if copy_of is not None and copy_of.exists():
             shutil.copyfile(copy_of, index)
@@ -252,17 +276,17 @@ def commit_paths(workspace: Path, paths: Sequence[str], message: str, *, lock: P
     """Commit exactly `paths` as they are on disk, on top of HEAD; None if that changes nothing.
     The person's staged changes to other files stay staged and are not part of it.
     Either HEAD moves and a Commit is returned (with a warning if the index could not follow),
-    or GitRefused is raised and nothing moved. `lock`: see workspace/commitlock.py.
+    or GitRefused is raised and nothing moved. `lock`: see workspace/git/commitlock.py.
     Three sandboxes: the tree built in a temporary index, the commit made, HEAD moved."""
     if not workspace.is_dir():
         raise GitRefused(f"{workspace} is not a git repository")
     writer = box if box is not None else command_protection(workspace)
-    with serialised(lock), _temporary_index(writer, True) as (env, _):
+    with serialised(lock), _temporary_index() as (env, scratch_folder):
         # Without a commit yet, read-tree fails and the temporary index starts empty: the same.
         where, head, tree, empty, _, *added, built = run_changes(
             workspace, writer, _LOCATE, ["rev-parse", "-q", "--verify", "HEAD^{commit}"],
             ["rev-parse", "-q", "--verify", "HEAD^{tree}"], _EMPTY_TREE, ["read-tree", "HEAD"],
-            *(["add", "--", *batch] for batch in chunks(paths)), ["write-tree"], env=env)
+            *(["add", "--", *batch] for batch in chunks(paths)), ["write-tree"], env=env, binds=[str(scratch_folder)])
         repo = _located(workspace, where)
         if repo is None:
             raise GitRefused(f"{workspace} is not a git repository")
@@ -333,10 +357,10 @@ def session_diff(workspace: Path, base: str | None, *, stat: bool = False,
     there when the session began are included too: git cannot tell them apart."""
     repo, _ = open_repository(workspace, box)
     name = f"{base[:10]} (where the session began)" if base else "the empty repository the session began in"
-    with _temporary_index(box, False, repo.git_dir / "index") as (env, folder):
+    with _temporary_index(repo.git_dir / "index") as (env, folder):
         listing = ["ls-files", "-z", "--others", "--exclude-standard"]
         first = ["rev-parse", "-q", "--verify", f"{base}^{{commit}}"] if base else _EMPTY_TREE
-        known, others = repo.ask(first, listing, env=env)
+        known, others = repo.ask(first, listing, env=env, binds=[str(folder)])
         if base is not None and known.status != 0:
             raise GitRefused(f"the session began at {base[:10]}, which this repository does not have")
         rev = base or output_of(_EMPTY_TREE, known).strip()
@@ -350,7 +374,7 @@ def session_diff(workspace: Path, base: str | None, *, stat: bool = False,
         diff = ["diff", "--no-color", "--no-ext-diff", "--no-textconv", "--ignore-submodules=all",
                 *(["--stat=100"] if stat else []), rev, "--"]
         *added, shown = repo.ask(*(["add", "--intent-to-add", "--", *batch] for batch in chunks(untracked)), diff,
-                                 env=env)
+                                 env=env, binds=[str(folder)])
         for result in added:
             output_of(["add"], result)
         return SessionDiff(rev, name, output_of(diff, shown), untracked)

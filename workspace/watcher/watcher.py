@@ -33,9 +33,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from scribe.workspace.atomic import TEMPORARY_SUFFIX
-from scribe.workspace.changes import FileChange, Pending, PendingChanges, file_hash
-from scribe.workspace.gitignore import GitIgnore, GitQuery
+from scribe.workspace.watcher.changes import FileChange, Pending, PendingChanges, file_hash
+from scribe.workspace.watcher.gitignore import GitIgnore, GitQuery
+from scribe.workspace.writers.atomic import TEMPORARY_SUFFIX
 
 DEBOUNCE_S = 0.15  # a path quiet this long has settled
 COMMAND_GRACE_S = 0.25  # events this soon after the agent's command ended are still its doing
@@ -279,7 +279,7 @@ class WorkspaceWatcher:
         consumed: set[str] = set()
         unknown: list[str] = []
         exists = {p: (self.root / p).is_file() for p in entries}
-        # scribe's own atomic writes (workspace/atomic.py, confined.py) go through a temporary
+        # scribe's own atomic writes (workspace/writers/atomic.py, confined.py) go through a temporary
         # file renamed over the target: never a change of its own, whichever drain sees which
         # half of it. The target's own entry says what happened to it.
         consumed.update(p for p in entries if p.rsplit("/", 1)[-1].endswith(TEMPORARY_SUFFIX))

@@ -28,9 +28,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from scribe.workspace.bwrap import Confinement
-from scribe.workspace.gitfolders import looks_like_git_folder
-from scribe.workspace.gitrun import GitMissing, names_a_program, run_git_batch
+from scribe.workspace.git.programs import names_a_program
+from scribe.workspace.git.shape import looks_like_git_folder
+from scribe.workspace.sandbox.bwrap import Confinement
 
 MAX_FOLDERS = 200_000
 # What a git folder holds that git reads as configuration, or runs.
@@ -258,6 +258,9 @@ class GitConfigWatch:
         configs = [name for name in changed if name in ("config", "config.worktree") and (folder / name).is_file()]
         if not configs:
             return
+        # Here, not at the top: `scribe log` reads describe() and imports no GitPython for it.
+        from scribe.workspace.git.run import GitMissing, run_git_batch
+
         try:
             results = run_git_batch(self.root, [["config", "--file", str(folder / name), "--list", "-z"]
                                                 for name in configs], box=self.box)

@@ -1,19 +1,29 @@
 """Which workspace paths git ignores or tracks, asked in batches and cached. git itself is run by
-the caller's `GitQuery` (scribe's one git runner, which turns off the repository's programs;
-memory imports nothing of the tools). No repository, no query, or no git: nothing is ignored
-and nothing is tracked."""
+the caller's `GitQuery` (scribe's own git, workspace/git/repository.py's `query_in`, which runs it
+confined and turns off the repository's programs: the watcher runs no git of its own). No
+repository, no query, or no git: nothing is ignored and nothing is tracked."""
 
 from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Protocol
 
 IGNORE_CACHE_MAX = 20_000
 
-# git's arguments -> (exit status, stdout); raises OSError when git cannot be run.
-GitQuery = Callable[[Sequence[str]], tuple[int, bytes]]
+
+class GitQuery(Protocol):
+    """How the watcher asks git about the workspace."""
+
+    def top(self) -> Path | None:
+        """The top of the work tree git finds from the workspace; None outside one (or without git)."""
+        ...
+
+    def __call__(self, args: Sequence[str]) -> tuple[int, bytes]:
+        """git's arguments -> (exit status, stdout); OSError when git cannot be run."""
+        ...
 
 
 class GitIgnore:
@@ -28,11 +38,8 @@ class GitIgnore:
     @staticmethod
     def _is_top(workspace: Path, query: GitQuery) -> bool:
         """Whether `workspace` is itself the top of a work tree (a folder inside one is not asked)."""
-        try:
-            status, out = query(["rev-parse", "--show-toplevel"])
-        except OSError:
-            return False
-        return status == 0 and Path(os.fsdecode(out.strip())).resolve() == workspace.resolve()
+        top = query.top()
+        return top is not None and top.resolve() == workspace.resolve()
 
     def clear(self) -> None:
         self._cache.clear()

@@ -7,10 +7,7 @@ and to its answer are added the folders git keeps beside them: every submodule's
 `modules/` (nested ones too) and every worktree's admin folder under `worktrees/`. A `gitdir:`
 file of any name (`.bare/`) is found that way. All of them are `protected`: the agent's file
 tools never write in them (tools/paths.py). A git folder made after the session began is
-recognised by its shape, as git itself recognises one (`looks_like_git_folder`), and a write
-that would complete that shape, or put configuration in a folder git could read as another's
-common folder, is refused like one inside it (`git_folder_written`): so the file tools cannot
-assemble a git folder piece by piece, HEAD last.
+recognised by its shape (shape.py).
 
 Which a command may write, decided from real paths (never from a `gitdir:` file alone: a command
 could have written it). The workspace's own `.git` (a folder, or a `gitdir:` file) is pinned in
@@ -23,6 +20,9 @@ git reads as configuration or runs stays read-only: `config`, `config.worktree`,
 `info/` (attributes, exclude), the `commondir` and `gitdir` pointers, and the same in each
 worktree's and submodule's folder. So a command's own `git commit` works in the sandbox, and
 nothing it does there changes what scribe's git (or the person's) runs afterwards.
+
+`command_protection` is the Protection a workspace's commands get: the sandbox
+(sandbox/protection.py) built around these folders.
 """
 
 from __future__ import annotations
@@ -30,74 +30,19 @@ from __future__ import annotations
 import os
 import subprocess
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from scribe.workspace.bwrap import Confinement, read_only
-from scribe.workspace.gitrun import GitMissing, file_signature, run_git_batch, run_git_questions
+from scribe.workspace.git.run import GitMissing, file_signature, run_git_batch, run_git_questions
+from scribe.workspace.git.shape import CONFIG_ENTRIES, looks_like_git_folder
+from scribe.workspace.sandbox.bwrap import Confinement, read_only
+from scribe.workspace.sandbox.limits import DEFAULT_MEMORY_MB, DEFAULT_PROCESSES
+from scribe.workspace.sandbox.protection import GitFolders, Protection
+from scribe.workspace.sandbox.protection import command_protection as _protection
 
-# Entries of a git folder that git reads as configuration or runs.
-CONFIG_ENTRIES = ("config", "config.worktree", "hooks", "info", "commondir", "gitdir")
 # How deep submodules of submodules are followed under modules/.
 _MODULES_DEPTH = 8
-
-
-@dataclass(frozen=True)
-class GitFolders:
-    outside: tuple[Path, ...] = ()  # git folders outside the workspace that belong to it: writable
-    pinned: tuple[Path, ...] = ()  # bound onto themselves: a command cannot move or replace them
-    read_only: tuple[Path, ...] = ()  # configuration and programs, read-only to commands
-    refused: tuple[str, ...] = ()  # a git folder not made writable, and why
-    # Configuration entries missing when the sandbox was set up: a bind cannot keep a command from
-    # creating one, so scribe removes any that appears once the command ended (Protection.sweep).
-    absent: tuple[Path, ...] = ()
-    # Every git folder of the workspace, as git names them: never written by the file tools.
-    protected: tuple[Path, ...] = ()
-
-
-def looks_like_git_folder(folder: str | os.PathLike[str], adding: str | None = None) -> bool:
-    """Whether git could take `folder` for a git folder (setup.c's is_git_directory): a HEAD, and
-    objects/ and refs/ in its common folder (itself, or wherever a `commondir` file names). Any
-    entry of those names counts, a link included (git follows links there, even to a folder made
-    later); the folder itself is never followed. `adding`: an entry a write is about to make in
-    `folder`, counted as there already (a write must not complete a git folder)."""
-    base = os.fspath(folder)
-    if adding != "HEAD" and not os.path.lexists(os.path.join(base, "HEAD")):  # most folders stop here
-        return False
-    return _there(base, "commondir", adding) or (_there(base, "objects", adding) and _there(base, "refs", adding))
-
-
-def could_be_common_folder(folder: str | os.PathLike[str], adding: str | None = None) -> bool:
-    """Whether git could read `folder` as a git folder's common folder: objects/ and refs/ are
-    there (links counted), so any `commondir` file naming it makes git read its config and hooks,
-    whether or not it has a HEAD of its own."""
-    base = os.fspath(folder)
-    return _there(base, "objects", adding) and _there(base, "refs", adding)
-
-
-def git_folder_written(root: Path, path: Path) -> tuple[Path, str] | None:
-    """Whether writing `path` (resolved, below `root`) would write in a git folder, or make one,
-    as git's own test would find it once the write is done: the folder, and how (`inside`, `makes`:
-    the write adds its last piece, `common`: a folder git could read as a common folder gets a
-    program-naming entry, or its last piece while it holds one). None: an ordinary write. Asks
-    nothing of git: these are the entries git itself looks for, found with lstat."""
-    for folder in path.parents:
-        if not folder.is_relative_to(root):
-            break
-        entry = path.relative_to(folder).parts[0]
-        if looks_like_git_folder(folder):
-            return folder, "inside"
-        if looks_like_git_folder(folder, entry):
-            return folder, "makes"
-        if could_be_common_folder(folder, entry) and (entry in CONFIG_ENTRIES or (
-                not could_be_common_folder(folder) and any(_there(os.fspath(folder), name) for name in CONFIG_ENTRIES))):
-            return folder, "common"
-    return None
-
-
-def _there(base: str, name: str, adding: str | None = None) -> bool:
-    return name == adding or os.path.lexists(os.path.join(base, name))
 
 
 @dataclass(frozen=True)
@@ -159,6 +104,15 @@ def ask_git(workspace: Path, box: Confinement | None = None) -> AskedGit:
             _asked.clear()
         _asked[key] = asked
     return asked
+
+
+def command_protection(workspace: Path, *, allowed_roots: Sequence[Path] = (), state_dir: Path | None = None,
+                       enabled: bool = True, bwrap: str | None = None, max_processes: int = DEFAULT_PROCESSES,
+                       max_memory_mb: int = DEFAULT_MEMORY_MB) -> Protection:
+    """The protection commands of this workspace get (sandbox/protection.py's, which see), built
+    around its git folders as git names them."""
+    return _protection(workspace, git_folders, allowed_roots=allowed_roots, state_dir=state_dir, enabled=enabled,
+                       bwrap=bwrap, max_processes=max_processes, max_memory_mb=max_memory_mb)
 
 
 def git_folders(workspace: Path, box: Confinement | None = None) -> GitFolders:

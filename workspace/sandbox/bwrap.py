@@ -2,16 +2,16 @@
 sandbox starts with, and the smallest sandbox of all, `ReadOnly`: nothing writable, its own
 /proc and PID namespace, and (as root) only a container's default capabilities. scribe asks
 git about a workspace in that one before it knows the workspace's git folders
-(workspace/gitfolders.py); everything else runs under a Protection (sandbox.py).
+(workspace/git/folders.py); everything else runs under a Protection (protection.py).
 
 A `Confinement` is where a program runs: bubblewrap or the plain process. Both hand git (or any
-program) its command line through `confine`."""
+program) its command line through `confine`; it is the seam between the sandbox and scribe's git
+(workspace/git/confined.py)."""
 
 from __future__ import annotations
 
 import functools
 import os
-import shutil
 import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Protocol
 
 from scribe.log.account import AccountFolderError, own_account_folder
+from scribe.workspace.sandbox.environment import trusted_program
 
 # Docker's default capability set, less CAP_MKNOD (a device node in the writable workspace
 # would open the raw disk): enough for chown, setuid tools and binding low ports as root.
@@ -57,7 +58,7 @@ class Probe:
 
 
 def find_bwrap() -> str | None:
-    return shutil.which("bwrap")
+    return trusted_program("bwrap")
 
 
 def base_args(bwrap: str, *, private_tmp: bool = True) -> list[str]:
@@ -103,24 +104,24 @@ def bind_args(binds: Sequence[str]) -> list[str]:
 
 @functools.cache
 def probe(bwrap: str, as_root: bool) -> Probe:
-    """Whether bubblewrap can set up a sandbox here, and whether it gets a user namespace. Asked
-    in the read-only sandbox that scribe's git questions then use (workspace/gitserver.py): the
-    probe starts it."""
-    from scribe.workspace.gitserver import ServerGone, server_for
-
+    """Whether bubblewrap can set up a sandbox here, and whether it gets a user namespace: asked
+    once per process, of the read-only sandbox itself."""
+    argv = ReadOnly(bwrap, as_root).confine(["readlink", _USER_NS])
     try:
-        status, out, err = server_for(ReadOnly(bwrap, as_root), False).run(
-            ["readlink", _USER_NS], Path("/"), {"PATH": os.environ.get("PATH", os.defpath)}, PROBE_TIMEOUT_S)
-    except (ServerGone, subprocess.TimeoutExpired) as exc:
-        return Probe(str(exc) or "bubblewrap did not start")
-    if status != 0:
-        lines = err.decode("utf-8", errors="replace").strip().splitlines()
-        return Probe(lines[0] if lines else f"exit status {status}")
+        done = subprocess.run(argv, env={"PATH": os.environ.get("PATH", os.defpath)}, cwd="/",
+                              stdin=subprocess.DEVNULL, capture_output=True, timeout=PROBE_TIMEOUT_S, check=False)
+    except subprocess.TimeoutExpired:
+        return Probe(f"bubblewrap did not answer within {PROBE_TIMEOUT_S:g} s")
+    except OSError as exc:
+        return Probe(f"bubblewrap cannot be run: {exc}")
+    if done.returncode != 0:
+        lines = done.stderr.decode("utf-8", errors="replace").strip().splitlines()
+        return Probe(lines[0] if lines else f"exit status {done.returncode}")
     try:
         ours = os.readlink(_USER_NS)
     except OSError:
         return Probe(None)
-    return Probe(None, own_user_namespace=out.decode("utf-8", errors="replace").strip() != ours)
+    return Probe(None, own_user_namespace=done.stdout.decode("utf-8", errors="replace").strip() != ours)
 
 
 @dataclass(frozen=True)

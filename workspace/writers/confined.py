@@ -12,7 +12,7 @@ opened the same way). The file itself is then opened, created, renamed over or u
 relative to that folder's descriptor, never by path: a link swapped in meanwhile is met as a
 link, and refused, or replaced as an entry (never written through).
 
-Writes are atomic as workspace/atomic.py's are: a temporary file beside the target, flushed,
+Writes are atomic as workspace/writers/atomic.py's are: a temporary file beside the target, flushed,
 renamed over it; the old file's mode and owner are kept; a FIFO, socket or device is refused
 before anything opens it."""
 
@@ -30,7 +30,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from scribe.workspace.atomic import TEMPORARY_SUFFIX, WriteFailed, WriteRefused, failure_line, keep_owner
+from scribe.workspace.writers.atomic import (
+    TEMPORARY_SUFFIX,
+    WriteFailed,
+    WriteRefused,
+    failure_line,
+    keep_owner,
+)
 
 _SYS_OPENAT2 = 437  # the same number on every architecture Linux added it for (5.6)
 _RESOLVE_NO_MAGICLINKS = 0x02

@@ -1,9 +1,10 @@
-"""The one way scribe runs git: the way a command runs. In the sandbox (bubblewrap, under the
+"""How scribe runs git: the way a command runs. In the sandbox (bubblewrap, under the
 workspace's Protection: read-only for a question, the workspace writable for a commit or an
-undo), with an environment that holds no secret (workspace/environment.py), and with every
-program a repository's own configuration could make git start turned off, whatever
-`.git/config` (and the files it includes) says. Where there is no sandbox (no bubblewrap, or
-`sandbox = false`), the last two still hold.
+undo), with an environment that holds no secret, and with every program a repository's own
+configuration could make git start turned off, whatever `.git/config` (and the files it
+includes) says. Where there is no sandbox (no bubblewrap, or `sandbox = false`), the last two
+still hold. Every process starts in confined.py's `ConfinedGit`, GitPython's git confined; this
+module says what it runs with, and is what the rest of scribe calls.
 
 A repository is not trusted to choose what runs on scribe's side: its config can name an
 fsmonitor, a hooks folder, filter, textconv, diff and merge drivers, editors, pagers, ssh and
@@ -20,92 +21,48 @@ takes keys whose subsection holds a `=` safely. `user.name`/`user.email` and the
 A submodule's or a nested repository's own configuration is not listed here: callers keep git
 out of them (`--ignore-submodules`), and the sandbox holds whatever one names.
 
-Starting bubblewrap costs more than most git commands it runs, so a sandboxed call goes to a
-long-lived sandbox (gitserver.py): one per process for questions, one per Protection for
-changes; several commands asked at one moment go in one request (`run_git_batch`). Listing
-the configuration is a git call of its own, so its result is kept per folder until one of the
-files it came from (or could come from: includes, `.git`, HEAD) changes.
+Each call starts its own sandbox, and several commands asked at one moment go in one
+(`run_git_batch`, `run_git_questions`). Listing the configuration is a git call of its own, so
+its result is kept per folder until one of the files it came from (or could come from:
+includes, `.git`, HEAD) changes.
 
 Callers that diff also pass `--no-textconv --no-ext-diff`: an inert textconv fails closed.
-Every git call in scribe goes through `run_git` or `run_git_batch`; tests/workspace/test_git_safety.py
-checks that no other module starts git.
+Every git call in scribe goes through this module (or `objects`, GitPython's repository over
+the same git); tests/workspace/test_git_safety.py checks that no other module starts git.
 """
 
 from __future__ import annotations
 
 import os
-import re
-import secrets
-import shutil
 import stat
 import subprocess
 import tempfile
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 
-from scribe.workspace.bwrap import Confinement, read_only
-from scribe.workspace.environment import hide_own_process, without_secrets
-from scribe.workspace.gitserver import ServerGone, server_for
+from scribe.workspace.git.confined import (
+    GIT_TIMEOUT_S,
+    ConfinedRepository,
+    GitMissing,
+    GitResult,
+    confined,
+    git_environment,
+)
+from scribe.workspace.git.programs import inert, names_a_program
+from scribe.workspace.sandbox.bwrap import Confinement, read_only
 
-GIT_TIMEOUT_S = 60
+__all__ = ["GIT_TIMEOUT_S", "GitMissing", "GitResult", "neutral_env", "objects", "run_git",
+           "run_git_batch", "run_git_questions", "scratch"]
+
 # Always set, whoever's config says otherwise.
 FIXED = (("core.fsmonitor", "false"), ("core.hooksPath", os.devnull))
-# (section, variable) of every key whose value git runs as a program (man git-config); a
-# subsection, when there is one, may be anything. "*" matches any variable of the section.
-PROGRAM_KEYS = frozenset({
-    ("core", "fsmonitor"), ("core", "hookspath"), ("core", "pager"), ("core", "editor"), ("core", "sshcommand"),
-    ("core", "askpass"), ("core", "gitproxy"), ("core", "alternaterefscommand"), ("sequence", "editor"),
-    ("credential", "helper"), ("gpg", "program"), ("gpg", "defaultkeycommand"),
-    ("diff", "external"), ("diff", "command"), ("diff", "textconv"), ("merge", "driver"),
-    ("filter", "clean"), ("filter", "smudge"), ("filter", "process"), ("pager", "*"), ("alias", "*"),
-    ("difftool", "cmd"), ("difftool", "path"), ("mergetool", "cmd"), ("mergetool", "path"),
-    ("uploadpack", "packobjectshook"), ("remote", "uploadpack"), ("remote", "receivepack"),
-    ("interactive", "difffilter"), ("sendemail", "smtpserver"), ("sendemail", "tocmd"), ("sendemail", "cccmd"),
-    ("sendemail", "headercmd"), ("sendemail", "sendmailcmd"), ("imap", "tunnel"), ("browser", "cmd"),
-    ("browser", "path"), ("man", "cmd"), ("man", "path"), ("guitool", "cmd"), ("hook", "command"),
-    ("submodule", "update"), ("trailer", "command"), ("trailer", "cmd"), ("instaweb", "httpd"),
-})
-# The value that makes git run nothing for a key, where "" does not.
-INERT = {"core.fsmonitor": "false", "core.editor": ":", "sequence.editor": ":", "pager": "false",
-         "submodule": "none"}
 REPOSITORY_SCOPES = frozenset({"local", "worktree"})
 _COUNT = "GIT_CONFIG_COUNT"
-# Runs several git commands in one sandbox: $1 a token, $2 git, $3 1 to stop at the first that
-# fails; then, per command, its count of arguments and the arguments. After each command its
-# stdout gets NUL, the token, its status, NUL, and its stderr NUL, the token, NUL.
-_BATCH = ('t=$1; g=$2; k=$3; shift 3; while (($#)); do n=$1; shift; "$g" "${@:1:n}" </dev/null; s=$?; '
-          'shift "$n"; printf "\\0%s %d\\0" "$t" "$s"; printf "\\0%s\\0" "$t" >&2; ((s && k)) && break; done')
 _CACHE_MAX = 64
 # Variables that change which configuration git reads (besides GIT_CONFIG*).
-_DISCOVERY = frozenset({"HOME", "XDG_CONFIG_HOME", "GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR",
-                        "GIT_CEILING_DIRECTORIES", "GIT_DISCOVERY_ACROSS_FILESYSTEM"})
-
-
-class GitMissing(OSError):
-    """git is not installed (or cannot be started)."""
-
-
-def names_a_program(key: str) -> bool:
-    """Whether git runs the value of config `key` (as `git config -l` spells it) as a program."""
-    section, _, rest = key.partition(".")
-    variable = rest.rpartition(".")[2]
-    section = section.lower()
-    return (section, variable.lower()) in PROGRAM_KEYS or (section, "*") in PROGRAM_KEYS
-
-
-def _inert(key: str) -> str:
-    section, _, rest = key.partition(".")
-    return INERT.get(f"{section.lower()}.{rest.lower()}", INERT.get(section.lower(), ""))
-
-
-def git_path() -> str:
-    found = shutil.which("git")
-    if found is None:
-        raise GitMissing("git is not installed")
-    return found
+_DISCOVERY = frozenset({"HOME", "XDG_CONFIG_HOME", "GIT_CEILING_DIRECTORIES", "GIT_DISCOVERY_ACROSS_FILESYSTEM"})
 
 
 def _with_config(base: Mapping[str, str], pairs: Sequence[tuple[str, str]]) -> dict[str, str]:
@@ -214,7 +171,8 @@ def _listing(cwd: Path, env: Mapping[str, str], box: Confinement) -> _Listing:
     if known is not None and file_signature(known.depends) == known.signature:
         return known
     try:
-        [listed] = _batch(cwd, [_LIST_CONFIG], _with_config(env, FIXED), box, GIT_TIMEOUT_S)
+        with confined(cwd, box, _with_config(env, FIXED)) as git:
+            [listed] = git.batch([_LIST_CONFIG])
     except subprocess.TimeoutExpired as exc:
         raise GitMissing(f"git took more than {exc.timeout:g} s") from None
     return _keep(cwd, env, listed)
@@ -236,8 +194,9 @@ def run_git_questions(cwd: Path, commands: Sequence[Sequence[str]], *, box: Conf
     the configuration, which is kept for the git calls that follow: a session's first questions
     cost one sandbox, not two."""
     box = box or read_only()
-    env = without_secrets(os.environ)
-    listed, *answers = _batch(cwd, [_LIST_CONFIG, *commands], _with_config(env, FIXED), box, timeout)
+    env = git_environment(os.environ)
+    with confined(cwd, box, _with_config(env, FIXED), timeout=timeout) as git:
+        listed, *answers = git.batch([_LIST_CONFIG, *commands])
     _keep(cwd, env, listed)
     return answers
 
@@ -245,14 +204,14 @@ def run_git_questions(cwd: Path, commands: Sequence[Sequence[str]], *, box: Conf
 def neutral_overrides(cwd: Path, base: Mapping[str, str] | None = None,
                       box: Confinement | None = None) -> list[tuple[str, str]]:
     """The command-line config that turns off every program the repository at `cwd` names."""
-    source = without_secrets(os.environ if base is None else base)
+    source = git_environment(os.environ if base is None else base)
     entries = _listing(cwd, source, box or read_only()).entries
     fixed = {key.lower() for key, _ in FIXED}
     chosen = {key for scope, key, _ in entries if scope in REPOSITORY_SCOPES and names_a_program(key)
               and key.lower() not in fixed}
     pairs = list(FIXED)
     for key in sorted(chosen):
-        pairs.append((key, _inert(key)))
+        pairs.append((key, inert(key)))
         # The person's own values again, in git's order (for a list such as credential.helper,
         # the "" above empties it first).
         pairs += [(key, value) for scope, k, value in entries if k == key and scope not in REPOSITORY_SCOPES]
@@ -260,8 +219,9 @@ def neutral_overrides(cwd: Path, base: Mapping[str, str] | None = None,
 
 
 def neutral_env(cwd: Path, base: Mapping[str, str] | None = None, box: Confinement | None = None) -> dict[str, str]:
-    """The environment (`base`, by default scribe's own, less its secrets) to run git in `cwd` with."""
-    source = without_secrets(os.environ if base is None else base)
+    """The environment to run git in `cwd` with: what git_environment keeps of `base` (by
+    default scribe's own) and the overrides that turn off the repository's programs."""
+    source = git_environment(os.environ if base is None else base)
     return _with_config(source, neutral_overrides(cwd, source, box))
 
 
@@ -278,46 +238,12 @@ def run_git(cwd: Path, *args: str, env: Mapping[str, str] | None = None, timeout
     index). Raises GitMissing without git, subprocess.TimeoutExpired past `timeout`; a non-zero
     exit is the caller's to judge."""
     box = box or read_only()
-    full = neutral_env(cwd, {**os.environ, **(env or {})}, box)
-    argv = [git_path(), *args]
-    status, out, err = _run(argv, cwd, full, box, timeout, writes, binds)
-    return subprocess.CompletedProcess(argv, status, out, err)
-
-
-def _run(argv: Sequence[str], cwd: Path, env: Mapping[str, str], box: Confinement, timeout: float, writes: bool,
-         binds: Sequence[str]) -> tuple[int, bytes, bytes]:
-    """One program confined by `box`: in its long-lived sandbox (gitserver.py) when it has one
-    and needs no folder bound for it alone, else in a sandbox (or process) of its own."""
-    box = box if writes else box.questions()
-    if box.sandboxed and not binds:
-        try:
-            return server_for(box, writes).run(argv, cwd, env, timeout)
-        except ServerGone as exc:
-            raise GitMissing(str(exc)) from None
-    _unsandboxed(box)
-    try:
-        done = subprocess.run(box.confine(argv, writes=writes, binds=binds), cwd=cwd, env=dict(env),
-                              stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout, check=False)
-    except OSError as exc:
-        raise GitMissing(f"git cannot be run: {exc}") from None
-    return done.returncode, done.stdout, done.stderr
-
-
-@contextmanager
-def scratch(box: Confinement | None, writes: bool = False) -> Iterator[Path]:
-    """A folder of scribe's own that git confined by `box` may write (a temporary index), removed after."""
-    box = box or read_only()
-    box = box if writes else box.questions()
-    parent = server_for(box, writes).exchange if box.sandboxed else None
-    with tempfile.TemporaryDirectory(prefix="scribe-index-", dir=parent) as folder:
-        yield Path(folder)
-
-
-@dataclass(frozen=True)
-class GitResult:
-    status: int
-    out: bytes
-    err: bytes
+    full = {**neutral_env(cwd, box=box), **(env or {})}
+    with confined(cwd, box, full, writes=writes, binds=binds, timeout=timeout) as git:
+        status, out, err = git.execute([git.GIT_PYTHON_GIT_EXECUTABLE, *args], with_extended_output=True,
+                                       with_exceptions=False, stdout_as_string=False,
+                                       strip_newline_in_stdout=False)
+        return subprocess.CompletedProcess([git.program, *args], status, out, err.encode("utf-8", "surrogateescape"))
 
 
 def run_git_batch(cwd: Path, commands: Sequence[Sequence[str]], *, env: Mapping[str, str] | None = None,
@@ -326,52 +252,29 @@ def run_git_batch(cwd: Path, commands: Sequence[Sequence[str]], *, env: Mapping[
     """Several git commands in one sandbox, one after another, as `run_git` runs one: a result
     each, or, with `stop`, up to the first that fails."""
     box = box or read_only()
-    full = neutral_env(cwd, {**os.environ, **(env or {})}, box)
-    return _batch(cwd, commands, full, box, timeout, writes=writes, binds=binds, stop=stop)
+    full = {**neutral_env(cwd, box=box), **(env or {})}
+    with confined(cwd, box, full, writes=writes, binds=binds, timeout=timeout) as git:
+        return git.batch(commands, stop=stop)
 
 
-def _batch(cwd: Path, commands: Sequence[Sequence[str]], env: Mapping[str, str], box: Confinement,
-           timeout: float, *, writes: bool = False, binds: Sequence[str] = (), stop: bool = False) -> list[GitResult]:
-    queried = box if writes else box.questions()
-    if queried.sandboxed and not binds:  # the long-lived sandbox runs them one after another itself
+@contextmanager
+def objects(top: Path, git_dir: Path, box: Confinement | None = None,
+            timeout: float = GIT_TIMEOUT_S) -> Iterator[ConfinedRepository]:
+    """GitPython's repository at `git_dir` (as git named it) for reading objects: commits, trees,
+    blobs and diffs, through git confined as a question's (run from `top`). The `cat-file --batch`
+    reader it keeps open, and everything else it started, has ended when the block does."""
+    box = box or read_only()
+    with confined(top, box, neutral_env(top, box=box), timeout=timeout) as git:
+        repository = ConfinedRepository(git_dir, git)
         try:
-            answers = server_for(queried, writes).run_many([[git_path(), *c] for c in commands], cwd, env, timeout,
-                                                           stop=stop)
-        except ServerGone as exc:
-            raise GitMissing(str(exc)) from None
-        return [GitResult(*answer) for answer in answers]
-    token = secrets.token_hex(16)
-    if len(commands) == 1:  # no shell needed to run one
-        argv = [git_path(), *commands[0]]
-    else:
-        argv = ["bash", "-c", _BATCH, "scribe-git", token, git_path(), "1" if stop else "0"]
-        for command in commands:
-            argv += [str(len(command)), *command]
-    status, stdout, stderr = _run(argv, cwd, env, box, timeout, writes, binds)
-    if len(commands) == 1:
-        return [GitResult(status, stdout, stderr)]
-    parts = re.split(b"\0" + token.encode() + rb" (\d+)\0", stdout)
-    errors = stderr.split(b"\0" + token.encode() + b"\0")
-    results = [GitResult(int(status), out, err)
-               for out, status, err in zip(parts[0::2], parts[1::2], errors, strict=False)]
-    if not results or (len(results) != len(commands) and not (stop and results[-1].status)):
-        raise GitMissing(f"git cannot be run here: {stderr.decode('utf-8', errors='replace').strip()[:200]}")
-    return results
+            yield repository
+        finally:
+            repository.close()
 
 
-def _unsandboxed(box: Confinement) -> None:
-    """Outside a sandbox, a program git starts runs as scribe's own user: scribe's environment
-    (the API key) is made unreadable to it first."""
-    if not box.sandboxed:
-        hide_own_process()
-
-
-def query_in(cwd: Path, box: Confinement | None = None) -> Callable[[Sequence[str]], tuple[int, bytes]]:
-    """`run_git` in `cwd` as the watcher's GitQuery: arguments -> (exit status, stdout)."""
-    def query(args: Sequence[str]) -> tuple[int, bytes]:
-        try:
-            done = run_git(cwd, *args, box=box)
-        except subprocess.TimeoutExpired as exc:
-            raise GitMissing(f"git took more than {exc.timeout:g} s") from None
-        return done.returncode, done.stdout
-    return query
+@contextmanager
+def scratch() -> Iterator[Path]:
+    """A folder of scribe's own that a git call may be given to write (`binds`: a temporary
+    index), removed after."""
+    with tempfile.TemporaryDirectory(prefix="scribe-index-") as folder:
+        yield Path(folder)
