@@ -141,6 +141,9 @@ def test_every_key_at_an_approval_question_and_during_a_turn(workspace: Path, ho
 
             ask("a")  # last: the word allows run_command for the rest of the session
             child.send("always\r")
+            child.expect("keep a rule instead")  # or a rule kept in the config: s keeps it to this session
+            settle()
+            child.send("s")
             answered("a")
             child.expect("›")
             child.send("turn-after\r")  # runs without a question
