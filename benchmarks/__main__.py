@@ -132,8 +132,10 @@ def run_startup() -> tuple[dict[str, Any], str]:
 
 
 def run_housekeeping() -> tuple[dict[str, Any], str]:
-    data = housekeeping.measure()
-    return data, housekeeping.section(data)
+    repl = housekeeping.measure()
+    headless = housekeeping.measure_headless()
+    return {"repl": repl, "headless": headless}, housekeeping.section(repl) + "\n\n" + \
+        housekeeping.headless_section(headless)
 
 
 SUITES = {"chain": run_chain, "llama": run_llama, "memory-paths": run_memory_paths, "costs": run_costs,

@@ -1,5 +1,12 @@
-"""Housekeeping and the person's time: the REPL against a fake Messages API whose side calls
-(observer, reflector, curator) each take SIDE_S seconds to answer, the agent's calls none.
+"""Housekeeping and the person's time: the REPL, and a chain of `scribe run`, against a fake
+Messages API whose side calls (observer, reflector, curator) each take SIDE_S seconds to answer,
+the agent's calls none.
+
+`python -m benchmarks.housekeeping --headless [--llama]`: five `scribe run` (a fact taught, a new
+session, two pastes past the observe threshold, a continuation), each timed from its start to its
+answer and from its answer to its exit, the housekeeping it left timed apart; with housekeeping
+detached (as shipped) and inline, and back to back (each run at once after the last); `--llama`
+adds the chain against llama.cpp's server with SmolLM2.
 
 One REPL, in a pseudo-terminal, as a person meets it:
 - start: `scribe` in a workspace with an earlier session the notes have not taken (its curation
@@ -20,6 +27,7 @@ beside the agent calls' own time.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import statistics
@@ -217,6 +225,143 @@ def llama_session(root: Path) -> dict[str, Any]:
             "exit_s": round(exit_s, 3), "side_calls_logged": side}
 
 
+# -- headless: `scribe run` never waits on housekeeping ------------------------------------------
+
+HEADLESS_SETTINGS = {"SCRIBE_OBSERVE_TOKENS": "2000", "SCRIBE_REFLECT_TOKENS": "40000",
+                     "SCRIBE_OBSERVE_ON_PAYBACK": "false", "SCRIBE_COMPRESS_WHEN_COLD": "false",
+                     "SCRIBE_WATCH_FILES": "0", "SCRIBE_CURATE_NOTES": "true"}
+FACT = "the tests run with make check-all"
+
+
+def timed_run(scribe: str, args: list[str], workspace: Path, env: dict[str, str], stdin: str | None = None,
+              timeout: float = TIMEOUT_S) -> dict[str, Any]:
+    """`scribe run ARGS -o stream-json` as a process: seconds to its answer (the `result` line
+    written), from the answer to the process's end, and in all; what it said on stderr."""
+    began = time.perf_counter()
+    proc = subprocess.Popen([scribe, "run", *args, "-o", "stream-json"], cwd=workspace, env=env, text=True,
+                            stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    if stdin is not None:
+        assert proc.stdin is not None
+        proc.stdin.write(stdin)
+        proc.stdin.close()
+    assert proc.stdout is not None
+    answered = None
+    for line in proc.stdout:
+        if line.startswith('{"type":"result"') or line.startswith('{"type": "result"'):
+            answered = time.perf_counter()
+    err = proc.stderr.read() if proc.stderr is not None else ""
+    proc.wait(timeout=timeout)
+    ended = time.perf_counter()
+    if proc.returncode != 0 or answered is None:
+        raise SystemExit(f"scribe run {' '.join(args)} failed ({proc.returncode}): {err}")
+    return {"answer_s": round(answered - began, 3), "after_answer_s": round(ended - answered, 3),
+            "total_s": round(ended - began, 3), "stderr": err}
+
+
+def finished(workspace: Path, limit_s: float = 900) -> float:
+    """Wait until no process finishes this workspace's sessions any more; the seconds waited."""
+    began = time.perf_counter()
+    needle = f"/{workspace.name}".encode()
+    while time.perf_counter() - began < limit_s:
+        alive = False
+        for proc in Path("/proc").glob("[0-9]*"):
+            try:
+                cmdline = (proc / "cmdline").read_bytes()
+                cwd = os.readlink(proc / "cwd").encode()
+            except OSError:
+                continue
+            if b"scribe.cli.finish" in cmdline and cwd.endswith(needle):
+                alive = True
+                break
+        if not alive:
+            return round(time.perf_counter() - began, 3)
+        time.sleep(0.05)
+    raise SystemExit("a finishing process outlived the benchmark's limit")
+
+
+def headless_chain(root: Path, base_url: str, extra: dict[str, str], scribe: str = SCRIBE,
+                   timeout: float = TIMEOUT_S, *, back_to_back: bool = False) -> dict[str, Any]:
+    """A session that teaches a fact, a new one that should start with it, then a paste past the
+    observe threshold continued twice: what each run waited for, and what the next request held.
+    Each run starts once the last one's housekeeping has finished (as a person's next command
+    comes seconds later), which is measured apart; `back_to_back`: at once, as a script's next
+    command does (a run that continues the session then takes it back from the housekeeping)."""
+    from scribe.log.events import ObservationEvent, UserEvent  # noqa: PLC0415
+    from scribe.log.jsonl import read_log  # noqa: PLC0415
+
+    home, runtime, workspace = root / "home", root / "runtime", root / "workspace"
+    home.mkdir()
+    runtime.mkdir(mode=0o700)
+    workspace.mkdir()
+    subprocess.run(["git", "init", "-q", str(workspace)], check=True)
+    env = _env(home, runtime, base_url, "auto") | HEADLESS_SETTINGS | extra
+    runs: dict[str, Any] = {}
+    chain = [("teaches", ["turn-1 remember: " + FACT + ". Say ok."], None),
+             ("new session", ["turn-2 how do the tests run?"], None),
+             ("paste", ["-c", "-"], paste(3)),
+             ("past the threshold", ["-c", "-"], paste(4)),
+             ("continued", ["-c", "turn-5 go on"], None)]
+    for name, args, stdin in chain:
+        runs[name] = timed_run(scribe, args, workspace, env, stdin, timeout)
+        runs[name]["housekeeping_s"] = 0.0 if back_to_back else finished(workspace)
+    if back_to_back:
+        runs["continued"]["housekeeping_s"] = finished(workspace)
+    notes = workspace / ".scribe" / "notes.md"
+    logs = sorted((workspace / ".scribe" / "sessions").glob("*.jsonl"))
+    second = read_log(logs[-1]).events
+    observed = [e for e in second if isinstance(e, ObservationEvent)]
+    last_user = [e for e in second if isinstance(e, UserEvent)][-1]
+    return {"runs": runs, "notes_hold_fact": notes.is_file() and "make check-all" in notes.read_text(),
+            "second_session_began_with_fact": "make check-all" in read_log(logs[-1]).events[0].system,  # type: ignore[attr-defined]
+            "observed_before_last_run": bool(observed) and observed[0].seq < last_user.seq}
+
+
+def measure_headless(side_s: float = SIDE_S) -> dict[str, Any]:
+    """The chain against the fake API whose side calls take `side_s`, with housekeeping detached
+    (as shipped) and inline (done before exiting)."""
+    out: dict[str, Any] = {"side_s": side_s, "load": [round(os.getloadavg()[0], 2)]}
+    for mode in ("detached", "inline"):
+        responder = SlowSideCalls(side_s)
+        with FakeMessagesServer(responder) as server, \
+                tempfile.TemporaryDirectory(prefix="scribe-headless-") as tmp:
+            out[mode] = headless_chain(Path(tmp), server.base_url, {"SCRIBE_HOUSEKEEPING": mode})
+            out[mode]["side_calls"] = responder.side_calls
+    responder = SlowSideCalls(side_s)
+    with FakeMessagesServer(responder) as server, tempfile.TemporaryDirectory(prefix="scribe-headless-") as tmp:
+        out["back to back"] = headless_chain(Path(tmp), server.base_url, {"SCRIBE_HOUSEKEEPING": "detached"},
+                                             back_to_back=True)
+        out["back to back"]["side_calls"] = responder.side_calls
+    out["load"].append(round(os.getloadavg()[0], 2))
+    return out
+
+
+def llama_headless() -> dict[str, Any]:
+    """The chain against llama.cpp's server with SmolLM2 (two slots of 4,096 tokens, one thread):
+    side calls slow by nature, the agent's answers the model's own."""
+    from .llama import Server  # noqa: PLC0415
+
+    with Server(8192, slots=2) as server, tempfile.TemporaryDirectory(prefix="scribe-headless-llama-") as tmp:
+        return headless_chain(Path(tmp), server.base_url, LLAMA_SETTINGS | {"SCRIBE_OBSERVE_TOKENS": "900"},
+                              timeout=900)
+
+
+def headless_section(data: dict[str, Any], llama: dict[str, Any] | None = None) -> str:
+    rows = ["| run | answer | after the answer | housekeeping after it (nobody waits) |", "|---|---|---|---|"]
+    columns = [("detached", data["detached"])] + ([("llama.cpp", llama)] if llama else [])
+    out = [f"### Headless runs and housekeeping (side calls answered after {data['side_s']:g} s)\n"]
+    for label, chain in columns + [("inline", data["inline"]), ("back to back", data["back to back"])]:
+        out.append(f"**{label}**\n")
+        out += rows[:]
+        for name, run in chain["runs"].items():
+            out.append(f"| {name} | {run['answer_s']:.2f} s | {run['after_answer_s']:.2f} s | "
+                       f"{run['housekeeping_s']:.2f} s |")
+        out.append(f"\nnotes hold the fact: {chain['notes_hold_fact']}; the new session began with it: "
+                   f"{chain['second_session_began_with_fact']}; the paste observed before the last run: "
+                   f"{chain['observed_before_last_run']}\n")
+    return "\n".join(out)
+
+
 def measure(runs: int = RUNS) -> dict[str, Any]:
     out: dict[str, Any] = {"side_s": SIDE_S, "runs": runs, "load": [round(os.getloadavg()[0], 2)]}
     for ahead in ("auto", "always"):
@@ -248,7 +393,12 @@ def section(data: dict[str, Any]) -> str:
 
 
 if __name__ == "__main__":
-    if sys.argv[1:2] == ["--llama"]:
+    if sys.argv[1:2] == ["--headless"]:
+        headless = measure_headless()
+        local = llama_headless() if "--llama" in sys.argv else None
+        print(headless_section(headless, local))
+        print(json.dumps({"fake": headless, "llama": local}, indent=1, default=str))
+    elif sys.argv[1:2] == ["--llama"]:
         with tempfile.TemporaryDirectory(prefix="scribe-housekeeping-llama-") as tmp:
             print(llama_session(Path(tmp)))
     else:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import inspect
 import sys
 from typing import Annotated, Any
@@ -137,6 +138,17 @@ REPL_DEFAULTS = {name: p.default for name, p in inspect.signature(interactive).p
 
 
 def main() -> None:
+    try:
+        _main()
+    finally:
+        # On the way out, the interpreter's last garbage collection walks every object left (the
+        # SDK's types and models are many): half a second after the answer is written, for
+        # memory the process is about to give back whole. Nothing then needs collecting.
+        gc.disable()
+        gc.freeze()
+
+
+def _main() -> None:
     if sys.argv[1:]:
         app()
         return
