@@ -12,11 +12,14 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from .exits import EXIT_INTERRUPTED
+
+if TYPE_CHECKING:
+    from scribe.fakeapi.script import ScriptItem
 
 # The scripted model takes a moment per answer, as a real one does: the demo reads as a session.
 PACE_S = 0.3
@@ -30,7 +33,7 @@ PROMPTS = [
 ]
 
 
-def _script() -> list:  # type: ignore[type-arg]
+def _script() -> list[ScriptItem]:
     from scribe.fakeapi import Reply, text_block, tool_use_block
 
     return [

@@ -11,7 +11,7 @@ import threading
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, TypeGuard
 
 import typer
 
@@ -301,7 +301,7 @@ class RunLines:
         elif isinstance(event, Notice):
             print(f"scribe: {visible(event.text)}", file=sys.stderr)
 
-    def before_session(self, event: Event) -> bool:
+    def before_session(self, event: Event) -> TypeGuard[Notice]:
         """A notice before the session opens (what an untrusted workspace's files would have
         changed): said here, on stderr, whatever the output."""
         return isinstance(event, Notice) and self.agent is not None and not self.agent.has_session

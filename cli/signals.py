@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from types import FrameType
+from typing import Any
 
 import typer
 
@@ -37,13 +38,18 @@ class Stopped(KeyboardInterrupt):
         return 128 + self.signum
 
 
+# What signal.signal takes and gives back: a function, SIG_DFL or SIG_IGN, or None (a handler not
+# installed from Python).
+Handler = Callable[[int, FrameType | None], Any] | int | signal.Handlers | None
+
+
 @dataclass
 class Ending:
     """What the handlers saw: the first signal that asked scribe to end, if any."""
 
     signals: tuple[signal.Signals, ...]
     received: Stopped | None = None
-    _previous: dict[int, object] = field(default_factory=dict)
+    _previous: dict[int, Handler] = field(default_factory=dict)
 
     def handle(self, signum: int, frame: FrameType | None) -> None:
         if self.received is not None:
@@ -75,8 +81,8 @@ def ending_signals(signals: tuple[signal.Signals, ...] = ENDING, *, resume: str 
             f"scribe: {stop}; what it was running was ended and recorded; `{resume}` continues the session")
         raise typer.Exit(stop.exit_code) from None
     finally:
-        for sig, previous in ending._previous.items():
-            signal.signal(sig, previous if previous is not None else signal.SIG_DFL)  # type: ignore[arg-type]
+        for number, previous in ending._previous.items():
+            signal.signal(number, previous if previous is not None else signal.SIG_DFL)
 
 
 @contextmanager

@@ -167,7 +167,8 @@ def _control(request: dict[str, Any]) -> Submission:
 def _approval(response: Any) -> ApprovalAnswer:
     if not isinstance(response, dict) or not isinstance(response.get("request_id"), str):
         raise Unreadable('a "control_response" needs a "response" with the "request_id" it answers')
-    answer = response.get("response") if isinstance(response.get("response"), dict) else {}
+    given = response.get("response")
+    answer: dict[str, Any] = given if isinstance(given, dict) else {}
     if response.get("subtype") == "error":
         return ApprovalAnswer(response["request_id"], Decision.DECLINE, str(response.get("error", "")))
     behavior = answer.get("behavior")

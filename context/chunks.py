@@ -55,9 +55,9 @@ class ChunkIndex:
     def update(self, events: Sequence[Event]) -> tuple[list[Chunk], int]:
         if len(events) < self._seen:  # a different, shorter log: start over
             self.__init__()  # type: ignore[misc]
-        placed = isinstance(events, EventLog) and self._seen >= events.start
+        log = events if isinstance(events, EventLog) and self._seen >= events.start else None
         for position, event in enumerate(events[self._seen:], start=self._seen):
-            self._add(event, events.place_of(position)[0] if placed else -1)  # type: ignore[union-attr]
+            self._add(event, log.place_of(position)[0] if log is not None else -1)
         self._seen = len(events)
         return list(self._chunks), self._observed_to
 

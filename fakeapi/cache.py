@@ -204,12 +204,12 @@ class PromptCache:
                 if cumulative[bp] < self.min_tokens:
                     continue
                 ttl_s = self._ttl_seconds(blocks[bp].ttl)
-                entry = self._live(hashes[bp], now)
-                if entry is None:
+                live = self._live(hashes[bp], now)
+                if live is None:
                     self._entries[hashes[bp]] = _Entry(cumulative[bp], now + ttl_s, ttl_s)
                     self.writes += 1
                 else:
-                    entry.expires_at = max(entry.expires_at, now + ttl_s)
+                    live.expires_at = max(live.expires_at, now + ttl_s)
                 if bp > written_upto:
                     # Tokens between the previous write (or the hit) and this
                     # breakpoint are billed at this breakpoint's TTL rate.

@@ -13,7 +13,7 @@ import base64
 import binascii
 import io
 from functools import lru_cache
-from typing import Any
+from typing import Any, Literal
 
 from .problems import InvalidRequest
 
@@ -49,7 +49,7 @@ def check_image(block: dict[str, Any], path: str) -> None:
     found = _info(data)
     if found is False:
         raise InvalidRequest(f"{where}.data: invalid base64 data")
-    if found is None:
+    if not isinstance(found, tuple):
         raise InvalidRequest(f"{where}.data: Could not process image")
     actual, width, height = found
     if actual != media:
@@ -65,14 +65,14 @@ def image_tokens(block: dict[str, Any]) -> int | None:
     if block.get("type") != "image" or not isinstance(source, dict) or source.get("type") != "base64":
         return None
     found = _info(str(source.get("data", "")))
-    if not found:
+    if not isinstance(found, tuple):
         return None
     _, width, height = found
     return max(1, -(-width * height // PIXELS_PER_TOKEN))
 
 
 @lru_cache(maxsize=64)
-def _info(data: str) -> tuple[str, int, int] | None | bool:
+def _info(data: str) -> tuple[str, int, int] | None | Literal[False]:
     """What `_opened` says of base64 `data` (False: not base64); each image is decoded once,
     however many requests carry it."""
     try:

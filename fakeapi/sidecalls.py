@@ -67,11 +67,11 @@ class SideCallModel:
             answers_tool = tool is not None and self.tools[kind] != "ignore"
             if kind == "curator":
                 entries = curated_entries(body)
-                if answers_tool:
+                if tool is not None and answers_tool:
                     return forced.notes_reply(tool, entries, self.tools[kind])
                 return chosen.curate(entries, self._rng)
             said = observed(body) if kind == "observer" else reflected(body)
-            if answers_tool:
+            if tool is not None and answers_tool:
                 return forced.observations_reply(tool, said, self.tools[kind])
             return chosen.observe(said, self._rng)
 

@@ -233,11 +233,13 @@ def _check_system_message(messages: list[Any], i: int) -> int:
 def _check_image_count(messages: list[dict[str, Any]]) -> None:
     count = 0
     for message in messages:
-        for block in message.get("content") if isinstance(message.get("content"), list) else []:
+        content = message.get("content")
+        for block in content if isinstance(content, list) else []:
             if isinstance(block, dict):
                 count += block.get("type") == "image"
                 inner = block.get("content") if block.get("type") == "tool_result" else None
-                count += sum(isinstance(i, dict) and i.get("type") == "image" for i in inner or [])
+                count += sum(isinstance(i, dict) and i.get("type") == "image"
+                             for i in (inner if isinstance(inner, list) else []))
     if count > MAX_IMAGES:
         raise InvalidRequest(f"messages: Too many images in request: {count} > {MAX_IMAGES}")
 

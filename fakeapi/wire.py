@@ -118,6 +118,7 @@ def _json_pieces(value: dict[str, Any], pieces: int = 3) -> list[str]:
 
 
 def _block_events(index: int, block: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    start: dict[str, Any]
     if block["type"] == "text":
         start = {"type": "text", "text": "", "citations": None}
         deltas = [{"type": "text_delta", "text": chunk} for chunk in _text_chunks(block["text"])]

@@ -89,13 +89,14 @@ class LogIndex:
         """The index of `state`, created if missing. Where it cannot be written (a read-only
         folder), one in memory: slower, the same answers. `estimate` gives each event's token
         estimate; `estimate_key` names how it estimates (another: every session is folded anew)."""
-        where = index_path(state)
+        path = index_path(state)
+        where = str(path)
         try:
-            db = connect(where)
+            db = connect(path)
         except (OSError, sqlite3.Error):
             db, where = sqlite3.connect(":memory:", isolation_level=None), ":memory:"
             prepare(db)
-        index = cls(db, price, pricing_key, estimate, str(where))
+        index = cls(db, price, pricing_key, estimate, where)
         index._check_estimates(estimate_key)
         index._check_pricing()
         return index
@@ -233,8 +234,9 @@ class LogIndex:
                     if not batch:
                         break
                     priced = []
-                    for seq, *rest, server in batch:
-                        usage = UsageEvent(seq, *rest, server=server)
+                    for seq, ts, purpose, model, given, read, written, output, latency_ms, server in batch:
+                        usage = UsageEvent(seq, ts, purpose, model, given, read, written, output, latency_ms,
+                                           server=server)
                         cost, uncached = self.price(usage)
                         total.add(usage.tokens, cost, uncached)
                         purposes.setdefault(usage.purpose, Figures()).add(usage.tokens, cost, uncached)
@@ -289,7 +291,7 @@ class LogIndex:
         for name, where in store.log_files():
             row = known.get(name)
             try:
-                if row is None or not _fresh(*row[:3], where, os.stat(where)):
+                if row is None or not _fresh(row[0], row[1], row[2], where, os.stat(where)):
                     self.refresh_one(Path(where))
                     row = known[name] = self._listed(name)
             except IndexBroken:

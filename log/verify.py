@@ -165,9 +165,9 @@ class _Checker:
                 if isinstance(block, dict) and block.get("type") == "tool_use" and isinstance(block.get("id"), str):
                     self.open_calls[block["id"]] = (number, str(block.get("name", "?")))
         elif type_name == "tool_result":
-            tool_use_id = record.get("tool_use_id")
-            if isinstance(tool_use_id, str) and self.open_calls.pop(tool_use_id, None) is None:
-                self.fail(number, f"tool_result for {tool_use_id} answers no open tool_use", WARNING)
+            answered = record.get("tool_use_id")
+            if isinstance(answered, str) and self.open_calls.pop(answered, None) is None:
+                self.fail(number, f"tool_result for {answered} answers no open tool_use", WARNING)
         elif type_name == "interrupt" and isinstance(record.get("tool_use_ids"), list):
             for tool_use_id in record["tool_use_ids"]:
                 if isinstance(tool_use_id, str):

@@ -143,7 +143,8 @@ def _facts(events: Sequence[Event]) -> tuple[list[tuple[int, str]], list[str], l
             for block in event.content:
                 if block.get("type") != "tool_use":
                     continue
-                args = block.get("input") if isinstance(block.get("input"), dict) else {}
+                given = block.get("input")
+                args: dict[str, object] = given if isinstance(given, dict) else {}
                 calls[str(block.get("id"))] = args
                 path = args.get("path")
                 if isinstance(path, str) and path and path not in paths:

@@ -76,7 +76,7 @@ def load_commands(workspace: Path, trust: WorkspaceTrust, builtins: Collection[s
     own = {name.removeprefix(prefix): data for name, data in trust.files.items() if name.startswith(prefix)}
     untrusted: dict[str, str] = {}
     if own and not trust.trusted:
-        untrusted = {command_name(rel): prefix + rel for rel in own if command_name(rel)}
+        untrusted = {name: prefix + rel for rel in own if (name := command_name(rel))}
     elif own:
         _add(commands, notes, own, "workspace", lambda rel: prefix + rel, builtins)
     return CommandSet(commands, untrusted, notes)

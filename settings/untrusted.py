@@ -145,7 +145,8 @@ def _servers(table: dict[str, Any]) -> dict[str, str]:
         if "url" in entry:
             found[str(name)] = _cut(str(entry["url"]))
             continue
-        args = entry.get("args") if isinstance(entry.get("args"), list) else []
+        given = entry.get("args")
+        args = given if isinstance(given, list) else []
         words = [str(entry.get("command", "")), *map(str, args)]
         found[str(name)] = _cut(shlex.join(words))
     return found

@@ -127,8 +127,8 @@ class Settings:
     @classmethod
     def from_recorded(cls, record: Mapping[str, Any]) -> Settings:
         """The settings `recorded()` gave (a setting this scribe does not know is left out)."""
-        values = {name: tuple(value) if isinstance(value, list) else value
-                  for name, value in record.items() if name in FIELDS}
+        values: dict[str, Any] = {name: tuple(value) if isinstance(value, list) else value
+                                  for name, value in record.items() if name in FIELDS}
         return cls(**values)
 
 

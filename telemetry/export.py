@@ -197,7 +197,7 @@ class _Failures:
 def _watched(exporter: type, failures: _Failures) -> Callable[..., Any]:
     """The exporter class, made to note each failed export in `failures`."""
 
-    class Watched(exporter):  # type: ignore[misc, valid-type]
+    class Watched(exporter):
         def export(self, *args: Any, **kwargs: Any) -> Any:
             result = super().export(*args, **kwargs)
             if getattr(result, "name", "") == "FAILURE":

@@ -79,6 +79,8 @@ class Recall:
             raise ToolError("lines reads part of one event: give its seq too")
         if not query and lo is None and hi is None:
             raise ToolError("recall needs a query, a seq range (seq_from, seq_to), or both")
+        if ctx.read_log is None:
+            raise ToolError("recall reads a session's log, and this call has none")
         # Streamed, never a list of the whole log: a long session's older events are in its file.
         records: Iterable[dict[str, Any]] = (r for r in ctx.read_log() if r.get("type") not in ("session", "usage"))
         if lo is not None or hi is not None:

@@ -86,7 +86,7 @@ def read_items(raw: Sequence[Any]) -> list[TodoItem]:
         if known not in STATUSES:
             raise ToolError(f"todo: item {number} has status {status!r}; one of pending, in_progress, done")
         text = " ".join(text.split())
-        items.append(TodoItem(text if len(text) <= MAX_TEXT else text[:MAX_TEXT - 1] + "…", known))  # type: ignore[arg-type]
+        items.append(TodoItem(text if len(text) <= MAX_TEXT else text[:MAX_TEXT - 1] + "…", known))
     return items
 
 

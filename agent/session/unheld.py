@@ -55,7 +55,8 @@ def observe_unheld(session: Session, first: int, last: int) -> str:
         span.append(event)
         tokens += estimator.of(event)
     if pending is not None and tokens < SPAN_TOKENS // 2:
-        pending, span, tokens = None, pending[0] + span, pending[1] + tokens
+        span, tokens = pending[0] + span, pending[1] + tokens
+        pending = None
     if pending is not None:
         stubs += _stub(session, *pending)
     if span:

@@ -17,20 +17,20 @@ from scribe.log.jsonl import LogRead, stream_log
 
 
 class CallsOfLog(list[dict[str, Any]]):
-    """The first `count` calls of the log, priced, as `per_call` lists them. A list to the JSON
+    """The first `calls` calls of the log, priced, as `per_call` lists them. A list to the JSON
     encoder (which, with an indent, walks any list by iterating it); empty to nothing else.
-    The log only grows: its first `count` calls are those its figures were made from."""
+    The log only grows: its first `calls` calls are those its figures were made from."""
 
-    def __init__(self, path: Path, price: Pricer, count: int) -> None:
+    def __init__(self, path: Path, price: Pricer, calls: int) -> None:
         super().__init__()
-        self.path, self.price, self.count = path, price, count
+        self.path, self.price, self.calls = path, price, calls
 
     def __len__(self) -> int:
-        return self.count
+        return self.calls
 
-    def __iter__(self) -> Iterator[dict[str, Any]]:  # type: ignore[override]
+    def __iter__(self) -> Iterator[dict[str, Any]]:
         listed = 0
-        if not self.count:
+        if not self.calls:
             return
         for event in stream_log(self.path, LogRead()):  # its problems were noted by the first read
             if isinstance(event, UsageEvent):
@@ -38,7 +38,7 @@ class CallsOfLog(list[dict[str, Any]]):
                 yield CallFigures(event.seq, event.purpose, event.model, event.tokens, event.latency_ms, cost,
                                   uncached).as_dict()
                 listed += 1
-                if listed == self.count:
+                if listed == self.calls:
                     return
 
 

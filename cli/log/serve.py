@@ -107,7 +107,8 @@ def make_server(live: LivePage, port: int, token: str) -> ThreadingHTTPServer:
         def do_GET(self) -> None:  # noqa: N802 (the name http.server calls)
             # A page elsewhere could reach this port under another name (DNS rebinding): answer
             # only to the names of this machine's loopback address.
-            bound = self.server.server_address[1]
+            address = self.server.server_address
+            bound = address[1] if isinstance(address, tuple) else ""
             if self.headers.get("Host", "") not in (f"{HOST}:{bound}", f"localhost:{bound}"):
                 self._send(HTTPStatus.FORBIDDEN, "text/plain", b"scribe log serve answers only to 127.0.0.1\n")
                 return

@@ -98,7 +98,7 @@ def _image(item: Block, blocks: list[Block], attachments: list[Block]) -> str:
     if mime not in IMAGE_TYPES:
         attachments.append(_kept(item))
         return f"[image {mime}, {size}: not shown (the API takes png, jpeg, gif and webp); the log keeps it]"
-    if len(data) > MAX_IMAGE_BASE64:
+    if isinstance(data, str) and len(data) > MAX_IMAGE_BASE64:
         attachments.append(_kept(item))
         return f"[image {mime}, {size}: too large to show (the API takes up to 5 MB of base64); the log keeps it]"
     blocks.append({"type": "image", "source": {"type": "base64", "media_type": mime, "data": data}})

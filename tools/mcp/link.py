@@ -173,11 +173,12 @@ class Link:
 
     def _errlog(self) -> IO[str]:
         """Where the server's stderr goes: a file per server (the terminal belongs to scribe)."""
-        if self.log_dir is None:
+        path = self.stderr_path()
+        if self.log_dir is None or path is None:
             return open("/dev/null", "w")  # noqa: SIM115 — closed by the exit stack
         self.log_dir.mkdir(mode=0o700, parents=True, exist_ok=True)  # the agent makes it private first
         # What a server prints may hold anything it read: private to the person, as the logs are.
-        fd = os.open(self.stderr_path(), os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
         return open(fd, "w", encoding="utf-8", errors="replace")  # noqa: SIM115
 
     def stderr_path(self) -> Path | None:

@@ -68,7 +68,9 @@ class Layout:
 def part_dollars(call: CallFigures, prices: PriceBook = LIST_PRICES) -> dict[str, float]:
     # Priced together: a model with a long-prompt band prices every part at the call's band. An
     # unpriced call has no dollar bar.
-    parts = None if call.cost_usd is None else prices.cost_parts(call.model, **call.tokens.counts())
+    t = call.tokens
+    parts = None if call.cost_usd is None else prices.cost_parts(call.model, input=t.input, cache_read=t.cache_read,
+                                                                 cache_write=t.cache_write, output=t.output)
     return parts if parts is not None else dict.fromkeys(PARTS, 0.0)
 
 
