@@ -149,3 +149,25 @@ def test_the_finisher_imports_nothing_from_the_workspace(workspace: Path, home: 
         assert wait_for(lambda: not left_running(str(tmp_path)), 60)
     assert "make check-all" in (workspace / ".scribe" / "notes.md").read_text()
     assert not marker.exists(), marker.read_text()
+
+
+def test_a_compression_the_window_needs_is_made_before_the_call_and_said_with_its_seconds(
+        workspace: Path, home: Path) -> None:
+    model = SideCallModel(lambda request: Reply.text("read it"))
+    with FakeMessagesServer(model) as server:
+        env = scribe_env(server.base_url, home, **SMALL_WINDOW)
+        for k in (1, 2):
+            ran = run_scribe(["run", *(["-c"] if k > 1 else []), "-p", "read-only", "-"], workspace, env,
+                             stdin=paste(k, lines=100))
+            assert ran.code == 0, ran.err
+        # a paste that does not fit beside what is raw: the call waits for the compression
+        big = run_scribe(["run", "-c", "-p", "read-only", "-"], workspace, env, stdin=paste(3, lines=330))
+    assert big.code == 0, big.err
+    lines = big.err.splitlines()
+    assert "scribe: " not in big.err.split("memory: this request does not fit")[0]  # said first
+    assert any(line.startswith("memory: this request does not fit the context window as it is") for line in lines)
+    done = [line for line in lines if line.startswith("memory: compressed in ")]
+    assert len(done) == 1 and done[0].endswith(" s; the request goes ahead")
+    kinds = [side_call_kind(r.json) for r in server.requests]
+    last_agent = max(i for i, kind in enumerate(kinds) if kind == "agent")
+    assert kinds[last_agent - 1] == "observer"  # made before the call, which then fit
