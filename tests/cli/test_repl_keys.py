@@ -297,13 +297,13 @@ def test_esc_cancels_a_running_subagent_and_the_repl_goes_on(workspace: Path, ho
     assert len(parents) == 1 and len(kids) == 1, list(logs)
     parent, kid = parents[0], kids[0]
     kid_header = kid[0]
-    assert isinstance(kid_header, SessionEvent)
+    assert isinstance(kid_header, SessionEvent) and kid_header.parent is not None
     # the parent: the task call's result says the sub-agent was cancelled and where its log is
     (result,) = [e for e in parent if isinstance(e, ToolResultEvent) and e.tool == "task"]
     assert kid_header.parent["tool_use_id"] == result.tool_use_id
     assert "the sub-agent was cancelled" in result.output, result.output
     assert f"scribe log show {kid_header.id}" in result.output, result.output
-    assert result.is_error and result.child["session"] == kid_header.id
+    assert result.is_error and result.child is not None and result.child["session"] == kid_header.id
     assert any(isinstance(e, InterruptEvent) for e in parent)
     # the sub-agent: the cancel reached it, and its log records it
     assert any(isinstance(e, InterruptEvent) for e in kid), [type(e).__name__ for e in kid]
