@@ -1,4 +1,5 @@
-"""`python -m benchmarks [costs|long-outputs|chain|llama|memory-paths|memory|overhead|startup|housekeeping|watcher|all] [--before REV] [--docs]`
+"""`python -m benchmarks [costs|long-outputs|chain|llama|memory-paths|memory|overhead|startup|housekeeping|subagents|watcher|all]
+[--before REV] [--docs]`
 (or `python -m benchmarks deps`, below): run the
 benchmarks, print a markdown report, and write it with the raw figures to benchmarks/results/
 (latest.md, latest.json); `--docs` also puts it in docs/performance.md.
@@ -7,7 +8,8 @@ Everything runs locally against the project's fake Messages API; no key, no netw
 suite drives the `scribe` executable of this virtualenv and, on the tool-heavy shape, the same
 repository at REV when `--before REV` is given (compared side by side; by default it is not),
 installed once under the temporary folder. The long-output suite runs its chain through Claude
-Code (when installed) and scribe, and through scribe at REV with `--before REV`.
+Code (when installed) and scribe, and through scribe at REV with `--before REV`. The sub-agent
+suite gives one task that reads 30 files to `scribe run` with and without the `task` tool.
 
 `python -m benchmarks deps` is no benchmark of scribe but of its dependencies, and never part of
 `all`: the quick tests against the newest versions the project's ranges allow, and what differs
@@ -37,6 +39,7 @@ from . import (
     memory_paths,
     overhead,
     startup,
+    subagents,
     watcher,
 )
 
@@ -138,10 +141,15 @@ def run_housekeeping() -> tuple[dict[str, Any], str]:
         housekeeping.headless_section(headless)
 
 
+def run_subagents() -> tuple[dict[str, Any], str]:
+    data = subagents.measure()
+    return data, subagents.section(data)
+
+
 SUITES = {"chain": run_chain, "llama": run_llama, "memory-paths": run_memory_paths, "costs": run_costs,
           "long-outputs": run_long_outputs,
           "memory": run_memory, "overhead": run_overhead, "startup": run_startup, "housekeeping": run_housekeeping,
-          "watcher": run_watcher}
+          "subagents": run_subagents, "watcher": run_watcher}
 TAKE_BEFORE = ("costs", "long-outputs")
 PAGE = Path(__file__).resolve().parent.parent / "docs" / "performance.md"
 BEGIN, END = "<!-- benchmarks:begin -->", "<!-- benchmarks:end -->"

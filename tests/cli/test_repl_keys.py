@@ -1,11 +1,14 @@
 """The keys people press at an approval question and during a turn, pressed in a real terminal:
 the `scribe` executable in a pseudo-terminal (pexpect), against the fake API. One REPL answers
-every question in a row: the scripted model asks for a command on each turn."""
+every question in a row: the scripted model asks for a command on each turn. Esc while a
+sub-agent's model call is held at the fake API cancels the sub-agent too: its log and the
+parent's say so, and the parent's next request carries the task call's result."""
 
 from __future__ import annotations
 
 import io
 import termios
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -14,9 +17,10 @@ import pexpect
 import pytest
 
 from helpers import SCRIBE, events_of, running_in, scribe_env, session_logs
+from scribe.agent.session.instructions import SUBAGENT_GUIDANCE
 from scribe.cli.repl.question import GUARD_S, LONE_S
 from scribe.fakeapi import FakeMessagesServer, Reply, ScriptItem, tool_use_block
-from scribe.log.events import AssistantEvent, InterruptEvent, ToolResultEvent, UserEvent
+from scribe.log.events import AssistantEvent, InterruptEvent, SessionEvent, ToolResultEvent, UserEvent
 from scribe.tools.command import ENDED
 
 ESC, CTRL_C, CTRL_D, UP = "\x1b", "\x03", "\x04", "\x1b[A"
@@ -238,3 +242,77 @@ def test_the_keys_on_a_dumb_terminal_and_a_word_typed_slowly(workspace: Path, ho
         f"turn-{label}" for label in ("enter", "ctrl-d", "escape", "yes", "no", "ctrl-c")]
     assert _verdicts(events) == {"echo ran-enter": "ran", "echo ran-ctrl-d": "declined", "echo ran-escape": "declined",
                                  "echo ran-yes": "ran", "echo ran-no": "declined", "echo ran-ctrl-c": "interrupted"}
+
+
+class HeldSubagent:
+    """turn-task: the parent's model hands one file to a sub-agent, whose own model call is held
+    at the fake API until the test lets it go (`release`); `held` is set once it is. Anything
+    else the person says is echoed back."""
+
+    def __init__(self) -> None:
+        self.held, self.release = threading.Event(), threading.Event()
+
+    def __call__(self, request: dict[str, Any]) -> ScriptItem:
+        system = request.get("system") or []
+        if " ".join(b.get("text", "") for b in system).startswith(SUBAGENT_GUIDANCE):
+            self.held.set()
+            self.release.wait(60)
+            return Reply.text("a.txt says alpha")  # too late: its caller has gone
+        said = [b["text"] for b in request["messages"][-1]["content"] if b.get("type") == "text"]
+        if said and said[-1] == "turn-task":
+            return Reply([tool_use_block("task", {"description": "read a", "prompt": "Read a.txt; say what it says."})])
+        return Reply.text(f"heard: {said[-1] if said else '(nothing)'}")
+
+
+@pytest.mark.slow
+def test_esc_cancels_a_running_subagent_and_the_repl_goes_on(workspace: Path, home: Path) -> None:
+    (workspace / "a.txt").write_text("alpha\n")
+    screen = io.StringIO()
+    model = HeldSubagent()
+    with FakeMessagesServer(model) as server:
+        child = spawn(server, workspace, home, "xterm-256color", screen)
+        try:
+            child.expect("›")
+            child.send("turn-task\r")
+            assert model.held.wait(20), screen.getvalue()[-2000:]  # the sub-agent waits on its model
+            child.send(ESC)
+            child.expect("interrupted")
+            child.expect("›")
+            child.send("after the cancel\r")
+            child.expect("heard: after the cancel")
+            child.expect("›")
+            child.send("/exit\r")
+            child.expect(pexpect.EOF)
+        finally:
+            model.release.set()
+            child.close()
+        requests = [r.json for r in server.requests]
+    transcript = screen.getvalue()
+    assert child.exitstatus == 0, transcript[-2000:]
+    assert "Traceback" not in transcript, transcript
+
+    logs = {path: events_of(path) for path in session_logs(workspace)}
+    parents = [events for events in logs.values() if isinstance(events[0], SessionEvent) and events[0].parent is None]
+    kids = [events for events in logs.values() if isinstance(events[0], SessionEvent) and events[0].parent]
+    assert len(parents) == 1 and len(kids) == 1, list(logs)
+    parent, kid = parents[0], kids[0]
+    kid_header = kid[0]
+    assert isinstance(kid_header, SessionEvent) and kid_header.parent is not None
+    # the parent: the task call's result says the sub-agent was cancelled and where its log is
+    (result,) = [e for e in parent if isinstance(e, ToolResultEvent) and e.tool == "task"]
+    assert kid_header.parent["tool_use_id"] == result.tool_use_id
+    assert "the sub-agent was cancelled" in result.output, result.output
+    assert f"scribe log show {kid_header.id}" in result.output, result.output
+    assert result.is_error and result.child is not None and result.child["session"] == kid_header.id
+    assert any(isinstance(e, InterruptEvent) for e in parent)
+    # the sub-agent: the cancel reached it, and its log records it
+    assert any(isinstance(e, InterruptEvent) for e in kid), [type(e).__name__ for e in kid]
+    assert not any(isinstance(e, AssistantEvent) for e in kid)  # its held call never answered
+    # the REPL took the next message, and the model was sent the task call's result with it
+    assert [e.text for e in parent if isinstance(e, UserEvent)] == ["turn-task", "after the cancel"]
+    (after,) = [r for r in requests if any(b.get("text") == "after the cancel" for b in r["messages"][-1]["content"]
+                                           if isinstance(b, dict))]
+    sent = [b for m in after["messages"] for b in m["content"]
+            if isinstance(b, dict) and b.get("type") == "tool_result" and b["tool_use_id"] == result.tool_use_id]
+    assert len(sent) == 1 and "the sub-agent was cancelled" in str(sent[0]["content"]), sent
+    assert kid_header.id in str(sent[0]["content"])
