@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 import threading
 import weakref
-from collections.abc import Callable, Generator, Iterable
+from collections.abc import Callable, Generator, Iterable, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -116,6 +116,10 @@ class Opened:
         self.telemetry = telemetry
         # The hooks the config files that apply name (settings/hooks.py): every loop runs them.
         self.hooks = read_hooks(workspace, files)
+        # The kinds of sub-agent new sessions' task tool offers, read with the rest of the config
+        # (a sub-agent's own session offers none).
+        self.agents = (load_agents(trust) if settings.task_tool and config.turns and config.child is None
+                       else AgentSet())
         self.curation: BackgroundCuration | None = None
         # A person's first session: curated from when the front end calls `start_curation` (the
         # REPL, once its prompt is drawn: a thread started sooner takes the interpreter's lock
@@ -290,7 +294,7 @@ class Opened:
         if config.turns and self.hub is not None and self.hub.specs:
             mcp_definitions, record = yield from pinning(self.hub, self.settings.mcp_start_timeout_s,
                                                          skippable=config.person)
-        agents = load_agents(self.trust) if self.settings.task_tool else AgentSet()
+        agents = self.agents if self.settings.task_tool else AgentSet()
         for line in agents.notes:
             yield Notice(line)
         return start_session(self.workspace, self.settings,
@@ -394,6 +398,7 @@ def assemble(config: AgentConfig, *, hub: McpHub | None = None, cancelled: threa
     workspace's own files may apply, and about each of its servers that would run outside the
     sandbox on files changed since they were confirmed; anyone else is told in one line what was
     ignored. `hub`: one made already (tests)."""
+    flags = config.overrides.flags()
     workspace = find_workspace(config.cwd)
     trust = trust_of(workspace, granted=config.trust_workspace)
     if not trust.trusted and config.person and trust.ignored:
@@ -404,7 +409,7 @@ def assemble(config: AgentConfig, *, hub: McpHub | None = None, cancelled: threa
     if trust.ignored and not trust.trusted:
         yield Notice(ignored_line(trust))
     files = read_config(workspace, trust)
-    settings = config.settings or _settings(workspace, config, files)
+    settings = config.settings or _settings(workspace, config, files, flags)
     client = ModelClient.for_settings(settings)
     if config.person and config.turns and config.servers:
         yield from _confirm_servers(workspace, settings, files)
@@ -439,8 +444,7 @@ def _confirm_servers(workspace: Path, settings: Settings, files: ConfigFiles) ->
             trust_store().confirm(workspace, spec.name, server.pin.as_dict())
 
 
-def _settings(workspace: Path, config: AgentConfig, files: ConfigFiles) -> Settings:
-    flags = config.overrides.flags()
+def _settings(workspace: Path, config: AgentConfig, files: ConfigFiles, flags: Mapping[str, Any]) -> Settings:
     if config.person:
         return load_settings(workspace, flags, defaults=REPL_DEFAULTS, config=files)
     settings = load_settings(workspace, flags, config=files)

@@ -7,8 +7,10 @@ Runs `scribe run hello` in process against the fake API in a temporary git works
 profiler hook that records every scribe function called from the start of the command (or of
 `Agent.turn`) until the SDK's `messages.create`; prints how many functions in how many files,
 the folders, how many times the path changes folder (two calls in a row in files of different
-folders: what a reader following the path jumps across), and the files in the order first met
-with their functions and lines. Only scribe's own files count: a virtual environment inside the
+folders: what a reader following the path jumps across), call by call and file by file, both
+between the folders of the layout (`agent/session`) and between its top-level folders alone (the
+layers: `agent`, `workspace`), and the files in the order first met with their functions and
+lines. Only scribe's own files count: a virtual environment inside the
 checkout is not scribe's.
 """
 
@@ -97,9 +99,15 @@ def main() -> None:
     changes = sum(1 for a, b in zip(path, path[1:], strict=False) if a != b)
     first_met = [folder for n, folder in enumerate(folder_of(f) for f in seen)
                  if n == 0 or folder != folder_of(list(seen)[n - 1])]
+    layers = [folder.split("/")[0] for folder in path]
+    layer_changes = sum(1 for a, b in zip(layers, layers[1:], strict=False) if a != b)
+    files = list(seen)
+    layer_first = sum(1 for a, b in zip(files, files[1:], strict=False)
+                      if folder_of(a).split("/")[0] != folder_of(b).split("/")[0])
     print(f"{functions} functions in {len(seen)} files in {len(folders)} folders ({', '.join(folders)}); "
           f"the path changes folder {changes} times call by call, {len(first_met) - 1} times file by file "
-          "in the order first met:", file=sys.stderr)
+          f"in the order first met; between top-level folders {layer_changes} times call by call, "
+          f"{layer_first} times file by file:", file=sys.stderr)
     for name, names in seen.items():
         lines = sum(1 for _ in (Path(PACKAGE) / name).open(encoding="utf-8"))
         print(f"  {name:<32} {len(names):>3} functions  {lines:>4} lines", file=sys.stderr)

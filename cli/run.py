@@ -126,13 +126,13 @@ def run(
             raise fail("give --continue or --session, not both")
         mode = _mode(permission_mode, conversing)
         images = image_files(image) if image else []
+        rules = rules_of(allowed_tools, disallowed_tools)
         # The SDK's import is most of a cold start: it runs in a thread while the session is
         # prepared (config, git, the sandbox's probe), which spends much of its time waiting.
         preload_sdk()
         config = AgentConfig(Path.cwd(), SessionChoice(continue_, session, model),
                              Overrides(permission_mode=mode, model=model, max_turns=max_turns, auto_commit=auto_commit),
-                             trust_workspace=trust_workspace, answers=conversing,
-                             rules=rules_of(allowed_tools, disallowed_tools), finish_after=True)
+                             trust_workspace=trust_workspace, answers=conversing, rules=rules, finish_after=True)
         agent = Agent(config)
         said.agent = agent
         try:
