@@ -82,7 +82,8 @@ class FakeMessagesServer:
         `answers_props` is false (as behind a proxy that passes only /v1/messages).
         `template_tools` false: a "llama.cpp" server whose model's chat template has no tools,
         as SmolLM2's: /props says so (`chat_template_caps.supports_tools`), and the script sees
-        each request without its `tools` and `tool_choice`, as that model would."""
+        each request without its `tools` and `tool_choice`, as that model would; its prompt is
+        counted (usage, the window, the cache) without them, as that server counts it."""
         if kind not in SERVER_KINDS:
             raise ValueError(f"kind must be one of {', '.join(SERVER_KINDS)}")
         self.context_window = context_window
@@ -198,7 +199,11 @@ class FakeMessagesServer:
         except InvalidRequest as exc:
             self._reject(handler, record, request_id, exc.status, exc.error_type, exc.message)
             return
-        if self._too_long(handler, record, request_id, parsed):
+        seen = parsed
+        if self.kind == "llama.cpp" and not self.template_tools:
+            # The template drops them: the model never sees them, and the server counts no token of them.
+            seen = {k: v for k, v in parsed.items() if k not in ("tools", "tool_choice")}
+        if self._too_long(handler, record, request_id, seen):
             return
 
         if parsed["max_tokens"] == 0:
@@ -206,9 +211,6 @@ class FakeMessagesServer:
             # so no scripted reply is spent on it.
             item: ScriptItem = Reply([], stop_reason="max_tokens")
         else:
-            seen = parsed
-            if self.kind == "llama.cpp" and not self.template_tools:  # the template drops them
-                seen = {k: v for k, v in parsed.items() if k not in ("tools", "tool_choice")}
             try:
                 item = self._script.next_item(seen)
             except Exception as exc:  # noqa: BLE001 - a responder bug must surface, not hang the SDK
@@ -234,7 +236,7 @@ class FakeMessagesServer:
                 self._record(record)
                 handler.send_raw(200, item.content_type, item.body, {"request-id": request_id})
                 return
-        self._answer_reply(handler, record, request_id, item, parsed)
+        self._answer_reply(handler, record, request_id, item, seen)
 
     def _too_long(self, handler: ExchangeHandler, record: RecordedRequest, request_id: str,
                   request: dict[str, Any]) -> bool:
