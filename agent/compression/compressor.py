@@ -104,6 +104,12 @@ class Compressor:
     def request_estimate(self, session: SessionLike) -> int:
         return self.sizes.request_estimate(session)
 
+    def last_counted(self, session: SessionLike) -> UsageEvent | None:
+        return self.sizes.last_counted(session)
+
+    def next_request(self, session: SessionLike) -> int:
+        return self.sizes.next_request(session)
+
     def fits(self, session: SessionLike) -> bool:
         return self.sizes.fits(session)
 

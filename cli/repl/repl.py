@@ -229,9 +229,10 @@ class Repl:
         memory = agent.loop.memory
         assert memory is not None, "the opening always gives the loop a compressor"
         session = agent.session
+        last = memory.last_counted(session)
         return numbers(session.events, agent.loop.policy.mode, agent.context(), session.chunks, session.calls(),
                        agent.opened.prices.price_usage, memory.window(session), memory.limits(session),
-                       agent.opened.client.server)
+                       agent.opened.client.server, counted=last.tokens.prompt_tokens if last else None)
 
     def refresh(self) -> None:
         self._numbers = self.numbers() if self.agent.has_session else None

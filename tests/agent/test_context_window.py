@@ -17,6 +17,7 @@ from rich.console import Console
 
 from helpers import as_a_person, events_of, run_scribe, scribe_env, session_logs
 from repl_driver import open_repl
+from scribe.cli.repl.stats import tokens
 from scribe.cli.repl.view import View
 from scribe.context.render import canonical_json
 from scribe.fakeapi import FakeMessagesServer, Reply
@@ -233,7 +234,11 @@ def test_stats_show_the_window_the_session_learned(workspace: Path, tmp_path: Pa
     text = out.getvalue()
     assert "window       6,000 tokens (from the server's own report); observe past " in text
     assert "cost         unpriced" in text
-    assert "context ~" in toolbar and " of 6.0k (obs " in toolbar
+    billed = server.requests[-1].usage
+    assert billed is not None
+    counted = billed["input_tokens"] + billed["cache_read_input_tokens"] + billed["cache_creation_input_tokens"]
+    assert f"context {tokens(counted)} of 6.0k (obs " in toolbar  # as the server counted the last request
+    assert f"last request {counted:,} tokens, as the server counted them" in text
     assert " │ unpriced │ " in toolbar
 
 
