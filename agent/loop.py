@@ -13,12 +13,12 @@ import threading
 import time
 from collections.abc import Generator, Iterator, Sequence
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from scribe.agent.actions.autocommit import TurnCommitter
 from scribe.agent.compression.ahead import AheadCompression
-from scribe.agent.compression.compressor import Compressor
+from scribe.agent.compression.compressor import Compressor, Room
 from scribe.agent.hooks.runner import STOP_BLOCKS, HookRunner, HookVerdict, blocked_result
 from scribe.agent.permissions import PermissionPolicy, Ruling
 from scribe.agent.protocol import (
@@ -27,6 +27,7 @@ from scribe.agent.protocol import (
     ApprovalAnswer,
     ApprovalRequested,
     AssistantMessage,
+    CompressionWait,
     Decision,
     ModelCallStarted,
     Notice,
@@ -140,13 +141,13 @@ class TurnLoop:
                 except ContextOverflow as overflow:
                     # Refused for its size: compress and send the same turn once more. Nothing of
                     # the refused call was appended, so the retry renders the same log, smaller.
-                    problem = yield from self._make_room(overflow, user.seq)
-                    if problem is not None:
-                        return TurnEnded("error", final_text, calls, error=problem)
+                    room = yield from self._make_room(overflow, user.seq)
+                    if not room.fits and not room.changed:
+                        return TurnEnded("error", final_text, calls, error=self._leave_out(user.seq, overflow, room))
                     try:
                         result = yield from self._call()
                     except ContextOverflow as again:
-                        return TurnEnded("error", final_text, calls, error=self._leave_out(user.seq, again))
+                        return TurnEnded("error", final_text, calls, error=self._leave_out(user.seq, again, room))
                 estimate = self.memory.request_estimate(self.session) if self.memory else 0
                 assistant, usage = self._record_call(result, estimate)
                 if self.memory is not None:
@@ -191,12 +192,23 @@ class TurnLoop:
         if not ahead.done:
             if memory.fits(self.session):
                 return False
-            yield Notice("memory: this request needs the compression still running between turns; waiting for it")
-            while not ahead.wait(WAIT_SLICE_S):
-                stop_if_cancelled(self.cancelled)
-        self.ahead = None
-        yield from ahead.take()
+            yield from self._wait_for_ahead(memory.next_request(self.session))
+        yield from self._take_ahead()
         return True
+
+    def _wait_for_ahead(self, tokens: int, refused: bool = False) -> Generator[AgentEvent, None, None]:
+        """Wait for the compression between turns to end, saying so (a cancel stops the wait)."""
+        assert self.ahead is not None and self.memory is not None
+        room = self.memory.limits(self.session).prompt
+        if not self.ahead.done:
+            yield CompressionWait(tokens, room if room is not None else tokens, refused)
+        while not self.ahead.wait(WAIT_SLICE_S):
+            stop_if_cancelled(self.cancelled)
+
+    def _take_ahead(self) -> Iterator[AgentEvent]:
+        ahead, self.ahead = self.ahead, None
+        if ahead is not None:
+            yield from ahead.take()
 
     def _compress(self) -> Generator[AgentEvent, None, None]:
         """What memory compresses before a call: now, or, where a person waits and the request
@@ -220,21 +232,28 @@ class TurnLoop:
         assert result is not None
         return result
 
-    def _make_room(self, overflow: ContextOverflow, turn_from: int) -> Generator[AgentEvent, None, str | None]:
-        """After a refusal for size: compress everything before this turn as hard as needed. None
-        when the request now fits; else the turn is left out and the line saying so returned."""
+    def _make_room(self, overflow: ContextOverflow, turn_from: int) -> Generator[AgentEvent, None, Room]:
+        """After a refusal for size: the compression running between turns, if any, is waited
+        for and taken (it is what makes room), then everything before this turn is compressed as
+        hard as needed, judged by the size the server counted. Whether the request may be sent
+        again, and if not, why."""
         if self.memory is None:
             raise overflow
         estimate = self.memory.request_estimate(self.session)
         budget = self.memory.after_overflow(self.session, overflow, estimate)
+        refused = self.memory.context(self.session).total
+        short = max(0, overflow.requested - refused) if overflow.requested else 0  # what the estimate missed
+        if self.ahead is not None:
+            yield from self._wait_for_ahead(overflow.requested or refused, refused=True)
+            yield from self._take_ahead()
         yield Notice(f"memory: the request did not fit the model's {overflow.window:,}-token context window; "
                      "compressing and trying once more")
-        if (yield from self.memory.shrink_to(self.session, budget, keep_from=turn_from)):
-            return None
-        return self._leave_out(turn_from, overflow)
+        room = yield from self.memory.shrink_to(self.session, budget, keep_from=turn_from, short=short)
+        return replace(room, changed=self.memory.context(self.session).total < refused)
 
-    def _leave_out(self, turn_from: int, overflow: ContextOverflow) -> str:
-        """This turn does not fit: record that later requests leave it out, and say what to do."""
+    def _leave_out(self, turn_from: int, overflow: ContextOverflow, room: Room | None = None) -> str:
+        """This turn does not fit: record that later requests leave it out, and why memory could
+        not make room (`scribe log stats` says it), and say what to do."""
         window = overflow.window
         own = self.memory.own_size(self.session, turn_from) if self.memory is not None else overflow.requested or 0
         prompt = self.memory.limits(self.session).prompt if self.memory is not None else None
@@ -244,9 +263,10 @@ class TurnLoop:
                     "larger window")
         else:
             size = f" ({overflow.requested:,} tokens)" if overflow.requested else ""
+            why = f" ({room.why})" if room is not None and room.why else ""
             line = (f"the request{size} does not fit the model's {window:,}-token context window, and memory "
-                    "could not compress the earlier part enough (`scribe log stats` says why); `scribe reflect` "
-                    "tries again, or use a model with a larger window")
+                    f"could not compress the earlier part enough{why}; `scribe reflect` tries again, or use a "
+                    "model with a larger window")
         last = self.session.events[-1].seq
         self.session.append(LeftOutEvent, seq_from=turn_from, seq_to=last, tokens=overflow.requested or own,
                             window=window, reason=line)

@@ -233,6 +233,25 @@ class Compressed:
     model_free: bool = False  # an extractive summary: no model answer was usable
 
 
+@dataclass(frozen=True)
+class CompressionWait:
+    """The turn's next request would not fit the model's window, and the compression started
+    between turns (agent/compression/ahead.py) is what makes room: the turn waits for it to end.
+    A cancel stops the wait, and the turn. `tokens`: the request as it stands (the server's count
+    where it has one: a refusal's, or the last request's and what came since); `room`: the most
+    a request may hold in the window."""
+
+    tokens: int
+    room: int
+    refused: bool = False  # the server refused the request for its size (else it is foreseen)
+
+    @property
+    def reason(self) -> str:
+        said = "was refused at" if self.refused else "is"
+        return (f"waiting for the compression running since the last turn: this request {said} {self.tokens:,} "
+                f"tokens, and the window leaves it {self.room:,}")
+
+
 StopReason = Literal["end_turn", "max_turns", "interrupted", "error", "refusal", "max_tokens"]
 STOP_REASONS: tuple[StopReason, ...] = ("end_turn", "max_turns", "interrupted", "error", "refusal", "max_tokens")
 
@@ -246,7 +265,7 @@ class TurnEnded:
 
 
 AgentEvent = (TextDelta | TextWithdrawn | ModelCallStarted | Retrying | Waiting | AssistantMessage | ToolCall
-              | ApprovalRequested | ToolDone | Notice | Compressed | TurnEnded)
+              | ApprovalRequested | ToolDone | Notice | Compressed | CompressionWait | TurnEnded)
 
 
 # -- a session's life around its turns ---------------------------------------------------------

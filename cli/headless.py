@@ -28,6 +28,7 @@ from scribe.agent.protocol import (
     AssistantMessage,
     Compacted,
     Compressed,
+    CompressionWait,
     Curated,
     Event,
     Failed,
@@ -95,6 +96,8 @@ class TextSink:
             self._note(event.text)
         elif isinstance(event, Compressed):
             self._note(compressed_line(event))
+        elif isinstance(event, CompressionWait):
+            self._note(event.reason)
 
     def _note(self, text: str) -> None:
         self.err.write(visible(text) + "\n")
@@ -188,6 +191,9 @@ class StreamJson:
                 "trigger": "manual", "pre_tokens": event.before, "post_tokens": event.after})
         if isinstance(event, Retrying):
             return self._system("api_retry", attempt=event.attempt, reason=event.reason)
+        if isinstance(event, CompressionWait):
+            return self._system("compression_wait", reason=event.reason, tokens=event.tokens, room=event.room,
+                                refused=event.refused)
         if isinstance(event, Waiting):
             return self._system("waiting", reason=event.reason, silent_s=event.silent_s, answering=event.answering)
         if isinstance(event, TextWithdrawn):

@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import threading
 from collections.abc import Callable, Generator, Iterator
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from scribe.agent.compression.routes import OBSERVER_OVERHEAD, Routes
@@ -69,6 +70,17 @@ SHRINK_ROUNDS = 6
 # Between turns, the share of observe_tokens past which the raw tail is compressed ahead.
 AHEAD_SHARE = 0.75
 REFLECTOR_OVERHEAD = estimate_text(REFLECTOR_SYSTEM) + 40
+
+
+@dataclass(frozen=True)
+class Room:
+    """What compressing to make room did: whether the request now fits (by the estimate, and
+    the server's count where there is one), whether it is any smaller, and if it does not fit,
+    why memory could not make room (the turn's `left_out` event, and `scribe log stats`, say it)."""
+
+    fits: bool
+    changed: bool
+    why: str = ""
 
 
 class Compressor:
@@ -364,15 +376,19 @@ class Compressor:
         session.record_call(result, call.kind, side_call=call.recorded())
         return result
 
-    def shrink_to(self, session: SessionLike, budget: int, *, keep_from: int) -> Generator[AgentEvent, None, bool]:
-        """Compress now, as hard as needed, until the next request is estimated within `budget`
-        tokens: observe every raw event before seq `keep_from` (the retention floor and the
-        backoffs do not apply), then reflect the observations. True when it fits. The raw log is
-        never touched; what compression cannot do is left to the caller."""
+    def shrink_to(self, session: SessionLike, budget: int, *, keep_from: int,
+                  short: int = 0) -> Generator[AgentEvent, None, Room]:
+        """Compress now, as hard as needed, until the next request is within `budget` tokens:
+        observe every raw event before seq `keep_from` (the retention floor and the backoffs do
+        not apply), then reflect the observations. `short`: what the estimate fell short of the
+        server's count of the request (a refusal names it), added to every estimate here, so an
+        estimate that says "it fits" of a request just refused for its size is not believed. The
+        raw log is never touched; what compression cannot do is left to the caller, with why."""
+        first = self.context(session).total
         for _ in range(SHRINK_ROUNDS):
             size = self.context(session)
-            if size.total <= budget:
-                return True
+            if size.total + short <= budget:
+                return Room(True, size.total < first)
             _, observed_to = self.sizes.update(session)
             earlier = [e for e in self.sizes.raw(session, max(observed_to, 0)) if e.seq < keep_from]
             span = choose_span(earlier, self.estimator, keep_tokens=0) if earlier else None
@@ -383,4 +399,13 @@ class Compressor:
                 yield from self.reflect(session)  # past the threshold: condensed without a model if need be
             if self.context(session).total >= size.total:
                 break  # no answer made it smaller: nothing more to gain by asking again
-        return self.context(session).total <= budget
+        size = self.context(session)
+        if size.total + short <= budget:
+            return Room(True, size.total < first)
+        _, observed_to = self.sizes.update(session)
+        before = sum(self.estimator.of(e) for e in self.sizes.raw(session, max(observed_to, 0)) if e.seq < keep_from)
+        left = "everything before this turn is compressed already" if not before else \
+            f"~{int(before * self.estimator.factor):,} tokens before this turn stay raw: compressing them made nothing smaller"
+        return Room(False, size.total < first,
+                    f"{left}; the request is still ~{size.total + short:,} tokens of the {budget:,} it may hold: "
+                    f"{size.fixed:,} instructions, {size.observations:,} of observations, {size.raw:,} raw")

@@ -35,6 +35,7 @@ from scribe.agent.protocol import (
     AgentEvent,
     AssistantMessage,
     Compressed,
+    CompressionWait,
     ModelCallStarted,
     Notice,
     Retrying,
@@ -261,6 +262,9 @@ class View:
             self.warn("the retried answer differs from the text above; it starts again below")
         elif isinstance(event, Waiting):
             self._waiting(event)
+        elif isinstance(event, CompressionWait):
+            self.pause()
+            self.busy(f"{event.reason}  (Esc or Ctrl-C cancels)")
         elif isinstance(event, Notice):
             self.note(event.text)
         elif isinstance(event, TurnEnded):

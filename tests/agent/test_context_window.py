@@ -17,7 +17,7 @@ from rich.console import Console
 
 from helpers import as_a_person, events_of, run_scribe, scribe_env, session_logs
 from repl_driver import open_repl
-from scribe.cli.repl.stats import tokens
+from scribe.cli.repl.stats import context_field, tokens
 from scribe.cli.repl.view import View
 from scribe.context.render import canonical_json
 from scribe.fakeapi import FakeMessagesServer, Reply
@@ -285,3 +285,55 @@ def test_which_window_wins() -> None:
     assert effective_window("claude-sonnet-5-5", 0, refused, "claude-sonnet-5-5") == refused
     # a switch to a model the table knows leaves what was learned of the other behind
     assert effective_window("claude-opus-5", 0, refused, "claude-sonnet-5-5") == ContextWindow(200_000, "table")
+
+
+def han(tag: int, chars: int) -> str:
+    """Chinese text: a character is a token or so to a real tokenizer (three bytes, ~0.75 to the
+    fake's), where the local estimate counts 3.6 characters a token. An estimate that far below
+    the server's count is what a refusal for size corrects."""
+    return "".join(chr(0x4E00 + (tag * 7919 + i * 104_729) % 20_000) for i in range(chars))
+
+
+def test_a_refused_request_the_estimate_says_fits_is_compressed_not_left_out(workspace: Path, home: Path) -> None:
+    """The server refuses the second turn for its size, naming its count; the local estimate,
+    far below it, says the request fits. Memory goes by the server's count: it compresses the
+    first turn and sends the second again, which is answered, instead of leaving it out."""
+    agent = SideCallModel([Reply.text("Noted the text."), Reply.text("It is about characters.")])
+    first, second = "Keep this text.\n" + han(1, 5_000), "What is it about? " + han(2, 1_300)
+    with FakeMessagesServer(agent, context_window=WINDOW, kind="llama.cpp", answers_props=False) as server:
+        env = scribe_env(server.base_url, home)
+        one = run_scribe(["run", "-m", "local", first], workspace, env)
+        two = run_scribe(["run", "-c", second], workspace, env)
+        stats = run_scribe(["log", "stats"], workspace, env)
+    assert one.code == 0, one.err
+    assert two.code == 0 and "It is about characters." in two.out, two.err
+    assert [status for status, _ in agent_texts(server)] == [200, 400, 200]
+    events = events_of(session_logs(workspace)[0])
+    assert not [e for e in events if isinstance(e, LeftOutEvent)]
+    assert [e for e in events if isinstance(e, ObservationEvent)], "nothing was compressed"
+    assert "memory could not make room" not in stats.out
+
+
+def test_the_bar_counts_no_tools_a_server_drops_and_then_shows_its_count(workspace: Path, tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """A llama.cpp server whose model's chat template has no tools (SmolLM2's) drops them and
+    counts the instructions alone: an empty session's bar estimates that (marked ~), not the
+    tools too; after a call it shows what the server counted, exactly."""
+    as_a_person(monkeypatch, workspace, tmp_path / "home")
+    with FakeMessagesServer(SideCallModel([Reply.text("Hi.")]), context_window=4096, kind="llama.cpp",
+                            template_tools=False) as server:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.base_url)
+        with create_pipe_input() as pipe, create_app_session(input=pipe, output=DummyOutput()):
+            pipe.send_text("hello\r\x04")
+            settings = load_settings(workspace, {"permission_mode": "ask", "max_retries": 0, "model": "local"})
+            with open_repl(workspace, settings, View(Console(file=io.StringIO(), width=200))) as repl:
+                empty = repl.numbers()
+                repl.loop()
+                after = repl.numbers()
+    billed = server.requests[0].usage
+    assert billed is not None
+    counted = billed["input_tokens"] + billed["cache_read_input_tokens"] + billed["cache_creation_input_tokens"]
+    assert empty.counted is None and context_field(empty).startswith("context ~")
+    # the estimate is of what the server counts: well within a third of it, not several times it
+    assert abs(empty.context.total - counted) < counted / 3, (empty.context.total, counted)
+    assert after.counted == counted and context_field(after).startswith(f"context {tokens(counted)} of 4.1k")

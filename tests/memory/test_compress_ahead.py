@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,15 @@ from repl_driver import person, run_repl  # noqa: F401 - `person` is the REPL te
 from scribe.agent.compression.ahead import SLOW_CALL_MS, works_ahead
 from scribe.context.render import canonical_json
 from scribe.fakeapi import FakeMessagesServer, Reply, SideCallModel, side_call_kind
-from scribe.log.events import AssistantEvent, ErrorEvent, Event, ObservationEvent, UsageEvent, UserEvent
+from scribe.log.events import (
+    AssistantEvent,
+    ErrorEvent,
+    Event,
+    LeftOutEvent,
+    ObservationEvent,
+    UsageEvent,
+    UserEvent,
+)
 from scribe.log.verify import verify_bytes
 
 
@@ -174,3 +183,47 @@ def test_a_turn_that_passes_the_threshold_is_answered_while_its_compression_wait
     assert rebuilt.code == 0 and rebuilt.out.strip() in sent, rebuilt.err
     assert [e.text for e in events if isinstance(e, UserEvent)] == [message(k) for k in range(5)]
     assert "memory: folded events" in ran.out
+
+
+class SlowObserver:
+    """A SideCallModel behind a one-slot local server: each side call takes `seconds`, as a small
+    model writing its answer does; the agent's own answers come from the script at once."""
+
+    def __init__(self, model: SideCallModel, seconds: float) -> None:
+        self.model, self.seconds = model, seconds
+
+    def __call__(self, request: dict) -> object:  # type: ignore[type-arg]
+        if side_call_kind(request) in ("observer", "reflector"):
+            time.sleep(self.seconds)
+        return self.model(request)
+
+
+def long_answer(k: int) -> Reply:
+    """What a small model writes to its max_tokens: ~400 tokens of the fake's counting."""
+    return Reply.text(f"answer {k}: " + " ".join(f"said{k}-{i}" for i in range(180)))
+
+
+def test_a_request_a_small_window_cannot_hold_waits_for_the_compression_between_turns(
+        workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The daily loop on a 4,096-token local server whose model gets no tools: two short
+    messages, a paste that takes the next request past the window, and a question sent while the
+    compression that makes room runs. The question waits for it (saying so) and is answered: it
+    is never refused for its size and left out, and `log stats` has no turn left out."""
+    monkeypatch.setenv("SCRIBE_OBSERVE_AHEAD", "always")
+    monkeypatch.setenv("SCRIBE_OBSERVE_ON_PAYBACK", "false")
+    monkeypatch.setenv("SCRIBE_COMPRESS_WHEN_COLD", "false")
+    monkeypatch.setenv("SCRIBE_MODEL", "smollm2")
+    paste = "Summarise this.\n" + "\n".join(f"{i}: " + " ".join(f"pasted{i}-{j}" for j in range(18))
+                                          for i in range(56))
+    question = "what was the first line about?"
+    model = SlowObserver(SideCallModel([long_answer(k) for k in range(4)]), seconds=2.0)
+    with FakeMessagesServer(model, kind="llama.cpp", template_tools=False, context_window=4096) as server:
+        ran = run_repl(workspace, server, f"hi\rwhat is 2+2?\r\x1b[200~{paste}\x1b[201~\r{question}\r/stats\r")
+        refused = [r for r in server.requests if r.status == 400]
+        answered = [r for r in server.requests if side_call_kind(r.json) == "agent" and r.status == 200]
+    events = events_of(session_logs(workspace)[0])
+    assert [e for e in events if isinstance(e, LeftOutEvent)] == [], ran.out
+    assert "waiting for the compression running since the last turn" in ran.out
+    assert refused == []  # foreseen from the server's counts: nothing was sent that could not fit
+    assert answered[-1].json["messages"][-1]["content"][-1]["text"] == question  # answered
+    assert "memory could not make room" not in ran.out and "left out" not in ran.out
