@@ -11,7 +11,7 @@ from pathlib import Path
 
 INDEX_NAME = "index.sqlite3"
 # Bumped when the tables change: an index of another version is dropped and rebuilt.
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 BUSY_TIMEOUT_MS = 10_000
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -54,7 +54,9 @@ CREATE TABLE IF NOT EXISTS sessions (
     curator_made INTEGER NOT NULL DEFAULT 0, curator_failed INTEGER NOT NULL DEFAULT 0,
     curator_last_failure TEXT,
     last_failure TEXT,                   -- the latest failure of any side call
-    model_free INTEGER NOT NULL DEFAULT 0  -- observations and reflections made without a model
+    model_free INTEGER NOT NULL DEFAULT 0, -- observations and reflections made without a model
+    left_out INTEGER NOT NULL DEFAULT 0, -- turns memory could not make room for (left_out events)
+    last_left_out TEXT                   -- why, the last time
 );
 CREATE TABLE IF NOT EXISTS usage (
     session INTEGER NOT NULL REFERENCES sessions(rowid),

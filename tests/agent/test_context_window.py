@@ -188,6 +188,11 @@ def test_a_message_that_cannot_fit_says_so_and_the_session_goes_on(workspace: Pa
     shown = run_scribe(["log", "show", "-t", "left_out", "-t", "context_window"], workspace, env)
     assert f"events {huge_event.seq}-" in shown.out and "left out of later requests" in shown.out
     assert "context window 6,000 tokens · a refused request named it · local" in shown.out
+    # `log stats` says that memory could not make room, and why
+    stats = run_scribe(["log", "stats"], workspace, env)
+    assert "memory could not make room for 1 turn, left out of later requests, last: this message (" in stats.out
+    memory = run_scribe(["log", "stats", "--json"], workspace, env).json()["memory"]
+    assert memory["left_out"] == 1 and memory["last_left_out"] == left[0].reason
 
 
 def test_the_window_a_server_reports_is_shown_and_sets_the_thresholds(workspace: Path, home: Path) -> None:
