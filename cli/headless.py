@@ -195,7 +195,8 @@ class StreamJson:
             return self._system("compression_wait", reason=event.reason, tokens=event.tokens, room=event.room,
                                 refused=event.refused)
         if isinstance(event, Waiting):
-            return self._system("waiting", reason=event.reason, silent_s=event.silent_s, answering=event.answering)
+            return self._system("waiting", reason=event.reason, silent_s=event.silent_s, stage=event.stage,
+                                answering=event.answering)
         if isinstance(event, TextWithdrawn):
             return self._system("text_withdrawn", text=event.text)
         if isinstance(event, ModeChanged):

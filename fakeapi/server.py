@@ -100,7 +100,7 @@ class FakeMessagesServer:
         self._ids = itertools.count(1)
         self._httpd: MessagesHTTPServer | None = None
         self._thread: threading.Thread | None = None
-        # Set by stop(): releases handlers that hang on purpose (Fault kinds "hang" and "stall").
+        # Set by stop(): releases handlers that hang on purpose (Fault kinds "hang", "stall" and "slow_start").
         self._stopping = threading.Event()
         self.requests: list[RecordedRequest] = []
         self.base_url = ""
@@ -331,7 +331,12 @@ class FakeMessagesServer:
         if request.get("stream"):
             events = with_usage_habit(stream_events(reply, **common), self._usage_habit)
             chunks, ending = shape_stream(events, fault)
-            handler.send_stream(chunks, headers, ending, wait=partial(self._hold, fault) if fault else None)
+            held = partial(self._hold, fault) if fault else None
+            handler.send_stream(chunks, headers, ending, wait=held,
+                                first=held if fault is not None and fault.kind == "slow_start" else None)
+        elif fault is not None and fault.kind == "slow_start":
+            self._hold(fault)
+            handler.send_json(200, message_json(reply, **common), headers)
         elif fault is not None:
             if fault.kind == "stall":
                 self._hold(fault)

@@ -30,10 +30,10 @@ from scribe.log.events import Block
 from scribe.log.usage import Tokens
 from scribe.settings.values import DEFAULT_REQUEST_TIMEOUT_S, Settings
 
-from .attempt import Attempt, Began, Done, FilledMessageStream, Piece
+from .attempt import Answering, Attempt, Began, Done, FilledMessageStream, Piece
 from .complete import BrokenAnswer
 from .errors import BadBaseUrl, ContextOverflow, MissingCredentials, ModelError, SideCallTooSlow
-from .events import Notice, Retrying, TextDelta, TextWithdrawn, Waiting
+from .events import Notice, Retrying, Stage, TextDelta, TextWithdrawn, Waiting
 from .retry import RetryPolicy, retry_after, should_retry
 from .shown import ShownText
 from .window import anthropic_url, read_overflow
@@ -200,7 +200,8 @@ class ModelClient:
         attempt = Attempt(lambda: FilledMessageStream(
             lambda: client.messages.create(**request.params(), stream=True), request.model))
         attempt.start()
-        answering = quiet = from_anthropic = False
+        quiet = from_anthropic = False
+        stage: Stage = "connecting"
         try:
             silent_since = time.monotonic()
             while True:
@@ -210,11 +211,13 @@ class ModelClient:
                     if quiet or time.monotonic() - silent_since < self.slow_after_s:
                         continue
                     quiet = True
-                    yield Waiting(number, self._server(), self.slow_after_s, self.request_timeout_s, answering)
+                    yield Waiting(number, self._server(), self.slow_after_s, self.request_timeout_s, stage)
                     continue
                 quiet, silent_since = False, time.monotonic()
                 if isinstance(step, Began):
-                    answering, from_anthropic = True, step.anthropic
+                    stage, from_anthropic = "reading", step.anthropic
+                elif isinstance(step, Answering):
+                    stage = "answering"
                 elif isinstance(step, Piece):
                     yield from shown.take(step.text)
                 elif isinstance(step, Done):

@@ -121,10 +121,11 @@ def make_console() -> Console:
 
 
 class _Waiting:
-    """A spinner and what it waits for, with the seconds waited once they are worth saying."""
+    """A spinner and what it waits for, with the seconds waited once they are worth saying
+    (`waited_s`: how long it had been waited for already when the spinner came up)."""
 
-    def __init__(self, label: str) -> None:
-        self.label, self.started = label, time.monotonic()
+    def __init__(self, label: str, waited_s: float = 0.0) -> None:
+        self.label, self.started = label, time.monotonic() - waited_s
         self.spinner = Spinner("dots", Text(label, style="dim"))
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
@@ -295,7 +296,9 @@ class View:
                     self._midline = False
                 self.console.print(Text(visible(line), style="yellow"))
         elif self.live_ok:
-            self._show(_Waiting(visible(line)))
+            # The spinner counts the seconds of the silence itself, from its start.
+            label = f"waiting: {event.what}; giving up after {event.timeout_s:g} s of silence  (Esc or Ctrl-C cancels)"
+            self._show(_Waiting(visible(label), event.silent_s))
         else:
             self._quiet()
             self.console.print(Text(visible(line), style="dim"))
