@@ -12,6 +12,7 @@ path-looking word on Tab.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 import time
@@ -36,6 +37,7 @@ from .pastes import ExpandedHistory, Pastes, paste_bindings
 # Never offered: git's and scribe's own folders are not the person's files.
 HIDDEN_DIRS = {".git", ".scribe"}
 MAX_PATH_COMPLETIONS = 200
+BUSY_POLL_S = 0.25  # how often the prompt looks whether the work its bar names has started or ended
 STYLE = Style.from_dict({"prompt": "bold", "note": "#8a8a8a", "bottom-toolbar": "noreverse bg:#303030 #d0d0d0"})
 
 
@@ -162,7 +164,8 @@ def _columns() -> int | None:
 
 class InputArea:
     def __init__(self, workspace: Path, history: Path, commands: Callable[[], Mapping[str, str]],
-                 toolbar: Callable[[int | None], str], rest: WordRest | None = None) -> None:
+                 toolbar: Callable[[int | None], str], rest: WordRest | None = None,
+                 busy: Callable[[], bool] = lambda: False) -> None:
         make_private_folder(history.parent)
         os.close(open_private(history, os.O_WRONLY | os.O_CREAT))  # what the person typed is theirs alone
         self.pastes = Pastes()
@@ -183,6 +186,9 @@ class InputArea:
         )
         self.session.app.key_processor.before_key_press += self.typing.pressed
         self.rest = rest
+        # Whether the bar names work still running (a compression, a curation): the bar is drawn
+        # again when it ends, without waiting for a key.
+        self.busy = busy
         # What the next prompt starts with: a message typed at an approval question instead of
         # an answer (approve.py), for the person to send or change.
         self.draft = ""
@@ -204,4 +210,20 @@ class InputArea:
         typed = self.rest.typed_ahead() if self.rest is not None else None  # it waits, unsent
         if typed is not None:
             self.typing.begin(typed)
-        return self.pastes.sent(self.session.prompt(FormattedText([("class:prompt", "› ")]), default=draft))
+        return self.pastes.sent(self.session.prompt(FormattedText([("class:prompt", "› ")]), default=draft,
+                                                    pre_run=self._redraw_when_done))
+
+    def _redraw_when_done(self) -> None:
+        """While the prompt is up: when the work the bar names starts or ends, the bar is drawn
+        again (prompt-toolkit redraws on a key, and nobody may press one for minutes)."""
+        app = self.session.app
+
+        async def watch() -> None:
+            was = self.busy()
+            while True:
+                await asyncio.sleep(BUSY_POLL_S)
+                if self.busy() != was:
+                    was = not was
+                    app.invalidate()
+
+        app.create_background_task(watch())

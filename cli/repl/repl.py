@@ -121,7 +121,7 @@ class Repl:
     def area(self) -> InputArea:
         if self._area is None:
             self._area = InputArea(self.workspace, state_dir(self.workspace) / "history",
-                                   lambda: command_help(self.custom), self.toolbar, self.keys)
+                                   lambda: command_help(self.custom), self.toolbar, self.keys, self.busy)
         return self._area
 
     @property
@@ -240,15 +240,23 @@ class Repl:
     def toolbar(self, width: int | None = None) -> str:
         # The numbers are computed after each turn: prompt-toolkit asks on every redraw.
         line = "" if self._numbers is None else toolbar_text(self._numbers, width)
+        busy = self.running()
+        if busy:
+            line = " " + " · ".join(busy) + (" │" + line if line else " ")
+        return line
+
+    def running(self) -> list[str]:
+        """The work going on beside the prompt that the bar names."""
         busy = []
         curation = self.agent.opened.curation if self.agent.started else None
         if curation is not None and curation.running:
             busy.append("curating notes…")
         if self.agent.has_session and self.agent.compressing:
             busy.append("compressing memory…")
-        if busy:
-            line = " " + " · ".join(busy) + (" │" + line if line else " ")
-        return line
+        return busy
+
+    def busy(self) -> bool:
+        return bool(self.running())
 
     # -- the loop -------------------------------------------------------------------------------
 

@@ -5,7 +5,6 @@ asks for touches a marker file, so whether it ran is on disk, not in what the sc
 from __future__ import annotations
 
 import io
-import shlex
 import subprocess
 import sys
 import time
@@ -107,9 +106,8 @@ def sent_texts(server: FakeMessagesServer) -> set[str]:
 
 
 def in_tmux(server: FakeMessagesServer, workspace: Path, home: Path, tmp_path: Path) -> TmuxPane:
-    env = scribe_env(server.base_url, home, TERM="xterm-256color")
     term = TmuxPane(tmp_path / "tmux.sock")
-    term.start(f"env -i {' '.join(f'{k}={shlex.quote(v)}' for k, v in env.items())} {SCRIBE}", 100, 30, workspace)
+    term.start_program(SCRIBE, scribe_env(server.base_url, home, TERM="xterm-256color"), workspace)
     return term
 
 
@@ -120,19 +118,11 @@ def wait_after(term: TmuxPane, anchor: str, text: str) -> str:
 
 
 def prompt_ready(term: TmuxPane) -> None:
-    """Wait for an empty prompt: the last line above the bottom bar is `›` alone. (A line typed
-    before the prompt is up was typed during the turn: it would wait at the prompt unsent.)"""
-    def ready() -> bool:
-        lines = [line.rstrip() for line in term.screen().splitlines() if line.strip()]
-        return len(lines) >= 2 and lines[-2] == "›"
-    assert wait_for(ready, 30), term.screen()
+    term.prompt_ready()
 
 
 def at_prompt(term: TmuxPane, text: str) -> str:
-    """The screen once the prompt holds `text` (a line of its own, not the end of a question's)."""
-    assert wait_for(lambda: any(line.startswith(f"› {text}") for line in term.screen().splitlines()), 30), \
-        term.screen()
-    return term.screen()
+    return term.at_prompt(text)
 
 
 def leave_tmux(term: TmuxPane) -> tuple[int | None, str]:
