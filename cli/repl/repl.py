@@ -109,6 +109,7 @@ class Repl:
         self.agent, self.view = agent, view
         self.workspace = find_workspace(agent.config.cwd)
         self.keys = TurnKeys(on_escape=agent.cancel)
+        view.typed = self.keys.typed  # shown as it is typed during a turn
         self.memory_notes = MemoryNotes()
         self.custom = CommandSet({})
         self._area: InputArea | None = None

@@ -23,7 +23,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from rich.console import Console, ConsoleDimensions, ConsoleOptions, RenderResult
@@ -79,6 +79,7 @@ STATUS_AFTER_S = 1.0
 LIVE_LINES = 5
 ELAPSED_AFTER_S = 3.0  # the spinner adds the seconds waited from then on
 THINKING = "thinking…  (Esc or Ctrl-C cancels)"
+TYPED = "next › "  # what is typed during a turn, for the next prompt, under the live area
 RUNNING = "running…  (Esc or Ctrl-C cancels)"
 
 
@@ -135,6 +136,22 @@ class _Waiting:
         yield self.spinner
 
 
+class _WithTyped:
+    """The live area's drawing, and under it what the person has typed for the next prompt so
+    far (keys.py keeps it), as it is typed: the end of it, on one line."""
+
+    def __init__(self, inner: Any, typed: Callable[[], str]) -> None:
+        self.inner, self.typed = inner, typed
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield self.inner
+        text = visible(self.typed().replace("\n", " ↵ "))
+        if text:
+            room = max(options.max_width - len(TYPED) - 2, 8)
+            shown = text if len(text) <= room else "…" + text[-(room - 1):]
+            yield Text(TYPED + shown, style="dim")
+
+
 class View:
     def __init__(self, console: Console) -> None:
         self.console = console
@@ -152,6 +169,9 @@ class View:
         # Plain mode: the status line a wait will print if it lasts (see `busy`).
         self._status: threading.Timer | None = None
         self._status_lock = threading.Lock()
+        # What the person has typed during the turn, for the next prompt (keys.py): the live area
+        # shows it under what it draws.
+        self.typed: Callable[[], str] = lambda: ""
 
     # -- the live area ------------------------------------------------------------------------
 
@@ -204,6 +224,7 @@ class View:
             self._text, self._midline, self._shown = "", False, 0
 
     def _show(self, renderable: Any) -> None:
+        renderable = _WithTyped(renderable, self.typed)
         if self._live is None:
             self._live = fitted_live(self.console, renderable)
             self._live.start()

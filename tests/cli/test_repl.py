@@ -30,6 +30,7 @@ from helpers import (
 )
 from repl_driver import Ran, person, run_repl  # noqa: F401 - person: the autouse fixture of these tests
 from scribe.cli.repl.repl import start
+from scribe.cli.repl.stats import tokens
 from scribe.cli.repl.view import STATUS_AFTER_S
 from scribe.fakeapi import FakeMessagesServer, Reply, text_block, tool_use_block
 from scribe.log.events import FileChangeEvent, InterruptEvent, ToolResultEvent, UsageEvent, UserEvent
@@ -45,7 +46,10 @@ def test_a_turn_streams_its_answer_and_the_toolbar_counts_it(workspace: Path) ->
     assert "Hello from the **fake** model." in ran.out  # plain console: streamed as it came
     assert ran.texts == ["say hello"]
     assert "claude-sonnet-5-5 │ ask │ $0.0" in ran.toolbar
-    assert "│ context ~" in ran.toolbar and "last ·" in ran.toolbar
+    billed = ran.server.requests[-1].usage
+    assert billed is not None
+    counted = billed["input_tokens"] + billed["cache_read_input_tokens"] + billed["cache_creation_input_tokens"]
+    assert f"│ context {tokens(counted)} of " in ran.toolbar and "last ·" in ran.toolbar  # as the server counted it
     assert "saved; `scribe -c` continues it" in ran.out
 
 

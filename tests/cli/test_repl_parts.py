@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -337,6 +338,27 @@ def test_the_rest_of_an_answers_word_and_its_enter_are_swallowed() -> None:
     assert left("\rhello", "") == ("hello", None)  # "y" then Enter
     assert left("what", "es") == ("what", None)  # something else: kept
     assert left("lw", "lways") == ("", "ays")
+
+
+def test_what_is_typed_during_a_turn_is_shown_as_a_line_editor_would_make_it() -> None:
+    from prompt_toolkit.key_binding import KeyPress
+    from prompt_toolkit.keys import Keys
+
+    from scribe.cli.repl.keys import as_text
+
+    typed = [KeyPress(c) for c in "add dox"] + [KeyPress(Keys.ControlH, "\x7f")] + [
+        KeyPress(c) for c in "cs"] + [KeyPress(Keys.ControlM, "\r"), KeyPress(Keys.Left, "\x1b[D"),
+                                      KeyPress(Keys.BracketedPaste, "two\nlines")]
+    assert as_text(typed) == "add docs\ntwo\nlines"  # the arrow moved nothing here: it is ignored
+    # under the live area, on one line, its end when it is long
+    out = io.StringIO()
+    view = View(Console(file=out, width=40, height=20, force_terminal=True, force_interactive=True, no_color=True))
+    view.typed = lambda: "first line\n" + "x" * 60
+    view.busy("thinking…")
+    time.sleep(0.3)
+    view.pause()
+    screen = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", out.getvalue())
+    assert "next › …" in screen and "xxxxxxxxxx" in screen and "first line" not in screen
 
 
 def test_after_a_tool_result_the_wait_for_the_next_call_is_said(workspace: Path) -> None:
