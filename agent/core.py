@@ -329,7 +329,7 @@ class Agent:
         yield from self.take_ahead()
         before = memory.context(self.session)
         try:
-            yield from memory.compress_now(self.session)
+            yield from memory.compress_now(self.session, compact.focus)
         finally:
             self.session.sync()
         after = memory.context(self.session)

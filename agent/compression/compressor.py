@@ -12,7 +12,7 @@ from __future__ import annotations
 import copy
 import threading
 from collections.abc import Callable, Generator, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
 from scribe.agent.compression.routes import OBSERVER_OVERHEAD, Routes
@@ -203,19 +203,23 @@ class Compressor:
             if after <= threshold or after >= before:
                 return
 
-    def compress_now(self, session: SessionLike) -> Iterator[AgentEvent]:
-        """`/reflect` and `scribe reflect`: observe what the retention floor allows, then reflect."""
-        yield from self.observe(session, force=True)
+    def compress_now(self, session: SessionLike, focus: str = "") -> Iterator[AgentEvent]:
+        """`/compact [FOCUS]` (`/reflect`, `scribe reflect`): compact now. The oldest raw events
+        down to the retention floor are observed, or all of them where the floor would leave
+        nothing to observe (a compaction asked for compacts); `focus`, what the person wants kept
+        in view, is given to the Observer. Then the observations are reflected."""
+        yield from self.observe(session, force=True, focus=focus)
         yield from self.reflect(session, force=True)
 
     # -- observer ------------------------------------------------------------------------
 
     def observe(self, session: SessionLike, *, force: bool = False, span: Span | None = None,
-                needed: bool = False, keep_from: int | None = None) -> Iterator[AgentEvent]:
+                needed: bool = False, keep_from: int | None = None, focus: str = "") -> Iterator[AgentEvent]:
         """Observe `span`, or by default the oldest raw events down to the retention floor, never
         the events from seq `keep_from` on (the current turn's request and what followed it).
         `needed`: the prompt must shrink (a threshold is passed), so when no model answer is
-        usable the span is summarised without one (memory/extract.py)."""
+        usable the span is summarised without one (memory/extract.py). `force`: asked for, so
+        when the floor leaves nothing to observe, everything raw is. `focus`: for the Observer."""
         chunks, observed_to = self.sizes.update(session)
         raw = self.sizes.raw(session, max(observed_to, 0))  # seq 0 is the session header, never observed
         keep = int(self.limits(session).observe * self.settings.retention)
@@ -223,17 +227,20 @@ class Compressor:
         if keep_from is not None:
             before = [e for e in raw if e.seq < keep_from]
             keep = max(0, keep - self.estimator.total(raw[len(before):]))  # the turn counts toward the floor
-        if span is None:
-            span = choose_span(before, self.estimator, keep_tokens=keep) if before else None
+        if span is None and before:
+            span = choose_span(before, self.estimator, keep_tokens=keep)
+            if span is None and force:
+                span = choose_span(before, self.estimator, keep_tokens=0)
         if span is None:
             if force:
-                yield Notice(nothing_to_observe(raw, self.estimator, keep))
+                yield Notice(nothing_to_observe(raw, self.estimator, keep) if raw else
+                             "nothing to compact: no conversation since the last summary")
             return
         whole = span  # a summary without a model has no input limit: it covers all of it
         if needed and model_resting_now(session.digest):  # from the digest: no scan back
             yield from self.without_model.extract(session, whole, raw, "the observer's last answers were unusable")
             return
-        call = self.routes.observer_call(session, chunks, raw, whole, keep_from)
+        call = replace(self.routes.observer_call(session, chunks, raw, whole, keep_from), focus=focus)
         span = Span(call.seq_from, call.seq_to, whole.tokens if call.seq_to == whole.seq_to else
                     self.estimator.total([e for e in raw if e.seq <= call.seq_to]))
         chosen = [e for e in raw if span.seq_from <= e.seq <= span.seq_to]
