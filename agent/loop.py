@@ -54,7 +54,7 @@ from scribe.model.errors import ContextOverflow, ModelError
 from scribe.settings.hooks import NO_HOOKS, HookName, Hooks
 from scribe.tools.base import CommandInterrupted, Tool, ToolContext, ToolOutput, kind_of, stop_if_cancelled
 from scribe.tools.command import git_watch
-from scribe.tools.registry import run_tool
+from scribe.tools.registry import refused_before, run_tool
 from scribe.workspace.changes import ChangeSource
 from scribe.workspace.gitplanted import describe
 from scribe.workspace.images import PreparedImage
@@ -304,16 +304,19 @@ class TurnLoop:
         verdict = yield from self._hooks("pre_tool_use", {"tool_name": name, "tool_input": args,
                                                           "tool_use_id": call.id}, tool=name, tool_use_id=call.id)
         denial: str | None = None
+        refusal: str | None = None
         permission: str | None = None
         ruling: Ruling | None = None
         if verdict.blocked:
             denial = blocked_result(verdict.reason)
         elif tool is not None:
-            denial, permission, ruling = yield from self._denial(call, tool)
+            refusal = self._refusal(call, tool)
+            if refusal is None:
+                denial, permission, ruling = yield from self._denial(call, tool)
         started = time.monotonic()
         before = dict(self.context.seen_hashes)
-        if denial is not None:
-            out = ToolOutput(denial, is_error=True)
+        if denial is not None or refusal is not None:
+            out = ToolOutput(denial or refusal or "", is_error=True)
         else:
             with self._acting(tool):
                 try:
@@ -327,7 +330,7 @@ class TurnLoop:
         if out.git_config:  # a command planted git configuration: the person's own git would read it
             self.session.append(GitConfigEvent, changes=out.git_config, tool_use_id=call.id)
             yield Notice(describe(out.git_config))
-        if denial is None:
+        if denial is None and refusal is None:
             response = {"output": result.output, "is_error": result.is_error, "exit_code": result.exit_code}
             yield from self._hooks("post_tool_use", {"tool_name": name, "tool_input": args, "tool_use_id": call.id,
                                                      "tool_response": response}, tool=name, tool_use_id=call.id)
@@ -389,6 +392,13 @@ class TurnLoop:
         if self.watcher is not None and tool is not None and tool.kind in ("command", "mcp", "mcp-read"):
             return self.watcher.command_running()
         return nullcontext()
+
+    def _refusal(self, call: ToolCall, tool: Tool) -> str | None:
+        """A call the mode would put to the person that the tool will refuse whatever the answer
+        (a URL web_fetch never fetches) is not put: the tool's refusal is its result."""
+        if self.policy.decide(tool.name, kind_of(tool, call.args), call.args).verdict != "ask":
+            return None
+        return refused_before(self.tools, call.name, call.args, self.context)
 
     def _denial(self, call: ToolCall,
                 tool: Tool) -> Generator[AgentEvent, ApprovalAnswer | None, tuple[str | None, str | None, Ruling]]:

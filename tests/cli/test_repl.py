@@ -423,3 +423,18 @@ def test_the_bar_of_a_session_on_another_server_shows_no_dollar_figure(workspace
     for ran in (before, after):
         assert "claude-sonnet-5-5 │ ask │ unpriced │" in ran.toolbar and "$" not in ran.toolbar, ran.toolbar
     assert after.texts == ["hello"]
+
+
+def test_a_fetch_the_tool_refuses_anyway_is_not_put_to_the_person(workspace: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """Asked to fetch a loopback URL, web_fetch would refuse it whatever the answer: the question
+    is not asked, and the model reads the tool's refusal."""
+    monkeypatch.setenv("SCRIBE_WEB_FETCH", "true")
+    script = [Reply([tool_use_block("web_fetch", {"url": "http://127.0.0.1:9/admin"})]), Reply.text("I see."),
+              Reply.text("Fine.")]
+    # `n⏎` would answer a question; with none asked it is a message of its own
+    ran = run_repl(workspace, script, "read the admin page\rn\r")
+    assert "127.0.0.1 is a loopback, private, link-local or reserved address; not fetched" in " ".join(ran.out.split())
+    [result] = [e for e in events_of(session_logs(workspace)[0]) if isinstance(e, ToolResultEvent)]
+    assert result.is_error and "loopback" in result.output and "permission" not in result.extra
+    assert "I see." in ran.out and ran.texts[-1] == "n"
