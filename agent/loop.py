@@ -52,7 +52,15 @@ from scribe.log.open_calls import unanswered_tool_uses
 from scribe.model.client import CallResult, ModelClient
 from scribe.model.errors import ContextOverflow, ModelError
 from scribe.settings.hooks import NO_HOOKS, HookName, Hooks
-from scribe.tools.base import CommandInterrupted, Tool, ToolContext, ToolOutput, kind_of, stop_if_cancelled
+from scribe.tools.base import (
+    CommandInterrupted,
+    OutputTail,
+    Tool,
+    ToolContext,
+    ToolOutput,
+    kind_of,
+    stop_if_cancelled,
+)
 from scribe.tools.command import git_watch
 from scribe.tools.registry import refused_before, run_tool
 from scribe.workspace.changes import ChangeSource
@@ -299,7 +307,8 @@ class TurnLoop:
         name, args = block["name"], block.get("input") or {}
         tool = next((t for t in self.tools if t.name == name), None)
         summary = tool.summary(args) if tool else name
-        call = ToolCall(block["id"], name, args, summary)
+        tail = OutputTail(self.context.redact) if tool is not None and tool.kind == "command" else None
+        call = ToolCall(block["id"], name, args, summary, tail)
         yield call
         verdict = yield from self._hooks("pre_tool_use", {"tool_name": name, "tool_input": args,
                                                           "tool_use_id": call.id}, tool=name, tool_use_id=call.id)
@@ -319,12 +328,15 @@ class TurnLoop:
             out = ToolOutput(denial or refusal or "", is_error=True)
         else:
             with self._acting(tool):
+                self.context.output_tail = tail
                 try:
                     out = run_tool(self.tools, name, args, self.context)
                 except CommandInterrupted as stop:
                     # The call keeps its real, partial result; the turn then ends as cancelled.
                     self._append_result(call, stop.output, started, before, permission, ruling)
                     raise stop.cause from None
+                finally:
+                    self.context.output_tail = None
         result = self._append_result(call, out, started, before, permission, ruling)
         yield ToolDone(call, result, denied=denial is not None)
         if out.git_config:  # a command planted git configuration: the person's own git would read it

@@ -27,6 +27,7 @@ from scribe.log.events import AssistantEvent, ToolResultEvent, UsageEvent
 from scribe.model.events import Notice, Retrying, TextDelta, TextWithdrawn, Waiting
 from scribe.settings.rules import Rule
 from scribe.settings.values import PermissionMode
+from scribe.tools.base import OutputTail
 from scribe.workspace.images import PreparedImage
 
 # -- submissions -------------------------------------------------------------------------------
@@ -185,10 +186,14 @@ class AssistantMessage:
 
 @dataclass(frozen=True)
 class ToolCall:
+    """A tool call the model made. `output`: a command's output as it runs (its end, redacted),
+    for a front end that shows it live; the result (ToolDone) holds it whole."""
+
     id: str
     name: str
     args: dict[str, Any]
     summary: str
+    output: OutputTail | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)

@@ -43,7 +43,7 @@ from .excerpts import Hanging, diff_text
 from .input import InputArea
 from .keys import Choice, TurnKeys
 from .question import GUARD_S, Answers, ask
-from .view import RUNNING, View, waiting_for_mcp
+from .view import View, waiting_for_mcp
 
 PREVIEW_LINES = 12
 KEYS = {"y": "yes", "n": "no"}  # answers a single key gives; never "always"
@@ -160,7 +160,7 @@ class PersonApprover:
         decision = VERDICT[choice.word]
         keep = self._always(call, asked) if decision is Decision.ALLOW_ALWAYS else None
         if choice.word != "no" and call.name == "run_command":
-            self.view.busy(RUNNING)
+            self.view.running(call)
         elif choice.word != "no" and call.name.startswith(MCP_PREFIX):
             self.view.busy(waiting_for_mcp(call.summary))
         return decision, keep

@@ -46,6 +46,7 @@ from scribe.agent.protocol import (
     TurnEnded,
     Waiting,
 )
+from scribe.tools.base import OutputTail
 from scribe.tools.mcp.spec import PREFIX as MCP_PREFIX
 from scribe.tools.textio import plural
 from scribe.tools.todo import NAME as TODO
@@ -136,6 +137,19 @@ class _Waiting:
         yield self.spinner
 
 
+class _Running(_Waiting):
+    """The spinner of a running command, and under it the last lines it has printed so far."""
+
+    def __init__(self, label: str, tail: OutputTail, count: int) -> None:
+        super().__init__(label)
+        self.tail, self.count = tail, count
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield from super().__rich_console__(console, options)
+        for line in self.tail.lines(self.count):
+            yield Text(f"  │ {visible(line)}", style="dim", no_wrap=True, overflow="ellipsis")
+
+
 class _WithTyped:
     """The live area's drawing, and under it what the person has typed for the next prompt so
     far (keys.py keeps it), as it is typed: the end of it, on one line."""
@@ -190,6 +204,14 @@ class View:
         with self._status_lock:
             self._status = timer
         timer.start()
+
+    def running(self, call: ToolCall) -> None:
+        """A command runs: the spinner, and on a real terminal its last lines under it as they
+        come (they are printed whole, folded, when it ends)."""
+        if call.output is None or not self.live_ok:
+            self.busy(RUNNING)
+            return
+        self._show(_Running(RUNNING, call.output, live_lines(self.console.height)))
 
     def _say_status(self, label: str) -> None:
         with self._status_lock:
@@ -259,7 +281,7 @@ class View:
             self.console.print(Text.assemble(("→ ", "dim"), (visible(event.name), "bold"), " ",
                                              visible(event.summary)))
             if event.name == "run_command":
-                self.busy(RUNNING)
+                self.running(event)
             elif event.name.startswith(MCP_PREFIX):
                 self.busy(waiting_for_mcp(event.summary))
         elif isinstance(event, ToolDone):

@@ -13,7 +13,14 @@ import pytest
 
 from helpers import SCRIBE, scribe_env, wait_for
 from pane import TmuxPane
-from scribe.fakeapi import FakeMessagesServer, Reply, ScriptItem, SideCallModel, side_call_kind
+from scribe.fakeapi import (
+    FakeMessagesServer,
+    Reply,
+    ScriptItem,
+    SideCallModel,
+    side_call_kind,
+    tool_use_block,
+)
 
 COMPRESSING = "compressing memory…"
 
@@ -66,4 +73,38 @@ def test_the_bar_stops_naming_a_compression_once_it_ends_without_a_key(workspace
             assert wait_for(lambda: term.exit_status() is not None, 30), term.screen()
         finally:
             term.stop()
+    assert term.exit_status() == 0
+
+
+COUNTING = "for i in 1 2 3 4 5 6 7 8; do echo counted-$i; sleep 0.6; done"
+
+
+def counting(request: dict[str, Any]) -> ScriptItem:
+    """One slow command that counts aloud, then done."""
+    if any(b.get("type") == "tool_result" for b in request["messages"][-1]["content"]):
+        return Reply.text("done counting")
+    return Reply([tool_use_block("run_command", {"command": COUNTING})])
+
+
+@pytest.mark.slow
+def test_a_running_command_shows_its_last_lines_as_it_runs(workspace: Path, home: Path, tmp_path: Path) -> None:
+    with FakeMessagesServer(counting) as server:
+        env = scribe_env(server.base_url, home, TERM="xterm-256color")
+        term = TmuxPane(tmp_path / "tmux.sock")
+        term.start_program(f"{SCRIBE} -p full-auto", env, workspace)
+        try:
+            term.prompt_ready()
+            term.keys("count")
+            # while it runs (the spinner is up, no result yet), its latest line is on screen
+            assert wait_for(lambda: "running…" in term.screen() and "│ counted-3" in term.screen(), 20), \
+                term.screen()
+            during = term.screen()
+            term.wait("done counting")
+            term.prompt_ready()
+            term.keys("/exit")
+            assert wait_for(lambda: term.exit_status() is not None, 30), term.screen()
+        finally:
+            term.stop()
+    print(during)
+    assert "counted-8" not in during  # shown as it came, not after it ended
     assert term.exit_status() == 0
