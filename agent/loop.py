@@ -49,6 +49,7 @@ from scribe.log.events import (
     UsageEvent,
 )
 from scribe.log.open_calls import unanswered_tool_uses
+from scribe.memory.routes import current_turn_start
 from scribe.model.client import CallResult, ModelClient
 from scribe.model.errors import ContextOverflow, ModelError
 from scribe.settings.hooks import NO_HOOKS, HookName, Hooks
@@ -222,11 +223,24 @@ class TurnLoop:
         """What memory compresses before a call: now, or, where a person waits and the request
         fits the window anyway, in the background while the call goes ahead."""
         assert self.memory is not None
-        if self.compress_off_path and self.memory.fits(self.session):
-            if self.memory.due(self.session):
-                self.ahead = AheadCompression(self.memory, self.session, in_turn=True)
-            return
+        if self.compress_off_path:
+            if self.memory.fits(self.session):
+                if self.memory.due(self.session):
+                    self.ahead = AheadCompression(self.memory, self.session, in_turn=True)
+                return
+            if self.memory.due(self.session):  # the person waits for it: say what for
+                room = self.memory.limits(self.session).prompt
+                tokens = self.memory.next_request(self.session)
+                yield CompressionWait(tokens, room if room is not None else tokens, ahead=False)
         yield from self.memory.before_call(self.session)
+        prompt = self.memory.limits(self.session).prompt
+        turn = current_turn_start(self.session.events)
+        if prompt is not None and turn is not None and not self.memory.fits(self.session):
+            # What the thresholds compressed does not make the request fit (the retention floor
+            # keeps a long last answer raw, say): as hard as needed now, by the server's count,
+            # rather than after the server has refused the request.
+            short = max(0, self.memory.next_request(self.session) - self.memory.context(self.session).total)
+            yield from self.memory.shrink_to(self.session, prompt, keep_from=turn, short=short)
 
     def _call(self) -> Generator[AgentEvent, None, CallResult]:
         """One model call on the log as it stands, its text passed on as it arrives."""

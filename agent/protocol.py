@@ -240,21 +240,23 @@ class Compressed:
 
 @dataclass(frozen=True)
 class CompressionWait:
-    """The turn's next request would not fit the model's window, and the compression started
-    between turns (agent/compression/ahead.py) is what makes room: the turn waits for it to end.
-    A cancel stops the wait, and the turn. `tokens`: the request as it stands (the server's count
-    where it has one: a refusal's, or the last request's and what came since); `room`: the most
-    a request may hold in the window."""
+    """The turn's next request would not fit the model's window, and a compression is what makes
+    room: the one started between turns (agent/compression/ahead.py), which the turn waits for,
+    or (`ahead` False) one made now, before the call. A cancel stops the wait, and the turn.
+    `tokens`: the request as it stands (the server's count where it has one: a refusal's, or the
+    last request's and what came since); `room`: the most a request may hold in the window."""
 
     tokens: int
     room: int
     refused: bool = False  # the server refused the request for its size (else it is foreseen)
+    ahead: bool = True
 
     @property
     def reason(self) -> str:
-        said = "was refused at" if self.refused else "is"
-        return (f"waiting for the compression running since the last turn: this request {said} {self.tokens:,} "
-                f"tokens, and the window leaves it {self.room:,}")
+        # The server's own count of a refused request; otherwise partly an estimate.
+        size = f"was refused at {self.tokens:,}" if self.refused else f"is ~{self.tokens:,}"
+        what = "waiting for the compression running since the last turn" if self.ahead else "compressing memory first"
+        return f"{what}: this request {size} tokens, and the window leaves it {self.room:,}"
 
 
 StopReason = Literal["end_turn", "max_turns", "interrupted", "error", "refusal", "max_tokens"]

@@ -193,7 +193,7 @@ class StreamJson:
             return self._system("api_retry", attempt=event.attempt, reason=event.reason)
         if isinstance(event, CompressionWait):
             return self._system("compression_wait", reason=event.reason, tokens=event.tokens, room=event.room,
-                                refused=event.refused)
+                                refused=event.refused, ahead=event.ahead)
         if isinstance(event, Waiting):
             return self._system("waiting", reason=event.reason, silent_s=event.silent_s, stage=event.stage,
                                 answering=event.answering)

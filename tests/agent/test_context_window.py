@@ -342,3 +342,21 @@ def test_the_bar_counts_no_tools_a_server_drops_and_then_shows_its_count(workspa
     # the estimate is of what the server counts: well within a third of it, not several times it
     assert abs(empty.context.total - counted) < counted / 3, (empty.context.total, counted)
     assert after.counted == counted and context_field(after).startswith(f"context {tokens(counted)} of 4.1k")
+
+
+def test_a_request_the_window_cannot_hold_is_made_to_fit_before_it_is_sent(workspace: Path, home: Path) -> None:
+    """A small model writes its first answer on and on; the next request, by the server's count
+    of the last one, cannot fit the window, and the retention floor would keep that long answer
+    raw. It is compressed as hard as needed before it is sent, instead of being sent, refused
+    for its size, and compressed then."""
+    agent = SideCallModel([Reply.text(paste("said", 3_800)), Reply.text("Four.")])
+    with FakeMessagesServer(agent, context_window=4096, kind="llama.cpp", template_tools=False) as server:
+        env = scribe_env(server.base_url, home, SCRIBE_MODEL="local")
+        first = run_scribe(["run", "hi"], workspace, env)
+        second = run_scribe(["run", "-c", "what is 2+2?"], workspace, env)
+    assert first.code == 0 and second.code == 0, second.err
+    assert "Four." in second.out
+    assert [status for status, _ in agent_texts(server)] == [200, 200]  # nothing refused for its size
+    events = events_of(session_logs(workspace)[0])
+    assert [e for e in events if isinstance(e, ObservationEvent)] and not [e for e in events
+                                                                          if isinstance(e, LeftOutEvent)]

@@ -361,6 +361,20 @@ def test_what_is_typed_during_a_turn_is_shown_as_a_line_editor_would_make_it() -
     assert "next › …" in screen and "xxxxxxxxxx" in screen and "first line" not in screen
 
 
+def test_a_wait_for_memory_is_a_spinner_that_says_what_for() -> None:
+    from scribe.agent.protocol import CompressionWait
+
+    out = io.StringIO()
+    view = View(Console(file=out, width=200, height=20, force_terminal=True, force_interactive=True, no_color=True))
+    view.handle(CompressionWait(4_117, 3_584))
+    time.sleep(0.3)
+    assert view._live is not None  # a spinner, which counts the seconds once they are worth saying
+    view.pause()
+    screen = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", out.getvalue())
+    assert ("waiting for the compression running since the last turn: this request is ~4,117 tokens, and the "
+            "window leaves it 3,584  (Esc or Ctrl-C cancels)") in screen
+
+
 def test_after_a_tool_result_the_wait_for_the_next_call_is_said(workspace: Path) -> None:
     """Between a tool's result and the next model call the agent may compress memory, a model
     call of its own: on a plain terminal a status line comes once that lasts."""

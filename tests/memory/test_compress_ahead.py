@@ -4,6 +4,7 @@ writer and stays valid; headless runs and Anthropic's API keep compressing at th
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 import time
@@ -15,6 +16,10 @@ import pytest
 from helpers import events_of, run_scribe, session_logs, wait_for
 from repl_driver import person, run_repl  # noqa: F401 - `person` is the REPL tests' environment
 from scribe.agent.compression.ahead import SLOW_CALL_MS, works_ahead
+from scribe.agent.core import Agent
+from scribe.agent.driver import drive
+from scribe.agent.opening import AgentConfig, SessionChoice
+from scribe.agent.protocol import Compressed, CompressionWait, TurnEnded, UserMessage
 from scribe.context.render import canonical_json
 from scribe.fakeapi import FakeMessagesServer, Reply, SideCallModel, side_call_kind
 from scribe.log.events import (
@@ -27,6 +32,7 @@ from scribe.log.events import (
     UserEvent,
 )
 from scribe.log.verify import verify_bytes
+from scribe.settings.values import load_settings
 
 
 def message(k: int) -> str:
@@ -227,3 +233,59 @@ def test_a_request_a_small_window_cannot_hold_waits_for_the_compression_between_
     assert refused == []  # foreseen from the server's counts: nothing was sent that could not fit
     assert answered[-1].json["messages"][-1]["content"][-1]["text"] == question  # answered
     assert "memory could not make room" not in ran.out and "left out" not in ran.out
+
+
+class HeldOn:
+    """Side calls that read `words` held until `release` is set (a compression of them between
+    turns still running when the next message comes); the others answered at once."""
+
+    def __init__(self, model: SideCallModel, words: str) -> None:
+        self.model, self.words, self.release = model, words, threading.Event()
+
+    def __call__(self, request: dict) -> object:  # type: ignore[type-arg]
+        if side_call_kind(request) in ("observer", "reflector") and self.words in json.dumps(request):
+            assert self.release.wait(60), "never released"
+        return self.model(request)
+
+
+def test_a_cancel_stops_the_wait_for_the_compression_and_the_turn(
+        workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The question that would not fit waits for the compression between turns (its model held);
+    a cancel while it waits (Esc in the REPL) ends the wait and the turn at once, the log whole,
+    and the compression is taken when it ends."""
+    monkeypatch.setenv("SCRIBE_OBSERVE_AHEAD", "always")
+    monkeypatch.setenv("SCRIBE_OBSERVE_ON_PAYBACK", "false")
+    monkeypatch.setenv("SCRIBE_COMPRESS_WHEN_COLD", "false")
+    monkeypatch.setenv("SCRIBE_CURATE_NOTES", "false")
+    paste = "Summarise this.\n" + "\n".join(f"{i}: " + " ".join(f"pasted{i}-{j}" for j in range(18))
+                                          for i in range(56))
+    model = HeldOn(SideCallModel([long_answer(k) for k in range(4)]), "pasted0-0")
+    with FakeMessagesServer(model, kind="llama.cpp", template_tools=False, context_window=4096) as server:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.base_url)
+        settings = load_settings(workspace, {"permission_mode": "ask", "max_retries": 0, "model": "smollm2"})
+        agent = Agent(AgentConfig(workspace, SessionChoice(), settings=settings, person=True, answers=True))
+        try:
+            drive(agent.start(), lambda event: None)
+            for said in ("hi", "what is 2+2?"):
+                drive(agent.run(UserMessage(said)), lambda event: None)
+            drive(agent.run(UserMessage(paste)), lambda event: None)
+            assert agent.compressing
+            seen: list[object] = []
+            for event in agent.run(UserMessage("what was the first line about?")):
+                seen.append(event)
+                if isinstance(event, CompressionWait):
+                    agent.cancel()  # what Esc does
+            assert any(isinstance(e, CompressionWait) and e.ahead for e in seen), seen
+            assert isinstance(seen[-1], TurnEnded) and seen[-1].reason == "interrupted", seen[-1]
+            assert agent.compressing  # the compression goes on: nobody's wait to cancel
+            model.release.set()
+            assert wait_for(lambda: not agent.compressing, 30)
+            taken = agent.take_ahead()
+            assert any(isinstance(e, Compressed) for e in taken), taken
+        finally:
+            model.release.set()
+            agent.close()
+    events = events_of(session_logs(workspace)[0])
+    assert [e for e in events if isinstance(e, LeftOutEvent)] == []
+    assert isinstance(events[-1], ErrorEvent) or any(isinstance(e, ObservationEvent) for e in events)
+    assert [s for s in server.requests if s.status == 400] == []
