@@ -231,9 +231,12 @@ class Compressor:
             span = choose_span(before, self.estimator, keep_tokens=keep)
             if span is None and force:
                 span = choose_span(before, self.estimator, keep_tokens=0)
-        if span is None:
+        if span is None or span.tokens <= 0:
+            # (A span of events the prompt shows nothing of, the window learned or what a server
+            # does not offer, is not worth a call: nothing would be smaller, and a refused answer
+            # would hold back the observations that are.)
             if force:
-                yield Notice(nothing_to_observe(raw, self.estimator, keep) if raw else
+                yield Notice(nothing_to_observe(raw, self.estimator, keep) if raw and span is None else
                              "nothing to compact: no conversation since the last summary")
             return
         whole = span  # a summary without a model has no input limit: it covers all of it

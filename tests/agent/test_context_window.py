@@ -25,6 +25,7 @@ from scribe.fakeapi.sidecalls import SideCallModel, side_call_kind
 from scribe.log.events import (
     AssistantEvent,
     ContextWindowEvent,
+    ErrorEvent,
     LeftOutEvent,
     ObservationEvent,
     UsageEvent,
@@ -342,6 +343,22 @@ def test_the_bar_counts_no_tools_a_server_drops_and_then_shows_its_count(workspa
     # the estimate is of what the server counts: well within a third of it, not several times it
     assert abs(empty.context.total - counted) < counted / 3, (empty.context.total, counted)
     assert after.counted == counted and context_field(after).startswith(f"context {tokens(counted)} of 4.1k")
+
+
+def test_what_the_prompt_shows_nothing_of_is_never_sent_to_the_observer(workspace: Path, home: Path) -> None:
+    """A session on a llama.cpp server begins with the window it reported and the news that it
+    gives no tools: events the prompt shows nothing of. A first message past the observe
+    threshold makes a compression due, and all there is before it is those: no observer call is
+    made for them (it could make nothing smaller, and its refused answer would back off the
+    compression the paste then needs)."""
+    agent = SideCallModel([Reply.text("Noted.")])
+    with FakeMessagesServer(agent, context_window=4096, kind="llama.cpp", template_tools=False) as server:
+        env = scribe_env(server.base_url, home, SCRIBE_MODEL="local")
+        ran = run_scribe(["run", "Keep this.\n" + paste("k", 2_200)], workspace, env)
+    assert ran.code == 0, ran.err
+    assert [side_call_kind(r.json) for r in server.requests] == ["agent"]
+    events = events_of(session_logs(workspace)[0])
+    assert not [e for e in events if isinstance(e, ErrorEvent)], [e.message for e in events if isinstance(e, ErrorEvent)]
 
 
 def test_a_request_the_window_cannot_hold_is_made_to_fit_before_it_is_sent(workspace: Path, home: Path) -> None:
