@@ -321,7 +321,7 @@ class Agent:
                 self.session.append(InterruptEvent, tool_use_ids=dangling, reason="cancelled by the user")
             self.session.sync()
             yield TurnEnded("interrupted", "", 0)
-        self._compress_ahead()
+        yield from self._compress_ahead()
 
     def _compact(self, compact: Compact) -> Work:
         memory = self.loop.memory
@@ -360,11 +360,14 @@ class Agent:
 
     # -- compression between turns (a person waits on each call) ---------------------------
 
-    def _compress_ahead(self) -> None:
+    def _compress_ahead(self) -> Work:
         """After a turn, where a person reads and types: what the next call would compress,
-        compressed now in a thread (agent/compression/ahead.py). Nobody waits for it."""
+        compressed now in a thread (agent/compression/ahead.py). Nobody waits for it. One the
+        turn started that has ended is taken first: it compressed what came before the turn,
+        and the turn itself may be due now."""
         if not self.config.person:
             return
+        yield from self.take_ahead()
         loop = self.loop
         if loop.ahead is None and loop.memory is not None and works_ahead(
                 self.opened.settings.observe_ahead, os.environ.get("ANTHROPIC_BASE_URL"), self.session.events):

@@ -289,3 +289,23 @@ def test_a_cancel_stops_the_wait_for_the_compression_and_the_turn(
     assert [e for e in events if isinstance(e, LeftOutEvent)] == []
     assert isinstance(events[-1], ErrorEvent) or any(isinstance(e, ObservationEvent) for e in events)
     assert [s for s in server.requests if s.status == 400] == []
+
+
+def test_the_turn_that_made_a_compression_due_is_compressed_between_turns(
+        workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A paste makes a compression due at its own call: started there, in the background, it
+    compresses what came before the paste (never the turn's own request). Once the turn has
+    ended, that one is taken and the paste itself is compressed between turns, while the person
+    reads: it is not left raw until the next message's call."""
+    monkeypatch.setenv("SCRIBE_OBSERVE_AHEAD", "always")
+    monkeypatch.setenv("SCRIBE_OBSERVE_TOKENS", "800")
+    monkeypatch.setenv("SCRIBE_RETENTION", "0")
+    monkeypatch.setenv("SCRIBE_OBSERVE_ON_PAYBACK", "false")
+    monkeypatch.setenv("SCRIBE_COMPRESS_WHEN_COLD", "false")
+    paste = "Summarise this.\n" + "\n".join(message(k) for k in range(4))
+    with FakeMessagesServer(SideCallModel([Reply.text("Noted."), Reply.text("Summarised.")])) as server:
+        run_repl(workspace, server, f"{message(9)}\r\x1b[200~{paste}\x1b[201~\r")
+    events = events_of(session_logs(workspace)[0])
+    pasted = next(e for e in events if isinstance(e, UserEvent) and e.text == paste)
+    covered = [(e.seq_from, e.seq_to) for e in events if isinstance(e, ObservationEvent)]
+    assert any(low <= pasted.seq <= high for low, high in covered), covered
