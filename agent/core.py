@@ -134,7 +134,7 @@ class Agent:
         self._cancelled.set()
         self._submissions.put(_Wake())
 
-    def start(self) -> Iterator[Event]:
+    def start(self) -> Generator[Event, None, None]:
         """Open: assemble the agent (asking what needs an answer) and start or continue the
         session the config names. Errors that stop the opening (bad configuration, no key, an
         unknown session) are raised; a KeyboardInterrupt too, once what was opened is closed."""
@@ -151,7 +151,7 @@ class Agent:
             self.close()
             raise
 
-    def run(self, submission: Submission) -> Iterator[Event]:
+    def run(self, submission: Submission) -> Generator[Event, None, None]:
         """Submit `submission` and yield the events of its work (and of any submitted before
         it), until its work ends."""
         yield from self.start()
@@ -164,11 +164,11 @@ class Agent:
             if taken is submission:
                 return
 
-    def turn(self, message: UserMessage) -> Iterator[Event]:
+    def turn(self, message: UserMessage) -> Generator[Event, None, None]:
         """A turn: `run(message)`."""
         return self.run(message)
 
-    def events(self) -> Iterator[Event]:
+    def events(self) -> Generator[Event, None, None]:
         """Everything submitted, in order, as it is submitted (waiting when there is nothing to
         do), until End: the last event is Ended."""
         yield from self.start()
@@ -348,7 +348,7 @@ class Agent:
                 self.session.append(InterruptEvent, tool_use_ids=dangling, reason="cancelled by the user")
             self.session.sync()
             yield TurnEnded("interrupted", "", 0)
-        self._compress_ahead()
+        yield from self._compress_ahead()
 
     def _compact(self, compact: Compact) -> Work:
         memory = self.loop.memory
@@ -357,7 +357,7 @@ class Agent:
         before = memory.context(self.session)
         yield from self.loop.run_hooks("pre_compact", {"trigger": "manual", "custom_instructions": compact.focus})
         try:
-            yield from memory.compress_now(self.session)
+            yield from memory.compress_now(self.session, compact.focus)
         finally:
             self.session.sync()
         after = memory.context(self.session)
@@ -389,11 +389,14 @@ class Agent:
 
     # -- compression between turns (a person waits on each call) ---------------------------
 
-    def _compress_ahead(self) -> None:
+    def _compress_ahead(self) -> Work:
         """After a turn, where a person reads and types: what the next call would compress,
-        compressed now in a thread (agent/compression/ahead.py). Nobody waits for it."""
+        compressed now in a thread (agent/compression/ahead.py). Nobody waits for it. One the
+        turn started that has ended is taken first: it compressed what came before the turn,
+        and the turn itself may be due now."""
         if not self.config.person:
             return
+        yield from self.take_ahead()
         loop = self.loop
         if loop.ahead is None and loop.memory is not None and works_ahead(
                 self.opened.settings.observe_ahead, os.environ.get("ANTHROPIC_BASE_URL"), self.session.events):

@@ -13,23 +13,24 @@ import threading
 import time
 from collections.abc import Generator, Iterator, Sequence
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from scribe.agent.actions.autocommit import TurnCommitter
 from scribe.agent.compression.ahead import AheadCompression
-from scribe.agent.compression.compressor import Compressor
+from scribe.agent.compression.compressor import Compressor, Room
 from scribe.agent.hooks.runner import STOP_BLOCKS, HookRunner, HookVerdict, blocked_result
 from scribe.agent.permissions import PermissionPolicy, Ruling
 from scribe.agent.protocol import (
-    STOP_REASONS,
     AgentEvent,
     ApprovalAnswer,
     ApprovalRequested,
     AssistantMessage,
+    CompressionWait,
     Decision,
     ModelCallStarted,
     Notice,
+    StopReason,
     ToolCall,
     ToolDone,
     TurnEnded,
@@ -49,13 +50,23 @@ from scribe.log.events import (
     UsageEvent,
 )
 from scribe.log.open_calls import unanswered_tool_uses
+from scribe.memory.routes import current_turn_start
 from scribe.model.client import CallResult, ModelClient
 from scribe.model.errors import ContextOverflow, ModelError
+from scribe.model.window import Overflow
 from scribe.settings.agents import AgentSpec
 from scribe.settings.hooks import NO_HOOKS, HookName, Hooks
-from scribe.tools.base import CommandInterrupted, Tool, ToolContext, ToolOutput, kind_of, stop_if_cancelled
+from scribe.tools.base import (
+    CommandInterrupted,
+    OutputTail,
+    Tool,
+    ToolContext,
+    ToolOutput,
+    kind_of,
+    stop_if_cancelled,
+)
 from scribe.tools.command import git_watch
-from scribe.tools.registry import run_tool
+from scribe.tools.registry import refused_before, run_tool
 from scribe.workspace.git.folders import command_protection
 from scribe.workspace.git.planted import describe
 from scribe.workspace.images import PreparedImage
@@ -75,6 +86,7 @@ class _Pending:
     started: float
     seen_before: dict[str, str]
     denial: str | None = None  # why it does not run; None: it runs
+    refusal: str | None = None  # the tool's own refusal, said before anyone is asked; it does not run
     permission: str | None = None
     ruling: Ruling | None = None
 
@@ -164,13 +176,13 @@ class TurnLoop:
                 except ContextOverflow as overflow:
                     # Refused for its size: compress and send the same turn once more. Nothing of
                     # the refused call was appended, so the retry renders the same log, smaller.
-                    problem = yield from self._make_room(overflow, user.seq)
-                    if problem is not None:
-                        return TurnEnded("error", final_text, calls, error=problem)
+                    room = yield from self._make_room(overflow, user.seq)
+                    if not room.fits and not room.changed:
+                        return TurnEnded("error", final_text, calls, error=self._leave_out(user.seq, overflow, room))
                     try:
                         result = yield from self._call()
                     except ContextOverflow as again:
-                        return TurnEnded("error", final_text, calls, error=self._leave_out(user.seq, again))
+                        return TurnEnded("error", final_text, calls, error=self._leave_out(user.seq, again, room))
                 estimate = self.memory.request_estimate(self.session) if self.memory else 0
                 assistant, usage = self._record_call(result, estimate)
                 if self.memory is not None:
@@ -188,8 +200,9 @@ class TurnLoop:
                     if block not in tasks:
                         yield from self._run_tool_call(block)
                 if result.stop_reason != "tool_use" or not tool_uses:
-                    reason = next((r for r in STOP_REASONS if r == result.stop_reason and r in ("refusal", "max_tokens")),
-                                  "end_turn")
+                    stop = result.stop_reason
+                    reason: StopReason = ("refusal" if stop == "refusal" else "max_tokens" if stop == "max_tokens"
+                                          else "end_turn")
                     if stops < STOP_BLOCKS:
                         verdict = yield from self.run_hooks("stop", {"stop_reason": result.stop_reason,
                                                                   "last_message": final_text,
@@ -219,12 +232,23 @@ class TurnLoop:
         if not ahead.done:
             if memory.fits(self.session):
                 return False
-            yield Notice("memory: this request needs the compression still running between turns; waiting for it")
-            while not ahead.wait(WAIT_SLICE_S):
-                stop_if_cancelled(self.cancelled)
-        self.ahead = None
-        yield from ahead.take()
+            yield from self._wait_for_ahead(memory.next_request(self.session))
+        yield from self._take_ahead()
         return True
+
+    def _wait_for_ahead(self, tokens: int, refused: bool = False) -> Generator[AgentEvent, None, None]:
+        """Wait for the compression between turns to end, saying so (a cancel stops the wait)."""
+        assert self.ahead is not None and self.memory is not None
+        room = self.memory.limits(self.session).prompt
+        if not self.ahead.done:
+            yield CompressionWait(tokens, room if room is not None else tokens, refused)
+        while not self.ahead.wait(WAIT_SLICE_S):
+            stop_if_cancelled(self.cancelled)
+
+    def _take_ahead(self) -> Iterator[AgentEvent]:
+        ahead, self.ahead = self.ahead, None
+        if ahead is not None:
+            yield from ahead.take()
 
     def _compress(self) -> Generator[AgentEvent, None, None]:
         """What memory compresses before a call: now, or, where a person waits and the request
@@ -232,23 +256,35 @@ class TurnLoop:
         fits, nothing: it is compressed after the run (agent/finishing/), and a compression the
         window needs says what the call waits for, and for how long."""
         assert self.memory is not None
+        started: float | None = None
         if self.compress_after:
             if self.memory.fits(self.session):
                 return
             yield Notice("memory: this request does not fit the context window as it is; compressing first")
             started = time.monotonic()
-            yield from self.run_hooks("pre_compact", {"trigger": "auto", "custom_instructions": ""})
-            yield from self.memory.before_call(self.session)
-            yield Notice(f"memory: compressed in {time.monotonic() - started:.1f} s; the request goes ahead")
-            return
-        if self.compress_off_path and self.memory.fits(self.session):
-            if self.memory.due(self.session):
-                yield from self.run_hooks("pre_compact", {"trigger": "auto", "custom_instructions": ""})
-                self.ahead = AheadCompression(self.memory, self.session, in_turn=True)
-            return
-        if self.hooks.for_event("pre_compact") and self.memory.due(self.session):
+        elif self.compress_off_path:
+            if self.memory.fits(self.session):
+                if self.memory.due(self.session):
+                    yield from self.run_hooks("pre_compact", {"trigger": "auto", "custom_instructions": ""})
+                    self.ahead = AheadCompression(self.memory, self.session, in_turn=True)
+                return
+            if self.memory.due(self.session):  # the person waits for it: say what for
+                room = self.memory.limits(self.session).prompt
+                tokens = self.memory.next_request(self.session)
+                yield CompressionWait(tokens, room if room is not None else tokens, ahead=False)
+        if self.hooks.for_event("pre_compact") and (started is not None or self.memory.due(self.session)):
             yield from self.run_hooks("pre_compact", {"trigger": "auto", "custom_instructions": ""})
         yield from self.memory.before_call(self.session)
+        prompt = self.memory.limits(self.session).prompt
+        turn = current_turn_start(self.session.events)
+        if prompt is not None and turn is not None and not self.memory.fits(self.session):
+            # What the thresholds compressed does not make the request fit (the retention floor
+            # keeps a long last answer raw, say): as hard as needed now, by the server's count,
+            # rather than after the server has refused the request.
+            short = max(0, self.memory.next_request(self.session) - self.memory.context(self.session).total)
+            yield from self.memory.shrink_to(self.session, prompt, keep_from=turn, short=short)
+        if started is not None:
+            yield Notice(f"memory: compressed in {time.monotonic() - started:.1f} s; the request goes ahead")
 
     def _call(self) -> Generator[AgentEvent, None, CallResult]:
         """One model call on the log as it stands, its text passed on as it arrives."""
@@ -262,21 +298,28 @@ class TurnLoop:
         assert result is not None
         return result
 
-    def _make_room(self, overflow: ContextOverflow, turn_from: int) -> Generator[AgentEvent, None, str | None]:
-        """After a refusal for size: compress everything before this turn as hard as needed. None
-        when the request now fits; else the turn is left out and the line saying so returned."""
+    def _make_room(self, overflow: ContextOverflow, turn_from: int) -> Generator[AgentEvent, None, Room]:
+        """After a refusal for size: the compression running between turns, if any, is waited
+        for and taken (it is what makes room), then everything before this turn is compressed as
+        hard as needed, judged by the size the server counted. Whether the request may be sent
+        again, and if not, why."""
         if self.memory is None:
             raise overflow
         estimate = self.memory.request_estimate(self.session)
-        budget = self.memory.after_overflow(self.session, overflow, estimate)
+        budget = self.memory.after_overflow(self.session, Overflow(overflow.requested, overflow.window), estimate)
+        refused = self.memory.context(self.session).total
+        short = max(0, overflow.requested - refused) if overflow.requested else 0  # what the estimate missed
+        if self.ahead is not None:
+            yield from self._wait_for_ahead(overflow.requested or refused, refused=True)
+            yield from self._take_ahead()
         yield Notice(f"memory: the request did not fit the model's {overflow.window:,}-token context window; "
                      "compressing and trying once more")
-        if (yield from self.memory.shrink_to(self.session, budget, keep_from=turn_from)):
-            return None
-        return self._leave_out(turn_from, overflow)
+        room = yield from self.memory.shrink_to(self.session, budget, keep_from=turn_from, short=short)
+        return replace(room, changed=self.memory.context(self.session).total < refused)
 
-    def _leave_out(self, turn_from: int, overflow: ContextOverflow) -> str:
-        """This turn does not fit: record that later requests leave it out, and say what to do."""
+    def _leave_out(self, turn_from: int, overflow: ContextOverflow, room: Room | None = None) -> str:
+        """This turn does not fit: record that later requests leave it out, and why memory could
+        not make room (`scribe log stats` says it), and say what to do."""
         window = overflow.window
         own = self.memory.own_size(self.session, turn_from) if self.memory is not None else overflow.requested or 0
         prompt = self.memory.limits(self.session).prompt if self.memory is not None else None
@@ -286,9 +329,10 @@ class TurnLoop:
                     "larger window")
         else:
             size = f" ({overflow.requested:,} tokens)" if overflow.requested else ""
+            why = f" ({room.why})" if room is not None and room.why else ""
             line = (f"the request{size} does not fit the model's {window:,}-token context window, and memory "
-                    "could not compress the earlier part enough (`scribe log stats` says why); `scribe reflect` "
-                    "tries again, or use a model with a larger window")
+                    f"could not compress the earlier part enough{why}; `scribe reflect` tries again, or use a "
+                    "model with a larger window")
         last = self.session.events[-1].seq
         self.session.append(LeftOutEvent, seq_from=turn_from, seq_to=last, tokens=overflow.requested or own,
                             window=window, reason=line)
@@ -319,16 +363,19 @@ class TurnLoop:
 
     def _run_tool_call(self, block: dict[str, Any]) -> Generator[AgentEvent, ApprovalAnswer | None, None]:
         pending = yield from self._ask_call(block)
-        if pending.denial is not None:
-            out = ToolOutput(pending.denial, is_error=True)
+        if pending.denial is not None or pending.refusal is not None:
+            out = ToolOutput(pending.denial or pending.refusal or "", is_error=True)
         else:
             with self._acting(pending.tool):
+                self.context.output_tail = pending.call.output
                 try:
                     out = run_tool(self.tools, pending.call.name, pending.call.args, self.context)
                 except CommandInterrupted as stop:
                     # The call keeps its real, partial result; the turn then ends as cancelled.
                     self._append_result(pending, stop.output)
                     raise stop.cause from None
+                finally:
+                    self.context.output_tail = None
         yield from self._finish_call(pending, out)
 
     def _run_tasks(self, blocks: list[dict[str, Any]]) -> Generator[AgentEvent, ApprovalAnswer | None, None]:
@@ -338,7 +385,7 @@ class TurnLoop:
         pending = []
         for block in blocks:
             pending.append((yield from self._ask_call(block)))
-        allowed = [p for p in pending if p.denial is None]
+        allowed = [p for p in pending if p.denial is None and p.refusal is None]
         outputs: dict[str, ToolOutput] = {}
         if allowed:
             header = self.session.header
@@ -350,7 +397,7 @@ class TurnLoop:
                     outputs = yield from self.subagents.run(parent, [p.call for p in allowed])
                 except TasksInterrupted as stop:
                     for p in pending:
-                        self._append_result(p, stop.outputs.get(p.call.id) or ToolOutput(p.denial or "", is_error=True))
+                        self._append_result(p, stop.outputs.get(p.call.id) or ToolOutput(p.denial or p.refusal or "", is_error=True))
                     raise stop.cause from None
         for p in pending:
             out = outputs.get(p.call.id)
@@ -359,14 +406,15 @@ class TurnLoop:
                                                             "agent_session_id": out.child.get("session"),
                                                             "reason": out.child.get("reason"), "tool_use_id": p.call.id},
                                           tool=str(out.child.get("agent")), tool_use_id=p.call.id)
-            yield from self._finish_call(p, out or ToolOutput(p.denial or "", is_error=True))
+            yield from self._finish_call(p, out or ToolOutput(p.denial or p.refusal or "", is_error=True))
 
     def _ask_call(self, block: dict[str, Any]) -> Generator[AgentEvent, ApprovalAnswer | None, _Pending]:
         """A call as it is asked for: shown, put to the pre_tool_use hooks, then to the rules and
         the mode (which may ask the person)."""
         name, args = block["name"], block.get("input") or {}
         tool = next((t for t in self.tools if t.name == name), None)
-        call = ToolCall(block["id"], name, args, tool.summary(args) if tool else name)
+        tail = OutputTail(self.context.redact) if tool is not None and tool.kind == "command" else None
+        call = ToolCall(block["id"], name, args, tool.summary(args) if tool else name, tail)
         yield call
         verdict = yield from self.run_hooks("pre_tool_use", {"tool_name": name, "tool_input": args,
                                                           "tool_use_id": call.id}, tool=name, tool_use_id=call.id)
@@ -374,7 +422,9 @@ class TurnLoop:
         if verdict.blocked:
             pending.denial = blocked_result(verdict.reason)
         elif tool is not None:
-            pending.denial, pending.permission, pending.ruling = yield from self._denial(call, tool)
+            pending.refusal = self._refusal(call, tool)
+            if pending.refusal is None:
+                pending.denial, pending.permission, pending.ruling = yield from self._denial(call, tool)
         pending.started = time.monotonic()
         return pending
 
@@ -385,7 +435,7 @@ class TurnLoop:
         if out.git_config:  # a command planted git configuration: the person's own git would read it
             self.session.append(GitConfigEvent, changes=out.git_config, tool_use_id=call.id)
             yield Notice(describe(out.git_config))
-        if pending.denial is None:
+        if pending.denial is None and pending.refusal is None:
             response = {"output": result.output, "is_error": result.is_error, "exit_code": result.exit_code}
             yield from self.run_hooks("post_tool_use", {"tool_name": call.name, "tool_input": call.args,
                                                      "tool_use_id": call.id, "tool_response": response},
@@ -450,6 +500,13 @@ class TurnLoop:
         if self.watcher is not None and tool is not None and tool.kind in ("command", "mcp", "mcp-read", "task"):
             return self.watcher.command_running()
         return nullcontext()
+
+    def _refusal(self, call: ToolCall, tool: Tool) -> str | None:
+        """A call the mode would put to the person that the tool will refuse whatever the answer
+        (a URL web_fetch never fetches) is not put: the tool's refusal is its result."""
+        if self.policy.decide(tool.name, kind_of(tool, call.args), call.args).verdict != "ask":
+            return None
+        return refused_before(self.tools, call.name, call.args, self.context)
 
     def _denial(self, call: ToolCall,
                 tool: Tool) -> Generator[AgentEvent, ApprovalAnswer | None, tuple[str | None, str | None, Ruling]]:

@@ -28,6 +28,7 @@ from scribe.log.events import AssistantEvent, ToolResultEvent, UsageEvent
 from scribe.model.events import Notice, Retrying, TextDelta, TextWithdrawn, Waiting
 from scribe.settings.rules import Rule
 from scribe.settings.values import PermissionMode
+from scribe.tools.base import OutputTail
 from scribe.workspace.images import PreparedImage
 
 # -- submissions -------------------------------------------------------------------------------
@@ -198,10 +199,14 @@ class AssistantMessage:
 
 @dataclass(frozen=True)
 class ToolCall:
+    """A tool call the model made. `output`: a command's output as it runs (its end, redacted),
+    for a front end that shows it live; the result (ToolDone) holds it whole."""
+
     id: str
     name: str
     args: dict[str, Any]
     summary: str
+    output: OutputTail | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -257,6 +262,27 @@ class SubagentEvent:
     event: Event
 
 
+@dataclass(frozen=True)
+class CompressionWait:
+    """The turn's next request would not fit the model's window, and a compression is what makes
+    room: the one started between turns (agent/compression/ahead.py), which the turn waits for,
+    or (`ahead` False) one made now, before the call. A cancel stops the wait, and the turn.
+    `tokens`: the request as it stands (the server's count where it has one: a refusal's, or the
+    last request's and what came since); `room`: the most a request may hold in the window."""
+
+    tokens: int
+    room: int
+    refused: bool = False  # the server refused the request for its size (else it is foreseen)
+    ahead: bool = True
+
+    @property
+    def reason(self) -> str:
+        # The server's own count of a refused request; otherwise partly an estimate.
+        size = f"was refused at {self.tokens:,}" if self.refused else f"is ~{self.tokens:,}"
+        what = "waiting for the compression running since the last turn" if self.ahead else "compressing memory first"
+        return f"{what}: this request {size} tokens, and the window leaves it {self.room:,}"
+
+
 StopReason = Literal["end_turn", "max_turns", "interrupted", "error", "refusal", "max_tokens"]
 STOP_REASONS: tuple[StopReason, ...] = ("end_turn", "max_turns", "interrupted", "error", "refusal", "max_tokens")
 
@@ -270,7 +296,7 @@ class TurnEnded:
 
 
 AgentEvent = (TextDelta | TextWithdrawn | ModelCallStarted | Retrying | Waiting | AssistantMessage | ToolCall
-              | ApprovalRequested | ToolDone | Notice | Compressed | TurnEnded | SubagentEvent)
+              | ApprovalRequested | ToolDone | Notice | Compressed | CompressionWait | TurnEnded | SubagentEvent)
 
 
 # -- a session's life around its turns ---------------------------------------------------------

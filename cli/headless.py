@@ -28,6 +28,7 @@ from scribe.agent.protocol import (
     AssistantMessage,
     Compacted,
     Compressed,
+    CompressionWait,
     Curated,
     Event,
     Failed,
@@ -98,6 +99,8 @@ class TextSink:
             self._note(compressed_line(event))
         elif isinstance(event, SubagentEvent) and (line := subagent_line(event)) is not None:
             self._note(line)
+        elif isinstance(event, CompressionWait):
+            self._note(event.reason)
 
     def _note(self, text: str) -> None:
         self.err.write(visible(text) + "\n")
@@ -208,8 +211,12 @@ class StreamJson:
                 "trigger": "manual", "pre_tokens": event.before, "post_tokens": event.after})
         if isinstance(event, Retrying):
             return self._system("api_retry", attempt=event.attempt, reason=event.reason)
+        if isinstance(event, CompressionWait):
+            return self._system("compression_wait", reason=event.reason, tokens=event.tokens, room=event.room,
+                                refused=event.refused, ahead=event.ahead)
         if isinstance(event, Waiting):
-            return self._system("waiting", reason=event.reason, silent_s=event.silent_s, answering=event.answering)
+            return self._system("waiting", reason=event.reason, silent_s=event.silent_s, stage=event.stage,
+                                answering=event.answering)
         if isinstance(event, TextWithdrawn):
             return self._system("text_withdrawn", text=event.text)
         if isinstance(event, ModeChanged):

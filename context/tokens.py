@@ -117,6 +117,9 @@ class TokenEstimator:
         self.factor = observed if self.factor == 1.0 else 0.7 * self.factor + 0.3 * observed
 
 
-def fixed_tokens(header: SessionEvent) -> int:
-    """Instructions and tool definitions: the part of every request that never changes."""
-    return estimate_text(header.system) + estimate_text(json.dumps(header.tools, ensure_ascii=False))
+def fixed_tokens(header: SessionEvent, *, tools: bool = True) -> int:
+    """Instructions and tool definitions: the part of every request that never changes.
+    `tools` False: a server that drops the request's tools (a chat template without any)
+    counts the instructions alone."""
+    defined = estimate_text(json.dumps(header.tools, ensure_ascii=False)) if tools else 0
+    return estimate_text(header.system) + defined

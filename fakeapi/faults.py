@@ -29,6 +29,8 @@ def shape_stream(events: list[tuple[str, dict[str, Any]]], fault: Fault | None) 
         return head, "cut"
     if fault.kind == "stall":
         return head, "stall"
+    if fault.kind == "slow_start":
+        return [encode_sse(name, data) for name, data in events], "end"
     if fault.kind == "short":
         return head, "end"
     if fault.kind == "garble":

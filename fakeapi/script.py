@@ -69,7 +69,8 @@ class Reply:
         return cls([text_block(text)])
 
 
-FaultKind = Literal["status", "drop", "cut", "short", "no_stop", "null_stop", "garble", "body", "hang", "stall"]
+FaultKind = Literal["status", "drop", "cut", "short", "no_stop", "null_stop", "garble", "body", "hang", "stall",
+                    "slow_start"]
 FAULT_KINDS: tuple[str, ...] = get_args(FaultKind)
 STREAM_CONTENT_TYPE = "text/event-stream; charset=utf-8"
 # A data line whose JSON breaks off: what a proxy that mangles a stream might pass on.
@@ -95,6 +96,9 @@ class Fault:
                       a server that closes after some text as if it were done.
     kind="no_stop":   every event but the final `message_stop`, then a clean end.
     kind="null_stop": every event, but `message_delta` carries `stop_reason: null`.
+    kind="slow_start": the 200 and its headers at once, then nothing for `hang_s` seconds, then
+                      the whole stream: a local server (llama.cpp) evaluating a long prompt
+                      before its first event. Not a failure: the answer is whole.
     kind="garble":    `after_events` events, then the bytes `garbage` (by default a data line
                       whose JSON breaks off, MALFORMED_SSE), then the rest of the events.
 

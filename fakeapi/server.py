@@ -82,7 +82,8 @@ class FakeMessagesServer:
         `answers_props` is false (as behind a proxy that passes only /v1/messages).
         `template_tools` false: a "llama.cpp" server whose model's chat template has no tools,
         as SmolLM2's: /props says so (`chat_template_caps.supports_tools`), and the script sees
-        each request without its `tools` and `tool_choice`, as that model would."""
+        each request without its `tools` and `tool_choice`, as that model would; its prompt is
+        counted (usage, the window, the cache) without them, as that server counts it."""
         if kind not in SERVER_KINDS:
             raise ValueError(f"kind must be one of {', '.join(SERVER_KINDS)}")
         self.context_window = context_window
@@ -99,7 +100,7 @@ class FakeMessagesServer:
         self._ids = itertools.count(1)
         self._httpd: MessagesHTTPServer | None = None
         self._thread: threading.Thread | None = None
-        # Set by stop(): releases handlers that hang on purpose (Fault kinds "hang" and "stall").
+        # Set by stop(): releases handlers that hang on purpose (Fault kinds "hang", "stall" and "slow_start").
         self._stopping = threading.Event()
         self.requests: list[RecordedRequest] = []
         self.base_url = ""
@@ -113,6 +114,7 @@ class FakeMessagesServer:
         self._stopping.clear()
         self._httpd = MessagesHTTPServer(self._address, self._dispatch, self._answer_get)
         host, port = self._httpd.server_address[:2]
+        assert isinstance(host, str)  # an AF_INET server's address
         self.base_url = f"http://{host}:{port}"
         # A short poll interval keeps stop() fast; the default would add up to 0.5 s per test.
         self._thread = threading.Thread(
@@ -198,7 +200,11 @@ class FakeMessagesServer:
         except InvalidRequest as exc:
             self._reject(handler, record, request_id, exc.status, exc.error_type, exc.message)
             return
-        if self._too_long(handler, record, request_id, parsed):
+        seen = parsed
+        if self.kind == "llama.cpp" and not self.template_tools:
+            # The template drops them: the model never sees them, and the server counts no token of them.
+            seen = {k: v for k, v in parsed.items() if k not in ("tools", "tool_choice")}
+        if self._too_long(handler, record, request_id, seen):
             return
 
         if parsed["max_tokens"] == 0:
@@ -206,9 +212,6 @@ class FakeMessagesServer:
             # so no scripted reply is spent on it.
             item: ScriptItem = Reply([], stop_reason="max_tokens")
         else:
-            seen = parsed
-            if self.kind == "llama.cpp" and not self.template_tools:  # the template drops them
-                seen = {k: v for k, v in parsed.items() if k not in ("tools", "tool_choice")}
             try:
                 item = self._script.next_item(seen)
             except Exception as exc:  # noqa: BLE001 - a responder bug must surface, not hang the SDK
@@ -234,7 +237,7 @@ class FakeMessagesServer:
                 self._record(record)
                 handler.send_raw(200, item.content_type, item.body, {"request-id": request_id})
                 return
-        self._answer_reply(handler, record, request_id, item, parsed)
+        self._answer_reply(handler, record, request_id, item, seen)
 
     def _too_long(self, handler: ExchangeHandler, record: RecordedRequest, request_id: str,
                   request: dict[str, Any]) -> bool:
@@ -329,7 +332,12 @@ class FakeMessagesServer:
         if request.get("stream"):
             events = with_usage_habit(stream_events(reply, **common), self._usage_habit)
             chunks, ending = shape_stream(events, fault)
-            handler.send_stream(chunks, headers, ending, wait=partial(self._hold, fault) if fault else None)
+            held = partial(self._hold, fault) if fault else None
+            handler.send_stream(chunks, headers, ending, wait=held,
+                                first=held if fault is not None and fault.kind == "slow_start" else None)
+        elif fault is not None and fault.kind == "slow_start":
+            self._hold(fault)
+            handler.send_json(200, message_json(reply, **common), headers)
         elif fault is not None:
             if fault.kind == "stall":
                 self._hold(fault)

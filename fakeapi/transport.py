@@ -123,10 +123,10 @@ class ExchangeHandler(BaseHTTPRequestHandler):
         self.hang_up()
 
     def send_stream(self, chunks: Iterable[bytes], headers: dict[str, str], ending: StreamEnding = "end",
-                    wait: Callable[[], object] | None = None) -> None:
+                    wait: Callable[[], object] | None = None, first: Callable[[], object] | None = None) -> None:
         """Send each chunk as one piece of a chunked body, then end it: "end" with the last
         chunk, as a complete response does; "cut" by hanging up at once; "stall" by hanging up
-        once `wait` returns."""
+        once `wait` returns. `first`: waited for once the headers are out, before any chunk."""
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream; charset=utf-8")
         self.send_header("Cache-Control", "no-cache")
@@ -134,6 +134,9 @@ class ExchangeHandler(BaseHTTPRequestHandler):
         for name, value in headers.items():
             self.send_header(name, value)
         self.end_headers()
+        if first is not None:
+            self.wfile.flush()
+            first()
         for chunk in chunks:
             self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
         if ending == "end":

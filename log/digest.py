@@ -133,15 +133,18 @@ class LogDigest:
                 "recent_errors": self.recent_errors, "last_modelled": self.last_modelled,
                 "recent_extractive": self.recent_extractive, "calibration": self.calibration,
                 "health": [[c.made, c.failed, c.last_failure] for c in _side_calls(self.health)]
-                + [self.health.last_failure], "model_free": self.health.model_free}
+                + [self.health.last_failure], "model_free": self.health.model_free,
+                "left_out": [self.health.left_out, self.health.last_left_out]}
 
     @classmethod
     def from_state(cls, state: dict[str, Any]) -> LogDigest:
         """Raises (KeyError, TypeError, ValueError) on a state that is not one: the checkpoint is
         then rebuilt."""
         *calls, last_failure = state["health"]
-        health = MemoryHealth(*(SideCalls(int(made), int(failed), last) for made, failed, last in calls),
-                              last_failure=last_failure, model_free=int(state["model_free"]))
+        left_out, last_left_out = state.get("left_out", [0, None])  # a checkpoint older than the count has none
+        observer, reflector, curator = (SideCalls(int(made), int(failed), last) for made, failed, last in calls)
+        health = MemoryHealth(observer, reflector, curator, last_failure=last_failure, model_free=int(state["model_free"]),
+                              left_out=int(left_out), last_left_out=last_left_out)
         digest = cls(int(state["events"]), int(state["turns"]), state["last_ts"], dict(state["seen"]),
                      int(state["calls"]), int(state["agent_calls"]),
                      {int(seq): int(n) for seq, n in state["agent_calls_before"]}, int(state["notes_upto"]),

@@ -1,5 +1,6 @@
 """Is memory working? Counted from the log: observations, reflections and curations made, side
-calls that failed (an API error, or an answer refused by its reader) and the last reason.
+calls that failed (an API error, or an answer refused by its reader) and the last reason, and the
+turns left out because memory could not make room for them in the window, with why.
 
 Pure: events in, figures out. `/stats`, `scribe log stats` and `scribe run --output json` show
 these, so a session whose compression keeps failing says so instead of quietly growing.
@@ -15,6 +16,7 @@ from scribe.log.events import (
     EXTRACTIVE_MODEL,
     ErrorEvent,
     Event,
+    LeftOutEvent,
     NotesEvent,
     ObservationEvent,
     ReflectionEvent,
@@ -41,6 +43,8 @@ class MemoryHealth:
     curator: SideCalls = field(default_factory=SideCalls)
     last_failure: str | None = None  # the latest failure of any side call
     model_free: int = 0  # observations made without a model, its answer unusable (memory/extract.py)
+    left_out: int = 0  # turns memory could not make room for (`left_out` events)
+    last_left_out: str | None = None  # why, the last time
 
     @property
     def failed(self) -> int:
@@ -54,17 +58,20 @@ class MemoryHealth:
                 f"{_count(self.reflector.made, 'reflection')}, {_count(self.curator.made, 'curation')}")
         if self.model_free:
             made += f"; without a model {_count(self.model_free, 'summary', 'summaries')}"
+        room = (f"; memory could not make room for {_count(self.left_out, 'turn')}, left out of later requests, "
+                f"last: {self.last_left_out}" if self.left_out else "")
         if not self.failed:
-            return made + "; no side call failed"
+            return made + "; no side call failed" + room
         parts = [f"{calls.failed} {name}" for name, calls in
                  (("observer", self.observer), ("reflector", self.reflector), ("curator", self.curator))
                  if calls.failed]
-        return f"{made}; {_count(self.failed, 'side call')} failed ({', '.join(parts)}), last: {self.last_failure}"
+        return (f"{made}; {_count(self.failed, 'side call')} failed ({', '.join(parts)}), last: {self.last_failure}"
+                + room)
 
     def as_dict(self) -> dict[str, Any]:
         return {"observations": self.observer.made, "reflections": self.reflector.made,
                 "curations": self.curator.made, "model_free": self.model_free, "failed": self.failed,
-                "last_failure": self.last_failure,
+                "last_failure": self.last_failure, "left_out": self.left_out, "last_left_out": self.last_left_out,
                 "by_purpose": {"observer": self.observer.as_dict(), "reflector": self.reflector.as_dict(),
                                "curator": self.curator.as_dict()}}
 
@@ -90,6 +97,9 @@ def count(health: MemoryHealth, event: Event) -> None:
         health.reflector.made += 1
     elif isinstance(event, NotesEvent):
         health.curator.made += 1
+    elif isinstance(event, LeftOutEvent):
+        health.left_out += 1
+        health.last_left_out = event.reason
     elif isinstance(event, ErrorEvent) and event.kind in FAILURE_KINDS:
         calls: SideCalls = getattr(health, FAILURE_KINDS[event.kind])
         # A reflection is tried several times before it backs off; each try was a call.

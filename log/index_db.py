@@ -55,7 +55,9 @@ CREATE TABLE IF NOT EXISTS sessions (
     curator_made INTEGER NOT NULL DEFAULT 0, curator_failed INTEGER NOT NULL DEFAULT 0,
     curator_last_failure TEXT,
     last_failure TEXT,                   -- the latest failure of any side call
-    model_free INTEGER NOT NULL DEFAULT 0  -- observations and reflections made without a model
+    model_free INTEGER NOT NULL DEFAULT 0, -- observations and reflections made without a model
+    left_out INTEGER NOT NULL DEFAULT 0, -- turns memory could not make room for (left_out events)
+    last_left_out TEXT                   -- why, the last time
 );
 CREATE TABLE IF NOT EXISTS usage (
     session INTEGER NOT NULL REFERENCES sessions(rowid),

@@ -62,7 +62,9 @@ class StatsFold:
             f"SELECT purpose, {', '.join(_FIGURES)} FROM usage_purposes WHERE session = ?", (rowid,))}
         side = [SideCalls(values[f"{name}_made"], values[f"{name}_failed"], values[f"{name}_last_failure"])
                 for name in _SIDE_CALLS]
-        health = MemoryHealth(*side, last_failure=values["last_failure"], model_free=values["model_free"])
+        observer, reflector, curator = side
+        health = MemoryHealth(observer, reflector, curator, last_failure=values["last_failure"], model_free=values["model_free"],
+                              left_out=values["left_out"], last_left_out=values["last_left_out"])
         reaching = [(low, high) for low, high in db.execute(
             "SELECT seq_from, seq_to FROM observed WHERE session = ? AND seq_to > ?", (rowid, values["last_seq"]))]
         return cls(db, rowid, purposes, health, reaching)
@@ -128,7 +130,8 @@ class StatsFold:
                                strict=True):
             values.update({f"{name}_made": calls.made, f"{name}_failed": calls.failed,
                            f"{name}_last_failure": calls.last_failure})
-        values.update(last_failure=self.health.last_failure, model_free=self.health.model_free)
+        values.update(last_failure=self.health.last_failure, model_free=self.health.model_free,
+                      left_out=self.health.left_out, last_left_out=self.health.last_left_out)
         self.tokens.clear()
         self.observed.clear()
 
@@ -149,6 +152,8 @@ def read_stats(db: sqlite3.Connection, row: sqlite3.Row) -> IndexedStats:
         "SELECT DISTINCT model FROM usage_quarters WHERE session = ? AND unpriced > 0", (rowid,))}
     total = Figures.of_row(*(row[k] for k in _FIGURES))
     side = [SideCalls(row[f"{name}_made"], row[f"{name}_failed"], row[f"{name}_last_failure"]) for name in _SIDE_CALLS]
-    health = MemoryHealth(*side, last_failure=row["last_failure"], model_free=row["model_free"])
+    observer, reflector, curator = side
+    health = MemoryHealth(observer, reflector, curator, last_failure=row["last_failure"], model_free=row["model_free"],
+                          left_out=row["left_out"], last_left_out=row["last_left_out"])
     return IndexedStats(total, by_purpose, unpriced, row["observations"], row["observation_tokens"], row["raw_tokens"],
                         row["reflections"], row["reflection_tokens"], health)

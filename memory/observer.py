@@ -164,10 +164,17 @@ def _index_of(raw: Sequence[Event], seq: int) -> int:
     return next(i for i, e in enumerate(raw) if e.seq == seq)
 
 
+def focus_line(focus: str) -> str:
+    """What the person asked a compaction to keep in view (`/compact FOCUS`), said to the Observer."""
+    return (f"The person asked for this compaction with a focus: {focus.strip()}. Keep everything that bears on it "
+            "in full detail (🔴), and be briefer about the rest.")
+
+
 def observer_input(previous: Sequence[str], events: Sequence[Event], *, tail_tokens: int = OBSERVATIONS_SHOWN,
-                   room: int | None = None) -> str:
-    """The user message for the observer: the tail of existing observations, then the events.
-    With `room`, the whole message stays within that many estimated tokens."""
+                   room: int | None = None, focus: str = "") -> str:
+    """The user message for the observer: the tail of existing observations, then the events,
+    then the person's focus, if they gave one. With `room`, the whole message stays within that
+    many estimated tokens."""
     if room is not None:
         tail_tokens = min(tail_tokens, room // 4)
     shown: list[str] = []
@@ -185,9 +192,13 @@ def observer_input(previous: Sequence[str], events: Sequence[Event], *, tail_tok
     lines = "\n".join(filter(None, (event_line(e) for e in events)))
     first, last = events[0].seq, events[-1].seq
     body = f"Events to observe (seq {first}-{last}):\n{lines}"
+    asked = focus_line(focus) if focus.strip() else ""
     if room is not None:
-        body = fit_text(body, room - sum(estimate_text(p) for p in parts) - 2, f"recall seq {first}-{last}")
+        body = fit_text(body, room - sum(estimate_text(p) for p in parts) - estimate_text(asked) - 4,
+                        f"recall seq {first}-{last}")
     parts.append(body)
+    if asked:
+        parts.append(asked)
     return "\n\n".join(parts)
 
 

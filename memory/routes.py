@@ -36,7 +36,7 @@ from scribe.log.events import Event, SessionEvent, UserEvent
 from scribe.log.pricing import price_for
 
 from .answer_tools import OBSERVATIONS_TOOL
-from .observer import OBSERVER_SYSTEM, observer_input
+from .observer import OBSERVER_SYSTEM, focus_line, observer_input
 from .reflector import REFLECTOR_SYSTEM, ReflectPlan, chunk_size, reflector_input
 
 Route = Literal["cache", "separate"]
@@ -94,6 +94,7 @@ class SideCall:
     attempt: int = 0  # reflector: which retry
     quote: Mapping[str, Any] = field(default_factory=dict)
     prefix_to: int | None = None  # cache route: only the events before this seq (the current turn's request)
+    focus: str = ""  # observer: what the person asked a compaction to keep in view (`/compact FOCUS`)
 
     def recorded(self) -> dict[str, Any]:
         out: dict[str, Any] = {"kind": self.kind, "route": self.route, "model": self.model,
@@ -108,6 +109,8 @@ class SideCall:
                 out["tool"] = self.tool
         if self.prefix_to is not None:
             out["prefix_to"] = self.prefix_to
+        if self.focus:
+            out["focus"] = self.focus
         return out
 
     @classmethod
@@ -118,7 +121,8 @@ class SideCall:
                    room=record.get("room"), shown=int(record.get("shown", 0)),
                    supersedes=tuple(int(s) for s in record.get("supersedes", ())),
                    attempt=int(record.get("attempt", 0)), quote=dict(record.get("quote", {})),
-                   prefix_to=None if record.get("prefix_to") is None else int(record["prefix_to"]))
+                   prefix_to=None if record.get("prefix_to") is None else int(record["prefix_to"]),
+                   focus=str(record.get("focus", "")))
 
 
 class NotRebuildable(ValueError):
@@ -140,7 +144,8 @@ def build(events: Sequence[Event], call: SideCall, index: ChunkIndex | None = No
             return through_cache(events, observer_instruction(events, call, index), call.max_tokens, index, images)
         raw = index.shown(tail_after(events, max(observed_to, 0)))
         chosen = [e for e in raw if call.seq_from <= e.seq <= call.seq_to]
-        user = observer_input([c.text for c in chunks], chosen, tail_tokens=call.shown, room=call.room)
+        user = observer_input([c.text for c in chunks], chosen, tail_tokens=call.shown, room=call.room,
+                              focus=call.focus)
         return Request.one_shot(call.model, OBSERVER_SYSTEM, user, call.max_tokens,
                                 tool=OBSERVATIONS_TOOL if call.tool else None)
     plan = plan_of(chunks, call.supersedes)
@@ -210,7 +215,8 @@ def observer_instruction(events: Sequence[Event], call: SideCall, index: ChunkIn
              f"seq {call.seq_from}-{call.seq_to}), ending with the {end['role']} message that begins "
              f"\u00ab{quote(end)}\u00bb. Every message after it stays in the agent's view word for word: leave "
              "those out, and leave out the observations already in the system prompt.")
-    return f"{OBSERVER_SYSTEM}\n\n{where}\n{THROUGH_CACHE_NOTE}"
+    asked = f"\n{focus_line(call.focus)}" if call.focus.strip() else ""
+    return f"{OBSERVER_SYSTEM}\n\n{where}{asked}\n{THROUGH_CACHE_NOTE}"
 
 
 def reflector_instruction(chunks: Sequence[Chunk], plan: ReflectPlan, attempt: int) -> str:

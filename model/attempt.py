@@ -32,6 +32,12 @@ class Began:
 
 
 @dataclass(frozen=True)
+class Answering:
+    """The answer's first event came: the server has read the prompt and is writing. (A local
+    server sends its 200 at once and nothing more while it evaluates a long prompt.)"""
+
+
+@dataclass(frozen=True)
 class Piece:
     text: str
 
@@ -49,7 +55,7 @@ class Broke:
     error: BaseException
 
 
-Step = Began | Piece | Done | Broke
+Step = Began | Answering | Piece | Done | Broke
 
 # What the SDK raises while reading a 200 whose body is not what it expects: it parses without
 # validating, so a malformed answer can surface as any of these. A body that fails to arrive or
@@ -98,6 +104,8 @@ class Attempt:
         for event in stream:
             if self._abandoned.is_set():
                 return None
+            if not started:
+                self._steps.put(Answering())
             if event.type == "message_start":
                 started = True
             elif event.type == "message_stop":

@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Generator, Iterator
+from collections.abc import Generator
 from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
@@ -35,11 +35,11 @@ from scribe.log.events import Block
 from scribe.log.usage import Tokens
 from scribe.settings.values import DEFAULT_REQUEST_TIMEOUT_S, Settings
 
-from .attempt import Attempt, Began, Done, FilledMessageStream, Piece
+from .attempt import Answering, Attempt, Began, Done, FilledMessageStream, Piece
 from .complete import BrokenAnswer
 from .connection import connect_timed_out, connection_refused, lost_words
 from .errors import BadBaseUrl, ContextOverflow, MissingCredentials, ModelError, SideCallTooSlow
-from .events import Notice, Retrying, TextDelta, TextWithdrawn, Waiting
+from .events import Notice, Retrying, Stage, TextDelta, TextWithdrawn, Waiting
 from .retry import RetryPolicy, retry_after, should_retry
 from .shown import ShownText
 from .window import anthropic_url, read_overflow
@@ -134,7 +134,8 @@ class ModelClient:
         call's usage event names it, unless the answer proves Anthropic's (model/attempt.py)."""
         return None if self.on_anthropic else self._server()
 
-    def stream(self, request: Request, cancelled: threading.Event | None = None) -> Iterator[CallEvent | CallResult]:
+    def stream(self, request: Request,
+               cancelled: threading.Event | None = None) -> Generator[CallEvent | CallResult, None, None]:
         """Yield text as it arrives (each piece once, across retries), then the completed call.
         Raises ModelError. `cancelled`: set from any thread, it stops the call within a slice of
         its waits, as a Ctrl-C would (KeyboardInterrupt)."""
@@ -203,7 +204,8 @@ class ModelClient:
         attempt = Attempt(lambda: FilledMessageStream(
             lambda: client.messages.create(**request.params(), stream=True), request.model))
         attempt.start()
-        answering = quiet = from_anthropic = False
+        quiet = from_anthropic = False
+        stage: Stage = "connecting"
         try:
             silent_since = time.monotonic()
             while True:
@@ -213,11 +215,13 @@ class ModelClient:
                     if quiet or time.monotonic() - silent_since < self.slow_after_s:
                         continue
                     quiet = True
-                    yield Waiting(number, self._server(), self.slow_after_s, self.request_timeout_s, answering)
+                    yield Waiting(number, self._server(), self.slow_after_s, self.request_timeout_s, stage)
                     continue
                 quiet, silent_since = False, time.monotonic()
                 if isinstance(step, Began):
-                    answering, from_anthropic = True, step.anthropic
+                    stage, from_anthropic = "reading", step.anthropic
+                elif isinstance(step, Answering):
+                    stage = "answering"
                 elif isinstance(step, Piece):
                     yield from shown.take(step.text)
                 elif isinstance(step, Done):

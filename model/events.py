@@ -5,6 +5,7 @@ agent passes them on among its own events (agent/protocol.py)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 
 @dataclass(frozen=True)
@@ -31,24 +32,39 @@ class Retrying:
     reason: str
 
 
+# What a silent server is doing, as far as the stream tells: no answer to the request yet (still
+# connecting, or queued); answered (its 200) but no event yet, as a local server is while it
+# evaluates a long prompt; or paused in the middle of its answer.
+Stage = Literal["connecting", "reading", "answering"]
+
+
 @dataclass(frozen=True)
 class Waiting:
-    """The server has sent nothing for `silent_s` seconds: still connecting or thinking
-    (`answering` False), or paused mid-answer. The call gives up after `timeout_s` seconds of
-    silence (`request_timeout_s`). Sent once per silent spell, as soon as it is noticeable, so a
-    front end can say at once what it waits for."""
+    """The server has sent nothing for `silent_s` seconds, at `stage`. The call gives up after
+    `timeout_s` seconds of silence (`request_timeout_s`). Sent once per silent spell, as soon as
+    it is noticeable, so a front end can say at once what it waits for."""
 
     attempt: int
     server: str  # host[:port]
     silent_s: float
     timeout_s: float
-    answering: bool
+    stage: Stage
+
+    @property
+    def answering(self) -> bool:
+        """Paused mid-answer (else the answer has not begun)."""
+        return self.stage == "answering"
+
+    @property
+    def what(self) -> str:
+        """What is waited for, without the figures: a spinner counts the seconds itself."""
+        if self.stage == "reading":
+            return f"{self.server} is reading the prompt before it answers"
+        return f"the answer paused from {self.server}" if self.answering else f"no answer yet from {self.server}"
 
     @property
     def reason(self) -> str:
-        what = "the answer paused" if self.answering else "no answer yet"
-        return (f"{what} from {self.server} after {self.silent_s:g} s; "
-                f"giving up after {self.timeout_s:g} s of silence")
+        return f"{self.what} after {self.silent_s:g} s; giving up after {self.timeout_s:g} s of silence"
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import shlex
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 
@@ -31,6 +32,30 @@ class TmuxPane:
                  "new-session", "-d", "-x", str(width), "-y", str(height), *where, wrapped)
         self.run("set-option", "-g", "window-size", "manual")
         self.run("set-option", "-g", "history-limit", "10000")
+
+    def start_program(self, argv: str, env: dict[str, str], cwd: Path, width: int = 100, height: int = 30) -> None:
+        """Run `argv` (a shell word or words) with exactly the environment `env`, in `cwd`."""
+        self.start(f"env -i {' '.join(f'{k}={shlex.quote(v)}' for k, v in env.items())} {argv}", width, height, cwd)
+
+    def prompt_ready(self, seconds: float = 30) -> None:
+        """Wait for scribe's empty prompt: the last line above the bottom bar is `›` alone. (A
+        line typed before the prompt is up was typed during the turn: it waits there unsent.)"""
+        def ready() -> bool:
+            lines = [line.rstrip() for line in self.screen().splitlines() if line.strip()]
+            return len(lines) >= 2 and lines[-2] == "›"
+        self._until(ready, seconds)
+
+    def at_prompt(self, text: str, seconds: float = 30) -> str:
+        """The screen once scribe's prompt holds `text` (a line of its own, not a question's end)."""
+        self._until(lambda: any(line.startswith(f"› {text}") for line in self.screen().splitlines()), seconds)
+        return self.screen()
+
+    def _until(self, condition: Callable[[], bool], seconds: float) -> None:
+        deadline = time.monotonic() + seconds
+        while not condition():
+            if time.monotonic() > deadline:
+                raise AssertionError(f"the pane never got there; it shows:\n{self.screen()}")
+            time.sleep(0.1)
 
     def send(self, *keys: str) -> None:
         """Keys as tmux names them (Enter, Escape, C-z)."""

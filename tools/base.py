@@ -51,6 +51,40 @@ class ToolOutput:
     child: dict[str, Any] | None = None
 
 
+class OutputTail:
+    """The end of what a running command has printed, as it prints it: written by the command's
+    reader, read from any thread by a front end that shows it live (the REPL's live area). What
+    is read is redacted as a tool's output is (`redact`); the result keeps the output whole."""
+
+    KEEP_BYTES = 8192
+
+    def __init__(self, redact: Callable[[str], str] = lambda text: text) -> None:
+        self.redact = redact
+        self._data = bytearray()
+        self._cut = False  # the start was dropped: its first line is partial
+        self._lock = threading.Lock()
+
+    def add(self, chunk: bytes) -> None:
+        with self._lock:
+            self._data += chunk
+            if len(self._data) > self.KEEP_BYTES:
+                del self._data[:-self.KEEP_BYTES]
+                self._cut = True
+
+    def lines(self, count: int) -> list[str]:
+        """The last `count` lines, each as a terminal would leave it (a progress bar's carriage
+        returns keep what came after the last one)."""
+        with self._lock:
+            data, cut = bytes(self._data), self._cut
+        text = self.redact(data.decode("utf-8", errors="replace").replace("\r\n", "\n"))
+        lines = [line.rsplit("\r", 1)[-1] for line in text.split("\n")]
+        if cut:
+            lines = lines[1:]
+        while lines and not lines[-1].strip():
+            lines.pop()
+        return lines[-count:]
+
+
 class CommandInterrupted(KeyboardInterrupt):
     """Ctrl-C (or a signal that ends scribe) reached a running command: it was ended, and
     `output` is what it printed until then (kept, so the log and the model see how far it
@@ -97,6 +131,9 @@ class ToolContext:
     # Set when the person (or a program) cancels what runs now: a tool that waits checks it
     # between its waits and stops as a Ctrl-C would stop it (`stop_if_cancelled`).
     cancelled: threading.Event | None = None
+    # Where the command running now writes its output as it comes, for a front end to show live
+    # (set by the agent loop for the length of one call).
+    output_tail: OutputTail | None = None
 
 
 def stop_if_cancelled(cancelled: threading.Event | None) -> None:

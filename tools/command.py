@@ -21,6 +21,7 @@ from typing import Any
 
 from scribe.tools.base import (
     CommandInterrupted,
+    OutputTail,
     ToolContext,
     ToolError,
     ToolKind,
@@ -197,7 +198,7 @@ class RunCommand:
         output = _CappedOutput(ctx.output_cap_bytes)
         try:
             try:
-                reason, left = _pump(run, output, timeout, ctx.cancelled)
+                reason, left = _pump(run, output, timeout, ctx.cancelled, ctx.output_tail)
             except KeyboardInterrupt as stop:  # Ctrl-C, or a signal that ends scribe (str says which)
                 run.signal(signal.SIGKILL)  # leave nothing behind, keep what it printed
                 partial = _result(run, "cancelled", timeout, output, 0, why=str(stop))
@@ -275,9 +276,10 @@ def _default_protection(workspace: Path, allowed_roots: tuple[Path, ...]) -> Pro
 
 
 def _pump(run: _Running, output: _CappedOutput, timeout: float,
-          cancelled: threading.Event | None = None) -> tuple[str | None, int]:
+          cancelled: threading.Event | None = None, tail: OutputTail | None = None) -> tuple[str | None, int]:
     """Read output until the pipe closes and bash has exited, enforcing timeout and cancel
-    (`cancelled`: the session's; it stops the command as Ctrl-C does).
+    (`cancelled`: the session's; it stops the command as Ctrl-C does), each piece passed on to
+    `tail` too as it comes.
     Returns why the command was ended early ("timeout", "cancelled"), or None, and how many
     processes it left running that were ended."""
     proc = run.proc
@@ -334,6 +336,8 @@ def _pump(run: _Running, output: _CappedOutput, timeout: float,
                     continue
                 if chunk:
                     output.add(chunk)
+                    if tail is not None:
+                        tail.add(chunk)
                 else:
                     eof = True
                     selector.unregister(fd)

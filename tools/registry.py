@@ -87,6 +87,21 @@ def _redact_strings(value: Any, ctx: ToolContext) -> Any:
     return value
 
 
+def refused_before(tools: Sequence[Tool], name: str, args: Any, ctx: ToolContext) -> str | None:
+    """What a call would be refused for, found without running it (a tool that can tell has a
+    `refuses(args, ctx)`: web_fetch, of a URL it never fetches), redacted as its output would be;
+    None when it may run, or only running it would tell."""
+    tool = next((t for t in tools if t.name == name), None)
+    refuses = getattr(tool, "refuses", None)
+    if tool is None or not callable(refuses):
+        return None
+    problem, clean = check_args(tool, args)
+    if problem is not None:
+        return None  # running it says what is wrong with its arguments
+    said = refuses(clean, ctx)
+    return ctx.redact(said) if said is not None else None
+
+
 def _run_tool(tools: Sequence[Tool], name: str, args: Any, ctx: ToolContext) -> ToolOutput:
     tool = next((t for t in tools if t.name == name), None)
     if tool is None:

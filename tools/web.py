@@ -109,12 +109,31 @@ class WebFetch:
             return self.kind
         return "web-listed" if self.limits.domains and self.limits.listed(host) else self.kind
 
+    def refuses(self, args: dict[str, Any], ctx: ToolContext) -> str | None:
+        """Why the URL would not be fetched, found before anyone is asked about it (the same
+        checks `run` makes first: a secret in it, its scheme, credentials, the allow-list, the
+        address its host has now); None when it may be. A host that cannot be resolved is left
+        to `run` to say."""
+        url = str(args["url"]).strip()
+        try:
+            _secret_free(url, ctx)
+            check_url(url, self.limits)
+        except FetchRefused as exc:
+            return str(exc)
+        except ToolError:
+            return None
+        return None
+
     def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         url = str(args["url"]).strip()
-        if ctx.redact(url) != url:
-            raise FetchRefused("web_fetch: the URL holds a secret value of this session; it is not fetched")
+        _secret_free(url, ctx)
         page = fetch(url, self.limits)
         return ToolOutput(page.text(), is_error=page.status >= 400)
+
+
+def _secret_free(url: str, ctx: ToolContext) -> None:
+    if ctx.redact(url) != url:
+        raise FetchRefused("web_fetch: the URL holds a secret value of this session; it is not fetched")
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import threading
 from collections.abc import Callable, Generator, Iterator
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
 from scribe.agent.compression.routes import OBSERVER_OVERHEAD, Routes
@@ -71,6 +72,17 @@ AHEAD_SHARE = 0.75
 REFLECTOR_OVERHEAD = estimate_text(REFLECTOR_SYSTEM) + 40
 
 
+@dataclass(frozen=True)
+class Room:
+    """What compressing to make room did: whether the request now fits (by the estimate, and
+    the server's count where there is one), whether it is any smaller, and if it does not fit,
+    why memory could not make room (the turn's `left_out` event, and `scribe log stats`, say it)."""
+
+    fits: bool
+    changed: bool
+    why: str = ""
+
+
 class Compressor:
     """Observes and reflects a session's memory. Composed of what it measures (`sizes`, shared
     with the rest), which route each side call takes (`routes`) and what it writes when no model
@@ -103,6 +115,12 @@ class Compressor:
 
     def request_estimate(self, session: SessionLike) -> int:
         return self.sizes.request_estimate(session)
+
+    def last_counted(self, session: SessionLike) -> UsageEvent | None:
+        return self.sizes.last_counted(session)
+
+    def next_request(self, session: SessionLike) -> int:
+        return self.sizes.next_request(session)
 
     def fits(self, session: SessionLike) -> bool:
         return self.sizes.fits(session)
@@ -200,19 +218,23 @@ class Compressor:
             if after <= threshold or after >= before:
                 return
 
-    def compress_now(self, session: SessionLike) -> Iterator[AgentEvent]:
-        """`/reflect` and `scribe reflect`: observe what the retention floor allows, then reflect."""
-        yield from self.observe(session, force=True)
+    def compress_now(self, session: SessionLike, focus: str = "") -> Iterator[AgentEvent]:
+        """`/compact [FOCUS]` (`/reflect`, `scribe reflect`): compact now. The oldest raw events
+        down to the retention floor are observed, or all of them where the floor would leave
+        nothing to observe (a compaction asked for compacts); `focus`, what the person wants kept
+        in view, is given to the Observer. Then the observations are reflected."""
+        yield from self.observe(session, force=True, focus=focus)
         yield from self.reflect(session, force=True)
 
     # -- observer ------------------------------------------------------------------------
 
     def observe(self, session: SessionLike, *, force: bool = False, span: Span | None = None,
-                needed: bool = False, keep_from: int | None = None) -> Iterator[AgentEvent]:
+                needed: bool = False, keep_from: int | None = None, focus: str = "") -> Iterator[AgentEvent]:
         """Observe `span`, or by default the oldest raw events down to the retention floor, never
         the events from seq `keep_from` on (the current turn's request and what followed it).
         `needed`: the prompt must shrink (a threshold is passed), so when no model answer is
-        usable the span is summarised without one (memory/extract.py)."""
+        usable the span is summarised without one (memory/extract.py). `force`: asked for, so
+        when the floor leaves nothing to observe, everything raw is. `focus`: for the Observer."""
         chunks, observed_to = self.sizes.update(session)
         raw = self.sizes.raw(session, max(observed_to, 0))  # seq 0 is the session header, never observed
         keep = int(self.limits(session).observe * self.settings.retention)
@@ -220,17 +242,23 @@ class Compressor:
         if keep_from is not None:
             before = [e for e in raw if e.seq < keep_from]
             keep = max(0, keep - self.estimator.total(raw[len(before):]))  # the turn counts toward the floor
-        if span is None:
-            span = choose_span(before, self.estimator, keep_tokens=keep) if before else None
-        if span is None:
+        if span is None and before:
+            span = choose_span(before, self.estimator, keep_tokens=keep)
+            if span is None and force:
+                span = choose_span(before, self.estimator, keep_tokens=0)
+        if span is None or span.tokens <= 0:
+            # (A span of events the prompt shows nothing of, the window learned or what a server
+            # does not offer, is not worth a call: nothing would be smaller, and a refused answer
+            # would hold back the observations that are.)
             if force:
-                yield Notice(nothing_to_observe(raw, self.estimator, keep))
+                yield Notice(nothing_to_observe(raw, self.estimator, keep) if raw and span is None else
+                             "nothing to compact: no conversation since the last summary")
             return
         whole = span  # a summary without a model has no input limit: it covers all of it
         if needed and model_resting_now(session.digest):  # from the digest: no scan back
             yield from self.without_model.extract(session, whole, raw, "the observer's last answers were unusable")
             return
-        call = self.routes.observer_call(session, chunks, raw, whole, keep_from)
+        call = replace(self.routes.observer_call(session, chunks, raw, whole, keep_from), focus=focus)
         span = Span(call.seq_from, call.seq_to, whole.tokens if call.seq_to == whole.seq_to else
                     self.estimator.total([e for e in raw if e.seq <= call.seq_to]))
         chosen = [e for e in raw if span.seq_from <= e.seq <= span.seq_to]
@@ -373,15 +401,19 @@ class Compressor:
         session.record_call(result, call.kind, side_call=call.recorded())
         return result
 
-    def shrink_to(self, session: SessionLike, budget: int, *, keep_from: int) -> Generator[AgentEvent, None, bool]:
-        """Compress now, as hard as needed, until the next request is estimated within `budget`
-        tokens: observe every raw event before seq `keep_from` (the retention floor and the
-        backoffs do not apply), then reflect the observations. True when it fits. The raw log is
-        never touched; what compression cannot do is left to the caller."""
+    def shrink_to(self, session: SessionLike, budget: int, *, keep_from: int,
+                  short: int = 0) -> Generator[AgentEvent, None, Room]:
+        """Compress now, as hard as needed, until the next request is within `budget` tokens:
+        observe every raw event before seq `keep_from` (the retention floor and the backoffs do
+        not apply), then reflect the observations. `short`: what the estimate fell short of the
+        server's count of the request (a refusal names it), added to every estimate here, so an
+        estimate that says "it fits" of a request just refused for its size is not believed. The
+        raw log is never touched; what compression cannot do is left to the caller, with why."""
+        first = self.context(session).total
         for _ in range(SHRINK_ROUNDS):
             size = self.context(session)
-            if size.total <= budget:
-                return True
+            if size.total + short <= budget:
+                return Room(True, size.total < first)
             _, observed_to = self.sizes.update(session)
             earlier = [e for e in self.sizes.raw(session, max(observed_to, 0)) if e.seq < keep_from]
             span = choose_span(earlier, self.estimator, keep_tokens=0) if earlier else None
@@ -392,4 +424,13 @@ class Compressor:
                 yield from self.reflect(session)  # past the threshold: condensed without a model if need be
             if self.context(session).total >= size.total:
                 break  # no answer made it smaller: nothing more to gain by asking again
-        return self.context(session).total <= budget
+        size = self.context(session)
+        if size.total + short <= budget:
+            return Room(True, size.total < first)
+        _, observed_to = self.sizes.update(session)
+        before = sum(self.estimator.of(e) for e in self.sizes.raw(session, max(observed_to, 0)) if e.seq < keep_from)
+        left = "everything before this turn is compressed already" if not before else \
+            f"~{int(before * self.estimator.factor):,} tokens before this turn stay raw: compressing them made nothing smaller"
+        return Room(False, size.total < first,
+                    f"{left}; the request is still ~{size.total + short:,} tokens of the {budget:,} it may hold: "
+                    f"{size.fixed:,} instructions, {size.observations:,} of observations, {size.raw:,} raw")

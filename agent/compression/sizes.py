@@ -15,7 +15,7 @@ from scribe.context.budget import InputBudget
 from scribe.context.chunks import Chunk, tail_after
 from scribe.context.render import CACHE_TTL_S, current_model
 from scribe.context.tokens import TokenEstimator, estimate_text, fixed_tokens
-from scribe.log.events import ContextWindowEvent, Event, UsageEvent
+from scribe.log.events import ContextWindowEvent, Event, ObservationEvent, ReflectionEvent, UsageEvent
 from scribe.memory.observer import event_line
 from scribe.memory.reflector import chunk_size
 from scribe.model.window import ContextWindow, Limits, Overflow, limits
@@ -45,13 +45,44 @@ class Sizes:
     def context(self, session: SessionLike) -> ContextSize:
         chunks, observed_to = self.update(session)
         raw = self.estimator.total(self.raw(session, observed_to))
-        return ContextSize(fixed_tokens(session.header), sum(chunk_size(c) for c in chunks), raw)
+        return ContextSize(self.fixed(session), sum(chunk_size(c) for c in chunks), raw)
+
+    def fixed(self, session: SessionLike) -> int:
+        """Instructions and tools, as the server counts them: the tools of a server that drops
+        them (its model's chat template has none, agent/session/abilities.py) are not counted."""
+        self.update(session)
+        dropped = session.chunks.no_tools
+        tools = dropped is None or dropped.model != current_model(session.events, session.chunks)
+        return fixed_tokens(session.header, tools=tools)
 
     def request_estimate(self, session: SessionLike) -> int:
         """Uncalibrated estimate of a whole agent request, to compare with reported usage."""
         chunks, observed_to = self.update(session)
-        return fixed_tokens(session.header) + sum(chunk_size(c) for c in chunks) + sum(
+        return self.fixed(session) + sum(chunk_size(c) for c in chunks) + sum(
             self.estimator.of(e) for e in self.raw(session, observed_to))
+
+    def last_counted(self, session: SessionLike) -> UsageEvent | None:
+        """The agent's last call, when the server's count of it still describes the prompt: no
+        observation or reflection has changed the prompt since (read back from the log's end),
+        and the server counted it (one that reports no input, 0, is not believed)."""
+        for event in reversed(session.events):
+            if isinstance(event, ObservationEvent | ReflectionEvent):
+                return None
+            if isinstance(event, UsageEvent) and event.purpose == "agent":
+                return event if event.tokens.prompt_tokens > 0 else None
+        return None
+
+    def next_request(self, session: SessionLike) -> int:
+        """Tokens of the next agent request, as well as they are known: what the server counted
+        for the last one (its prompt and its answer) and the estimate of what came after it; the
+        estimate throughout when no count describes the prompt (none made yet, or a compression
+        has changed it since)."""
+        last = self.last_counted(session)
+        if last is None:
+            return self.context(session).total
+        _, observed_to = self.update(session)
+        since = [e for e in self.raw(session, observed_to) if e.seq > last.seq]
+        return last.tokens.prompt_tokens + last.output + self.estimator.total(since)
 
     def window(self, session: SessionLike) -> ContextWindow | None:
         """The context window of the session's current model, as far as it is known."""
@@ -63,7 +94,7 @@ class Sizes:
         s = self.settings
         return limits(self.window(session), observe=s.observe_tokens, reflect=s.reflect_tokens,
                       side_call=s.side_call_tokens, max_tokens=s.max_tokens,
-                      fixed=int(fixed_tokens(session.header) * self.estimator.factor))
+                      fixed=int(self.fixed(session) * self.estimator.factor))
 
     def learn_window(self, session: SessionLike, tokens: int, source: str) -> bool:
         """Record a window the server reported or a refusal named, if it is news; True if it was."""
@@ -88,16 +119,17 @@ class Sizes:
         self.estimator.calibrate(request_estimate, usage.tokens.prompt_tokens)
 
     def fits(self, session: SessionLike) -> bool:
-        """Whether the next request, as the log stands, fits the model's window (unknown: yes)."""
+        """Whether the next request, as the log stands, fits the model's window (unknown: yes),
+        counted from the server's count of the last request where that still holds."""
         prompt = self.limits(session).prompt
-        return prompt is None or self.context(session).total <= prompt
+        return prompt is None or self.next_request(session) <= prompt
 
     def own_size(self, session: SessionLike, since: int) -> int:
         """Estimated tokens of a request holding only the fixed prefix and the raw events from
         seq `since` on: the least a request of this turn can be, whatever is compressed."""
         _, observed_to = self.update(session)
         own = [e for e in self.raw(session, max(observed_to, 0)) if e.seq >= since]
-        return int(fixed_tokens(session.header) * self.estimator.factor) + self.estimator.total(own)
+        return int(self.fixed(session) * self.estimator.factor) + self.estimator.total(own)
 
     def observer_view(self, event: Event) -> int:
         """Estimated tokens of `event` as the observer's input shows it (one line each), kept."""

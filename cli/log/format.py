@@ -9,6 +9,7 @@ and their control characters are shown here, never obeyed by the terminal.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from scribe.log.codec import to_record
@@ -119,7 +120,7 @@ class EventPrinter:
         self.full = full
         self.tools: dict[str, str] = {}  # tool_use id -> tool name, to label results and interrupts
 
-    def learn(self, events: list[Event], only: set[str] | None = None) -> None:
+    def learn(self, events: Sequence[Event], only: set[str] | None = None) -> None:
         """Note tool names from events that are not printed (filtered out, or before a tail);
         with `only`, of those tool_use ids alone."""
         for event in events:

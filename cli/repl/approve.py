@@ -14,7 +14,8 @@ takes no "always": the rule asks every time.
 
 Only a deliberate answer answers (question.py): `y` or `n` alone as the first key once the
 question is up, or a whole word and Enter; `always` is a word only, never a key. No key typed
-before the question was drawn, or on from then without a pause, answers it (keys.py). A sentence typed at the question allows nothing: like
+before the question was drawn, or on from then without a pause, answers it: those keys wait at
+the next prompt (keys.py). A sentence typed at the question allows nothing: like
 Claude Code's "No, and tell Claude what to do differently", the turn stops there and the
 sentence waits at the prompt as the next message.
 """
@@ -42,7 +43,7 @@ from .excerpts import Hanging, diff_text
 from .input import InputArea
 from .keys import Choice, TurnKeys
 from .question import GUARD_S, Answers, ask
-from .view import RUNNING, View, waiting_for_mcp
+from .view import View, waiting_for_mcp
 
 PREVIEW_LINES = 12
 KEYS = {"y": "yes", "n": "no"}  # answers a single key gives; never "always"
@@ -162,15 +163,15 @@ class PersonApprover:
         decision = VERDICT[choice.word]
         keep = self._always(call, asked) if decision is Decision.ALLOW_ALWAYS else None
         if choice.word != "no" and call.name == "run_command":
-            self.view.busy(RUNNING)
+            self.view.running(call)
         elif choice.word != "no" and call.name.startswith(MCP_PREFIX):
             self.view.busy(waiting_for_mcp(call.summary))
         return decision, keep
 
     def _ask(self, question: str, answers: Answers) -> Choice:
-        with self.keys.asking() as discard:
+        with self.keys.asking() as aside:
             guard_s = GUARD_S if self.keys.on_terminal() else 0.0  # a script's keys come at once
-            choice = ask(question, answers, discard=discard, guard_s=guard_s)
+            choice = ask(question, answers, aside=aside, guard_s=guard_s)
             self.keys.answered(choice)
         return choice
 

@@ -118,7 +118,7 @@ class Hanging:
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         width = max(options.max_width, 2)
-        lines = self.text.split("\n", allow_blank=True)
+        lines = list(self.text.split("\n", allow_blank=True))
         if self.text.plain.endswith("\n"):
             lines = lines[:-1]
         out = Text(no_wrap=True, overflow="crop", end="")

@@ -76,8 +76,8 @@ def confirm_replace(keys: TurnKeys) -> bool:
     """Asked before /init replaces an AGENTS.md: only a deliberate yes replaces it."""
     answers = Answers({"y": "yes", "n": "no"}, {"y": "yes", "yes": "yes", "n": "no", "no": "no"}, on_escape="no",
                       meaning={})
-    with keys.asking() as discard:
-        choice = ask(f"  {AGENTS_MD} exists; replace it with a new one? [y]es [n]o › ", answers, discard=discard,
+    with keys.asking() as aside:
+        choice = ask(f"  {AGENTS_MD} exists; replace it with a new one? [y]es [n]o › ", answers, aside=aside,
                      guard_s=GUARD_S if keys.on_terminal() else 0.0)
         keys.answered(choice)
     return choice.word == "yes"

@@ -12,6 +12,7 @@ path-looking word on Tab.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 import time
@@ -38,6 +39,7 @@ HIDDEN_DIRS = {".git", ".scribe"}
 MAX_PATH_COMPLETIONS = 200
 # What `read` returns for Shift-Tab: not a line, a request for the next permission mode.
 CYCLE_MODE = "\x00cycle-mode"
+BUSY_POLL_S = 0.25  # how often the prompt looks whether the work its bar names has started or ended
 STYLE = Style.from_dict({"prompt": "bold", "note": "#8a8a8a", "bottom-toolbar": "noreverse bg:#303030 #d0d0d0"})
 
 
@@ -149,9 +151,17 @@ def _bindings(rest: WordRest | None, typing: TypingOn) -> KeyBindings:
         # The rest of an approval's word (`yes`: "es" and Enter) that arrives after its turn
         # has ended is swallowed here, on an empty line, instead of becoming a message.
         for key in ["enter", *sorted({c for word in ANSWER_WORDS for c in word[1:] + word[1:].upper()})]:
-            expected = Condition(lambda key=key: not get_app().current_buffer.text and rest.expects(key))
-            kb.add(key, filter=expected)(lambda event, key=key: rest.take(key))
+            _swallow(kb, rest, key)
     return kb
+
+
+def _swallow(kb: KeyBindings, rest: WordRest, key: str) -> None:
+    """`key` typed on an empty line is the rest of an approval's word while one is expected."""
+    expected = Condition(lambda: not get_app().current_buffer.text and rest.expects(key))
+
+    @kb.add(key, filter=expected)
+    def _take(event: KeyPressEvent) -> None:
+        rest.take(key)
 
 
 def _columns() -> int | None:
@@ -164,7 +174,8 @@ def _columns() -> int | None:
 
 class InputArea:
     def __init__(self, workspace: Path, history: Path, commands: Callable[[], Mapping[str, str]],
-                 toolbar: Callable[[int | None], str], rest: WordRest | None = None) -> None:
+                 toolbar: Callable[[int | None], str], rest: WordRest | None = None,
+                 busy: Callable[[], bool] = lambda: False) -> None:
         make_private_folder(history.parent)
         os.close(open_private(history, os.O_WRONLY | os.O_CREAT))  # what the person typed is theirs alone
         self.pastes = Pastes()
@@ -185,6 +196,9 @@ class InputArea:
         )
         self.session.app.key_processor.before_key_press += self.typing.pressed
         self.rest = rest
+        # Whether the bar names work still running (a compression, a curation): the bar is drawn
+        # again when it ends, without waiting for a key.
+        self.busy = busy
         # What the next prompt starts with: a message typed at an approval question instead of
         # an answer (approve.py), for the person to send or change.
         self.draft = ""
@@ -217,5 +231,21 @@ class InputArea:
         typed = self.rest.typed_ahead() if self.rest is not None else None  # it waits, unsent
         if typed is not None:
             self.typing.begin(typed)
-        line = self.session.prompt(FormattedText([("class:prompt", "› ")]), default=draft)
+        line = self.session.prompt(FormattedText([("class:prompt", "› ")]), default=draft,
+                                   pre_run=self._redraw_when_done)
         return line if line == CYCLE_MODE else self.pastes.sent(line)
+
+    def _redraw_when_done(self) -> None:
+        """While the prompt is up: when the work the bar names starts or ends, the bar is drawn
+        again (prompt-toolkit redraws on a key, and nobody may press one for minutes)."""
+        app = self.session.app
+
+        async def watch() -> None:
+            was = self.busy()
+            while True:
+                await asyncio.sleep(BUSY_POLL_S)
+                if self.busy() != was:
+                    was = not was
+                    app.invalidate()
+
+        app.create_background_task(watch())

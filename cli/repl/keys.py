@@ -9,11 +9,14 @@ reads what is typed:
 - Ctrl-D cancels it the same way and then ends the REPL (`leaving`), as Ctrl-D at the prompt
   ends it.
 - Everything else is kept and handed to the next prompt as prompt-toolkit type-ahead, so a
-  message typed during a turn is waiting at the prompt. No Enter typed before the prompt sends
-  it (`typed_ahead`): the line waits there, editable, and Enter at the prompt sends it.
-- `asking()`, around an approval question, discards what was typed before the question: the
-  keys kept so far, what still waits in the terminal's buffer (tcflush) and prompt-toolkit's
-  own type-ahead, so none of it can answer the question.
+  message typed during a turn is waiting at the prompt; meanwhile `typed()` says it, for the
+  live area to show as it is typed. No Enter typed before the prompt sends it (`typed_ahead`):
+  the line waits there, editable, and Enter at the prompt sends it.
+- `asking()`, around an approval question, sets aside what was typed before the question (the
+  keys kept so far, what still waits in the terminal's buffer and prompt-toolkit's own
+  type-ahead) and what the question takes for typing that went on across its appearance, so
+  none of it can answer the question; all of it waits at the next prompt, before what was
+  typed after the answer.
 - After an answer given by its first letter, the rest of the word and an Enter (`yes⏎`, `n⏎`)
   are swallowed wherever they arrive (this thread, the next question, the next prompt through
   `expects`/`take`), instead of landing on the next question or becoming a message.
@@ -27,9 +30,7 @@ Without a terminal (tests feed a pipe) only the rule about an answer's rest appl
 
 from __future__ import annotations
 
-import array
 import codecs
-import fcntl
 import os
 import select
 import signal
@@ -40,7 +41,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from prompt_toolkit.application.current import get_app_session
 from prompt_toolkit.input import Input
@@ -153,7 +154,7 @@ def terminal_input() -> tuple[Input, int | None]:
     return source, fd if os.isatty(fd) else None
 
 
-def _cbreak(mode: list) -> list:  # type: ignore[type-arg]
+def _cbreak(mode: list[Any]) -> list[Any]:
     """termios attributes with line editing and echo off (ISIG kept: Ctrl-C still signals) and
     CR kept as CR, so Enter reaches prompt-toolkit as the Enter it knows."""
     new = [*mode[:6], list(mode[6])]
@@ -163,15 +164,27 @@ def _cbreak(mode: list) -> list:  # type: ignore[type-arg]
     return new
 
 
-def _discard_pending(fd: int) -> int:
-    """Throw away what waits in the terminal's input buffer; returns how many bytes it held."""
-    pending = array.array("i", [0])
-    try:
-        fcntl.ioctl(fd, termios.FIONREAD, pending)
-    except OSError:
-        pending[0] = 0
-    termios.tcflush(fd, termios.TCIFLUSH)
-    return pending[0]
+def as_text(keys: Sequence[KeyPress]) -> str:
+    """Keys as the text they type, as a line editor would make it: characters and pastes added,
+    Backspace taking the last one back, Enter a new line; keys that move or complete ignored."""
+    text = ""
+    for key in keys:
+        if key.key in ENTER:
+            text += "\n"
+        elif key.key in (Keys.Backspace, Keys.ControlH):
+            text = text[:-1]
+        elif key.key == Keys.BracketedPaste or (len(key.key) == 1 and key.key.isprintable()):
+            text += key.data
+    return text
+
+
+class Aside:
+    """What an approval question sets aside for the next prompt instead of taking it for an
+    answer (see TurnKeys.asking)."""
+
+    def __init__(self, before: Callable[[], int], keep: Callable[[Sequence[KeyPress]], None]) -> None:
+        self.before = before  # sets aside what was typed before the question; how many keys it was
+        self.keep = keep  # keys the question took for typing begun before it
 
 
 class TurnKeys:
@@ -185,6 +198,9 @@ class TurnKeys:
         self._rest_from = 0.0  # when the answer, or the last letter of its rest, came
         self._reader: _Reader | None = None
         self._last_key_at = 0.0  # when the last key kept for the next prompt was typed
+        # Keys typed before (or on across) an approval question: none answered it, and they wait
+        # at the next prompt before the keys kept after it.
+        self._aside: list[KeyPress] = []
         self.leaving = False  # Ctrl-D during a turn: the REPL ends once the turn has stopped
 
     def on_terminal(self) -> bool:
@@ -200,7 +216,7 @@ class TurnKeys:
             yield
             return
         saved = termios.tcgetattr(fd)
-        held: list[list] = []  # type: ignore[type-arg]  # the mode at Ctrl-Z, taken again after fg
+        held: list[list[Any]] = []  # the mode at Ctrl-Z, taken again after fg
 
         def leave() -> None:
             held[:] = [termios.tcgetattr(fd)]
@@ -250,24 +266,31 @@ class TurnKeys:
                 signal.pthread_sigmask(signal.SIG_SETMASK, mask)
 
     @contextmanager
-    def asking(self) -> Iterator[Callable[[], int]]:
-        """Around an approval question: stop reading; yield what discards what was typed before
-        the question (called just before it is drawn; it says how much it threw away); and
-        afterwards keep what followed the answer, less its word's rest."""
+    def asking(self) -> Iterator[Aside]:
+        """Around an approval question: stop reading; yield what sets aside, for the next prompt,
+        what was typed before the question (called just before it is drawn) and the keys the
+        question takes for typing begun before it; afterwards keep what followed the answer,
+        less its word's rest."""
         source, fd = terminal_input()
         reader = self._reader
 
-        def discard() -> int:
+        def before() -> int:
             if fd is None:
                 return 0
+            typed = get_typeahead(source) + _pending_keys(fd)
             with self._lock:
-                kept, self._kept = len(self._kept), []
-            return kept + len(get_typeahead(source)) + _discard_pending(fd)
+                moved, self._kept = [*self._kept, *typed], []
+                self._aside += moved
+            return len(moved)
+
+        def keep(keys: Sequence[KeyPress]) -> None:
+            with self._lock:
+                self._aside += [key for key in keys if key.key not in DROPPED]
 
         try:
             if reader is not None:
                 reader.pause()
-            yield discard
+            yield Aside(before, keep)
         finally:
             # Keys read together with the answer are prompt-toolkit's type-ahead now.
             left = get_typeahead(source)
@@ -320,20 +343,26 @@ class TurnKeys:
     # -- the next prompt's side (WordRest) --------------------------------------------------------
 
     def typed_ahead(self) -> float | None:
-        """Just before the prompt reads: what was kept during the turn and what was typed since
-        (still in the terminal's buffer) is the prompt's type-ahead, less the rest of an
-        answer's word, and `unsent`: it waits at the prompt, and only an Enter there sends it.
-        Returns when the last of it was typed (None: nothing was)."""
+        """Just before the prompt reads: what was set aside at a question, what was kept during
+        the turn and what was typed since (still in the terminal's buffer) is the prompt's
+        type-ahead, less the rest of an answer's word, and `unsent`: it waits at the prompt, and
+        only an Enter there sends it. Returns when the last of it was typed (None: nothing was)."""
         source, fd = terminal_input()
         if fd is None:
             return None
         kept, pending = get_typeahead(source), _pending_keys(fd)
         with self._lock:
-            keys = self._swallowed(kept + pending)
+            aside, self._aside = self._aside, []
+            keys = [*aside, *self._swallowed(kept + pending)]
             # What waited in the terminal was typed since the turn ended, a moment ago.
-            last = time.monotonic() if pending else self._last_key_at if kept else None
+            last = time.monotonic() if pending else self._last_key_at if keys else None
         store_typeahead(source, unsent(keys))
         return last if keys else None
+
+    def typed(self) -> str:
+        """What has been typed for the next prompt so far, as text (the live area shows it)."""
+        with self._lock:
+            return as_text([*self._aside, *self._kept])
 
     def expects(self, key: str) -> bool:
         """Whether `key` ("enter" or a letter) is the next of the last answer's word."""

@@ -11,10 +11,11 @@
   next message (`Choice.message`). A single word that is no answer (`yse`) asks again.
 - Esc and Ctrl-D decline, Ctrl-C stops the turn, Ctrl-Z suspends scribe.
 
-What was typed before the question was drawn is thrown away just before it is drawn (`discard`,
-from keys.py), and so is typing that goes on across its appearance: every key within `GUARD_S`
-of the first drawing, or of the key thrown away before it. Once the person pauses, the next key
-counts, so an `n` a second after the question answers no. The question never asks the terminal
+What was typed before the question was drawn is set aside just before it is drawn (`Aside`, from
+keys.py), and so is typing that goes on across its appearance: every key within `GUARD_S` of the
+first drawing, or of the key set aside before it. None of it answers the question; all of it
+waits at the next prompt. Once the person pauses, the next key counts, so an `n` a second after
+the question answers no. The question never asks the terminal
 for its cursor position (CPR): a terminal that does not answer one makes prompt-toolkit print a
 warning over the question two seconds in and wait a second after the answer, reading keys all
 the while.
@@ -25,7 +26,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,17 +36,17 @@ from prompt_toolkit.application.current import get_app_session
 from prompt_toolkit.data_structures import Point
 from prompt_toolkit.filters import Condition
 from prompt_toolkit.formatted_text import FormattedText
-from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
+from prompt_toolkit.key_binding import KeyBindings, KeyPress, KeyPressEvent
 from prompt_toolkit.keys import Keys
 from prompt_toolkit.output import Output
 from prompt_toolkit.output.vt100 import Vt100_Output, is_dumb_terminal
 
 from .input import STYLE
-from .keys import TYPING_GAP_S, Choice
+from .keys import TYPING_GAP_S, Aside, Choice
 from .live import rows_taken
 
-# A key within this long of the question's first drawing, or of a key thrown away for that, was
-# not typed at it: it is thrown away. A person reading the question takes longer.
+# A key within this long of the question's first drawing, or of a key set aside for that, was
+# not typed at it: it is set aside for the next prompt. A person reading the question takes longer.
 GUARD_S = TYPING_GAP_S
 # A lone answer key answers once nothing has followed it for this long: a letter with another
 # close behind it (`yse`, `yes please`) is the start of a word. Typing runs faster than this
@@ -91,7 +92,8 @@ class _Asking:
     """A question's state while it is up."""
 
     guard_s: float
-    discarded: bool  # keys typed before the question were thrown away: a line says so
+    aside: Aside | None  # where keys typed before the question go: the next prompt
+    kept: bool  # keys typed before the question were set aside: a line says so
     shown: float | None = None  # when it was first drawn
     quiet_from: float = 0.0  # keys before this moment are still the typing the question cut into
     typing: bool = False  # something other than a lone answer key was typed: keys are text now
@@ -104,17 +106,19 @@ class _Asking:
             self.shown = time.monotonic()
             self.quiet_from = self.shown + self.guard_s
 
-    def cut_into(self) -> bool:
-        """Whether a key pressed now belongs to typing begun before the question (then it is
-        thrown away, and the typing is taken to go on for another `guard_s`). Without a
-        terminal, keys come from a script: none is."""
+    def cut_into(self, keys: Sequence[KeyPress]) -> bool:
+        """Whether `keys`, pressed now, belong to typing begun before the question (then they are
+        set aside for the next prompt, and the typing is taken to go on for another `guard_s`).
+        Without a terminal, keys come from a script: none is."""
         if self.guard_s <= 0 or self.typing:
             return False
         now = time.monotonic()
         if self.shown is not None and now >= self.quiet_from:
             return False
         self.quiet_from = max(self.quiet_from, now + self.guard_s)
-        self.discarded = True
+        if self.aside is not None:
+            self.aside.keep(keys)
+        self.kept = True
         return True
 
     def again(self, note: str) -> None:
@@ -122,12 +126,12 @@ class _Asking:
         self.typing, self.note = False, note
 
 
-def ask(question: str, answers: Answers, *, discard: Callable[[], int] = lambda: 0,
-        guard_s: float = 0.0) -> Choice:
+def ask(question: str, answers: Answers, *, aside: Aside | None = None, guard_s: float = 0.0) -> Choice:
     """The answer to `question` (see the module docstring). Ctrl-C raises KeyboardInterrupt.
-    `discard` throws away what was typed before the question and says how much; it is called
-    just before the question is drawn. The answer stays on screen after the question."""
-    state = _Asking(guard_s, discarded=False)
+    `aside` sets aside, for the next prompt, what was typed before the question (just before it
+    is drawn) and typing that goes on across its appearance. The answer stays on screen after
+    the question."""
+    state = _Asking(guard_s, aside, kept=False)
     output = _output_without_cpr()
     asker: PromptSession[Choice | str] = PromptSession(
         key_bindings=_bindings(state, answers), style=STYLE, enable_suspend=True, output=output)
@@ -142,14 +146,14 @@ def ask(question: str, answers: Answers, *, discard: Callable[[], int] = lambda:
 
     def message() -> FormattedText:
         lines = []
-        if state.discarded:
-            lines.append(("class:note", "  (what you were typing when this question appeared was ignored)\n"))
+        if state.kept:
+            lines.append(("class:note", "  (what you were typing is not an answer: it waits at the prompt)\n"))
         note = answers.said(asker.default_buffer.text) if state.typing else state.note
         if note and not state.answered:
             lines.append(("class:note", note + "\n"))
         return FormattedText([*lines, ("class:prompt", question)])
 
-    state.discarded = discard() > 0
+    state.kept = aside is not None and aside.before() > 0
     dumb = output is None and is_dumb_terminal()
     while True:
         if dumb:
@@ -195,10 +199,10 @@ def _bindings(state: _Asking, answers: Answers) -> KeyBindings:
         event.app.exit(result=choice)
 
     def counted(handler: Callable[[KeyPressEvent], None]) -> Callable[[KeyPressEvent], None]:
-        """`handler`, unless the key is typing the question cut into: then it is thrown away."""
+        """`handler`, unless the key is typing the question cut into: then it waits at the next prompt."""
         def pressed(event: KeyPressEvent) -> None:
-            if state.cut_into():
-                event.app.invalidate()  # the line saying what was ignored
+            if state.cut_into(event.key_sequence):
+                event.app.invalidate()  # the line saying where it went
                 return
             handler(event)
         return pressed

@@ -23,10 +23,19 @@ def _first(text: str, width: int = 90) -> str:
     return line if len(line) <= width else line[: width - 1] + "…"
 
 
+def as_typed(text: str, command: object) -> str:
+    """A message as the person typed it: the slash command that made it (`/review src/a.py`,
+    `/init`), which the log records beside the text it expanded to (`command`), or its text."""
+    if not isinstance(command, dict) or not isinstance(command.get("name"), str):
+        return text
+    arguments = command.get("arguments")
+    return f"/{command['name']}" + (f" {arguments}" if isinstance(arguments, str) and arguments else "")
+
+
 def last_exchanges(events: Sequence[Event], count: int = 3) -> list[tuple[str, str]]:
-    """(what was asked, the last text answered to it) for the last `count` user turns; a turn
-    that was cancelled says so. Reads back from the end only as far as those turns go (a long
-    session's older events stay in its file)."""
+    """(what was asked, as the person typed it, and the last text answered to it) for the last
+    `count` user turns; a turn that was cancelled says so. Reads back from the end only as far
+    as those turns go (a long session's older events stay in its file)."""
     start, found = len(events), 0
     for position, event in zip(range(len(events) - 1, -1, -1), reversed(events), strict=True):
         if isinstance(event, UserEvent):
@@ -36,7 +45,7 @@ def last_exchanges(events: Sequence[Event], count: int = 3) -> list[tuple[str, s
     pairs: list[list[str]] = []
     for event in events[start:]:
         if isinstance(event, UserEvent):
-            pairs.append([event.text, ""])
+            pairs.append([as_typed(event.text, event.extra.get("command")), ""])
         elif isinstance(event, AssistantEvent) and pairs:
             text = "".join(b.get("text", "") for b in event.content if b.get("type") == "text")
             if text.strip():
@@ -96,7 +105,8 @@ def _summary(session_id: str, path: Path) -> ResumeEntry:
             turns += 1
             if not first:
                 try:
-                    first = _first(str(json.loads(raw).get("text", "")), 70)
+                    record = json.loads(raw)
+                    first = _first(as_typed(str(record.get("text", "")), record.get("command")), 70)
                 except json.JSONDecodeError:
                     first = "(unreadable line)"
     active = datetime.fromtimestamp(path.stat().st_mtime).strftime("%Y-%m-%d %H:%M")

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import signal
 import time
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
@@ -131,6 +131,7 @@ class Repl:
         self.agent, self.view = agent, view
         self.workspace = find_workspace(agent.config.cwd)
         self.keys = TurnKeys(on_escape=agent.cancel)
+        view.typed = self.keys.typed  # shown as it is typed during a turn
         self.memory_notes = MemoryNotes()
         self.custom = CommandSet({})
         self._area: InputArea | None = None
@@ -144,7 +145,7 @@ class Repl:
     def area(self) -> InputArea:
         if self._area is None:
             self._area = InputArea(self.workspace, state_dir(self.workspace) / "history",
-                                   lambda: command_help(self.custom), self.toolbar, self.keys)
+                                   lambda: command_help(self.custom), self.toolbar, self.keys, self.busy)
         return self._area
 
     @property
@@ -179,7 +180,7 @@ class Repl:
         finally:
             self._asked = None
 
-    def run_quietly(self, events: Iterator[Event]) -> None:
+    def run_quietly(self, events: Generator[Event, None, None]) -> None:
         """`events` shown, without the turn's keys (the opening, before any prompt)."""
         try:
             driver.drive(events, self.show)
@@ -259,9 +260,10 @@ class Repl:
         memory = agent.loop.memory
         assert memory is not None, "the opening always gives the loop a compressor"
         session = agent.session
+        last = memory.last_counted(session)
         return numbers(session.events, agent.loop.policy.mode, agent.context(), session.chunks, session.calls(),
                        agent.opened.prices.price_usage, memory.window(session), memory.limits(session),
-                       agent.opened.client.server)
+                       agent.opened.client.server, counted=last.tokens.prompt_tokens if last else None)
 
     def refresh(self) -> None:
         self._numbers = self.numbers() if self.agent.has_session else None
@@ -269,15 +271,23 @@ class Repl:
     def toolbar(self, width: int | None = None) -> str:
         # The numbers are computed after each turn: prompt-toolkit asks on every redraw.
         line = "" if self._numbers is None else toolbar_text(self._numbers, width)
+        busy = self.running()
+        if busy:
+            line = " " + " · ".join(busy) + (" │" + line if line else " ")
+        return line
+
+    def running(self) -> list[str]:
+        """The work going on beside the prompt that the bar names."""
         busy = []
         curation = self.agent.opened.curation if self.agent.started else None
         if curation is not None and curation.running:
             busy.append("curating notes…")
         if self.agent.has_session and self.agent.compressing:
             busy.append("compressing memory…")
-        if busy:
-            line = " " + " · ".join(busy) + (" │" + line if line else " ")
-        return line
+        return busy
+
+    def busy(self) -> bool:
+        return bool(self.running())
 
     # -- the loop -------------------------------------------------------------------------------
 
@@ -365,9 +375,9 @@ class Repl:
     def offer_plan(self) -> None:
         """A turn in plan mode ended with a plan: the person accepts it (and says in which mode it
         is carried out), or types what to change (sent at once, still planning), or keeps planning."""
-        with self.keys.asking() as discard:
+        with self.keys.asking() as aside:
             choice = ask("  accept this plan? a: carry it out, accepting edits · f: full-auto · y: asking before "
-                         "each change, or type what to change › ", PLAN_ANSWERS, discard=discard,
+                         "each change, or type what to change › ", PLAN_ANSWERS, aside=aside,
                          guard_s=GUARD_S if self.keys.on_terminal() else 0.0)
             self.keys.answered(choice)
         if choice.word == "message" and choice.message.strip():
@@ -417,7 +427,11 @@ def start(*, continue_: bool, resume: str | None, permission_mode: str | None, m
                 # The SDK is imported, and the earlier sessions curated, while the person types the
                 # first message, from when the prompt is drawn: a thread started sooner takes the
                 # interpreter's lock from the start-up half the time, and the prompt comes later.
-                repl.area.once_drawn(lambda: (preload_sdk(), repl.agent.start_curation()))
+                def warm_up() -> None:
+                    preload_sdk()
+                    repl.agent.start_curation()
+
+                repl.area.once_drawn(warm_up)
                 repl.loop()
             finally:
                 repl.close()

@@ -34,6 +34,14 @@ class Numbers:
     # The session's calls get a price (Anthropic's API, or a [prices.MODEL] table): before the
     # first call, a server of another kind's is "unpriced" already, not "$0.0000".
     priced_here: bool = True
+    # The last request's prompt tokens as the server counted them, while that count still
+    # describes the prompt (agent/compression/sizes.py last_counted); None: only an estimate.
+    counted: int | None = None
+
+    @property
+    def context_tokens(self) -> str:
+        """The context figure: the server's count, or the estimate marked as one (`~`)."""
+        return tokens(self.counted) if self.counted is not None else f"~{tokens(self.context.total)}"
 
 
     @property
@@ -48,11 +56,14 @@ class Numbers:
 
 def numbers(events: Sequence[Event], mode: str, context: ContextSize, index: ChunkIndex | None = None,
             usage: Sequence[UsageEvent] | None = None, price: Pricer = price_usage,
-            window: ContextWindow | None = None, limits: Limits | None = None, server: str | None = None) -> Numbers:
+            window: ContextWindow | None = None, limits: Limits | None = None, server: str | None = None,
+            counted: int | None = None) -> Numbers:
     """The figures the bar and /stats show. `index` and `usage` (the session's chunk index and its
     model calls as its digest keeps them) spare a scan of the whole log; `price` is the
     workspace's (configured prices, then the list); `server`: where the calls go, when that is
-    not Anthropic's API (model/client.ModelClient.server)."""
+    not Anthropic's API (model/client.ModelClient.server); `counted`: the last request's tokens
+    as the server counted them, when that still describes the prompt (else `context` is shown,
+    an estimate)."""
     usages = list(usage) if usage is not None else [e for e in events if isinstance(e, UsageEvent)]
     # "Last" is the conversation's last call: a memory call (observer, curator) reads another
     # prompt, and its rate says nothing about the cache the next turn will read.
@@ -71,6 +82,7 @@ def numbers(events: Sequence[Event], mode: str, context: ContextSize, index: Chu
         window=window,
         limits=limits,
         priced_here=price(nothing)[0] is not None,
+        counted=counted,
     )
 
 
@@ -109,16 +121,19 @@ def window_text(window: ContextWindow | None, limits: Limits | None = None) -> s
 
 
 def context_field(n: Numbers, level: int = 0) -> str:
-    """The next request's estimated size (of the window), with its observations and raw events;
-    shorter at each `level` (see `toolbar_text`)."""
+    """The context: the last request as the server counted it, or the next one's estimated size
+    marked `~` (of the window), with the estimated observations and raw events; shorter at each
+    `level` (see `toolbar_text`)."""
     ctx = n.context
     if level == 0:
         share = f" of {tokens(n.window.tokens)}" if n.window is not None else ""
-        return f"context ~{tokens(ctx.total)}{share} (obs {tokens(ctx.observations)} · raw {tokens(ctx.raw)})"
+        return f"context {n.context_tokens}{share} (obs {tokens(ctx.observations)} · raw {tokens(ctx.raw)})"
     share = f"/{short_tokens(n.window.tokens)}" if n.window is not None else ""
     if level == 1:
-        return f"context ~{short_tokens(ctx.total)}{share.replace('/', ' of ')}"
-    return f"ctx {short_tokens(ctx.total)}{share}"
+        figure = short_tokens(n.counted) if n.counted is not None else f"~{short_tokens(ctx.total)}"
+        return f"context {figure}{share.replace('/', ' of ')}"
+    figure = whole_tokens(n.counted) if n.counted is not None else f"~{whole_tokens(ctx.total)}"
+    return f"ctx {figure}{share}"
 
 
 def cache_field(n: Numbers, level: int = 0) -> str:
@@ -131,6 +146,11 @@ def cache_field(n: Numbers, level: int = 0) -> str:
 def short_tokens(n: int) -> str:
     """`tokens` without a fraction that says nothing: 200.0k -> 200k."""
     return tokens(n).replace(".0k", "k").replace(".00M", "M")
+
+
+def whole_tokens(n: int) -> str:
+    """`short_tokens` in whole thousands from 10k on: 160.9k -> 161k (the narrowest bar)."""
+    return f"{n / 1000:.0f}k" if 10_000 <= n < 1_000_000 else short_tokens(n)
 
 
 # How many ways the bar can be said, longest first: the context and cache fields shorten before
@@ -169,7 +189,8 @@ def stats_lines(n: Numbers, health: MemoryHealth | None = None) -> list[str]:
         f"cache write + {t.tokens.input:,} uncached; {t.tokens.output:,} output",
         f"cache        {percent(n.session_hit)} of prompt tokens read from the cache "
         f"(last call {percent(n.last_hit)})",
-        f"context      ~{n.context.total:,} tokens next call: {n.context.fixed:,} instructions and tools, "
+        *([f"last request {n.counted:,} tokens, as the server counted them"] if n.counted is not None else []),
+        f"context      ~{n.context.total:,} tokens next call (estimated): {n.context.fixed:,} instructions and tools, "
         f"{n.context.observations:,} observations, {n.context.raw:,} raw",
         f"window       {window_text(n.window, n.limits)}",
         f"cost         {cost_text(n.totals, n.priced_here)}"

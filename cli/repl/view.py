@@ -23,7 +23,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from rich.console import Console, ConsoleDimensions, ConsoleOptions, RenderResult
@@ -32,9 +32,10 @@ from rich.spinner import Spinner
 from rich.text import Text
 
 from scribe.agent.protocol import (
-    AgentEvent,
     AssistantMessage,
     Compressed,
+    CompressionWait,
+    Event,
     ModelCallStarted,
     Notice,
     Retrying,
@@ -45,6 +46,7 @@ from scribe.agent.protocol import (
     TurnEnded,
     Waiting,
 )
+from scribe.tools.base import OutputTail
 from scribe.tools.mcp.spec import PREFIX as MCP_PREFIX
 from scribe.tools.textio import plural
 from scribe.tools.todo import NAME as TODO
@@ -78,6 +80,7 @@ STATUS_AFTER_S = 1.0
 LIVE_LINES = 5
 ELAPSED_AFTER_S = 3.0  # the spinner adds the seconds waited from then on
 THINKING = "thinking…  (Esc or Ctrl-C cancels)"
+TYPED = "next › "  # what is typed during a turn, for the next prompt, under the live area
 RUNNING = "running…  (Esc or Ctrl-C cancels)"
 
 
@@ -110,6 +113,10 @@ class TerminalConsole(VisibleConsole):
                 return ConsoleDimensions(columns, self._height or lines or dims.height)
         return dims
 
+    @size.setter
+    def size(self, new_size: tuple[int, int]) -> None:
+        self._width, self._height = new_size  # as rich's own setter: a fixed size
+
 
 def make_console() -> Console:
     # On a terminal, the terminal's own size: rich takes an exported COLUMNS or LINES (a
@@ -120,10 +127,11 @@ def make_console() -> Console:
 
 
 class _Waiting:
-    """A spinner and what it waits for, with the seconds waited once they are worth saying."""
+    """A spinner and what it waits for, with the seconds waited once they are worth saying
+    (`waited_s`: how long it had been waited for already when the spinner came up)."""
 
-    def __init__(self, label: str) -> None:
-        self.label, self.started = label, time.monotonic()
+    def __init__(self, label: str, waited_s: float = 0.0) -> None:
+        self.label, self.started = label, time.monotonic() - waited_s
         self.spinner = Spinner("dots", Text(label, style="dim"))
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
@@ -131,6 +139,35 @@ class _Waiting:
         suffix = f"  {waited:.0f} s" if waited >= ELAPSED_AFTER_S else ""
         self.spinner.update(text=Text(self.label + suffix, style="dim"))
         yield self.spinner
+
+
+class _Running(_Waiting):
+    """The spinner of a running command, and under it the last lines it has printed so far."""
+
+    def __init__(self, label: str, tail: OutputTail, count: int) -> None:
+        super().__init__(label)
+        self.tail, self.count = tail, count
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield from super().__rich_console__(console, options)
+        for line in self.tail.lines(self.count):
+            yield Text(f"  │ {visible(line)}", style="dim", no_wrap=True, overflow="ellipsis")
+
+
+class _WithTyped:
+    """The live area's drawing, and under it what the person has typed for the next prompt so
+    far (keys.py keeps it), as it is typed: the end of it, on one line."""
+
+    def __init__(self, inner: Any, typed: Callable[[], str]) -> None:
+        self.inner, self.typed = inner, typed
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield self.inner
+        text = visible(self.typed().replace("\n", " ↵ "))
+        if text:
+            room = max(options.max_width - len(TYPED) - 2, 8)
+            shown = text if len(text) <= room else "…" + text[-(room - 1):]
+            yield Text(TYPED + shown, style="dim")
 
 
 class View:
@@ -150,6 +187,9 @@ class View:
         # Plain mode: the status line a wait will print if it lasts (see `busy`).
         self._status: threading.Timer | None = None
         self._status_lock = threading.Lock()
+        # What the person has typed during the turn, for the next prompt (keys.py): the live area
+        # shows it under what it draws.
+        self.typed: Callable[[], str] = lambda: ""
 
     # -- the live area ------------------------------------------------------------------------
 
@@ -168,6 +208,14 @@ class View:
         with self._status_lock:
             self._status = timer
         timer.start()
+
+    def running(self, call: ToolCall) -> None:
+        """A command runs: the spinner, and on a real terminal its last lines under it as they
+        come (they are printed whole, folded, when it ends)."""
+        if call.output is None or not self.live_ok:
+            self.busy(RUNNING)
+            return
+        self._show(_Running(RUNNING, call.output, live_lines(self.console.height)))
 
     def _say_status(self, label: str) -> None:
         with self._status_lock:
@@ -202,6 +250,7 @@ class View:
             self._text, self._midline, self._shown = "", False, 0
 
     def _show(self, renderable: Any) -> None:
+        renderable = _WithTyped(renderable, self.typed)
         if self._live is None:
             self._live = fitted_live(self.console, renderable)
             self._live.start()
@@ -215,7 +264,7 @@ class View:
 
     # -- agent events -------------------------------------------------------------------------
 
-    def handle(self, event: AgentEvent) -> None:
+    def handle(self, event: Event) -> None:
         if isinstance(event, TextDelta):
             self._text += event.text
             if self.live_ok:
@@ -236,7 +285,7 @@ class View:
             self.console.print(Text.assemble(("→ ", "dim"), (visible(event.name), "bold"), " ",
                                              visible(event.summary)))
             if event.name == "run_command":
-                self.busy(RUNNING)
+                self.running(event)
             elif event.name.startswith(MCP_PREFIX):
                 self.busy(waiting_for_mcp(event.summary))
         elif isinstance(event, ToolDone):
@@ -261,6 +310,9 @@ class View:
             self.warn("the retried answer differs from the text above; it starts again below")
         elif isinstance(event, Waiting):
             self._waiting(event)
+        elif isinstance(event, CompressionWait):
+            self.pause()
+            self.busy(f"{event.reason}  (Esc or Ctrl-C cancels)")
         elif isinstance(event, Notice):
             self.note(event.text)
         elif isinstance(event, TurnEnded):
@@ -291,7 +343,9 @@ class View:
                     self._midline = False
                 self.console.print(Text(visible(line), style="yellow"))
         elif self.live_ok:
-            self._show(_Waiting(visible(line)))
+            # The spinner counts the seconds of the silence itself, from its start.
+            label = f"waiting: {event.what}; giving up after {event.timeout_s:g} s of silence  (Esc or Ctrl-C cancels)"
+            self._show(_Waiting(visible(label), event.silent_s))
         else:
             self._quiet()
             self.console.print(Text(visible(line), style="dim"))

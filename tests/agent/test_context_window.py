@@ -17,6 +17,7 @@ from rich.console import Console
 
 from helpers import as_a_person, events_of, run_scribe, scribe_env, session_logs
 from repl_driver import open_repl
+from scribe.cli.repl.stats import context_field, tokens
 from scribe.cli.repl.view import View
 from scribe.context.render import canonical_json
 from scribe.fakeapi import FakeMessagesServer, Reply
@@ -24,6 +25,7 @@ from scribe.fakeapi.sidecalls import SideCallModel, side_call_kind
 from scribe.log.events import (
     AssistantEvent,
     ContextWindowEvent,
+    ErrorEvent,
     LeftOutEvent,
     ObservationEvent,
     UsageEvent,
@@ -188,6 +190,11 @@ def test_a_message_that_cannot_fit_says_so_and_the_session_goes_on(workspace: Pa
     shown = run_scribe(["log", "show", "-t", "left_out", "-t", "context_window"], workspace, env)
     assert f"events {huge_event.seq}-" in shown.out and "left out of later requests" in shown.out
     assert "context window 6,000 tokens · a refused request named it · local" in shown.out
+    # `log stats` says that memory could not make room, and why
+    stats = run_scribe(["log", "stats"], workspace, env)
+    assert "memory could not make room for 1 turn, left out of later requests, last: this message (" in stats.out
+    memory = run_scribe(["log", "stats", "--json"], workspace, env).json()["memory"]
+    assert memory["left_out"] == 1 and memory["last_left_out"] == left[0].reason
 
 
 def test_the_window_a_server_reports_is_shown_and_sets_the_thresholds(workspace: Path, home: Path) -> None:
@@ -234,7 +241,11 @@ def test_stats_show_the_window_the_session_learned(workspace: Path, tmp_path: Pa
     text = out.getvalue()
     assert "window       6,000 tokens (from the server's own report); observe past " in text
     assert "cost         unpriced" in text
-    assert "context ~" in toolbar and " of 6.0k (obs " in toolbar
+    billed = server.requests[-1].usage
+    assert billed is not None
+    counted = billed["input_tokens"] + billed["cache_read_input_tokens"] + billed["cache_creation_input_tokens"]
+    assert f"context {tokens(counted)} of 6.0k (obs " in toolbar  # as the server counted the last request
+    assert f"last request {counted:,} tokens, as the server counted them" in text
     assert " │ unpriced │ " in toolbar
 
 
@@ -281,3 +292,89 @@ def test_which_window_wins() -> None:
     assert effective_window("claude-sonnet-5-5", 0, refused, "claude-sonnet-5-5") == refused
     # a switch to a model the table knows leaves what was learned of the other behind
     assert effective_window("claude-opus-5", 0, refused, "claude-sonnet-5-5") == ContextWindow(200_000, "table")
+
+
+def han(tag: int, chars: int) -> str:
+    """Chinese text: a character is a token or so to a real tokenizer (three bytes, ~0.75 to the
+    fake's), where the local estimate counts 3.6 characters a token. An estimate that far below
+    the server's count is what a refusal for size corrects."""
+    return "".join(chr(0x4E00 + (tag * 7919 + i * 104_729) % 20_000) for i in range(chars))
+
+
+def test_a_refused_request_the_estimate_says_fits_is_compressed_not_left_out(workspace: Path, home: Path) -> None:
+    """The server refuses the second turn for its size, naming its count; the local estimate,
+    far below it, says the request fits. Memory goes by the server's count: it compresses the
+    first turn and sends the second again, which is answered, instead of leaving it out."""
+    agent = SideCallModel([Reply.text("Noted the text."), Reply.text("It is about characters.")])
+    first, second = "Keep this text.\n" + han(1, 5_000), "What is it about? " + han(2, 1_300)
+    with FakeMessagesServer(agent, context_window=WINDOW, kind="llama.cpp", answers_props=False) as server:
+        env = scribe_env(server.base_url, home)
+        one = run_scribe(["run", "-m", "local", first], workspace, env)
+        two = run_scribe(["run", "-c", second], workspace, env)
+        stats = run_scribe(["log", "stats"], workspace, env)
+    assert one.code == 0, one.err
+    assert two.code == 0 and "It is about characters." in two.out, two.err
+    assert [status for status, _ in agent_texts(server)] == [200, 400, 200]
+    events = events_of(session_logs(workspace)[0])
+    assert not [e for e in events if isinstance(e, LeftOutEvent)]
+    assert [e for e in events if isinstance(e, ObservationEvent)], "nothing was compressed"
+    assert "memory could not make room" not in stats.out
+
+
+def test_the_bar_counts_no_tools_a_server_drops_and_then_shows_its_count(workspace: Path, tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """A llama.cpp server whose model's chat template has no tools (SmolLM2's) drops them and
+    counts the instructions alone: an empty session's bar estimates that (marked ~), not the
+    tools too; after a call it shows what the server counted, exactly."""
+    as_a_person(monkeypatch, workspace, tmp_path / "home")
+    with FakeMessagesServer(SideCallModel([Reply.text("Hi.")]), context_window=4096, kind="llama.cpp",
+                            template_tools=False) as server:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.base_url)
+        with create_pipe_input() as pipe, create_app_session(input=pipe, output=DummyOutput()):
+            pipe.send_text("hello\r\x04")
+            settings = load_settings(workspace, {"permission_mode": "ask", "max_retries": 0, "model": "local"})
+            with open_repl(workspace, settings, View(Console(file=io.StringIO(), width=200))) as repl:
+                empty = repl.numbers()
+                repl.loop()
+                after = repl.numbers()
+    billed = server.requests[0].usage
+    assert billed is not None
+    counted = billed["input_tokens"] + billed["cache_read_input_tokens"] + billed["cache_creation_input_tokens"]
+    assert empty.counted is None and context_field(empty).startswith("context ~")
+    # the estimate is of what the server counts: well within a third of it, not several times it
+    assert abs(empty.context.total - counted) < counted / 3, (empty.context.total, counted)
+    assert after.counted == counted and context_field(after).startswith(f"context {tokens(counted)} of 4.1k")
+
+
+def test_what_the_prompt_shows_nothing_of_is_never_sent_to_the_observer(workspace: Path, home: Path) -> None:
+    """A session on a llama.cpp server begins with the window it reported and the news that it
+    gives no tools: events the prompt shows nothing of. A first message past the observe
+    threshold makes a compression due, and all there is before it is those: no observer call is
+    made for them (it could make nothing smaller, and its refused answer would back off the
+    compression the paste then needs)."""
+    agent = SideCallModel([Reply.text("Noted.")])
+    with FakeMessagesServer(agent, context_window=4096, kind="llama.cpp", template_tools=False) as server:
+        env = scribe_env(server.base_url, home, SCRIBE_MODEL="local")
+        ran = run_scribe(["run", "Keep this.\n" + paste("k", 2_200)], workspace, env)
+    assert ran.code == 0, ran.err
+    assert [side_call_kind(r.json) for r in server.requests] == ["agent"]
+    events = events_of(session_logs(workspace)[0])
+    assert not [e for e in events if isinstance(e, ErrorEvent)], [e.message for e in events if isinstance(e, ErrorEvent)]
+
+
+def test_a_request_the_window_cannot_hold_is_made_to_fit_before_it_is_sent(workspace: Path, home: Path) -> None:
+    """A small model writes its first answer on and on; the next request, by the server's count
+    of the last one, cannot fit the window, and the retention floor would keep that long answer
+    raw. It is compressed as hard as needed before it is sent, instead of being sent, refused
+    for its size, and compressed then."""
+    agent = SideCallModel([Reply.text(paste("said", 3_800)), Reply.text("Four.")])
+    with FakeMessagesServer(agent, context_window=4096, kind="llama.cpp", template_tools=False) as server:
+        env = scribe_env(server.base_url, home, SCRIBE_MODEL="local")
+        first = run_scribe(["run", "hi"], workspace, env)
+        second = run_scribe(["run", "-c", "what is 2+2?"], workspace, env)
+    assert first.code == 0 and second.code == 0, second.err
+    assert "Four." in second.out
+    assert [status for status, _ in agent_texts(server)] == [200, 200]  # nothing refused for its size
+    events = events_of(session_logs(workspace)[0])
+    assert [e for e in events if isinstance(e, ObservationEvent)] and not [e for e in events
+                                                                          if isinstance(e, LeftOutEvent)]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import re
+import time
 from pathlib import Path
 
 import anthropic
@@ -118,7 +119,7 @@ def test_a_silent_server_is_reported_at_once_then_times_out(client_for) -> None:
         events = events_until_done(client_for(server, slow_after_s=0.05, request_timeout_s=0.5))
         where = server.base_url.removeprefix("http://")
     waiting, failure = events
-    assert waiting == Waiting(1, where, 0.05, 0.5, answering=False)
+    assert waiting == Waiting(1, where, 0.05, 0.5, "connecting")
     assert waiting.reason == f"no answer yet from {where} after 0.05 s; giving up after 0.5 s of silence"
     assert str(failure) == f"model call failed: timed out after 0.5 s without a word from {where} (request_timeout_s sets this)"
 
@@ -218,6 +219,35 @@ def test_the_repl_says_who_it_waits_for_when_the_server_goes_quiet(client_for, l
         assert f"no answer yet from {where}" in screen
     else:
         assert f"waiting: no answer yet from {where} after 0.05 s; giving up after 0.5 s of silence" in screen
+
+
+@pytest.mark.parametrize("live", [False, True], ids=["plain", "live"])
+def test_a_server_reading_a_long_prompt_is_not_said_to_have_paused_its_answer(  # type: ignore[no-untyped-def]
+        client_for, live: bool) -> None:
+    """A local server sends its 200 at once and its first event only once it has evaluated the
+    prompt: the wait says it is reading the prompt, with a spinner that counts the seconds from
+    the start of the silence, never that an answer that has not begun has paused."""
+    with FakeMessagesServer([Fault(kind="slow_start", hang_s=0.4, reply=REPLY)]) as server:
+        events = events_until_done(client_for(server, slow_after_s=0.05, request_timeout_s=5))
+        where = server.base_url.removeprefix("http://")
+    [waiting] = [e for e in events if isinstance(e, Waiting)]
+    assert waiting.stage == "reading" and not waiting.answering
+    assert waiting.reason == f"{where} is reading the prompt before it answers after 0.05 s; giving up after 5 s of silence"
+    assert isinstance(events[-1], CallResult) and events[-1].content == [text_block(ANSWER)]  # the answer, whole
+    out = io.StringIO()
+    view = View(Console(file=out, width=200, height=30, no_color=True, force_terminal=live, force_interactive=live))
+    view.handle(waiting)
+    time.sleep(0.3)  # the live area redraws itself
+    view.pause()
+    screen = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", out.getvalue())
+    assert f"{where} is reading the prompt before it answers" in screen and "paused" not in screen
+    if live:  # the spinner counts the seconds of the silence from its start (3 s here), not from its own
+        view = View(Console(file=(out := io.StringIO()), width=200, height=30, no_color=True, force_terminal=True,
+                            force_interactive=True))
+        view.handle(Waiting(1, where, 3.0, 120, "reading"))
+        time.sleep(0.3)
+        view.pause()
+        assert "(Esc or Ctrl-C cancels)  3 s" in re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", out.getvalue())
 
 
 def test_a_pause_mid_answer_is_said_above_the_answer_and_keeps_it(client_for) -> None:  # type: ignore[no-untyped-def]

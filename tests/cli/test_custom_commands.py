@@ -12,6 +12,7 @@ from prompt_toolkit.document import Document
 
 from helpers import events_of, session_logs, trust_here
 from repl_driver import person, run_repl  # noqa: F401  (person: the autouse fixture of those tests)
+from scribe.agent.opening import SessionChoice
 from scribe.cli.repl.commands import command_help
 from scribe.cli.repl.habits import INIT_PROMPT, INIT_REPLACE
 from scribe.cli.repl.input import ReplCompleter
@@ -153,3 +154,18 @@ def test_init_asks_before_replacing_an_agents_md(workspace: Path) -> None:
     ran = run_repl(workspace, script, "/init\ry\r", mode="full-auto")
     assert ran.texts[0] == INIT_PROMPT + INIT_REPLACE
     assert (workspace / "AGENTS.md").read_text() == "# better\n"
+
+
+def test_continuing_a_session_replays_a_command_as_it_was_typed(workspace: Path) -> None:
+    """`scribe -c` shows the last exchanges: a custom command and `/init` as the person typed
+    them, not the text they expanded to (the log keeps both); `/resume` lists it so too."""
+    _workspace_command(workspace, "review.md", REVIEW)
+    trust_here(workspace)
+    run_repl(workspace, [Reply.text("Looks fine."), Reply.text("Written.")], "/review src/a.py\r/init\r",
+             mode="read-only")
+    again = run_repl(workspace, [], "/resume\r", choice=SessionChoice(continue_latest=True))
+    shown = again.out.split("── earlier in this session ──")[1]
+    assert "› /review src/a.py" in shown and "› /init" in shown, shown
+    assert "Review src/a.py for bugs" not in shown and INIT_PROMPT[:40] not in shown
+    [listed] = [line for line in again.out.splitlines() if line.startswith(" * ")]  # /resume's list
+    assert listed.endswith("/review src/a.py"), listed

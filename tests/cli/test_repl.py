@@ -30,9 +30,25 @@ from helpers import (
 )
 from repl_driver import Ran, person, run_repl  # noqa: F401 - person: the autouse fixture of these tests
 from scribe.cli.repl.repl import start
+from scribe.cli.repl.stats import tokens
 from scribe.cli.repl.view import STATUS_AFTER_S
-from scribe.fakeapi import FakeMessagesServer, Reply, text_block, tool_use_block
-from scribe.log.events import FileChangeEvent, InterruptEvent, ToolResultEvent, UsageEvent, UserEvent
+from scribe.context.render import canonical_json
+from scribe.fakeapi import (
+    FakeMessagesServer,
+    Reply,
+    SideCallModel,
+    side_call_kind,
+    text_block,
+    tool_use_block,
+)
+from scribe.log.events import (
+    FileChangeEvent,
+    InterruptEvent,
+    ObservationEvent,
+    ToolResultEvent,
+    UsageEvent,
+    UserEvent,
+)
 from scribe.settings.values import load_settings
 
 UP, ESC, CTRL_C, CTRL_D = "\x1b[A", "\x1b", "\x03", "\x04"
@@ -45,7 +61,10 @@ def test_a_turn_streams_its_answer_and_the_toolbar_counts_it(workspace: Path) ->
     assert "Hello from the **fake** model." in ran.out  # plain console: streamed as it came
     assert ran.texts == ["say hello"]
     assert "claude-sonnet-5-5 │ ask │ $0.0" in ran.toolbar
-    assert "│ context ~" in ran.toolbar and "last ·" in ran.toolbar
+    billed = ran.server.requests[-1].usage
+    assert billed is not None
+    counted = billed["input_tokens"] + billed["cache_read_input_tokens"] + billed["cache_creation_input_tokens"]
+    assert f"│ context {tokens(counted)} of " in ran.toolbar and "last ·" in ran.toolbar  # as the server counted it
     assert "saved; `scribe -c` continues it" in ran.out
 
 
@@ -117,12 +136,23 @@ def test_undo_takes_back_the_auto_commit(workspace: Path, monkeypatch: pytest.Mo
     assert log.strip().splitlines() == ["initial commit"]
 
 
-def test_reflect_reports_the_context_before_and_after(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    ran = run_repl(workspace, [Reply.text("Hi.")], "hello\r/reflect\r")
-    assert "reflect: context ~" in ran.out
-    assert "nothing to summarise yet: the conversation since the last summary (~" in ran.out
-    assert "tokens) is within the ~6,000 tokens always kept word for word" in " ".join(ran.out.split())
-    assert "nothing to condense: memory holds fewer than two summaries to merge" in ran.out
+def test_compact_with_a_focus_compacts_now_and_the_log_rebuilds_its_request(workspace: Path) -> None:
+    """`/compact FOCUS` as in Claude Code: it compacts now, although the conversation is well
+    within the raw tokens always kept word for word (6,000 here), and the Observer is told the
+    focus; the log records it, so `scribe log prompt --at` rebuilds that request byte for byte."""
+    message = "Please remember the plan. " + " ".join(f"step{n}" for n in range(300))
+    with FakeMessagesServer(SideCallModel([Reply.text("Noted the plan.")])) as server:
+        ran = run_repl(workspace, server, f"{message}\r/compact the deployment steps\r")
+    said = " ".join(ran.out.split())
+    assert re.search(r"reflect: context ~[\d.]+k → ~[\d.]+k tokens \(observations 0 → \d+, raw \d+ → 0\)", said), said
+    [observer] = [r for r in ran.server.requests if side_call_kind(r.json) == "observer"]
+    assert "The person asked for this compaction with a focus: the deployment steps." in json.dumps(observer.json)
+    events = events_of(session_logs(workspace)[0])
+    [usage] = [e for e in events if isinstance(e, UsageEvent) and e.purpose == "observer"]
+    assert usage.extra["side_call"]["focus"] == "the deployment steps"
+    assert [e for e in events if isinstance(e, ObservationEvent)]
+    rebuilt = run_scribe(["log", "prompt", "--at", str(usage.seq)], workspace, dict(os.environ))
+    assert rebuilt.code == 0 and rebuilt.out.strip() == canonical_json(observer.json), rebuilt.err
 
 
 def test_clear_and_resume_switch_sessions(workspace: Path) -> None:
@@ -351,22 +381,22 @@ def test_resume_lists_dates_how_many_more_and_no_empty_sessions(workspace: Path)
 
 
 
-def test_reflect_says_truly_why_a_long_message_is_not_summarised_yet(workspace: Path, home: Path) -> None:
-    """The only message is longer than what is always kept raw, and summarising it would cut
-    into that: the message says so, instead of calling it short enough."""
+def test_reflect_compacts_a_message_the_retention_floor_would_keep(workspace: Path, home: Path) -> None:
+    """The only exchange is longer than what is always kept raw, and observing it would cut into
+    that: a compaction asked for compacts it all the same, instead of saying there is nothing to
+    summarise yet."""
     long = "Please remember all of this. " + " ".join(f"word{n}" for n in range(500))
-    with FakeMessagesServer([Reply.text("Noted.")]) as server:
+    with FakeMessagesServer(SideCallModel([Reply.text("Noted.")])) as server:
         env = scribe_env(server.base_url, home, SCRIBE_OBSERVE_TOKENS="2000")
         assert run_scribe(["run", long], workspace, env).code == 0
         ran = run_scribe(["reflect"], workspace, env)
     said = " ".join(ran.out.split()) + " ".join(ran.err.split())
     assert ran.code == 0, ran.err
-    found = re.search(r"nothing to summarise yet: of the ~([\d,]+) tokens since the last summary, the newest "
-                      r"~([\d,]+) are always kept word for word, and the oldest part that can be summarised alone "
-                      r"\(~([\d,]+) tokens\) would leave less than that", said)
-    assert found is not None, said
-    total, kept, oldest = (int(g.replace(",", "")) for g in found.groups())
-    assert kept == 400 and total > kept and total - oldest < kept
+    assert "nothing to summarise" not in said, said
+    events = events_of(session_logs(workspace)[0])
+    [observed] = [e for e in events if isinstance(e, ObservationEvent)]
+    user = next(e for e in events if isinstance(e, UserEvent))
+    assert observed.seq_from <= user.seq <= observed.seq_to  # the message the floor would have kept
 
 
 def test_model_does_what_its_help_says_this_session_and_clear_but_not_the_config(
@@ -394,3 +424,18 @@ def test_the_bar_of_a_session_on_another_server_shows_no_dollar_figure(workspace
     for ran in (before, after):
         assert "claude-sonnet-5-5 │ ask │ unpriced │" in ran.toolbar and "$" not in ran.toolbar, ran.toolbar
     assert after.texts == ["hello"]
+
+
+def test_a_fetch_the_tool_refuses_anyway_is_not_put_to_the_person(workspace: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """Asked to fetch a loopback URL, web_fetch would refuse it whatever the answer: the question
+    is not asked, and the model reads the tool's refusal."""
+    monkeypatch.setenv("SCRIBE_WEB_FETCH", "true")
+    script = [Reply([tool_use_block("web_fetch", {"url": "http://127.0.0.1:9/admin"})]), Reply.text("I see."),
+              Reply.text("Fine.")]
+    # `n⏎` would answer a question; with none asked it is a message of its own
+    ran = run_repl(workspace, script, "read the admin page\rn\r")
+    assert "127.0.0.1 is a loopback, private, link-local or reserved address; not fetched" in " ".join(ran.out.split())
+    [result] = [e for e in events_of(session_logs(workspace)[0]) if isinstance(e, ToolResultEvent)]
+    assert result.is_error and "loopback" in result.output and "permission" not in result.extra
+    assert "I see." in ran.out and ran.texts[-1] == "n"

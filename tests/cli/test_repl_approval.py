@@ -5,7 +5,6 @@ asks for touches a marker file, so whether it ran is on disk, not in what the sc
 from __future__ import annotations
 
 import io
-import shlex
 import subprocess
 import sys
 import time
@@ -107,9 +106,8 @@ def sent_texts(server: FakeMessagesServer) -> set[str]:
 
 
 def in_tmux(server: FakeMessagesServer, workspace: Path, home: Path, tmp_path: Path) -> TmuxPane:
-    env = scribe_env(server.base_url, home, TERM="xterm-256color")
     term = TmuxPane(tmp_path / "tmux.sock")
-    term.start(f"env -i {' '.join(f'{k}={shlex.quote(v)}' for k, v in env.items())} {SCRIBE}", 100, 30, workspace)
+    term.start_program(SCRIBE, scribe_env(server.base_url, home, TERM="xterm-256color"), workspace)
     return term
 
 
@@ -120,19 +118,11 @@ def wait_after(term: TmuxPane, anchor: str, text: str) -> str:
 
 
 def prompt_ready(term: TmuxPane) -> None:
-    """Wait for an empty prompt: the last line above the bottom bar is `›` alone. (A line typed
-    before the prompt is up was typed during the turn: it would wait at the prompt unsent.)"""
-    def ready() -> bool:
-        lines = [line.rstrip() for line in term.screen().splitlines() if line.strip()]
-        return len(lines) >= 2 and lines[-2] == "›"
-    assert wait_for(ready, 30), term.screen()
+    term.prompt_ready()
 
 
 def at_prompt(term: TmuxPane, text: str) -> str:
-    """The screen once the prompt holds `text` (a line of its own, not the end of a question's)."""
-    assert wait_for(lambda: any(line.startswith(f"› {text}") for line in term.screen().splitlines()), 30), \
-        term.screen()
-    return term.screen()
+    return term.at_prompt(text)
 
 
 def leave_tmux(term: TmuxPane) -> tuple[int | None, str]:
@@ -234,9 +224,9 @@ def test_typed_text_answers_only_as_a_whole_word_and_a_sentence_allows_nothing(
 @pytest.mark.slow
 def test_what_is_typed_during_a_turn_is_never_sent_by_itself_and_a_cancel_is_told_to_the_model(
         workspace: Path, home: Path, tmp_path: Path) -> None:
-    """At 150 ms a key: typing that runs into a question is thrown away and a pause then `n`
-    answers; a line typed with Enter during a turn, or right after Esc, waits at the prompt;
-    the cancelled request reaches the model closed by its marker."""
+    """At 150 ms a key: typing that runs into a question answers nothing and waits at the prompt,
+    and a pause then `n` answers; a line typed with Enter during a turn, or right after Esc,
+    waits at the prompt; the cancelled request reaches the model closed by its marker."""
     with FakeMessagesServer(responder) as server:
         term = in_tmux(server, workspace, home, tmp_path)
         try:
@@ -247,11 +237,13 @@ def test_what_is_typed_during_a_turn_is_never_sent_by_itself_and_a_cancel_is_tol
             term.type("y")
             wait_after(term, "sleep 1.6", "› yes")  # the lone key answered, once nothing followed it
             term.typing("words typed on meanwhile ")  # 3.75 s: on across the next question
-            screens = [term.wait("(what you were typing when this question appeared was ignored)")]
+            screens = [term.wait("(what you were typing is not an answer: it waits at the prompt)")]
             time.sleep(1)  # the person stops, reads the question
             term.type("n")
             wait_after(term, "ran-slow", "declined")
             term.wait("done slow")
+            at_prompt(term, "words typed on meanwhile")  # none of it was lost, none of it answered
+            term.send("C-c")  # the person clears it
 
             # a line sent with Enter while the command runs: it waits at the prompt
             prompt_ready(term)
@@ -439,3 +431,55 @@ def test_ctrl_d_during_a_turn_cancels_it_and_ends_scribe(workspace: Path, home: 
     assert not running_in(workspace, "sleep", SLEEP)
     users, results = users_and_results(workspace)
     assert users == ["turn-sleep"] and len(results) == 1 and "cancelled" in results[0], results
+
+
+def writer(request: dict[str, Any]) -> ScriptItem:
+    """`write notes`: the model thinks for a while, then asks to write a file, then says done;
+    anything else the person says is echoed back (`heard: ...`)."""
+    if not request.get("tools"):
+        return Reply.text("🔴 the user asked for a file")
+    last = request["messages"][-1]["content"]
+    if any(b.get("type") == "tool_result" for b in last):
+        return Reply.text("done writing")
+    said = last[-1].get("text", "")
+    if said != "write notes":
+        return Reply.text(f"heard: {said}")
+    time.sleep(3)  # a model taking its time: the person types meanwhile
+    return Reply([tool_use_block("write_file", {"path": "notes.md", "content": "# Notes\n"})])
+
+
+@pytest.mark.slow
+def test_text_typed_before_a_question_is_shown_kept_and_never_sent(workspace: Path, home: Path,
+                                                                    tmp_path: Path) -> None:
+    """Typed at a person's speed while the model thinks: the words show under the spinner as
+    they are typed; the question that then appears is not answered by them (it says where they
+    went); after `y` the turn ends and they wait at the prompt, editable and unsent, until the
+    person sends them."""
+    with FakeMessagesServer(writer) as server:
+        term = in_tmux(server, workspace, home, tmp_path)
+        try:
+            prompt_ready(term)
+            term.keys("write notes")
+            term.wait("thinking")
+            term.typing("add docs")
+            typing = term.wait("next › add docs")  # shown as typed, under the spinner
+            question = wait_after(term, "write_file notes.md", "allow write_file?")
+            assert "(what you were typing is not an answer: it waits at the prompt)" in question, question
+            time.sleep(GUARD_S + REACTION_S)  # the person reads the question
+            term.type("y")
+            term.wait("done writing")
+            waiting = at_prompt(term, "add docs")  # at the next prompt, not sent
+            assert "heard: add docs" not in waiting
+            term.typing(" please", per_key_s=0.2)  # editable: the person adds to it, then sends it
+            time.sleep(0.5)
+            term.send("Enter")
+            term.wait("heard: add docs please")
+            status, last = leave_tmux(term)
+        finally:
+            term.stop()
+    print("\n\n".join([typing, question, waiting, last]))
+    assert status == 0 and "Traceback" not in last, last
+    assert (workspace / "notes.md").read_text() == "# Notes\n"  # the `y` answered: the file was written
+    users, _ = users_and_results(workspace)
+    assert users == ["write notes", "add docs please"]
+    assert sent_texts(server) == set(users)  # "add docs" alone never reached the model

@@ -110,16 +110,19 @@ def test_every_key_at_an_approval_question_and_during_a_turn(workspace: Path, ho
             child.send(CTRL_C)
             child.expect("interrupted")
 
-            # type-ahead during an approved command never answers the next question
+            # type-ahead during an approved command never answers the next question: it waits
+            # at the next prompt
             ask("slow")
             child.send("y")
             child.expect("running…")  # the lone key answered
             child.send("what about xyz")  # while `sleep 1.5` runs: holds an "a" and a "y"
-            child.expect(r"\(what you were typing when this question appeared was ignored\)")
+            child.expect(r"\(what you were typing is not an answer: it waits at the prompt\)")
             child.expect(QUESTION)
             settle()
             child.send("n")
             answered("slow")
+            child.expect("what about xyz")  # in the prompt's line
+            child.send(CTRL_C)  # the person clears it
 
             # what is typed during a turn waits at the next prompt
             ask("keep")

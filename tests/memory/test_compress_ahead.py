@@ -4,8 +4,10 @@ writer and stays valid; headless runs and Anthropic's API keep compressing at th
 
 from __future__ import annotations
 
+import json
 import os
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -14,10 +16,23 @@ import pytest
 from helpers import events_of, run_scribe, session_logs, wait_for
 from repl_driver import person, run_repl  # noqa: F401 - `person` is the REPL tests' environment
 from scribe.agent.compression.ahead import SLOW_CALL_MS, works_ahead
+from scribe.agent.core import Agent
+from scribe.agent.driver import drive
+from scribe.agent.opening import AgentConfig, SessionChoice
+from scribe.agent.protocol import Compressed, CompressionWait, TurnEnded, UserMessage
 from scribe.context.render import canonical_json
 from scribe.fakeapi import FakeMessagesServer, Reply, SideCallModel, side_call_kind
-from scribe.log.events import AssistantEvent, ErrorEvent, Event, ObservationEvent, UsageEvent, UserEvent
+from scribe.log.events import (
+    AssistantEvent,
+    ErrorEvent,
+    Event,
+    LeftOutEvent,
+    ObservationEvent,
+    UsageEvent,
+    UserEvent,
+)
 from scribe.log.verify import verify_bytes
+from scribe.settings.values import load_settings
 
 
 def message(k: int) -> str:
@@ -174,3 +189,123 @@ def test_a_turn_that_passes_the_threshold_is_answered_while_its_compression_wait
     assert rebuilt.code == 0 and rebuilt.out.strip() in sent, rebuilt.err
     assert [e.text for e in events if isinstance(e, UserEvent)] == [message(k) for k in range(5)]
     assert "memory: folded events" in ran.out
+
+
+class SlowObserver:
+    """A SideCallModel behind a one-slot local server: each side call takes `seconds`, as a small
+    model writing its answer does; the agent's own answers come from the script at once."""
+
+    def __init__(self, model: SideCallModel, seconds: float) -> None:
+        self.model, self.seconds = model, seconds
+
+    def __call__(self, request: dict) -> object:  # type: ignore[type-arg]
+        if side_call_kind(request) in ("observer", "reflector"):
+            time.sleep(self.seconds)
+        return self.model(request)
+
+
+def long_answer(k: int) -> Reply:
+    """What a small model writes to its max_tokens: ~400 tokens of the fake's counting."""
+    return Reply.text(f"answer {k}: " + " ".join(f"said{k}-{i}" for i in range(180)))
+
+
+def test_a_request_a_small_window_cannot_hold_waits_for_the_compression_between_turns(
+        workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The daily loop on a 4,096-token local server whose model gets no tools: two short
+    messages, a paste that takes the next request past the window, and a question sent while the
+    compression that makes room runs. The question waits for it (saying so) and is answered: it
+    is never refused for its size and left out, and `log stats` has no turn left out."""
+    monkeypatch.setenv("SCRIBE_OBSERVE_AHEAD", "always")
+    monkeypatch.setenv("SCRIBE_OBSERVE_ON_PAYBACK", "false")
+    monkeypatch.setenv("SCRIBE_COMPRESS_WHEN_COLD", "false")
+    monkeypatch.setenv("SCRIBE_MODEL", "smollm2")
+    paste = "Summarise this.\n" + "\n".join(f"{i}: " + " ".join(f"pasted{i}-{j}" for j in range(18))
+                                          for i in range(56))
+    question = "what was the first line about?"
+    model = SlowObserver(SideCallModel([long_answer(k) for k in range(4)]), seconds=2.0)
+    with FakeMessagesServer(model, kind="llama.cpp", template_tools=False, context_window=4096) as server:
+        ran = run_repl(workspace, server, f"hi\rwhat is 2+2?\r\x1b[200~{paste}\x1b[201~\r{question}\r/stats\r")
+        refused = [r for r in server.requests if r.status == 400]
+        answered = [r for r in server.requests if side_call_kind(r.json) == "agent" and r.status == 200]
+    events = events_of(session_logs(workspace)[0])
+    assert [e for e in events if isinstance(e, LeftOutEvent)] == [], ran.out
+    assert "waiting for the compression running since the last turn" in ran.out
+    assert refused == []  # foreseen from the server's counts: nothing was sent that could not fit
+    assert answered[-1].json["messages"][-1]["content"][-1]["text"] == question  # answered
+    assert "memory could not make room" not in ran.out and "left out" not in ran.out
+
+
+class HeldOn:
+    """Side calls that read `words` held until `release` is set (a compression of them between
+    turns still running when the next message comes); the others answered at once."""
+
+    def __init__(self, model: SideCallModel, words: str) -> None:
+        self.model, self.words, self.release = model, words, threading.Event()
+
+    def __call__(self, request: dict) -> object:  # type: ignore[type-arg]
+        if side_call_kind(request) in ("observer", "reflector") and self.words in json.dumps(request):
+            assert self.release.wait(60), "never released"
+        return self.model(request)
+
+
+def test_a_cancel_stops_the_wait_for_the_compression_and_the_turn(
+        workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The question that would not fit waits for the compression between turns (its model held);
+    a cancel while it waits (Esc in the REPL) ends the wait and the turn at once, the log whole,
+    and the compression is taken when it ends."""
+    monkeypatch.setenv("SCRIBE_OBSERVE_AHEAD", "always")
+    monkeypatch.setenv("SCRIBE_OBSERVE_ON_PAYBACK", "false")
+    monkeypatch.setenv("SCRIBE_COMPRESS_WHEN_COLD", "false")
+    monkeypatch.setenv("SCRIBE_CURATE_NOTES", "false")
+    paste = "Summarise this.\n" + "\n".join(f"{i}: " + " ".join(f"pasted{i}-{j}" for j in range(18))
+                                          for i in range(56))
+    model = HeldOn(SideCallModel([long_answer(k) for k in range(4)]), "pasted0-0")
+    with FakeMessagesServer(model, kind="llama.cpp", template_tools=False, context_window=4096) as server:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.base_url)
+        settings = load_settings(workspace, {"permission_mode": "ask", "max_retries": 0, "model": "smollm2"})
+        agent = Agent(AgentConfig(workspace, SessionChoice(), settings=settings, person=True, answers=True))
+        try:
+            drive(agent.start(), lambda event: None)
+            for said in ("hi", "what is 2+2?"):
+                drive(agent.run(UserMessage(said)), lambda event: None)
+            drive(agent.run(UserMessage(paste)), lambda event: None)
+            assert agent.compressing
+            seen: list[object] = []
+            for event in agent.run(UserMessage("what was the first line about?")):
+                seen.append(event)
+                if isinstance(event, CompressionWait):
+                    agent.cancel()  # what Esc does
+            assert any(isinstance(e, CompressionWait) and e.ahead for e in seen), seen
+            assert isinstance(seen[-1], TurnEnded) and seen[-1].reason == "interrupted", seen[-1]
+            assert agent.compressing  # the compression goes on: nobody's wait to cancel
+            model.release.set()
+            assert wait_for(lambda: not agent.compressing, 30)
+            taken = agent.take_ahead()
+            assert any(isinstance(e, Compressed) for e in taken), taken
+        finally:
+            model.release.set()
+            agent.close()
+    events = events_of(session_logs(workspace)[0])
+    assert [e for e in events if isinstance(e, LeftOutEvent)] == []
+    assert isinstance(events[-1], ErrorEvent) or any(isinstance(e, ObservationEvent) for e in events)
+    assert [s for s in server.requests if s.status == 400] == []
+
+
+def test_the_turn_that_made_a_compression_due_is_compressed_between_turns(
+        workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A paste makes a compression due at its own call: started there, in the background, it
+    compresses what came before the paste (never the turn's own request). Once the turn has
+    ended, that one is taken and the paste itself is compressed between turns, while the person
+    reads: it is not left raw until the next message's call."""
+    monkeypatch.setenv("SCRIBE_OBSERVE_AHEAD", "always")
+    monkeypatch.setenv("SCRIBE_OBSERVE_TOKENS", "800")
+    monkeypatch.setenv("SCRIBE_RETENTION", "0")
+    monkeypatch.setenv("SCRIBE_OBSERVE_ON_PAYBACK", "false")
+    monkeypatch.setenv("SCRIBE_COMPRESS_WHEN_COLD", "false")
+    paste = "Summarise this.\n" + "\n".join(message(k) for k in range(4))
+    with FakeMessagesServer(SideCallModel([Reply.text("Noted."), Reply.text("Summarised.")])) as server:
+        run_repl(workspace, server, f"{message(9)}\r\x1b[200~{paste}\x1b[201~\r")
+    events = events_of(session_logs(workspace)[0])
+    pasted = next(e for e in events if isinstance(e, UserEvent) and e.text == paste)
+    covered = [(e.seq_from, e.seq_to) for e in events if isinstance(e, ObservationEvent)]
+    assert any(low <= pasted.seq <= high for low, high in covered), covered

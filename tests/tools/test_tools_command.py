@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from helpers import running, sleep_argv, wait_for
-from scribe.tools.base import ToolContext
+from scribe.tools.base import OutputTail, ToolContext
 from scribe.tools.command import RunCommand
 from scribe.tools.registry import builtin_tools, run_tool
-from scribe.tools.secrets import command_env
+from scribe.tools.secrets import Redactor, command_env
 from scribe.workspace.git.folders import command_protection
 
 SANDBOXED = command_protection(Path("/")).sandboxed
@@ -180,3 +180,16 @@ def test_capped_output_holds_about_the_cap_however_much_arrives() -> None:
     assert dropped == 5000 * 997 - 1000
     assert text.startswith("0" * 500 + "\n[… 5.0 MB of output dropped …]\n")
     assert text.endswith("9" * 500)
+
+
+def test_the_output_tail_of_a_running_command_is_its_end_as_a_terminal_shows_it(ctx: ToolContext) -> None:
+    """What a front end shows while a command runs: its last lines as they come, a progress bar
+    as its last state, secret values redacted, and only the end kept however much it prints."""
+    secret = "sk-live-0123456789abcdef"
+    ctx.redact = Redactor.from_environ({"DEPLOY_TOKEN": secret})
+    ctx.output_tail = OutputTail(ctx.redact)
+    text, is_error, _, _ = run(ctx, f"seq 1 5000; printf 'step 1\\rstep 2\\rstep 3\\n'; echo token={secret}")
+    assert not is_error
+    shown = ctx.output_tail.lines(3)
+    assert shown[:2] == ["5000", "step 3"] and secret not in shown[2] and shown[2].startswith("token=")
+    assert len(ctx.output_tail.lines(100_000)) < 2_000  # the end only: about KEEP_BYTES of it

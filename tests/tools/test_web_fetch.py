@@ -140,10 +140,16 @@ def test_read_only_refuses_and_accept_edits_fetches_only_a_listed_domain(
                               "with --permission-mode accept-edits")
     _, allowed, _ = run_fetch(workspace, home, f"{site}/notes", **listed)  # accept-edits, the headless default
     assert not allowed.is_error and "# Version 2.1" in allowed.output and "permission" not in allowed.extra
-    _, unlisted, _ = run_fetch(workspace, home, f"{site}/notes", SCRIBE_WEB_FETCH="true")
+    # (a global address, never connected to: the mode refuses it first)
+    _, unlisted, _ = run_fetch(workspace, home, "http://93.184.216.34/notes", SCRIBE_WEB_FETCH="true")
     assert unlisted.is_error and unlisted.output.startswith(
         "web_fetch is not allowed in permission mode 'accept-edits'; the user can allow it with --permission-mode "
         "full-auto, or list the domain in the web_fetch_domains setting")
+    # a URL the tool never fetches is refused by the tool, in its words, before any mode is asked:
+    # no other mode would fetch it
+    _, inside, _ = run_fetch(workspace, home, f"{site}/notes", SCRIBE_WEB_FETCH="true")
+    assert inside.is_error and "127.0.0.1 is a loopback, private, link-local or reserved address" in inside.output
+    assert "permission" not in inside.extra
     # full-auto fetches unlisted domains, but never a loopback address that is not named
     _, loopback, _ = run_fetch(workspace, home, f"{site}/notes", "-p", "full-auto", SCRIBE_WEB_FETCH="true")
     assert loopback.is_error and "127.0.0.1 is a loopback, private, link-local or reserved address" in loopback.output
