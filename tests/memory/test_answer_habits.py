@@ -112,8 +112,9 @@ def notes_case(draw: st.DrawFn) -> tuple[list[Entry], list[Fact], str]:
     current = ["# Project notes", ""]
     seen: set[str] = set()
     for n in range(draw(st.integers(1, 7))):
-        text = draw(phrase().filter(lambda t: t.lower() not in seen))
-        seen.add(text.lower())
+        # Entries that differ only in case or spacing are one entry to the reader, which keeps the first.
+        text = draw(phrase().filter(lambda t: " ".join(t.lower().split()) not in seen))
+        seen.add(" ".join(text.lower().split()))
         kind = draw(st.sampled_from(["fact", "earlier", "person"]))
         heading = draw(st.sampled_from([None, "Conventions", "Pitfalls"]))
         if kind == "fact":
