@@ -18,12 +18,14 @@ from __future__ import annotations
 import os
 import sqlite3
 from collections.abc import Iterable, Iterator
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from scribe.log.events import Event, UsageEvent
 from scribe.log.figures import Figures, Pricer
+from scribe.log.filelock import LockWaitedTooLong, held
 from scribe.log.index_db import Immediate, connect, index_path, prepare, quarter_of
 from scribe.log.index_fold import Fold, first_record, fold_line, still_covers
 from scribe.log.index_stats import Estimate, IndexedStats, StatsFold, read_stats, write_purposes
@@ -43,6 +45,10 @@ _LISTING = f"SELECT {', '.join(LISTED)} FROM sessions"
 
 # Lines folded per transaction: the writer lock is never held for long, and memory stays flat.
 BATCH_LINES = 20_000
+# Beside the index: held by the process folding a log (see refresh_one).
+FOLD_LOCK = "index.lock"
+FOLD_WAIT_S = 900.0  # a 1 GB log takes 2.5 CPU minutes to fold (docs/performance-at-scale.md)
+FOLD_TRIES = 3
 
 class IndexBroken(LogError):
     """The index cannot be written or asked (locked past the busy timeout, a query it refuses)."""
@@ -126,20 +132,43 @@ class LogIndex:
         except OSError as exc:
             raise LogError(f"cannot read {path}: {exc.strerror or exc}") from None
         self._known.pop(path.stem, None)
-        for _ in range(3):  # another process folding the same log at once: its fold stands
-            row = self._row(path.stem)
-            if row is not None and _fresh(row["size"], row["mtime_ns"], row["path"], str(path), info):
-                return
+        if self._is_fresh(path, info):
+            return
+        # Processes folding at once would start each other's folds over (each sees the other's
+        # half-made row as stale): they fold one at a time, and the next finds the log folded.
+        with self._folding():
+            for _ in range(FOLD_TRIES):  # a writer without the lock (a stale lock file) raced it
+                if self._is_fresh(path, info):
+                    return
+                try:
+                    with path.open("rb") as fh:
+                        self._fold_file(path, fh, self._row(path.stem), info.st_mtime_ns)
+                    return
+                except _Raced:
+                    continue
+                except OSError as exc:
+                    raise LogError(f"cannot read {path}: {exc.strerror or exc}") from None
+                except sqlite3.Error as exc:
+                    raise IndexBroken(f"cannot update the index {self.where}: {exc}") from None
+        raise IndexBroken(f"cannot update the index {self.where}: other processes kept folding {path.name} "
+                          "at the same time")
+
+    def _is_fresh(self, path: Path, info: os.stat_result) -> bool:
+        row = self._row(path.stem)
+        return row is not None and _fresh(row["size"], row["mtime_ns"], row["path"], str(path), info)
+
+    def _folding(self) -> ExitStack:
+        """The index's fold lock, held for as long as one log is folded. Where it cannot be had (an
+        index in memory has no other process; a lock file that is a link is refused; a holder
+        past the wait), the fold goes ahead without it, and `_write` catches a race."""
+        stack = ExitStack()
+        if not self.in_memory:
             try:
-                with path.open("rb") as fh:
-                    self._fold_file(path, fh, row, info.st_mtime_ns)
-                return
-            except _Raced:
-                continue
-            except OSError as exc:
-                raise LogError(f"cannot read {path}: {exc.strerror or exc}") from None
-            except sqlite3.Error as exc:
-                raise IndexBroken(f"cannot update the index {self.where}: {exc}") from None
+                stack.enter_context(held(Path(self.where).with_name(FOLD_LOCK), FOLD_WAIT_S,
+                                         "another scribe reading the logs"))
+            except (OSError, LockWaitedTooLong):
+                pass  # unlocked, as described above
+        return stack
 
     def _fold_file(self, path: Path, fh: Any, row: sqlite3.Row | None, mtime_ns: int) -> None:
         first_line = fh.readline()
