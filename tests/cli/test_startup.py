@@ -53,3 +53,11 @@ def test_a_run_freezes_what_its_start_made_and_collects_again_after(workspace: P
 def test_a_collector_turned_off_before_the_run_stays_off_and_nothing_is_frozen(workspace: Path, home: Path) -> None:
     found = _run_hello(workspace, home, collector="off")
     assert found["collecting"] is False and found["frozen"] == 0
+
+
+def test_a_run_loads_no_terminal_drawing_and_no_pattern_engine_it_does_not_use(workspace: Path, home: Path) -> None:
+    """`scribe run` prints plain text: rich and prompt-toolkit are the REPL's and `scribe log`'s;
+    the bounded pattern engine is loaded by the first search, and this turn searches nothing."""
+    found = _run_hello(workspace, home)
+    loaded = {name.split(".")[0] for name in found["modules"]}
+    assert loaded & {"rich", "prompt_toolkit", "regex", "markdown_it"} == set()
