@@ -106,7 +106,8 @@ def run(
     from scribe.agent.config import AgentConfig, Overrides, SessionChoice
     from scribe.agent.core import Agent
     from scribe.agent.finishing.finisher import hand_over
-    from scribe.model.client import preload_sdk
+
+    from .preload import preload_sdk
 
     conversing = input_format is InputFormat.stream_json
     said = RunLines(quiet=output is OutputFormat.json)

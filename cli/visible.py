@@ -16,20 +16,19 @@ the line and paragraph separators and the invisible fillers. Joiners that are pa
 
 The log keeps the bytes as they were; only what is shown changes. JSON output is left alone:
 json.dumps already escapes C0 controls, and a program reading it wants the exact text.
+
+A rich console that does the same to what it renders is visible_console.py: rich is not
+imported by what prints plain text (`scribe run`).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
-
-from rich.console import Console, ConsoleOptions, RenderableType
-from rich.segment import Segment
-from rich.style import Style
+from collections.abc import Iterator
 
 # C0 controls except tab (\x09) and newline (\x0a), DEL, the C1 controls. A CR is kept only
 # as part of CRLF, where it is dropped (the newline does the work).
-_CONTROL = re.compile("\r\n|[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+CONTROL = re.compile("\r\n|[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _NAMED = {"\r": "\\r"}
 
 # The format characters (Unicode category Cf) that are not seen or that reorder text (all of them
@@ -86,7 +85,7 @@ def _marked(text: str) -> str:
 def visible(text: str) -> str:
     """`text` with each control character other than newline and tab written out visibly, and
     each invisible or reordering character as `<U+…>`."""
-    return _marked(_CONTROL.sub(_shown, text))
+    return _marked(CONTROL.sub(_shown, text))
 
 
 class VisibleStream:
@@ -110,35 +109,3 @@ class VisibleStream:
     def flush(self) -> str:
         held, self._held = self._held, ""
         return visible(held)
-
-
-class VisibleConsole(Console):
-    """A rich console that writes out visibly any control character left in the text it
-    renders: the second line of defence for text that reached a renderable without passing
-    through `visible` (rich has already dropped BEL and CR by then, but ESC and the C1
-    controls would still drive the terminal). Segments rich itself marks as control (cursor
-    movement for the live area) are its own and pass unchanged."""
-
-    def render(self, renderable: RenderableType, options: ConsoleOptions | None = None) -> Iterable[Segment]:
-        for segment in super().render(renderable, options):
-            if segment.control:
-                yield segment
-                continue
-            text = visible(segment.text) if _CONTROL.search(segment.text) or INVISIBLE.search(segment.text) \
-                else segment.text
-            yield from _dimmed_marks(text, segment.style)
-
-
-_DIM = Style(dim=True)
-
-
-def _dimmed_marks(text: str, style: Style | None) -> Iterable[Segment]:
-    """The segment's text, with each `<U+…>` mark dimmed: it is shown, but is not the text."""
-    at = 0
-    for match in MARK.finditer(text):
-        if match.start() > at:
-            yield Segment(text[at:match.start()], style)
-        yield Segment(match.group(), (style or Style()) + _DIM)
-        at = match.end()
-    if at < len(text) or not text:
-        yield Segment(text[at:], style)

@@ -11,9 +11,10 @@ Failures are told apart by what the SDK's public API promises (`APIStatusError`,
 export and has changed; the causes it chains (Python's `raise ... from`) only refine a message
 where they are there (connection.py).
 
-The SDK takes about two seconds to import, longer than everything else scribe loads. It is
-imported when the first call needs it; `preload_sdk` starts that import in a thread, so an
-interactive session can show its prompt at once and import while the person types.
+The SDK's import is most of a cold start: over a second here, longer than everything else scribe
+loads. It is imported when the first call needs it (`import_sdk`); a front end may start that
+import sooner, in a thread (cli/preload.py), so an interactive session can show its prompt at once
+and import while the person types.
 """
 
 from __future__ import annotations
@@ -83,13 +84,8 @@ def check_credentials(environ: dict[str, str] | None = None) -> None:
             raise BadBaseUrl(f"ANTHROPIC_BASE_URL {base_url!r} is not an http:// or https:// address")
 
 
-def preload_sdk() -> None:
-    """Import the SDK in a background thread. Not a daemon: an exit waits for the import to
-    finish rather than tearing down an interpreter mid-import."""
-    threading.Thread(target=_sdk, name="scribe-sdk-import").start()
-
-
-def _sdk() -> ModuleType:
+def import_sdk() -> ModuleType:
+    """The SDK, imported at the first call that needs it (see the module docstring)."""
     import anthropic  # noqa: PLC0415 - deferred on purpose, see the module docstring
 
     return anthropic
@@ -114,7 +110,7 @@ class ModelClient:
     @property
     def client(self) -> anthropic.Anthropic:
         if self._client is None:
-            anthropic = _sdk()
+            anthropic = import_sdk()
             # max_retries=0: retries are ours (see retry.py), so every one is visible and configurable.
             # The read timeout bounds the silence between two pieces of the answer, not the whole
             # answer, so a long streamed answer is never cut; connecting gets a short one of its own.
@@ -140,7 +136,7 @@ class ModelClient:
         Raises ModelError. `cancelled`: set from any thread, it stops the call within a slice of
         its waits, as a Ctrl-C would (KeyboardInterrupt)."""
         client = self.client
-        anthropic = _sdk()
+        anthropic = import_sdk()
         shown = ShownText()
         for attempt in range(self.retry.retries + 1):
             if attempt:
@@ -241,7 +237,7 @@ class ModelClient:
         """One line for a failed connection or a broken answer; a timeout says it timed out."""
         if isinstance(exc, BrokenAnswer):
             return str(exc)
-        if isinstance(exc, _sdk().APITimeoutError):
+        if isinstance(exc, import_sdk().APITimeoutError):
             if connect_timed_out(exc):
                 return f"could not connect to {self._server()}: timed out after {self.connect_timeout_s:g} s"
             return (f"timed out after {self.request_timeout_s:g} s without a word from {self._server()} "

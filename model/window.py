@@ -28,8 +28,6 @@ from __future__ import annotations
 
 import json
 import re
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
 from urllib.parse import urlsplit, urlunsplit
 
@@ -135,6 +133,10 @@ class ServerReport:
 def read_props(base_url: str, timeout_s: float = PROBE_TIMEOUT_S) -> ServerReport | None:
     """The server's report of itself, None when it gives none (not llama.cpp, not answering,
     not within `timeout_s`). Never raises: a server that says nothing is common."""
+    # Imported here: Anthropic's API is never asked, and a session there need not load it.
+    import urllib.error  # noqa: PLC0415
+    import urllib.request  # noqa: PLC0415
+
     for url in props_urls(base_url):
         try:
             with urllib.request.urlopen(url, timeout=timeout_s) as answer:  # noqa: S310 - http(s) checked upstream

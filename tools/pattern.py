@@ -21,8 +21,10 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-import regex
+if TYPE_CHECKING:
+    import regex
 
 
 class PatternError(ValueError):
@@ -55,6 +57,9 @@ class BoundedPattern:
     _compiled: regex.Pattern[str] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
+        # Imported at the first pattern: a turn that searches nothing (`scribe run hello`) never needs it.
+        import regex  # noqa: PLC0415
+
         flags = regex.VERSION0 | (regex.IGNORECASE if self.ignore_case else 0)
         try:
             self._compiled = regex.compile(self.source, flags)

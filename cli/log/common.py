@@ -142,7 +142,7 @@ def console() -> Any:
     """A rich console for people: colour unless NO_COLOR or not a terminal; no markup, no
     highlighting (log text is printed as it is, its control characters shown visibly); wide
     when piped, so tables do not squeeze."""
-    from ..visible import VisibleConsole
+    from ..visible_console import VisibleConsole
 
     class LogConsole(VisibleConsole):
         def on_broken_pipe(self) -> None:

@@ -56,7 +56,6 @@ from scribe.agent.protocol import (
 )
 from scribe.agent.session.session import Session, store_for
 from scribe.log.store import SessionFile, SessionNotFound
-from scribe.model.client import preload_sdk
 from scribe.model.events import Notice
 from scribe.settings.commands import CommandSet, load_commands
 from scribe.settings.files import find_workspace, state_dir
@@ -64,6 +63,7 @@ from scribe.settings.values import PERMISSION_MODES, PermissionMode
 
 from ..exits import cli_errors, fail, warn
 from ..headless import subagent_line
+from ..preload import preload_sdk
 from ..rule_flags import rules_of
 from ..signals import Ending, Stopped, ending_signals
 from ..trust import ask_servers, ask_trust

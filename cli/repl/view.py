@@ -53,7 +53,8 @@ from scribe.tools.todo import NAME as TODO
 from scribe.tools.todo import current_todos
 
 from ..compressed import compressed_line
-from ..visible import VisibleConsole, VisibleStream, visible
+from ..visible import VisibleStream, visible
+from ..visible_console import VisibleConsole
 from .excerpts import (
     Hanging,
     MarkdownTail,

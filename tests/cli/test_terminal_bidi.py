@@ -16,7 +16,8 @@ from rich.console import Console
 
 from helpers import SCRIBE, events_of, run_scribe, scribe_env, session_logs
 from scribe.cli.repl.question import GUARD_S
-from scribe.cli.visible import VisibleConsole, VisibleStream, visible
+from scribe.cli.visible import VisibleStream, visible
+from scribe.cli.visible_console import VisibleConsole
 from scribe.fakeapi import FakeMessagesServer, Reply, text_block, tool_use_block
 from scribe.log.events import AssistantEvent, ToolResultEvent, UserEvent
 

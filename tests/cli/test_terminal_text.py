@@ -20,7 +20,8 @@ from rich.text import Text
 from helpers import events_of, run_scribe, scribe_env, session_logs
 from repl_driver import open_repl
 from scribe.cli.repl.view import View
-from scribe.cli.visible import VisibleConsole, VisibleStream, visible
+from scribe.cli.visible import VisibleStream, visible
+from scribe.cli.visible_console import VisibleConsole
 from scribe.fakeapi import FakeMessagesServer, Reply, text_block, tool_use_block
 from scribe.log.events import AssistantEvent, ToolResultEvent
 from scribe.settings.values import load_settings
