@@ -12,7 +12,7 @@ import pytest
 
 from helpers import events_of, running_in, scribe_env, session_logs, spawn
 from scribe.cli.repl.question import GUARD_S
-from scribe.fakeapi import FakeMessagesServer, Reply, ScriptItem, text_block, tool_use_block
+from scribe.fakeapi import FakeMessagesServer, Reply, ScriptItem, side_call_kind, text_block, tool_use_block
 from scribe.log.events import AssistantEvent, InterruptEvent, ToolResultEvent, UserEvent
 
 # A duration no other test uses, so the process is ours to find.
@@ -28,7 +28,7 @@ def responder() -> Any:
     ])
 
     def answer(request: dict[str, Any]) -> ScriptItem:
-        if not request.get("tools"):  # memory compression (observer/reflector) calls carry no tools
+        if side_call_kind(request) != "agent":  # memory's calls, by either route
             return Reply.text("🔴 the user greeted the model and started a long job")
         return next(replies)
     return answer

@@ -96,7 +96,8 @@ def test_nothing_a_call_started_outlives_it(box: ReadOnly, workspace: Path) -> N
         readers = [p for p in history.git._started if p.poll() is None]
         assert len(readers) == 2  # GitPython's --batch-check and --batch, kept open while reading
     assert all(p.poll() is not None for p in readers)
-    assert not any(running(*p.args) for p in readers)  # ended and reaped
+    # ended and reaped; bwrap's own child in the sandbox (the same command line) follows it at once
+    assert wait_for(lambda: not any(running(*p.args) for p in readers), 5)
 
 
 @needs_bwrap
