@@ -1,5 +1,5 @@
 """A real server and a real model: a 12-turn headless chain (`scribe run`, then `scribe run
---continue` x11) against llama.cpp's `llama-server` with SmolLM2-135M-Instruct in a 3,072-token
+--continue` x11) against llama.cpp's `llama-server` with SmolLM2-135M-Instruct in a 4,096-token
 context, whose prompts outgrow that window nearly twice over.
 
 What this shows that no fake can: the server's own prefix cache (`cache_read_input_tokens`)
@@ -10,8 +10,8 @@ needed compression ends as a model-free summary); every turn exits 0; the log ve
 proxy between scribe and the server keeps what was sent); and `scribe reflect` afterwards reads
 the stretch it observes from the slot that holds the agent's prompt.
 
-Every third prompt carries ~1,400 tokens of pasted text; the ones between are short follow-ups.
-A paste in *every* prompt would cap the cached share of a call at (3,072 - 1,400) / 3,072, about
+Every third prompt carries ~1,900 tokens of pasted text; the ones between are short follow-ups.
+A paste in *every* prompt would cap the cached share of a call at (4,096 - 1,900) / 4,096, about
 54%, below the 60% asked for, whatever scribe did; with a paste every third turn the prompts
 still hold nearly two windows' worth of new text across the chain, so compression must run.
 
@@ -50,20 +50,20 @@ from scribe.memory.extract import EXTRACTIVE_MODEL
 # `-n 3` each worker would build its own chain, three times the machine's longest test).
 pytestmark = [pytest.mark.slow, pytest.mark.first]
 
-CONTEXT = 3072
+CONTEXT = 4096
 TURNS = 12
 PASTE_EVERY = 3
-PASTE_LINES = 51  # ~1,400 SmolLM2 tokens of the text below (1,669 for 60 lines, by the server's /tokenize)
+PASTE_LINES = 68  # ~1,900 SmolLM2 tokens of the text below (1,669 for 60 lines, by the server's /tokenize)
 WORDS = ("the server reads each request and the model writes an answer while the cache keeps the prefix of every "
          "prompt so that later calls evaluate only new tokens").split()
-# Thresholds as a person with a 3,072-token window might set them: observe past 1,800 tokens of
-# raw events, reflect past 750 of observations, side calls within 1,500 tokens, short answers
+# Thresholds as a person with a 4,096-token window might set them: observe past 2,400 tokens of
+# raw events, reflect past 1,000 of observations, side calls within 1,500 tokens, short answers
 # throughout (SmolLM2 writes ~45 tokens/s with -t 1, so each call stays short). The window the
 # server reports (/props) lowers any of them that does not fit it.
 SETTINGS = {
     "SCRIBE_MODEL": "smollm2-135m", "SCRIBE_OBSERVER_MODEL": "smollm2-135m",
     "SCRIBE_MAX_TOKENS": "48", "SCRIBE_SIDE_CALL_MAX_TOKENS": "160",
-    "SCRIBE_OBSERVE_TOKENS": "1800", "SCRIBE_REFLECT_TOKENS": "750", "SCRIBE_SIDE_CALL_TOKENS": "1500",
+    "SCRIBE_OBSERVE_TOKENS": "2400", "SCRIBE_REFLECT_TOKENS": "1000", "SCRIBE_SIDE_CALL_TOKENS": "1500",
     # What compresses is what the window needs, not the payback or idle heuristics (deterministic).
     "SCRIBE_OBSERVE_ON_PAYBACK": "false", "SCRIBE_COMPRESS_WHEN_COLD": "false",
     "SCRIBE_WATCH_FILES": "0", "SCRIBE_REQUEST_TIMEOUT_S": "900", "SCRIBE_MAX_RETRIES": "1",
@@ -105,7 +105,7 @@ def chain(tmp_path_factory: pytest.TempPathFactory) -> Chain:
     git(workspace, "init", "--quiet")
     turns: list[Turn] = []
     started = time.monotonic()
-    # Two slots of 3,072 tokens each, as docs/local-models.md advises for scribe: a side call
+    # Two slots of 4,096 tokens each, as docs/local-models.md advises for scribe: a side call
     # takes the other slot, so the agent's cached prefix survives it (on one slot, every
     # observer or reflector call evicts it and the next agent call evaluates its whole prompt).
     with (LlamaServer(CONTEXT, slots=2, log=root / "llama-server.log") as server,
