@@ -37,8 +37,9 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Tests marked `first` go first: they share one long fixture (the real model's chain), and
-    run first they overlap the rest of the suite on the other worker instead of trailing it."""
+    """Tests marked `first` go first: the longest files (a real model's chain and its REPL
+    session, the crash test's kills), each on a worker of its own from the start, so they overlap
+    the rest of the suite instead of trailing it."""
     items.sort(key=lambda item: item.get_closest_marker("first") is None)
 
 

@@ -56,6 +56,7 @@ def read_lines(stream: Any, into: list[str]) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.first  # a long test: started with the suite, not at its end
 def test_sigkills_at_random_moments_lose_nothing_acknowledged(workspace: Path, tmp_path: Path) -> None:
     rng = random.Random(29112026)
     with FakeMessagesServer(busy_model(7)) as server:

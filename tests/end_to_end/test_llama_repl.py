@@ -28,7 +28,7 @@ from scribe.fakeapi import side_call_kind
 from scribe.log.events import AssistantEvent, LeftOutEvent, ObservationEvent, UserEvent
 from scribe.log.jsonl import read_log
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.first]  # the suite's second-longest file: started first
 
 CONTEXT = 4096
 WORDS = ("the server reads each request and the model writes an answer while the cache keeps the prefix of every "
