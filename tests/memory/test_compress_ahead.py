@@ -209,18 +209,24 @@ def long_answer(k: int) -> Reply:
     return Reply.text(f"answer {k}: " + " ".join(f"said{k}-{i}" for i in range(180)))
 
 
+def small_window_paste(monkeypatch: pytest.MonkeyPatch) -> str:
+    """A compression made between turns whenever one is due, and nothing else starting one; and a
+    paste that, with a long answer behind it, takes the next request past a 4,096-token window."""
+    monkeypatch.setenv("SCRIBE_OBSERVE_AHEAD", "always")
+    monkeypatch.setenv("SCRIBE_OBSERVE_ON_PAYBACK", "false")
+    monkeypatch.setenv("SCRIBE_COMPRESS_WHEN_COLD", "false")
+    return "Summarise this.\n" + "\n".join(f"{i}: " + " ".join(f"pasted{i}-{j}" for j in range(18))
+                                           for i in range(56))
+
+
 def test_a_request_a_small_window_cannot_hold_waits_for_the_compression_between_turns(
         workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The daily loop on a 4,096-token local server whose model gets no tools: two short
     messages, a paste that takes the next request past the window, and a question sent while the
     compression that makes room runs. The question waits for it (saying so) and is answered: it
     is never refused for its size and left out, and `log stats` has no turn left out."""
-    monkeypatch.setenv("SCRIBE_OBSERVE_AHEAD", "always")
-    monkeypatch.setenv("SCRIBE_OBSERVE_ON_PAYBACK", "false")
-    monkeypatch.setenv("SCRIBE_COMPRESS_WHEN_COLD", "false")
+    paste = small_window_paste(monkeypatch)
     monkeypatch.setenv("SCRIBE_MODEL", "smollm2")
-    paste = "Summarise this.\n" + "\n".join(f"{i}: " + " ".join(f"pasted{i}-{j}" for j in range(18))
-                                          for i in range(56))
     question = "what was the first line about?"
     model = SlowObserver(SideCallModel([long_answer(k) for k in range(4)]), seconds=2.0)
     with FakeMessagesServer(model, kind="llama.cpp", template_tools=False, context_window=4096) as server:
@@ -253,12 +259,8 @@ def test_a_cancel_stops_the_wait_for_the_compression_and_the_turn(
     """The question that would not fit waits for the compression between turns (its model held);
     a cancel while it waits (Esc in the REPL) ends the wait and the turn at once, the log whole,
     and the compression is taken when it ends."""
-    monkeypatch.setenv("SCRIBE_OBSERVE_AHEAD", "always")
-    monkeypatch.setenv("SCRIBE_OBSERVE_ON_PAYBACK", "false")
-    monkeypatch.setenv("SCRIBE_COMPRESS_WHEN_COLD", "false")
+    paste = small_window_paste(monkeypatch)
     monkeypatch.setenv("SCRIBE_CURATE_NOTES", "false")
-    paste = "Summarise this.\n" + "\n".join(f"{i}: " + " ".join(f"pasted{i}-{j}" for j in range(18))
-                                          for i in range(56))
     model = HeldOn(SideCallModel([long_answer(k) for k in range(4)]), "pasted0-0")
     with FakeMessagesServer(model, kind="llama.cpp", template_tools=False, context_window=4096) as server:
         monkeypatch.setenv("ANTHROPIC_BASE_URL", server.base_url)
