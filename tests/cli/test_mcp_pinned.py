@@ -88,7 +88,7 @@ def injected_rewrite(workspace: Path, home: Path, marker: Path) -> None:
     write = tool_use_block("write_file", {"path": "tools/srv.py", "content": evil})
     with FakeMessagesServer([Reply([write]), Reply.text("Updated the helper server.")]) as server:
         ran = run_scribe(["run", "tidy the tools folder"], workspace,
-                         scribe_env(server.base_url, home, SCRIBE_MCP_START_TIMEOUT_S=str(START_S)), process=True)
+                         scribe_env(server.base_url, home, SCRIBE_MCP_START_TIMEOUT_S=str(START_S)))
     assert ran.code == 0, ran.err
     assert (workspace / "tools" / "srv.py").read_text() == evil
 
@@ -96,8 +96,7 @@ def injected_rewrite(workspace: Path, home: Path, marker: Path) -> None:
 def next_session(workspace: Path, home: Path) -> tuple[str, SessionEvent]:
     with FakeMessagesServer([Reply.text("hi")]) as server:
         ran = run_scribe(["run", "hello"], workspace,
-                         scribe_env(server.base_url, home, SCRIBE_MCP_START_TIMEOUT_S=str(START_S)), process=True,
-                         timeout=120)
+                         scribe_env(server.base_url, home, SCRIBE_MCP_START_TIMEOUT_S=str(START_S)), timeout=120)
     assert ran.code == 0, ran.err
     header = events_of(session_logs(workspace)[-1])[0]
     assert isinstance(header, SessionEvent)
@@ -201,7 +200,7 @@ def test_a_pinned_server_outside_the_sandbox_reads_no_bytecode_a_sandboxed_comma
               Reply.text("Done.")]
     with FakeMessagesServer(script) as server:
         ran = run_scribe(["run", "-p", "full-auto", "tidy up"], workspace,
-                         scribe_env(server.base_url, home, SCRIBE_MCP_START_TIMEOUT_S=str(START_S)), process=True)
+                         scribe_env(server.base_url, home, SCRIBE_MCP_START_TIMEOUT_S=str(START_S)))
     assert ran.code == 0, ran.err
     planted = workspace / "tools" / "__pycache__" / f"helper.{sys.implementation.cache_tag}.pyc"
     events = events_of(session_logs(workspace)[-1])
