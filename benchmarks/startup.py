@@ -92,11 +92,9 @@ class Tool:
         return seconds
 
 
-def left_running(marker: str, grace_s: float = 1.0) -> list[int]:
-    """The processes, of any program, whose environment holds `marker` once `grace_s` has passed
-    (killed, so that one run's leftovers cannot slow the next): what a run left running."""
-    time.sleep(grace_s)
-    needle = f"{MARKER}={marker}".encode()
+def holding(variable: str, value: str) -> list[int]:
+    """The processes, of any program, whose environment sets `variable` to `value`."""
+    needle = f"{variable}={value}".encode()
     found = []
     for proc in Path("/proc").iterdir():
         if not proc.name.isdigit():
@@ -105,7 +103,15 @@ def left_running(marker: str, grace_s: float = 1.0) -> list[int]:
             if needle in (proc / "environ").read_bytes().split(b"\0"):
                 found.append(int(proc.name))
         except OSError:
-            continue
+            continue  # gone while we looked, or not ours to read
+    return found
+
+
+def left_running(marker: str, grace_s: float = 1.0) -> list[int]:
+    """The processes, of any program, whose environment holds `marker` once `grace_s` has passed
+    (killed, so that one run's leftovers cannot slow the next): what a run left running."""
+    time.sleep(grace_s)
+    found = holding(MARKER, marker)
     for pid in found:
         with contextlib.suppress(OSError):
             os.kill(pid, signal.SIGKILL)

@@ -62,6 +62,7 @@ from scribe.log.events import AssistantEvent, UsageEvent
 from scribe.log.jsonl import read_log
 
 from .bills import bill_of
+from .startup import holding
 
 FILES = 30
 CHILDREN = 3
@@ -509,23 +510,9 @@ def _wait_for_run(marker: str) -> int:
     works on after `scribe run` exits, and bills its calls to the session); how many still do
     after FINISHERS_S."""
     deadline = time.monotonic() + FINISHERS_S
-    while (left := _holding(marker)) and time.monotonic() < deadline:
+    while (left := holding(MARKER, marker)) and time.monotonic() < deadline:
         time.sleep(0.1)
     return len(left)
-
-
-def _holding(marker: str) -> list[int]:
-    needle = f"{MARKER}={marker}".encode()
-    found = []
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
-        try:
-            if needle in (proc / "environ").read_bytes().split(b"\0"):
-                found.append(int(proc.name))
-        except OSError:
-            continue  # gone while we looked, or not ours to read
-    return found
 
 
 # -- the report ---------------------------------------------------------------------------------

@@ -143,21 +143,8 @@ def elide(text: str, limit: int, seq: int) -> str:
         return text
     lines = text.splitlines(keepends=True)
     head_budget, tail_budget = limit * 2 // 5, limit * 3 // 5
-    head: list[str] = []
-    used = 0
-    for line in lines:
-        if used + len(line) > head_budget:
-            break
-        head.append(line)
-        used += len(line)
-    tail: list[str] = []
-    used = 0
-    for line in reversed(lines[len(head):]):
-        if used + len(line) > tail_budget:
-            break
-        tail.append(line)
-        used += len(line)
-    tail.reverse()
+    head = _fitting(lines, head_budget)
+    tail = _fitting(lines[len(head):][::-1], tail_budget)[::-1]
     if not head and not tail:  # one enormous line
         head, tail = [text[:head_budget]], [text[-tail_budget:]]
         hidden_lines = 0
