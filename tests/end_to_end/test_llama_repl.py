@@ -1,6 +1,6 @@
 """The daily loop on a real small window: the REPL in a real terminal emulator (tmux), typed at a
 person's speed, against llama.cpp's `llama-server` with SmolLM2-135M-Instruct in one slot of
-4,096 tokens. A paste of about 3,200 tokens, whose answer takes the next request past what the
+2,048 tokens. A paste of about 1,400 tokens, whose answer takes the next request past what the
 window lets a request hold (a small model writes on to its `max_tokens`), then a question typed
 while the compression that makes room runs (the bar says `compressing memory…`): the question is
 answered, never refused for its size and left out. Whether it had to wait for the compression
@@ -28,9 +28,9 @@ from scribe.fakeapi import side_call_kind
 from scribe.log.events import AssistantEvent, LeftOutEvent, ObservationEvent, UserEvent
 from scribe.log.jsonl import read_log
 
-pytestmark = [pytest.mark.slow, pytest.mark.first]  # the suite's second-longest file: started first
+pytestmark = [pytest.mark.slow, pytest.mark.first]  # one of the suite's longest files: started first
 
-CONTEXT = 4096
+CONTEXT = 2048
 WORDS = ("the server reads each request and the model writes an answer while the cache keeps the prefix of every "
          "prompt so that later calls evaluate only new tokens").split()
 QUESTION = "what was the first line about?"
@@ -38,11 +38,12 @@ WAIT_S = 900  # a generous bound on one turn of a small model on a busy machine,
 
 
 def paste() -> str:
-    """About 3,200 SmolLM2 tokens of text (its /tokenize counts 2,872 for 110 such lines): with
-    the instructions, a request the window holds (3,584 tokens, less 512 for the answer); with
-    more than a short answer behind it, one it cannot."""
+    """About 1,400 SmolLM2 tokens of text (its /tokenize counts 2,872 for 110 such lines): with
+    the instructions, a request the window holds (1,792 tokens: 2,048 less 256 for the answer);
+    with more than a short answer behind it, one it cannot. A window this small keeps the test
+    short: the server evaluates about 80 prompt tokens a second and writes about 30."""
     rng = random.Random(7)
-    lines = [f"{i}: " + " ".join(rng.choice(WORDS) for _ in range(22)) for i in range(122)]
+    lines = [f"{i}: " + " ".join(rng.choice(WORDS) for _ in range(22)) for i in range(53)]
     return "Here is a text. Summarise it in one sentence.\n" + "\n".join(lines)
 
 
@@ -67,7 +68,7 @@ def test_a_question_typed_while_a_small_window_compresses_is_answered(tmp_path: 
     with (LlamaServer(CONTEXT, slots=1, log=tmp_path / "llama-server.log") as server,
           RecordingProxy(server.base_url) as proxy):
         env = scribe_env(proxy.base_url, home, TERM="xterm-256color", SCRIBE_MODEL="smollm2",
-                         SCRIBE_WATCH_FILES="0", SCRIBE_REQUEST_TIMEOUT_S="600", SCRIBE_MAX_TOKENS="512",
+                         SCRIBE_WATCH_FILES="0", SCRIBE_REQUEST_TIMEOUT_S="600", SCRIBE_MAX_TOKENS="256",
                          SCRIBE_RETENTION="0", SCRIBE_OBSERVE_AHEAD="always", SCRIBE_OBSERVE_ON_PAYBACK="false",
                          SCRIBE_COMPRESS_WHEN_COLD="false")
         term = TmuxPane(tmp_path / "tmux.sock")
