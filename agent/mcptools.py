@@ -17,12 +17,12 @@ from collections.abc import Generator, Sequence
 from pathlib import Path
 from typing import Any
 
-from scribe.agent.protection import protection_for
 from scribe.agent.protocol import LifeEvent, ServersStarting, ServersWaited
 from scribe.log.events import SessionEvent
 from scribe.log.private import make_private_folder
 from scribe.settings.files import ConfigFiles, state_dir
 from scribe.settings.mcp_servers import McpConfig, mcp_config
+from scribe.settings.protection import protection_for
 from scribe.settings.values import Settings
 from scribe.tools.mcp.catalog import ListedTool
 from scribe.tools.mcp.hub import McpHub, ServerState

@@ -37,7 +37,6 @@ from scribe.agent.lifecycle import greeting, skipped_note, switch_model
 from scribe.agent.loop import TurnLoop
 from scribe.agent.mcptools import allowed_without_asking, open_hub, pinned_servers, pinning, session_tools
 from scribe.agent.permissions import PermissionPolicy
-from scribe.agent.protection import protection_for
 from scribe.agent.protocol import (
     Curated,
     LifeEvent,
@@ -76,6 +75,7 @@ from scribe.settings.files import (
 from scribe.settings.hooks import read_hooks
 from scribe.settings.mcp_servers import mcp_config
 from scribe.settings.prices import price_book
+from scribe.settings.protection import protection_for
 from scribe.settings.rules import Rule, read_rules
 from scribe.settings.server_pins import pins_to_trust, workspace_servers
 from scribe.settings.trust import WorkspaceTrust

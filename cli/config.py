@@ -27,11 +27,11 @@ def config(
     and what protects scribe from the commands it runs: the sandbox in force on this machine, what
     it covers and what it does not.
     """
-    from scribe.agent.protection import protection_for
     from scribe.agent.window_facts import learned_window, window_here
     from scribe.settings.files import find_workspace, read_config, trust_of
     from scribe.settings.hooks import describe, read_hooks
     from scribe.settings.prices import read_prices
+    from scribe.settings.protection import protection_for
     from scribe.settings.rules import describe_rules, read_rules
     from scribe.settings.untrusted import ignored_line
     from scribe.settings.values import explain_settings, modes_by_front_end

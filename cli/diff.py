@@ -27,9 +27,9 @@ def diff(
 
     Exit codes: 0 shown (or nothing changed), 1 git failed, 2 not a git repository or no session.
     """
-    from scribe.agent.protection import protection_here
     from scribe.log.jsonl import read_first_record
     from scribe.settings.files import find_workspace
+    from scribe.settings.protection import protection_here
     from scribe.workspace.git.repository import GitRefused, GitUnavailable, is_repository, session_diff
 
     from .log.common import resolve_session

@@ -26,8 +26,7 @@ from scribe.agent.protocol import (
     TurnEnded,
     UserMessage,
 )
-from scribe.log.events import UserEvent
-from scribe.log.figures import Pricer
+from scribe.log.events import UsageEvent, UserEvent
 from scribe.settings.values import PERMISSION_MODES, PermissionMode
 
 from .app import ALLOWED_HELP, DISALLOWED_HELP
@@ -128,6 +127,8 @@ def run(
         mode = _mode(permission_mode, conversing)
         images = image_files(image) if image else []
         rules = rules_of(allowed_tools, disallowed_tools)
+        # The run's output first: it is what the run is for, whatever the agent then does.
+        shown = Conversation(said) if conversing else OneTurn(output, said)
         # The SDK's import is most of a cold start: it runs in a thread while the session is
         # prepared (config, git, the sandbox's probe), which spends much of its time waiting.
         preload_sdk()
@@ -137,10 +138,10 @@ def run(
         agent = Agent(config)
         said.agent = agent
         try:
-            if conversing:
-                code = _converse(agent, said)
+            if isinstance(shown, Conversation):
+                code = shown.drive(agent)
             else:
-                code = _one_turn(agent, UserMessage(text, tuple(images)), output, said)
+                code = shown.drive(agent, UserMessage(text, tuple(images)))
         finally:
             ended = agent.close()
             for line in ended.lines:
@@ -164,83 +165,86 @@ def _mode(given: str | None, conversing: bool) -> PermissionMode | None:
     return PermissionMode(given)
 
 
-def _one_turn(agent: Agent, message: UserMessage, output: OutputFormat, said: RunLines) -> int:
-    """The run's one turn through the core, shown in the output asked for; its exit code."""
-    price = _pricer(agent)
-    turn = TurnFigures(price)
-    failed_commits: list[CommitFailed] = []
-    ended: TurnEnded | None = None
-    stream = StreamJson(price=price, summary=lambda: said.summary(agent)) if output is OutputFormat.stream_json else None
-    text = TextSink() if output is OutputFormat.text else None
+class OneTurn:
+    """The run's one turn through the core, shown in the output asked for."""
 
-    def show(event: Event) -> None:
-        nonlocal ended
-        said(event)
-        if said.before_session(event):
+    def __init__(self, output: OutputFormat, said: RunLines) -> None:
+        self.output, self.said = output, said
+        self.turn = TurnFigures(said.price)
+        self.failed_commits: list[CommitFailed] = []
+        self.ended: TurnEnded | None = None
+        self.stream = StreamJson(price=said.price, summary=said.summary) if output is OutputFormat.stream_json else None
+        self.text = TextSink() if output is OutputFormat.text else None
+
+    def show(self, event: Event) -> None:
+        self.said(event)
+        if self.said.before_session(event):
             return
-        turn.count(event)
+        self.turn.count(event)
         if isinstance(event, CommitFailed):
-            failed_commits.append(event)
+            self.failed_commits.append(event)
         if isinstance(event, TurnEnded):
-            ended = event
-        if stream is not None:
-            stream(event)
-        elif text is not None and not isinstance(event, SessionOpened | Curated):
-            text(event)
+            self.ended = event
+        if self.stream is not None:
+            self.stream(event)
+        elif self.text is not None and not isinstance(event, SessionOpened | Curated):
+            self.text(event)
 
-    driver.drive(agent.start(), show)
-    driver.drive(agent.run(message), show)
-    assert ended is not None, "a turn always ends with TurnEnded"
-    if output is OutputFormat.json:
-        session = agent.session
-        print(json.dumps({
-            "session_id": session.id, "log": str(session.path),
-            "result": ended.text, "stop_reason": ended.reason, "error": ended.error,
-            "calls": ended.calls, "usage": turn.totals.as_dict(), "notes": said.notes,
-            "memory": session.digest.health.as_dict(),
-        }, ensure_ascii=False))
-    elif ended.error and output is OutputFormat.text:
-        print(f"scribe: {visible(ended.error)}", file=sys.stderr)
-    elif ended.reason == "max_turns" and output is OutputFormat.text:
-        print(f"scribe: stopped after {ended.calls} model calls (--max-turns); "
-              f"continue with: scribe run -c '...'", file=sys.stderr)
-    if output is not OutputFormat.text:  # the text output showed them as they came
-        for failure in failed_commits:
-            print(f"scribe: {visible(failure.text)}", file=sys.stderr)
-    code = EXIT_FOR.get(ended.reason, EXIT_FAILED)
-    # The commit the person asked for did not happen: the run did not do all it was asked.
-    return EXIT_FAILED if failed_commits and code == EXIT_OK else code
+    def drive(self, agent: Agent, message: UserMessage) -> int:
+        """The turn, and its exit code."""
+        driver.drive(agent.start(), self.show)
+        driver.drive(agent.run(message), self.show)
+        ended, output = self.ended, self.output
+        assert ended is not None, "a turn always ends with TurnEnded"
+        if output is OutputFormat.json:
+            session = agent.session
+            print(json.dumps({
+                "session_id": session.id, "log": str(session.path),
+                "result": ended.text, "stop_reason": ended.reason, "error": ended.error,
+                "calls": ended.calls, "usage": self.turn.totals.as_dict(), "notes": self.said.notes,
+                "memory": session.digest.health.as_dict(),
+            }, ensure_ascii=False))
+        elif ended.error and output is OutputFormat.text:
+            print(f"scribe: {visible(ended.error)}", file=sys.stderr)
+        elif ended.reason == "max_turns" and output is OutputFormat.text:
+            print(f"scribe: stopped after {ended.calls} model calls (--max-turns); "
+                  f"continue with: scribe run -c '...'", file=sys.stderr)
+        if output is not OutputFormat.text:  # the text output showed them as they came
+            for failure in self.failed_commits:
+                print(f"scribe: {visible(failure.text)}", file=sys.stderr)
+        code = EXIT_FOR.get(ended.reason, EXIT_FAILED)
+        # The commit the person asked for did not happen: the run did not do all it was asked.
+        return EXIT_FAILED if self.failed_commits and code == EXIT_OK else code
 
 
-def _converse(agent: Agent, said: RunLines) -> int:
+class Conversation:
     """A session over stdin: every event out as stream-json, until the input ends."""
-    from .stream_input import read
 
-    stream = StreamJson(price=_pricer(agent), summary=lambda: said.summary(agent))
-    failed = False
+    def __init__(self, said: RunLines) -> None:
+        self.said = said
+        self.stream = StreamJson(price=said.price, summary=said.summary)
+        self.failed = False
 
-    def show(event: Event) -> None:
-        nonlocal failed
-        said(event)
-        if said.before_session(event):
+    def show(self, event: Event) -> None:
+        self.said(event)
+        if self.said.before_session(event):
             return
-        stream(event)
+        self.stream(event)
         if isinstance(event, TurnEnded) and event.reason in ("error", "refusal"):
-            failed = True
+            self.failed = True
 
-    driver.drive(agent.start(), show)
-    done = threading.Event()
-    read(sys.stdin, agent.submit, stream.write, done)
-    try:
-        driver.drive(agent.events(), show)
-    finally:
-        done.set()
-    return EXIT_FAILED if failed else EXIT_OK
+    def drive(self, agent: Agent) -> int:
+        """The turns the input asks for, and the run's exit code."""
+        from .stream_input import read
 
-
-def _pricer(agent: Agent) -> Pricer:
-    """The opening's prices, looked up at each call (they are read as the agent opens)."""
-    return lambda usage: agent.opened.prices.price_usage(usage)
+        driver.drive(agent.start(), self.show)
+        done = threading.Event()
+        read(sys.stdin, agent.submit, self.stream.write, done)
+        try:
+            driver.drive(agent.events(), self.show)
+        finally:
+            done.set()
+        return EXIT_FAILED if self.failed else EXIT_OK
 
 
 @dataclass
@@ -266,9 +270,15 @@ class RunLines:
         return (f"scribe: {stop}; what it was running was ended and recorded in session {session.id}; "
                 "`scribe run -c` continues it")
 
-    def summary(self, agent: Agent) -> dict[str, Any]:
+    def price(self, usage: UsageEvent) -> tuple[float | None, float | None]:
+        """The opening's prices, looked up at each call (they are read as the agent opens)."""
+        assert self.agent is not None, "a call is priced only once the agent runs"
+        return self.agent.opened.prices.price_usage(usage)
+
+    def summary(self) -> dict[str, Any]:
         """What the JSON outputs add about the session: its log, memory health, the notes."""
-        if not agent.has_session:
+        agent = self.agent
+        if agent is None or not agent.has_session:
             return {"notes": list(self.notes)}
         return {"log": str(agent.session.path), "memory": agent.session.digest.health.as_dict(),
                 "notes": list(self.notes)}

@@ -35,10 +35,10 @@ def undo(
     from pathlib import Path
 
     from scribe.agent.actions.undo import undo as undo_turn
-    from scribe.agent.protection import protection_for
     from scribe.agent.session.start import open_session
     from scribe.log.jsonl import SessionLocked
     from scribe.settings.files import find_workspace
+    from scribe.settings.protection import protection_for
     from scribe.settings.values import load_settings
     from scribe.workspace.git.repository import GitRefused, GitUnavailable
 

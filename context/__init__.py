@@ -1,5 +1,4 @@
-"""The context: the request rendered from the log (render, the observation chunks in force),
-what it weighs (token estimates, budgets), the figures of what was sent, and the reopen
+"""The context: the request rendered from the log (render), what it weighs (token estimates, budgets), the figures of what was sent, and the reopen
 checkpoint that lets render start without reading the whole log.
 
 May import: scribe.log."""

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from scribe.context.chunks import ChunkIndex
+from scribe.log.chunks import ChunkIndex
 from scribe.log.codec import EventFormatError
 from scribe.log.digest import LogDigest
 from scribe.log.eventlog import EventLog, OlderEvents, Place

@@ -31,8 +31,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from scribe.context.chunks import ChunkIndex, tail_after
 from scribe.context.preview import UNSETTLED, OutputView, Settled
+from scribe.log.chunks import ChunkIndex, tail_after
 from scribe.log.events import (
     AssistantEvent,
     Block,

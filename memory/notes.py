@@ -13,8 +13,8 @@ from collections import deque
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from scribe.context.chunks import tail_after
 from scribe.context.tokens import estimate_text
+from scribe.log.chunks import tail_after
 from scribe.log.events import Event, ObservationEvent, ReflectionEvent, UserEvent
 
 from .answer import Answer

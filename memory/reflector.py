@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from scribe.context.chunks import Chunk
 from scribe.context.tokens import estimate_text
+from scribe.log.chunks import Chunk
 
 from .answer import Answer, UnusableAnswer
 from .observations import Observations, read_observations

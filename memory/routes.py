@@ -29,9 +29,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from scribe.context.chunks import Chunk, ChunkIndex, tail_after
 from scribe.context.preview import OutputView, Settled
 from scribe.context.render import CACHE, ImageSource, Request, render, render_messages
+from scribe.log.chunks import Chunk, ChunkIndex, tail_after
 from scribe.log.events import Event, SessionEvent, UserEvent
 from scribe.log.pricing import price_for
 

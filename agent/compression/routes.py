@@ -8,8 +8,8 @@ from collections.abc import Sequence
 
 from scribe.agent.compression.sizes import ContextSize, Sizes
 from scribe.agent.session.session import SessionLike, side_model
-from scribe.context.chunks import Chunk
 from scribe.context.tokens import estimate_text
+from scribe.log.chunks import Chunk
 from scribe.log.events import Event, ObservationEvent, ReflectionEvent, UsageEvent
 from scribe.memory.observer import OBSERVATIONS_SHOWN, OBSERVER_SYSTEM, Span, clip_span
 from scribe.memory.payback import OBSERVATION_YIELD

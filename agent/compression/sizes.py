@@ -12,9 +12,9 @@ from datetime import UTC, datetime
 
 from scribe.agent.session.session import SessionLike, session_window
 from scribe.context.budget import InputBudget
-from scribe.context.chunks import Chunk, tail_after
 from scribe.context.render import CACHE_TTL_S, current_model
 from scribe.context.tokens import TokenEstimator, estimate_text, fixed_tokens
+from scribe.log.chunks import Chunk, tail_after
 from scribe.log.events import ContextWindowEvent, Event, ObservationEvent, ReflectionEvent, UsageEvent
 from scribe.memory.observer import event_line
 from scribe.memory.reflector import chunk_size

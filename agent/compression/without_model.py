@@ -11,9 +11,9 @@ from collections.abc import Iterator, Sequence
 from scribe.agent.compression.sizes import Sizes
 from scribe.agent.protocol import AgentEvent, Compressed, Notice
 from scribe.agent.session.session import SessionLike
-from scribe.context.chunks import tail_after
 from scribe.context.compressions import replaced_raw
 from scribe.context.tokens import estimate_text
+from scribe.log.chunks import tail_after
 from scribe.log.events import ErrorEvent, Event, ObservationEvent, UserEvent
 from scribe.log.health import refusals_in_a_row
 from scribe.memory.extract import EXTRACTIVE_MODEL, NothingToExtract, extractive_stub

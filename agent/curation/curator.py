@@ -21,8 +21,8 @@ from pathlib import Path
 from scribe.agent.session.instructions import InstructionFileRefused, notes_text
 from scribe.agent.session.session import Session, session_window, side_model
 from scribe.context.budget import InputBudget
-from scribe.context.chunks import tail_after
 from scribe.context.tokens import estimate_text
+from scribe.log.chunks import tail_after
 from scribe.log.events import ErrorEvent, Event, NotesEvent
 from scribe.log.filelock import LockWaitedTooLong, held
 from scribe.log.private import make_private_folder, write_private

@@ -14,9 +14,9 @@ from scribe.context.checkpoint import (
     make_checkpoint,
     save_checkpoint,
 )
-from scribe.context.chunks import ChunkIndex
 from scribe.context.render import current_model
 from scribe.log.attachments import ImageStore
+from scribe.log.chunks import ChunkIndex
 from scribe.log.digest import LogDigest
 from scribe.log.eventlog import EventLog
 from scribe.log.events import (

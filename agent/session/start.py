@@ -31,12 +31,13 @@ def start_session(workspace: Path, settings: Settings, tool_definitions: list[di
     already among `tool_definitions`. `agents`: the sub-agents its task tool may start; `parent`
     and `guidance`: a sub-agent's parent (session, tool_use_id, agent) and its own instructions,
     in place of the main agent's (agent/task.py)."""
-    store = store_for(workspace)
-    state = git_state(workspace, read_only(settings.sandbox))
-    exclude_from_git(workspace, store.root, state.exclude_dir)
-    env = Environment(cwd=str(workspace), git_branch=state.branch, git_head=state.head, started=date.today())
+    # What the instructions are made of (the project's texts, git's facts), then where the log goes.
     read = read_project_texts(workspace, notes_path(workspace))
     project = read.texts
+    state = git_state(workspace, read_only(settings.sandbox))
+    store = store_for(workspace)
+    exclude_from_git(workspace, store.root, state.exclude_dir)
+    env = Environment(cwd=str(workspace), git_branch=state.branch, git_head=state.head, started=date.today())
     system = system_text(env, project, guidance)
     session_id = store.new_id()
     path = store.path_for(session_id)

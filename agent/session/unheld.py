@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from scribe.context.chunks import Chunk, tail_after
 from scribe.context.tokens import TokenEstimator, estimate_text
+from scribe.log.chunks import Chunk, tail_after
 from scribe.log.events import EXTRACTIVE_MODEL, Event, ObservationEvent, ReflectionEvent
 from scribe.memory.extract import NothingToExtract, extractive_reflection, extractive_stub
 from scribe.memory.reflector import chunk_size

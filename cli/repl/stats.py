@@ -10,9 +10,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from scribe.agent.compression.compressor import ContextSize
-from scribe.context.chunks import ChunkIndex
 from scribe.context.render import current_model
 from scribe.context.stats import Figures, Pricer, figures_of
+from scribe.log.chunks import ChunkIndex
 from scribe.log.events import Event, UsageEvent
 from scribe.log.health import MemoryHealth
 from scribe.log.pricing import price_usage

@@ -30,9 +30,9 @@ from scribe.agent.lifecycle import switch_model
 from scribe.agent.protocol import TurnEnded
 from scribe.agent.session.start import start_session
 from scribe.cli.log.common import money
-from scribe.context.chunks import active_chunks
 from scribe.context.render import chunk_text
 from scribe.fakeapi import FakeMessagesServer, Reply, text_block, tool_use_block
+from scribe.log.chunks import active_chunks
 from scribe.log.events import (
     AssistantEvent,
     Event,

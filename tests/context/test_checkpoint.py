@@ -17,8 +17,8 @@ from helpers import adopt
 from scribe.agent.session.session import Session
 from scribe.agent.session.start import open_session, start_session
 from scribe.context.checkpoint import checkpoint_path, load_checkpoint, reopen
-from scribe.context.chunks import ChunkIndex, tail_after
 from scribe.context.render import canonical_json, render
+from scribe.log.chunks import ChunkIndex, tail_after
 from scribe.log.digest import LogDigest
 from scribe.log.events import (
     EXTRACTIVE_MODEL,

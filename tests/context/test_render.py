@@ -8,7 +8,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from builders import session_header
-from scribe.context.chunks import ChunkIndex, active_chunks
 from scribe.context.render import (
     INTERRUPTED,
     RESUME_NOTE,
@@ -17,6 +16,7 @@ from scribe.context.render import (
     render,
 )
 from scribe.fakeapi.validate import validate_request
+from scribe.log.chunks import ChunkIndex, active_chunks
 from scribe.log.codec import from_record, to_record
 from scribe.log.events import (
     AssistantEvent,

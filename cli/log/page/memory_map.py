@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from html import escape
 
-from scribe.context.chunks import active_chunks
 from scribe.context.compressions import Folded, compressions
+from scribe.log.chunks import active_chunks
 from scribe.log.events import Event, ObservationEvent, ReflectionEvent
 
 from ..compressions import heading, recall_pointer, stretch_heading, taught

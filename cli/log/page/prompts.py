@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from scribe.context.chunks import ChunkIndex
 from scribe.context.render import CACHE_TTL_S, Request, block_key, breakpoints, cache_view, render
+from scribe.log.chunks import ChunkIndex
 from scribe.log.events import Event, UsageEvent
 from scribe.log.images import ImageRef
 
