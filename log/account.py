@@ -4,7 +4,7 @@
 It holds the key that seals session logs and the last seal scribe wrote for each log (log/seal.py),
 and the bytecode of the MCP servers that run outside the sandbox (tools/mcp/link.py). Each is
 something a workspace must not be able to read or write: every sandbox hides the folder
-(workspace/bwrap.py), so no command, hook, MCP server or git call in the sandbox sees the key or
+(workspace/sandbox/bwrap.py), so no command, hook, MCP server or git call in the sandbox sees the key or
 changes a record.
 
 Another user must not be able to plant what scribe reads here: the folder is used only when it is
