@@ -17,6 +17,7 @@ checkout is not scribe's.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -94,6 +95,8 @@ def main() -> None:
         sys.setprofile(None)
         threading.setprofile(None)
         server.stop()
+        os.chdir(root.parent)
+        shutil.rmtree(root)
     folders = sorted({folder_of(f) for f in seen})
     functions = sum(len(names) for names in seen.values())
     changes = sum(1 for a, b in zip(path, path[1:], strict=False) if a != b)
