@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 import traceback
 from collections.abc import Callable
@@ -119,13 +120,18 @@ def run_in_process(args: list[str], cwd: Path, env: dict[str, str], stdin: str |
     from scribe.cli.app import app
 
     saved_env, saved_cwd, saved_umask = dict(os.environ), os.getcwd(), os.umask(0o022)
+    saved_tempdir = tempfile.tempdir
     os.umask(saved_umask)
     os.environ.clear()
     os.environ.update(env)
     os.chdir(cwd)
+    # The temporary folder as a new process finds it, from `env` (TMPDIR): tempfile keeps the
+    # one it found first for the life of the process.
+    tempfile.tempdir = None
     try:
         result = CliRunner().invoke(app, args, input=stdin, catch_exceptions=True)
     finally:
+        tempfile.tempdir = saved_tempdir
         os.chdir(saved_cwd)
         os.environ.clear()
         os.environ.update(saved_env)
