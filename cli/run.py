@@ -128,7 +128,7 @@ def run(
         images = image_files(image) if image else []
         rules = rules_of(allowed_tools, disallowed_tools)
         # The run's output first: it is what the run is for, whatever the agent then does.
-        shown = Conversation(said) if conversing else OneTurn(output, said)
+        shown = Conversation(said) if conversing else OneTurn(UserMessage(text, tuple(images)), output, said)
         # The SDK's import is most of a cold start: it runs in a thread while the session is
         # prepared (config, git, the sandbox's probe), which spends much of its time waiting.
         preload_sdk()
@@ -138,10 +138,7 @@ def run(
         agent = Agent(config)
         said.agent = agent
         try:
-            if isinstance(shown, Conversation):
-                code = shown.drive(agent)
-            else:
-                code = shown.drive(agent, UserMessage(text, tuple(images)))
+            code = shown.drive(agent)
         finally:
             ended = agent.close()
             for line in ended.lines:
@@ -168,8 +165,8 @@ def _mode(given: str | None, conversing: bool) -> PermissionMode | None:
 class OneTurn:
     """The run's one turn through the core, shown in the output asked for."""
 
-    def __init__(self, output: OutputFormat, said: RunLines) -> None:
-        self.output, self.said = output, said
+    def __init__(self, message: UserMessage, output: OutputFormat, said: RunLines) -> None:
+        self.message, self.output, self.said = message, output, said
         self.turn = TurnFigures(said.price)
         self.failed_commits: list[CommitFailed] = []
         self.ended: TurnEnded | None = None
@@ -190,10 +187,10 @@ class OneTurn:
         elif self.text is not None and not isinstance(event, SessionOpened | Curated):
             self.text(event)
 
-    def drive(self, agent: Agent, message: UserMessage) -> int:
+    def drive(self, agent: Agent) -> int:
         """The turn, and its exit code."""
         driver.drive(agent.start(), self.show)
-        driver.drive(agent.run(message), self.show)
+        driver.drive(agent.run(self.message), self.show)
         ended, output = self.ended, self.output
         assert ended is not None, "a turn always ends with TurnEnded"
         if output is OutputFormat.json:
