@@ -7,7 +7,7 @@ from __future__ import annotations
 import io
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +18,7 @@ from prompt_toolkit.input import create_pipe_input
 from prompt_toolkit.output import DummyOutput
 from rich.console import Console
 
-from helpers import as_a_person
+from helpers import as_a_person, wait_for
 from scribe.agent.config import AgentConfig, SessionChoice
 from scribe.agent.core import Agent
 from scribe.cli.repl.repl import Repl
@@ -48,20 +48,30 @@ class Ran:
 
 
 def run_repl(workspace: Path, script: list[Reply] | FakeMessagesServer, keys: str, *, mode: str = "ask",
-             choice: SessionChoice | None = None, during: threading.Thread | None = None) -> Ran:
+             choice: SessionChoice | None = None, during: threading.Thread | None = None,
+             leave_when: Callable[[Repl], bool] | None = None) -> Ran:
     """Type `keys` into a REPL in `workspace` until they run out (then the input ends: Ctrl-D).
-    A server passed in is left running (its prompt cache outlives this REPL)."""
+    `leave_when`: a person who reads before leaving, typing Ctrl-D only once it holds (or after
+    60 s). A server passed in is left running (its prompt cache outlives this REPL)."""
     out = io.StringIO()
     owned = not isinstance(script, FakeMessagesServer)
     server = FakeMessagesServer(script) if not isinstance(script, FakeMessagesServer) else script
     os.environ["ANTHROPIC_BASE_URL"] = server.start()
     try:
         with create_pipe_input() as pipe, create_app_session(input=pipe, output=DummyOutput()):
-            pipe.send_text(keys + CTRL_D)
+            pipe.send_text(keys if leave_when is not None else keys + CTRL_D)
             settings = load_settings(workspace, {"permission_mode": mode, "max_retries": 0})
             with open_repl(workspace, settings, View(Console(file=out, width=110)), choice) as repl:
                 if during is not None:
                     during.start()
+                if leave_when is not None:
+                    when = leave_when
+
+                    def leave() -> None:
+                        wait_for(lambda: when(repl), 60)
+                        pipe.send_text(CTRL_D)
+
+                    threading.Thread(target=leave, daemon=True).start()
                 repl.loop()
                 toolbar = repl.toolbar()
     finally:

@@ -20,6 +20,7 @@ from scribe.agent.core import Agent
 from scribe.agent.driver import drive
 from scribe.agent.opening import AgentConfig, SessionChoice
 from scribe.agent.protocol import Compressed, CompressionWait, TurnEnded, UserMessage
+from scribe.cli.repl.repl import Repl
 from scribe.context.render import canonical_json
 from scribe.fakeapi import FakeMessagesServer, Reply, SideCallModel, side_call_kind
 from scribe.log.events import (
@@ -306,7 +307,13 @@ def test_the_turn_that_made_a_compression_due_is_compressed_between_turns(
     monkeypatch.setenv("SCRIBE_COMPRESS_WHEN_COLD", "false")
     paste = "Summarise this.\n" + "\n".join(message(k) for k in range(4))
     with FakeMessagesServer(SideCallModel([Reply.text("Noted."), Reply.text("Summarised.")])) as server:
-        run_repl(workspace, server, f"{message(9)}\r\x1b[200~{paste}\x1b[201~\r")
+        def read_it(repl: Repl) -> bool:
+            """The person reads until both compressions have been made (a session that ends at
+            once gives one still running a second: agent/compression/ahead.py)."""
+            observed = [r for r in server.requests if side_call_kind(r.json) == "observer"]
+            return len(observed) >= 2 and not repl.agent.compressing
+
+        run_repl(workspace, server, f"{message(9)}\r\x1b[200~{paste}\x1b[201~\r", leave_when=read_it)
     events = events_of(session_logs(workspace)[0])
     pasted = next(e for e in events if isinstance(e, UserEvent) and e.text == paste)
     covered = [(e.seq_from, e.seq_to) for e in events if isinstance(e, ObservationEvent)]
