@@ -49,10 +49,11 @@ class Ran:
 
 def run_repl(workspace: Path, script: list[Reply] | FakeMessagesServer, keys: str, *, mode: str = "ask",
              choice: SessionChoice | None = None, during: threading.Thread | None = None,
-             leave_when: Callable[[Repl], bool] | None = None) -> Ran:
+             leave_when: Callable[[Repl], bool] | None = None, opened: Callable[[Repl], None] | None = None) -> Ran:
     """Type `keys` into a REPL in `workspace` until they run out (then the input ends: Ctrl-D).
     `leave_when`: a person who reads before leaving, typing Ctrl-D only once it holds (or after
-    60 s). A server passed in is left running (its prompt cache outlives this REPL)."""
+    60 s). `opened` is handed the REPL once it is open. A server passed in is left running (its
+    prompt cache outlives this REPL)."""
     out = io.StringIO()
     owned = not isinstance(script, FakeMessagesServer)
     server = FakeMessagesServer(script) if not isinstance(script, FakeMessagesServer) else script
@@ -62,6 +63,8 @@ def run_repl(workspace: Path, script: list[Reply] | FakeMessagesServer, keys: st
             pipe.send_text(keys if leave_when is not None else keys + CTRL_D)
             settings = load_settings(workspace, {"permission_mode": mode, "max_retries": 0})
             with open_repl(workspace, settings, View(Console(file=out, width=110)), choice) as repl:
+                if opened is not None:
+                    opened(repl)
                 if during is not None:
                     during.start()
                 if leave_when is not None:

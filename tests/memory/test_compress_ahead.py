@@ -306,14 +306,28 @@ def test_the_turn_that_made_a_compression_due_is_compressed_between_turns(
     monkeypatch.setenv("SCRIBE_OBSERVE_ON_PAYBACK", "false")
     monkeypatch.setenv("SCRIBE_COMPRESS_WHEN_COLD", "false")
     paste = "Summarise this.\n" + "\n".join(message(k) for k in range(4))
-    with FakeMessagesServer(SideCallModel([Reply.text("Noted."), Reply.text("Summarised.")])) as server:
-        def read_it(repl: Repl) -> bool:
-            """The person reads until both compressions have been made (a session that ends at
-            once gives one still running a second: agent/compression/ahead.py)."""
-            observed = [r for r in server.requests if side_call_kind(r.json) == "observer"]
-            return len(observed) >= 2 and not repl.agent.compressing
+    model = SideCallModel([Reply.text("Noted."), Reply.text("Summarised.")])
+    repls: list[Repl] = []
 
-        run_repl(workspace, server, f"{message(9)}\r\x1b[200~{paste}\x1b[201~\r", leave_when=read_it)
+    def answer(request: dict[str, Any]) -> object:
+        # The paste's answer comes once the compression its call started has ended: that one
+        # ends within the turn, as the docstring's order has it. (One that outlives its turn is
+        # taken at the next message, and the turn after it is compressed then.)
+        last = request["messages"][-1]["content"]
+        said = last if isinstance(last, str) else "".join(b.get("text", "") for b in last if isinstance(b, dict))
+        if side_call_kind(request) == "agent" and paste in said:
+            assert wait_for(lambda: repls[0].agent.loop.ahead is not None and repls[0].agent.loop.ahead.done, 30)
+        return model(request)
+
+    def read_it(repl: Repl) -> bool:
+        """The person reads until both compressions have been made (a session that ends at once
+        gives one still running a second: agent/compression/ahead.py)."""
+        observed = [r for r in server.requests if side_call_kind(r.json) == "observer"]
+        return len(observed) >= 2 and not repl.agent.compressing
+
+    with FakeMessagesServer(answer) as server:
+        run_repl(workspace, server, f"{message(9)}\r\x1b[200~{paste}\x1b[201~\r", leave_when=read_it,
+                 opened=repls.append)
     events = events_of(session_logs(workspace)[0])
     pasted = next(e for e in events if isinstance(e, UserEvent) and e.text == paste)
     covered = [(e.seq_from, e.seq_to) for e in events if isinstance(e, ObservationEvent)]
