@@ -100,22 +100,29 @@ def prepare(target: Path, data: bytes, name: str, *, executable: bool | None = N
     except OSError as exc:
         raise WriteFailed(failure_line(name, exc, existing is not None)) from None
     try:
-        try:
-            if mode is not None:
-                os.fchmod(fd, mode)  # the umask may only have taken bits away
-            elif existing is not None and executable is None:
-                os.fchmod(fd, stat.S_IMODE(existing.st_mode))
-                keep_owner(fd, existing)
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        fill(fd, data, existing if executable is None else None, mode)
     except OSError as exc:
         os.unlink(temporary)
         raise WriteFailed(failure_line(name, exc, existing is not None)) from None
     return PendingWrite(target, temporary, name)
+
+
+def fill(fd: int, data: bytes, kept: os.stat_result | None, mode: int | None = None) -> None:
+    """Give a new temporary file its mode (exactly `mode`, else the mode and owner of the file
+    it replaces, `kept`), write all of `data`, flush it to disk and close it. Raises OSError;
+    the file is closed either way."""
+    try:
+        if mode is not None:
+            os.fchmod(fd, mode)  # the umask may only have taken bits away
+        elif kept is not None:
+            os.fchmod(fd, stat.S_IMODE(kept.st_mode))
+            keep_owner(fd, kept)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def write_atomic(target: Path, data: bytes, name: str, *, mode: int | None = None) -> None:

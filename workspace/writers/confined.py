@@ -35,7 +35,7 @@ from scribe.workspace.writers.atomic import (
     WriteFailed,
     WriteRefused,
     failure_line,
-    keep_owner,
+    fill,
 )
 
 _SYS_OPENAT2 = 437  # the same number on every architecture Linux added it for (5.6)
@@ -289,16 +289,7 @@ class ConfinedRoot:
             except OSError as exc:
                 raise WriteFailed(failure_line(name, exc, existing is not None)) from None
             try:
-                try:
-                    if existing is not None and executable is None:
-                        os.fchmod(handle, stat.S_IMODE(existing.st_mode))
-                        keep_owner(handle, existing)
-                    view = memoryview(data)
-                    while view:
-                        view = view[os.write(handle, view):]
-                    os.fsync(handle)
-                finally:
-                    os.close(handle)
+                fill(handle, data, existing if executable is None else None)
             except OSError as exc:
                 os.unlink(temporary, dir_fd=fd)
                 raise WriteFailed(failure_line(name, exc, existing is not None)) from None
